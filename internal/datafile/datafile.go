@@ -1,0 +1,344 @@
+// Package datafile decodes the YAML data files maintainers edit (matrix.yaml,
+// recipes) strictly: unknown keys, wrong types and duplicate keys are errors,
+// and every error names the file, line and column it is about.
+//
+// Structs receive the position of their mapping in a field of type Pos, and
+// the position of every key's value in a field of type Keys, so that later
+// validation can point at the exact place a wrong value sits.
+package datafile
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Pos is a place in a data file. Line and Col start at 1; zero means unknown.
+type Pos struct {
+	File string
+	Line int
+	Col  int
+}
+
+func (p Pos) String() string {
+	switch {
+	case p.Line == 0:
+		return p.File
+	default:
+		return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+	}
+}
+
+// Keys holds the position of each key's value in a mapping.
+type Keys map[string]Pos
+
+// At returns the position of key, or fallback when the key was absent.
+func (k Keys) At(key string, fallback Pos) Pos {
+	if p, ok := k[key]; ok {
+		return p
+	}
+	return fallback
+}
+
+// Error is one problem at one place in a data file.
+type Error struct {
+	Pos Pos
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
+
+// Errorf makes an Error at p.
+func Errorf(p Pos, format string, args ...any) *Error {
+	return &Error{Pos: p, Msg: fmt.Sprintf(format, args...)}
+}
+
+// List is several errors, reported together so a maintainer fixes them in one go.
+type List []*Error
+
+func (l List) Error() string {
+	msgs := make([]string, len(l))
+	for i, e := range l {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// Err returns nil for an empty list and the list otherwise.
+func (l List) Err() error {
+	if len(l) == 0 {
+		return nil
+	}
+	l.Sort()
+	return l
+}
+
+// Sort orders the errors by file, line and column.
+func (l List) Sort() {
+	sort.SliceStable(l, func(i, j int) bool {
+		a, b := l[i].Pos, l[j].Pos
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+}
+
+// IsDataError reports whether err is (or wraps) a data-file error, i.e. bad input.
+func IsDataError(err error) bool {
+	var e *Error
+	var l List
+	return errors.As(err, &e) || errors.As(err, &l)
+}
+
+var (
+	posType  = reflect.TypeOf(Pos{})
+	keysType = reflect.TypeOf(Keys{})
+)
+
+// Decode parses data (the contents of file) into v, which must be a pointer.
+func Decode(file string, data []byte, v any) error {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return syntaxError(file, err)
+	}
+	d := &decoder{file: file}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("datafile.Decode: need a non-nil pointer, got %T", v)
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return List{Errorf(Pos{File: file, Line: 1, Col: 1}, "file is empty; it needs a mapping at the top level")}
+	}
+	d.decode(root.Content[0], rv.Elem(), "")
+	return d.errs.Err()
+}
+
+// syntaxError turns a yaml.v3 error ("yaml: line 3: ...") into a positioned Error.
+func syntaxError(file string, err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	line := 0
+	if strings.HasPrefix(msg, "line ") {
+		rest := msg[len("line "):]
+		if i := strings.Index(rest, ":"); i > 0 {
+			if n, convErr := strconv.Atoi(rest[:i]); convErr == nil {
+				line = n
+				msg = strings.TrimSpace(rest[i+1:])
+			}
+		}
+	}
+	return List{Errorf(Pos{File: file, Line: line, Col: 1}, "YAML syntax error: %s", msg)}
+}
+
+type decoder struct {
+	file string
+	errs List
+}
+
+func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
+
+func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
+	d.errs = append(d.errs, Errorf(d.pos(n), format, args...))
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "nothing (null)"
+		}
+		return fmt.Sprintf("the value %q", n.Value)
+	}
+	return "an unsupported YAML node"
+}
+
+func where(path string) string {
+	if path == "" {
+		return "at the top level"
+	}
+	return "at " + path
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if v.Kind() == reflect.Pointer {
+		if n.Tag == "!!null" {
+			return
+		}
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		d.decode(n, v.Elem(), path)
+		return
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		d.decodeStruct(n, v, path)
+	case reflect.Map:
+		d.decodeMap(n, v, path)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.fail(n, "%s: expected a list, found %s", where(path), kindName(n))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		v.Set(s)
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+			d.fail(n, "%s: expected a string, found %s", where(path), kindName(n))
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Bool:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+			d.fail(n, "%s: expected true or false, found %s", where(path), kindName(n))
+			return
+		}
+		b, _ := strconv.ParseBool(strings.ToLower(n.Value))
+		v.SetBool(b)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+			d.fail(n, "%s: expected a whole number, found %s", where(path), kindName(n))
+			return
+		}
+		i, err := strconv.ParseInt(n.Value, 0, 64)
+		if err != nil {
+			d.fail(n, "%s: %q is not a whole number", where(path), n.Value)
+			return
+		}
+		v.SetInt(i)
+	default:
+		d.fail(n, "%s: cannot decode into %s", where(path), v.Type())
+	}
+}
+
+func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, "%s: expected a mapping, found %s", where(path), kindName(n))
+		return
+	}
+	if v.Type().Key().Kind() != reflect.String {
+		d.fail(n, "%s: cannot decode into %s", where(path), v.Type())
+		return
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMap(v.Type()))
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.fail(k, "%s: keys must be plain names", where(path))
+			continue
+		}
+		if seen[k.Value] {
+			d.fail(k, "%s: key %q appears twice; keep one", where(path), k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.decode(val, elem, join(path, k.Value))
+		v.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), elem)
+	}
+}
+
+type fieldInfo struct {
+	index int
+	name  string
+}
+
+func structFields(t reflect.Type) (fields map[string]fieldInfo, posIdx, keysIdx int) {
+	fields = map[string]fieldInfo{}
+	posIdx, keysIdx = -1, -1
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		switch f.Type {
+		case posType:
+			posIdx = i
+			continue
+		case keysType:
+			keysIdx = i
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		fields[name] = fieldInfo{index: i, name: name}
+	}
+	return fields, posIdx, keysIdx
+}
+
+func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, "%s: expected a mapping, found %s", where(path), kindName(n))
+		return
+	}
+	fields, posIdx, keysIdx := structFields(v.Type())
+	if posIdx >= 0 {
+		v.Field(posIdx).Set(reflect.ValueOf(d.pos(n)))
+	}
+	keys := Keys{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.fail(k, "%s: keys must be plain names", where(path))
+			continue
+		}
+		if _, dup := keys[k.Value]; dup {
+			d.fail(k, "%s: key %q appears twice; keep one", where(path), k.Value)
+			continue
+		}
+		f, ok := fields[k.Value]
+		if !ok {
+			known := make([]string, 0, len(fields))
+			for name := range fields {
+				known = append(known, name)
+			}
+			sort.Strings(known)
+			d.fail(k, "%s: unknown key %q (known keys: %s)", where(path), k.Value, strings.Join(known, ", "))
+			continue
+		}
+		vn := val
+		for vn.Kind == yaml.AliasNode {
+			vn = vn.Alias
+		}
+		keys[k.Value] = d.pos(val)
+		d.decode(vn, v.Field(f.index), join(path, k.Value))
+	}
+	if keysIdx >= 0 {
+		v.Field(keysIdx).Set(reflect.ValueOf(keys))
+	}
+}

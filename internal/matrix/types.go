@@ -1,0 +1,154 @@
+// Package matrix loads matrix.yaml, the data file that holds every fact about
+// ISAs, CPUs, target OSes, compilers, Doris versions and release targets,
+// validates it, and expands it into cells (a Doris series × a target).
+package matrix
+
+import "github.com/dorisarm/dorisarm/internal/datafile"
+
+// Matrix is the decoded and validated matrix.yaml.
+type Matrix struct {
+	Schema     int                    `yaml:"schema"`
+	ISAs       map[string]*ISA        `yaml:"isas"`
+	Extensions map[string]*Extension  `yaml:"extensions"`
+	ArchLevels map[string]*ArchLevel  `yaml:"arch_levels"`
+	QemuModels map[string]*QemuModel  `yaml:"qemu_models"`
+	CPUs       map[string]*CPU        `yaml:"cpus"`
+	OSes       map[string]*OS         `yaml:"oses"`
+	Compilers  map[string]*Compiler   `yaml:"compilers"`
+	Doris      map[string]*DorisRange `yaml:"doris"`
+	Targets    map[string]*Target     `yaml:"targets"`
+
+	// File is the path the matrix was read from; Digest the sha256 of its bytes.
+	File   string `yaml:"-"`
+	Digest string `yaml:"-"`
+	Pos    datafile.Pos
+	Keys   datafile.Keys
+}
+
+// ISA is an instruction-set architecture we build for.
+type ISA struct {
+	Name           string `yaml:"-"`
+	Triple         string `yaml:"triple"`
+	Sysroot        string `yaml:"sysroot"`
+	Qemu           string `yaml:"qemu"`
+	ELFMachine     int    `yaml:"elf_machine"`
+	OCI            OCIPlatform `yaml:"oci"`
+	CMakeProcessor string `yaml:"cmake_processor"`
+	Pos            datafile.Pos
+	Keys           datafile.Keys
+}
+
+// OCIPlatform is the platform an image of this ISA declares.
+type OCIPlatform struct {
+	OS           string `yaml:"os" json:"os"`
+	Architecture string `yaml:"architecture" json:"architecture"`
+	Variant      string `yaml:"variant" json:"variant,omitempty"`
+}
+
+// Extension is one optional ISA extension.
+type Extension struct {
+	Name        string   `yaml:"-"`
+	ISA         string   `yaml:"isa"`
+	March       string   `yaml:"march"`
+	Implies     []string `yaml:"implies"`
+	Description string   `yaml:"description"`
+	Pos         datafile.Pos
+	Keys        datafile.Keys
+}
+
+// ArchLevel is an architecture level usable as the base of -march.
+type ArchLevel struct {
+	Name    string   `yaml:"-"`
+	ISA     string   `yaml:"isa"`
+	Extends string   `yaml:"extends"`
+	Adds    []string `yaml:"adds"`
+	Crypto  []string `yaml:"crypto"`
+	Pos     datafile.Pos
+	Keys    datafile.Keys
+}
+
+// QemuModel is a qemu-user CPU model and the extensions it implements.
+type QemuModel struct {
+	Name       string   `yaml:"-"`
+	ISA        string   `yaml:"isa"`
+	Extensions []string `yaml:"extensions"`
+	Pos        datafile.Pos
+	Keys       datafile.Keys
+}
+
+// CPU is a CPU model a target runs on.
+type CPU struct {
+	Name           string               `yaml:"-"`
+	ISA            string               `yaml:"isa"`
+	Description    string               `yaml:"description"`
+	Arch           string               `yaml:"arch"`
+	Extensions     []string             `yaml:"extensions"`
+	Mcpu           map[string]*MCPUName `yaml:"mcpu"`
+	Qemu           string               `yaml:"qemu"`
+	OpenBLASTarget string               `yaml:"openblas_target"`
+	Pos            datafile.Pos
+	Keys           datafile.Keys
+}
+
+// MCPUName is a compiler's spelling of a CPU and the compiler versions that know it.
+type MCPUName struct {
+	Name  string `yaml:"name"`
+	Since string `yaml:"since"`
+	Pos   datafile.Pos
+	Keys  datafile.Keys
+}
+
+// OS is a target operating system.
+type OS struct {
+	ID       string `yaml:"-"`
+	Name     string `yaml:"name"`
+	Glibc    string `yaml:"glibc"`
+	PageSize int    `yaml:"page_size"`
+	Pos      datafile.Pos
+	Keys     datafile.Keys
+}
+
+// Compiler is a C/C++ compiler family installation.
+type Compiler struct {
+	Name     string              `yaml:"-"`
+	Dialect  string              `yaml:"dialect"`
+	Version  string              `yaml:"version"`
+	CC       string              `yaml:"cc"`
+	CXX      string              `yaml:"cxx"`
+	Home     string              `yaml:"home"`
+	HomeEnv  string              `yaml:"home_env"`
+	Cross    string              `yaml:"cross"`
+	Tools    map[string]string   `yaml:"tools"`
+	Packages map[string][]string `yaml:"packages"`
+	Pos      datafile.Pos
+	Keys     datafile.Keys
+}
+
+// DorisRange is a Doris release series.
+type DorisRange struct {
+	Series   string `yaml:"-"`
+	Versions string `yaml:"versions"`
+	Branch   string `yaml:"branch"`
+	Pos      datafile.Pos
+	Keys     datafile.Keys
+}
+
+// Target is a release target: what one build is for.
+type Target struct {
+	Name        string            `yaml:"-"`
+	Description string            `yaml:"description"`
+	CPU         string            `yaml:"cpu"`
+	OS          string            `yaml:"os"`
+	Compilers   []string          `yaml:"compilers"`
+	Tune        string            `yaml:"tune"`
+	March       string            `yaml:"march"`
+	Mtune       bool              `yaml:"mtune"`
+	PGO         bool              `yaml:"pgo"`
+	LTO         map[string]string `yaml:"lto"`
+	Doris       string            `yaml:"doris"`
+	Patches     []string          `yaml:"patches"`
+	OpenSSL     string            `yaml:"openssl"`
+	BaseImage   string            `yaml:"base_image"`
+	Pos         datafile.Pos
+	Keys        datafile.Keys
+}

@@ -1,0 +1,329 @@
+package matrix
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/go-version"
+
+	"github.com/dorisarm/dorisarm/internal/datafile"
+)
+
+// Dialects are the compiler flag dialects dorisarm speaks, with the LTO modes
+// each supports (GCC has no ThinLTO; Clang has no -flto=auto).
+var Dialects = map[string][]string{
+	"gcc":   {"auto", "full"},
+	"clang": {"thin", "full"},
+}
+
+// OpenSSLPolicies are the values a target's openssl policy may take.
+var OpenSSLPolicies = []string{"static", "dynamic", "any"}
+
+type checker struct {
+	m    *Matrix
+	errs datafile.List
+}
+
+func (c *checker) fail(p datafile.Pos, format string, args ...any) {
+	c.errs = append(c.errs, datafile.Errorf(p, format, args...))
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *checker) constraint(p datafile.Pos, what, s string) version.Constraints {
+	if s == "" {
+		c.fail(p, "%s: a version constraint is required (e.g. \">= 12\")", what)
+		return nil
+	}
+	cs, err := version.NewConstraint(s)
+	if err != nil {
+		c.fail(p, "%s: bad version constraint %q: %v (go-version syntax, e.g. \">= 2.1, < 2.2\")", what, s, err)
+		return nil
+	}
+	return cs
+}
+
+func (c *checker) extList(p datafile.Pos, what, isa string, names []string) {
+	for _, n := range names {
+		e, ok := c.m.Extensions[n]
+		if !ok {
+			c.fail(p, "%s: unknown extension %q (add it under extensions:)", what, n)
+			continue
+		}
+		if isa != "" && e.ISA != isa {
+			c.fail(p, "%s: extension %q is for %s, not %s", what, n, e.ISA, isa)
+		}
+	}
+}
+
+func (m *Matrix) validate() error {
+	c := &checker{m: m}
+	if m.Schema != 1 {
+		c.fail(m.Keys.At("schema", m.Pos), "schema must be 1 (this dorisarm reads schema 1)")
+	}
+	for _, sec := range []struct {
+		key string
+		n   int
+	}{{"isas", len(m.ISAs)}, {"extensions", len(m.Extensions)}, {"arch_levels", len(m.ArchLevels)},
+		{"qemu_models", len(m.QemuModels)}, {"cpus", len(m.CPUs)}, {"oses", len(m.OSes)},
+		{"compilers", len(m.Compilers)}, {"doris", len(m.Doris)}, {"targets", len(m.Targets)}} {
+		if sec.n == 0 {
+			c.fail(m.Keys.At(sec.key, m.Pos), "section %s: is missing or empty", sec.key)
+		}
+	}
+	for _, n := range sortedKeys(m.ISAs) {
+		isa := m.ISAs[n]
+		if isa.Triple == "" {
+			c.fail(isa.Pos, "isa %s: triple is required (e.g. aarch64-linux-gnu)", n)
+		}
+		if isa.ELFMachine <= 0 {
+			c.fail(isa.Keys.At("elf_machine", isa.Pos), "isa %s: elf_machine must be the ELF e_machine number (183 for aarch64)", n)
+		}
+		if isa.OCI.Architecture == "" {
+			c.fail(isa.Keys.At("oci", isa.Pos), "isa %s: oci.architecture is required", n)
+		}
+	}
+	for _, n := range sortedKeys(m.Extensions) {
+		e := m.Extensions[n]
+		if _, ok := m.ISAs[e.ISA]; !ok {
+			c.fail(e.Keys.At("isa", e.Pos), "extension %s: unknown isa %q", n, e.ISA)
+		}
+		c.extList(e.Keys.At("implies", e.Pos), "extension "+n, e.ISA, e.Implies)
+	}
+	for _, n := range sortedKeys(m.ArchLevels) {
+		al := m.ArchLevels[n]
+		if _, ok := m.ISAs[al.ISA]; !ok {
+			c.fail(al.Keys.At("isa", al.Pos), "arch level %s: unknown isa %q", n, al.ISA)
+		}
+		if al.Extends != "" {
+			parent, ok := m.ArchLevels[al.Extends]
+			switch {
+			case !ok:
+				c.fail(al.Keys.At("extends", al.Pos), "arch level %s: extends unknown level %q", n, al.Extends)
+			case parent.ISA != al.ISA:
+				c.fail(al.Keys.At("extends", al.Pos), "arch level %s: extends %s, which is for another isa", n, al.Extends)
+			}
+		}
+		c.extList(al.Keys.At("adds", al.Pos), "arch level "+n, al.ISA, al.Adds)
+		c.extList(al.Keys.At("crypto", al.Pos), "arch level "+n, al.ISA, al.Crypto)
+		if _, err := m.LevelExtensions(n); err != nil {
+			c.fail(al.Pos, "arch level %s: %v", n, err)
+		}
+	}
+	for _, n := range sortedKeys(m.QemuModels) {
+		q := m.QemuModels[n]
+		if _, ok := m.ISAs[q.ISA]; !ok {
+			c.fail(q.Keys.At("isa", q.Pos), "qemu model %s: unknown isa %q", n, q.ISA)
+		}
+		c.extList(q.Keys.At("extensions", q.Pos), "qemu model "+n, q.ISA, q.Extensions)
+	}
+	for _, n := range sortedKeys(m.Compilers) {
+		m.checkCompiler(c, m.Compilers[n])
+	}
+	for _, n := range sortedKeys(m.CPUs) {
+		m.checkCPU(c, m.CPUs[n])
+	}
+	for _, n := range sortedKeys(m.OSes) {
+		o := m.OSes[n]
+		if o.Name == "" {
+			c.fail(o.Pos, "os %s: name is required", n)
+		}
+		if _, err := version.NewVersion(o.Glibc); err != nil {
+			c.fail(o.Keys.At("glibc", o.Pos), "os %s: glibc must be a version like \"2.28\", got %q", n, o.Glibc)
+		}
+		if o.PageSize < 4096 || o.PageSize&(o.PageSize-1) != 0 {
+			c.fail(o.Keys.At("page_size", o.Pos), "os %s: page_size must be a power of two of at least 4096 bytes, got %d", n, o.PageSize)
+		}
+	}
+	for _, n := range sortedKeys(m.Doris) {
+		d := m.Doris[n]
+		cs := c.constraint(d.Keys.At("versions", d.Pos), "doris "+n+": versions", d.Versions)
+		if cs != nil {
+			if v, err := version.NewVersion(n + ".0"); err == nil && !cs.Check(v) {
+				c.fail(d.Keys.At("versions", d.Pos), "doris %s: versions %q does not include %s.0; the series name and its range disagree", n, d.Versions, n)
+			}
+		}
+	}
+	for _, n := range sortedKeys(m.Targets) {
+		m.checkTarget(c, m.Targets[n])
+	}
+	return c.errs.Err()
+}
+
+func (m *Matrix) checkCompiler(c *checker, cc *Compiler) {
+	n := cc.Name
+	if _, ok := Dialects[cc.Dialect]; !ok {
+		c.fail(cc.Keys.At("dialect", cc.Pos), "compiler %s: unknown dialect %q (one of: gcc, clang)", n, cc.Dialect)
+	}
+	c.constraint(cc.Keys.At("version", cc.Pos), "compiler "+n+": version", cc.Version)
+	if cc.CC == "" || cc.CXX == "" {
+		c.fail(cc.Pos, "compiler %s: cc and cxx are required (the C and C++ driver names under home/bin)", n)
+	}
+	if cc.Cross != "prefix" && cc.Cross != "target-flag" {
+		c.fail(cc.Keys.At("cross", cc.Pos), "compiler %s: cross must be \"prefix\" (aarch64-linux-gnu-gcc) or \"target-flag\" (clang --target=…), got %q", n, cc.Cross)
+	}
+	for isa := range cc.Packages {
+		if _, ok := m.ISAs[isa]; !ok {
+			c.fail(cc.Keys.At("packages", cc.Pos), "compiler %s: packages for unknown isa %q", n, isa)
+		}
+	}
+}
+
+func (m *Matrix) checkCPU(c *checker, cpu *CPU) {
+	n := cpu.Name
+	if _, ok := m.ISAs[cpu.ISA]; !ok {
+		c.fail(cpu.Keys.At("isa", cpu.Pos), "cpu %s: unknown isa %q", n, cpu.ISA)
+		return
+	}
+	c.extList(cpu.Keys.At("extensions", cpu.Pos), "cpu "+n, cpu.ISA, cpu.Extensions)
+	have := m.Closure(cpu.Extensions)
+	if al, ok := m.ArchLevels[cpu.Arch]; !ok {
+		c.fail(cpu.Keys.At("arch", cpu.Pos), "cpu %s: unknown architecture level %q", n, cpu.Arch)
+	} else if al.ISA != cpu.ISA {
+		c.fail(cpu.Keys.At("arch", cpu.Pos), "cpu %s: architecture level %s is for %s", n, cpu.Arch, al.ISA)
+	} else if lvl, err := m.LevelExtensions(cpu.Arch); err == nil {
+		// A level's mandatory features the CPU lacks mean the level is wrong.
+		if missing := lvl.Minus(have); len(missing) > 0 && cpu.ISA == "aarch64" {
+			c.fail(cpu.Keys.At("arch", cpu.Pos), "cpu %s: is listed as %s but lacks %s, which that level implies; lower the level or add the extensions", n, cpu.Arch, strings.Join(missing, ", "))
+		}
+	}
+	if q, ok := m.QemuModels[cpu.Qemu]; !ok {
+		c.fail(cpu.Keys.At("qemu", cpu.Pos), "cpu %s: unknown qemu model %q (one of: %s)", n, cpu.Qemu, strings.Join(sortedKeys(m.QemuModels), ", "))
+	} else if q.ISA != cpu.ISA {
+		c.fail(cpu.Keys.At("qemu", cpu.Pos), "cpu %s: qemu model %s emulates %s, not %s", n, cpu.Qemu, q.ISA, cpu.ISA)
+	}
+	for _, comp := range sortedKeys(cpu.Mcpu) {
+		mc := cpu.Mcpu[comp]
+		if _, ok := m.Compilers[comp]; !ok {
+			c.fail(mc.Pos, "cpu %s: mcpu names unknown compiler %q", n, comp)
+		}
+		if mc.Name == "" {
+			c.fail(mc.Pos, "cpu %s: mcpu.%s.name is required", n, comp)
+		}
+		c.constraint(mc.Keys.At("since", mc.Pos), fmt.Sprintf("cpu %s: mcpu.%s.since", n, comp), mc.Since)
+	}
+}
+
+func (m *Matrix) checkTarget(c *checker, t *Target) {
+	n := t.Name
+	at := func(key string) datafile.Pos { return t.Keys.At(key, t.Pos) }
+	cpu, okCPU := m.CPUs[t.CPU]
+	if !okCPU {
+		c.fail(at("cpu"), "target %s: unknown cpu %q (one of: %s)", n, t.CPU, strings.Join(sortedKeys(m.CPUs), ", "))
+	}
+	if _, ok := m.OSes[t.OS]; !ok {
+		c.fail(at("os"), "target %s: unknown os %q (one of: %s)", n, t.OS, strings.Join(sortedKeys(m.OSes), ", "))
+	}
+	if len(t.Compilers) == 0 {
+		c.fail(at("compilers"), "target %s: compilers must list at least one compiler", n)
+	}
+	dialects := map[string]bool{}
+	for _, cn := range t.Compilers {
+		cc, ok := m.Compilers[cn]
+		if !ok {
+			c.fail(at("compilers"), "target %s: unknown compiler %q (one of: %s)", n, cn, strings.Join(sortedKeys(m.Compilers), ", "))
+			continue
+		}
+		dialects[cc.Dialect] = true
+	}
+	switch t.Tune {
+	case "", "march":
+		if t.March == "" {
+			c.fail(t.Pos, "target %s: march is required unless tune: mcpu", n)
+		}
+	case "mcpu":
+	default:
+		c.fail(at("tune"), "target %s: tune must be \"march\" or \"mcpu\", got %q", n, t.Tune)
+	}
+	if okCPU && t.March != "" {
+		mm, err := m.ParseMarch(t.March)
+		if err != nil {
+			c.fail(at("march"), "target %s: %v", n, err)
+		} else {
+			if al := m.ArchLevels[mm.Level]; al != nil && al.ISA != cpu.ISA {
+				c.fail(at("march"), "target %s: -march=%s is for %s but cpu %s is %s", n, t.March, al.ISA, cpu.Name, cpu.ISA)
+			}
+			have := m.Closure(cpu.Extensions)
+			for _, x := range mm.Extensions.Minus(have) {
+				c.fail(at("march"), "target %s: cpu %s has no extension %q but the target enables it (-march=%s); binaries would die with SIGILL", n, cpu.Name, x, t.March)
+			}
+		}
+	}
+	if okCPU && (t.Tune == "mcpu" || t.Mtune) {
+		for _, cn := range t.Compilers {
+			cc, ok := m.Compilers[cn]
+			if !ok {
+				continue
+			}
+			mc, ok := cpu.Mcpu[cn]
+			if !ok {
+				if t.Tune == "mcpu" {
+					c.fail(at("tune"), "target %s: cpu %s has no -mcpu spelling for compiler %s; add cpus.%s.mcpu.%s or use tune: march", n, cpu.Name, cn, cpu.Name, cn)
+				}
+				continue
+			}
+			since, err := version.NewConstraint(mc.Since)
+			if err != nil {
+				continue
+			}
+			if lb := LowerBound(cc.Version); t.Tune == "mcpu" && lb != nil && !since.Check(lb) {
+				c.fail(at("compilers"), "target %s: compiler %s allows version %s, which is too old for -mcpu=%s (needs %s %s); raise compilers.%s.version or use tune: march", n, cn, lb, mc.Name, cn, mc.Since, cn)
+			}
+		}
+	}
+	for _, d := range sortedKeys(t.LTO) {
+		modes, ok := Dialects[d]
+		if !ok {
+			c.fail(at("lto"), "target %s: lto for unknown dialect %q (gcc or clang)", n, d)
+			continue
+		}
+		if mode := t.LTO[d]; !contains(modes, mode) {
+			hint := ""
+			if d == "gcc" && mode == "thin" {
+				hint = "; GCC has no ThinLTO, use gcc: auto"
+			}
+			c.fail(at("lto"), "target %s: %s cannot do lto %q (it supports %s)%s", n, d, mode, strings.Join(modes, ", "), hint)
+		}
+		if !dialects[d] {
+			c.fail(at("lto"), "target %s: lto.%s is set but none of its compilers is a %s", n, d, d)
+		}
+	}
+	if t.Doris != "" {
+		c.constraint(at("doris"), "target "+n+": doris", t.Doris)
+	}
+	if !contains(OpenSSLPolicies, t.OpenSSL) {
+		c.fail(at("openssl"), "target %s: openssl must be one of %s, got %q", n, strings.Join(OpenSSLPolicies, ", "), t.OpenSSL)
+	}
+	if t.BaseImage == "" {
+		c.fail(t.Pos, "target %s: base_image is required (a registry reference or oci:DIR)", n)
+	}
+}
+
+// Warnings are facts worth a maintainer's attention that do not make the matrix
+// wrong: a qemu model that cannot exercise every extension a CPU has, or one that
+// has extensions the CPU lacks (a smoke run then cannot catch them).
+func (m *Matrix) Warnings() []string {
+	var out []string
+	for _, n := range sortedKeys(m.CPUs) {
+		cpu := m.CPUs[n]
+		q, ok := m.QemuModels[cpu.Qemu]
+		if !ok || cpu.ISA != "aarch64" {
+			continue
+		}
+		have, model := m.Closure(cpu.Extensions), m.Closure(q.Extensions)
+		if lacks := have.Minus(model); len(lacks) > 0 {
+			out = append(out, fmt.Sprintf("cpu %s: qemu model %s lacks %s; code using them dies in smoke runs though the CPU has them", n, cpu.Qemu, strings.Join(lacks, ", ")))
+		}
+		if extra := model.Minus(have); len(extra) > 0 {
+			out = append(out, fmt.Sprintf("cpu %s: qemu model %s also has %s; smoke runs cannot catch their use, only the scanner can", n, cpu.Qemu, strings.Join(extra, ", ")))
+		}
+	}
+	return out
+}
