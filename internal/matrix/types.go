@@ -27,13 +27,13 @@ type Matrix struct {
 
 // ISA is an instruction-set architecture we build for.
 type ISA struct {
-	Name           string `yaml:"-"`
-	Triple         string `yaml:"triple"`
-	Sysroot        string `yaml:"sysroot"`
-	Qemu           string `yaml:"qemu"`
-	ELFMachine     int    `yaml:"elf_machine"`
+	Name           string      `yaml:"-"`
+	Triple         string      `yaml:"triple"`
+	Sysroot        string      `yaml:"sysroot"`
+	Qemu           string      `yaml:"qemu"`
+	ELFMachine     int         `yaml:"elf_machine"`
 	OCI            OCIPlatform `yaml:"oci"`
-	CMakeProcessor string `yaml:"cmake_processor"`
+	CMakeProcessor string      `yaml:"cmake_processor"`
 	Pos            datafile.Pos
 	Keys           datafile.Keys
 }
