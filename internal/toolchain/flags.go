@@ -1,0 +1,226 @@
+package toolchain
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Phase is a stage of a (possibly two-phase PGO) build.
+type Phase string
+
+const (
+	// Release is a normal optimized build (PGO-use when a profile is given).
+	Release Phase = "release"
+	// Instrument is the PGO training build.
+	Instrument Phase = "instrument"
+)
+
+// FlagOptions choose the phase and where profiles and caches live.
+type FlagOptions struct {
+	Phase Phase
+	// ProfileDir is where GCC writes and reads .gcda files. GCC 12 names each
+	// one after its object's absolute path, so the instrumented and the
+	// optimized build must compile in the same directory.
+	ProfileDir string
+	// Profile is the merged Clang profile (.profdata) for the release phase.
+	Profile string
+	// LTOCache is the ThinLTO cache directory (Clang).
+	LTOCache string
+}
+
+// Flags are the flags a cell's compiles and links get, split by purpose so the
+// build record can say which came from where.
+type Flags struct {
+	Target []string `json:"target"` // -march/-mtune/-mcpu and --target for clang cross builds
+	Record []string `json:"record"` // record the command line in the binary
+	PGO    []string `json:"pgo,omitempty"`
+	LTO    []string `json:"lto,omitempty"`
+	// Link are added only when the driver links.
+	Link []string `json:"link,omitempty"`
+}
+
+// Compile returns every flag a compile gets.
+func (f Flags) Compile() []string {
+	out := append([]string{}, f.Target...)
+	out = append(out, f.Record...)
+	out = append(out, f.PGO...)
+	return append(out, f.LTO...)
+}
+
+// String is the compile flags as one shell-quoted line.
+func (f Flags) String() string { return shellJoin(f.Compile()) }
+
+// TargetFlags are the -march/-mtune/-mcpu (and clang --target) flags of the cell.
+func (tc *Toolchain) TargetFlags() []string {
+	t := tc.Cell.Target
+	var out []string
+	if tc.Compiler.Dialect == "clang" && tc.Cross {
+		out = append(out, "--target="+tc.Cell.ISA.Triple)
+	}
+	mc, hasMcpu := tc.Cell.CPU.Mcpu[tc.Compiler.Name]
+	dropped := false
+	for _, n := range tc.Notes {
+		if strings.HasPrefix(n, "-mtune=") {
+			dropped = true
+		}
+	}
+	switch {
+	case t.Tune == "mcpu" && hasMcpu:
+		out = append(out, "-mcpu="+mc.Name)
+	default:
+		out = append(out, "-march="+t.March)
+		if t.Mtune && hasMcpu && !dropped {
+			out = append(out, "-mtune="+mc.Name)
+		}
+	}
+	return out
+}
+
+// March is the value Doris's build.sh takes as ARM_MARCH.
+func (tc *Toolchain) March() string {
+	if tc.Cell.Target.March != "" {
+		return tc.Cell.Target.March
+	}
+	return tc.Cell.CPU.Arch
+}
+
+// LTOMode is the LTO mode this toolchain uses for the cell ("" for none).
+func (tc *Toolchain) LTOMode() string { return tc.Cell.Target.LTO[tc.Compiler.Dialect] }
+
+// Flags computes the cell's flags for a phase.
+func (tc *Toolchain) Flags(o FlagOptions) (Flags, error) {
+	if o.Phase == "" {
+		o.Phase = Release
+	}
+	f := Flags{Target: tc.TargetFlags()}
+	clang := tc.Compiler.Dialect == "clang"
+	if clang {
+		f.Record = []string{"-frecord-command-line"}
+		if ld := tc.Tools["ld"]; ld != "" {
+			f.Link = append(f.Link, "--ld-path="+ld)
+		}
+	} else {
+		f.Record = []string{"-frecord-gcc-switches"}
+	}
+	pgo := tc.Cell.Target.PGO
+	switch o.Phase {
+	case Instrument:
+		if !pgo {
+			return Flags{}, fmt.Errorf("target %s: %w", tc.Cell.Target.Name, ErrNoPGO)
+		}
+		if clang {
+			f.PGO = []string{"-fprofile-generate"}
+		} else {
+			if o.ProfileDir == "" {
+				return Flags{}, fmt.Errorf("gcc instrumented build needs a profile directory")
+			}
+			f.PGO = []string{"-fprofile-generate", "-fprofile-update=atomic", "-fprofile-dir=" + o.ProfileDir}
+		}
+		f.Link = append(f.Link, f.PGO...)
+		return f, nil // no LTO for the training build: it only has to run
+	case Release:
+		if pgo {
+			switch {
+			case clang && o.Profile != "":
+				f.PGO = []string{"-fprofile-use=" + o.Profile, "-Wno-profile-instr-unprofiled", "-Wno-profile-instr-out-of-date"}
+			case !clang && o.ProfileDir != "":
+				f.PGO = []string{"-fprofile-use", "-fprofile-partial-training", "-fprofile-dir=" + o.ProfileDir}
+			}
+			f.Link = append(f.Link, f.PGO...)
+		}
+	default:
+		return Flags{}, fmt.Errorf("unknown build phase %q", o.Phase)
+	}
+	switch mode := tc.LTOMode(); mode {
+	case "":
+	case "thin":
+		f.LTO = []string{"-flto=thin"}
+		f.Link = append(f.Link, "-flto=thin")
+		if o.LTOCache != "" {
+			f.Link = append(f.Link, "-Wl,--thinlto-cache-dir="+o.LTOCache)
+		}
+	case "full":
+		f.LTO = []string{"-flto"}
+		f.Link = append(f.Link, "-flto")
+	case "auto":
+		// Fat objects keep plain ar/nm working on the static archives third-party builds make.
+		f.LTO = []string{"-flto=auto", "-ffat-lto-objects"}
+		f.Link = append(f.Link, "-flto=auto")
+	default:
+		return Flags{}, fmt.Errorf("target %s: unknown lto mode %q", tc.Cell.Target.Name, mode)
+	}
+	return f, nil
+}
+
+// Emulator is the command prefix that runs a target binary on this host:
+// qemu-user with the target CPU's model, or nothing for native builds.
+func (tc *Toolchain) Emulator() []string {
+	if !tc.Cross {
+		return nil
+	}
+	return []string{tc.Cell.ISA.Qemu, "-cpu", tc.Cell.Qemu.Name, "-L", tc.Cell.ISA.Sysroot}
+}
+
+// EmulatorAs is Emulator with another qemu model (e.g. to prove a binary dies without SVE).
+func (tc *Toolchain) EmulatorAs(model string) []string {
+	e := tc.Emulator()
+	if len(e) > 2 {
+		e[2] = model
+	}
+	return e
+}
+
+// driverNames are the names Doris's env.sh looks for under DORIS_{GCC,CLANG}_HOME/bin.
+func (tc *Toolchain) driverNames() (cc, cxx string) {
+	if tc.Compiler.Dialect == "clang" {
+		return "clang", "clang++"
+	}
+	return "gcc", "g++"
+}
+
+// homeEnv is the variable Doris's env.sh reads for this dialect.
+func (tc *Toolchain) homeEnv() string {
+	if tc.Compiler.Dialect == "clang" {
+		return "DORIS_CLANG_HOME"
+	}
+	return "DORIS_GCC_HOME"
+}
+
+// toolName maps a tool role to the name Doris's scripts call it by.
+func toolName(role, dialect string) string {
+	if role == "ld" && dialect == "clang" {
+		return "ld.lld"
+	}
+	if role == "profdata" {
+		return "llvm-profdata"
+	}
+	return role
+}
+
+// Wrappers is a generated compiler home whose drivers inject the cell's flags.
+type Wrappers struct {
+	Home    string // use as DORIS_GCC_HOME / DORIS_CLANG_HOME
+	CC, CXX string
+	Log     string // one line per compiler invocation
+	Tools   map[string]string
+}
+
+// Env is the environment a Doris-style build of the cell runs with.
+func (tc *Toolchain) Env(w *Wrappers, f Flags) []string {
+	env := []string{
+		"DORIS_TOOLCHAIN=" + tc.Compiler.Dialect,
+		tc.homeEnv() + "=" + w.Home,
+		"CC=" + w.CC,
+		"CXX=" + w.CXX,
+		"DORIS_BIN_UTILS=" + filepath.Join(w.Home, "bin") + "/",
+		"EXTRA_CXX_FLAGS=" + shellJoin(f.Target),
+	}
+	if tc.Cell.ISA.Name == "aarch64" {
+		env = append(env, "ARM_MARCH="+tc.March(), "USE_AVX2=OFF")
+	}
+	for _, role := range sortedRoles(w.Tools) {
+		env = append(env, strings.ToUpper(role)+"="+w.Tools[role])
+	}
+	return env
+}

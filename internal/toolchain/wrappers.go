@@ -1,0 +1,86 @@
+package toolchain
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+func sortedRoles(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// WriteWrappers writes a compiler home under dir whose gcc/g++ (or clang/clang++)
+// run the real compiler with the cell's flags and log every invocation to log.
+// Target flags come first so a package's own -march still wins, exactly as it
+// would on a native build (the scanner then proves what landed); link flags are
+// added only when the driver links.
+func (tc *Toolchain) WriteWrappers(dir string, f Flags, log string) (*Wrappers, error) {
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return nil, err
+	}
+	ccName, cxxName := tc.driverNames()
+	w := &Wrappers{Home: dir, CC: filepath.Join(bin, ccName), CXX: filepath.Join(bin, cxxName), Log: log, Tools: map[string]string{}}
+	for _, d := range []struct{ path, real string }{{w.CC, tc.CC}, {w.CXX, tc.CXX}} {
+		if err := os.WriteFile(d.path, []byte(tc.wrapperScript(d.real, f, log)), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	for _, role := range sortedRoles(tc.Tools) {
+		link := filepath.Join(bin, toolName(role, tc.Compiler.Dialect))
+		_ = os.Remove(link)
+		if err := os.Symlink(tc.Tools[role], link); err != nil {
+			return nil, err
+		}
+		w.Tools[role] = link
+	}
+	return w, nil
+}
+
+func (tc *Toolchain) wrapperScript(real string, f Flags, log string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#!/bin/sh\n# Written by dorisarm for target %s with %s %s. Do not edit.\n",
+		tc.Cell.Target.Name, tc.Identity.Name, tc.Identity.Version)
+	b.WriteString("link=1\nfor a in \"$@\"; do case \"$a\" in -c|-S|-E|-M|-MM|--version|-v|-dumpmachine|-dumpversion|-print-*) link=0;; esac; done\n")
+	fmt.Fprintf(&b, "if [ \"$link\" = 1 ]; then set -- %s \"$@\" %s; else set -- %s \"$@\"; fi\n",
+		shellJoin(f.Compile()), shellJoin(f.Link), shellJoin(f.Compile()))
+	if log != "" {
+		fmt.Fprintf(&b, "printf '%%s\\t%%s\\n' \"$PWD\" \"%s $*\" >> %s\n", real, shellQuote(log))
+	}
+	fmt.Fprintf(&b, "exec %s \"$@\"\n", shellQuote(real))
+	return b.String()
+}
+
+// CMakeToolchainFile returns a CMake toolchain file for the cell that uses the
+// wrappers: CMAKE_SYSTEM_PROCESSOR is the target's, whatever the host says.
+func (tc *Toolchain) CMakeToolchainFile(w *Wrappers) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by dorisarm for target %s (%s %s). Do not edit.\n", tc.Cell.Target.Name, tc.Identity.Name, tc.Identity.Version)
+	b.WriteString("set(CMAKE_SYSTEM_NAME Linux)\n")
+	fmt.Fprintf(&b, "set(CMAKE_SYSTEM_PROCESSOR %s)\n", tc.Cell.ISA.CMakeProcessor)
+	fmt.Fprintf(&b, "set(CMAKE_C_COMPILER %q)\n", w.CC)
+	fmt.Fprintf(&b, "set(CMAKE_CXX_COMPILER %q)\n", w.CXX)
+	for _, role := range []string{"ar", "ranlib", "nm", "objcopy", "strip"} {
+		if p := w.Tools[role]; p != "" {
+			fmt.Fprintf(&b, "set(CMAKE_%s %q CACHE FILEPATH \"\" FORCE)\n", strings.ToUpper(role), p)
+		}
+	}
+	if tc.Cross {
+		fmt.Fprintf(&b, "set(CMAKE_FIND_ROOT_PATH %q)\n", tc.Cell.ISA.Sysroot)
+		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)\n")
+		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)\n")
+		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)\n")
+		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)\n")
+		emu := tc.Emulator()
+		fmt.Fprintf(&b, "set(CMAKE_CROSSCOMPILING_EMULATOR %q)\n", strings.Join(emu, ";"))
+	}
+	return b.String()
+}
