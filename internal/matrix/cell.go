@@ -23,6 +23,14 @@ type Cell struct {
 	Allowed []string
 }
 
+// PageSize is the page size binaries of the cell must be aligned for.
+func (c Cell) PageSize() int {
+	if c.ISA.PageSize > 0 {
+		return c.ISA.PageSize
+	}
+	return c.OS.PageSize
+}
+
 // Name is "<series>/<target>".
 func (c Cell) Name() string { return c.Doris.Series + "/" + c.Target.Name }
 
@@ -97,7 +105,7 @@ func (t *Target) Supports(v *version.Version) bool {
 		return true
 	}
 	cs, err := version.NewConstraint(t.Doris)
-	return err == nil && cs.Check(v)
+	return err == nil && cs.Check(v.Core())
 }
 
 // Cells expands the matrix: every series × every target that supports it.

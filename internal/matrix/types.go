@@ -34,8 +34,11 @@ type ISA struct {
 	ELFMachine     int         `yaml:"elf_machine"`
 	OCI            OCIPlatform `yaml:"oci"`
 	CMakeProcessor string      `yaml:"cmake_processor"`
-	Pos            datafile.Pos
-	Keys           datafile.Keys
+	// PageSize fixes the page size on ISAs where it does not vary by kernel
+	// (4 KiB on x86-64); 0 means the OS decides (aarch64: 4, 16 or 64 KiB).
+	PageSize int `yaml:"page_size"`
+	Pos      datafile.Pos
+	Keys     datafile.Keys
 }
 
 // OCIPlatform is the platform an image of this ISA declares.

@@ -103,6 +103,9 @@ func Resolve(m *matrix.Matrix, cell matrix.Cell, opts Options) (*Toolchain, erro
 			miss.Tried = append(miss.Tried, err.Error())
 			continue
 		}
+		for _, skipped := range miss.Tried {
+			tc.Notes = append(tc.Notes, "preferred compiler skipped: "+skipped)
+		}
 		return tc, nil
 	}
 	return nil, miss

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/patch"
+	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/source"
+	"github.com/dorisarm/dorisarm/internal/toolchain"
+)
+
+// treeOptions pick a source tree and its recipe.
+type treeOptions struct {
+	source     string
+	recipeFile string
+	doris      string
+}
+
+func (o *treeOptions) flags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.source, "source", "", "the Doris source tree (default: the bundled sample examples/minidoris)")
+	cmd.Flags().StringVar(&o.recipeFile, "recipe", "", "the recipe (default: recipes/minidoris.yaml for the sample, recipes/doris.yaml otherwise)")
+	cmd.Flags().StringVar(&o.doris, "doris", "", "the Doris version (default: the version the tree declares)")
+}
+
+// resolve fills in defaults and loads the recipe.
+func (o *treeOptions) resolve(g *globals) (tree string, r *recipe.Recipe, err error) {
+	tree, rf := o.source, o.recipeFile
+	if tree == "" {
+		tree = filepath.Join(g.repoDir(), "examples", "minidoris")
+		if rf == "" {
+			rf = filepath.Join(g.repoDir(), "recipes", "minidoris.yaml")
+		}
+	}
+	if rf == "" {
+		rf = filepath.Join(g.repoDir(), "recipes", "doris.yaml")
+	}
+	if st, err := os.Stat(tree); err != nil || !st.IsDir() {
+		return "", nil, usageErr("--source %s: not a directory", tree)
+	}
+	r, err = recipe.Load(rf)
+	return tree, r, badInput(err)
+}
+
+func (o *treeOptions) version(tree string, r *recipe.Recipe) (string, error) {
+	if o.doris != "" {
+		return o.doris, nil
+	}
+	v, err := source.ReadVersion(tree, r)
+	return v, badInput(err)
+}
+
+// targetList expands "a,b" or "all".
+func targetList(m *matrix.Matrix, spec string) ([]string, error) {
+	if spec == "" {
+		return nil, usageErr("--target is required (a target name, a comma-separated list, or all; see dorisarm matrix)")
+	}
+	if spec == "all" {
+		return m.TargetNames(), nil
+	}
+	var out []string
+	for _, t := range strings.Split(spec, ",") {
+		t = strings.TrimSpace(t)
+		if _, err := m.Target(t); err != nil {
+			return nil, badInput(err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+type planOptions struct {
+	tree       treeOptions
+	targets    string
+	compiler   string
+	pgoProfile string
+	format     string
+}
+
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// makePlans plans every requested target.
+func makePlans(g *globals, o *planOptions) ([]*plan.Plan, error) {
+	m, err := g.loadMatrix()
+	if err != nil {
+		return nil, err
+	}
+	targets, err := targetList(m, o.targets)
+	if err != nil {
+		return nil, err
+	}
+	tree, r, err := o.tree.resolve(g)
+	if err != nil {
+		return nil, err
+	}
+	ver, err := o.tree.version(tree, r)
+	if err != nil {
+		return nil, err
+	}
+	series, err := m.SeriesFor(ver)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	ps, err := patch.LoadSeries(r.Path(r.Patches))
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if err := ps.CheckTargets(m); err != nil {
+		return nil, badInput(err)
+	}
+	lock, err := source.ReadLock(r.Path(r.Lock))
+	if err != nil {
+		return nil, badInput(err)
+	}
+	profile := ""
+	if o.pgoProfile != "" {
+		if profile, err = fileDigest(o.pgoProfile); err != nil {
+			return nil, usageErr("--pgo-profile: %v", err)
+		}
+	}
+	var plans []*plan.Plan
+	for _, t := range targets {
+		cell, err := m.Cell(series.Series, t)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		tc, err := toolchain.Resolve(m, cell, toolchain.Options{Compiler: o.compiler})
+		if err != nil {
+			var miss *toolchain.MissingError
+			if errors.As(err, &miss) {
+				return nil, &exitError{code: exitCheck, err: err}
+			}
+			return nil, badInput(err)
+		}
+		p, err := plan.Make(plan.Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock, Profile: profile})
+		if err != nil {
+			return nil, badInput(err)
+		}
+		plans = append(plans, p)
+	}
+	return plans, nil
+}
+
+func newPlanCmd(g *globals) *cobra.Command {
+	o := &planOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Print the ordered build steps of a cell, with their cache keys",
+		Long: `plan resolves a cell (the tree's Doris version × a target), picks the first
+installed compiler the target lists, selects the patches that apply, reads the
+third-party packages from the tree's thirdparty/vars.sh, and prints every step
+with a content-addressed cache key. The same inputs give the same bytes.`,
+		Example: `  dorisarm plan --target kunpeng920
+  dorisarm plan --target all --format json
+  dorisarm plan --source ~/src/doris --target graviton3 --mirror /srv/doris-thirdparty`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(o.format, "table", "json"); err != nil {
+				return err
+			}
+			plans, err := makePlans(g, o)
+			if err != nil {
+				return err
+			}
+			if o.format == "json" {
+				var b []byte
+				if len(plans) == 1 {
+					b, _ = plans[0].JSON()
+				} else {
+					b, _ = json.MarshalIndent(plans, "", "  ")
+					b = append(b, '\n')
+				}
+				_, err := g.stdout.Write(b)
+				return err
+			}
+			for i, p := range plans {
+				if i > 0 {
+					fmt.Fprintln(g.stdout)
+				}
+				printPlan(g.stdout, p)
+			}
+			return nil
+		},
+	}
+	o.tree.flags(cmd)
+	cmd.Flags().StringVar(&o.targets, "target", "", "target name, comma-separated names, or all")
+	cmd.Flags().StringVar(&o.compiler, "compiler", "", "use this compiler of the target's list instead of the first installed")
+	cmd.Flags().StringVar(&o.pgoProfile, "pgo-profile", "", "a PGO profile collected on real hardware (skips training)")
+	cmd.Flags().StringVar(&o.format, "format", "table", "output format: table or json")
+	return cmd
+}
+
+func printPlan(w io.Writer, p *plan.Plan) {
+	c := p.Cell
+	fmt.Fprintf(w, "plan %s/%s  doris %s  cpu %s  os %s (glibc %s, %dK pages)\n", c.Series, c.Target, c.Doris, c.CPU, c.OS, c.Glibc, c.PageSize/1024)
+	id := p.Toolchain.Compiler
+	fmt.Fprintf(w, "  compiler  %s %s (%s)\n", id.Name, id.Version, id.Banner)
+	fmt.Fprintf(w, "  flags     %s\n", strings.Join(p.Phases[plan.PhaseRelease], " "))
+	if f, ok := p.Phases[plan.PhaseInstrument]; ok {
+		fmt.Fprintf(w, "  pgo-gen   %s\n", strings.Join(f, " "))
+	}
+	if f, ok := p.Phases[plan.PhasePGO]; ok {
+		fmt.Fprintf(w, "  pgo-use   %s\n", strings.Join(f, " "))
+	}
+	if len(p.Toolchain.Emulator) > 0 {
+		fmt.Fprintf(w, "  emulator  %s\n", strings.Join(p.Toolchain.Emulator, " "))
+	}
+	fmt.Fprintf(w, "  allowed   %s\n", strings.Join(c.Allowed, " "))
+	for _, pt := range p.Patches {
+		fmt.Fprintf(w, "  patch     %s  %s\n", pt.ID, pt.Why)
+	}
+	for _, wn := range p.Warnings {
+		fmt.Fprintf(w, "  warning   %s\n", wn)
+	}
+	rows := [][]string{{"  STEP", "KIND", "PHASE", "KEY", "COMMAND"}}
+	for _, s := range p.Steps {
+		cmd := strings.Join(s.Command, " ")
+		if cmd == "" && s.Kind == plan.KindFetch {
+			cmd = "fetch " + s.Inputs["archive"] + " (sha256 " + short(s.Inputs["sha256"]) + ")"
+		}
+		if cmd == "" && (s.Kind == plan.KindPatch || s.Kind == plan.KindPatchTree) {
+			var ids []string
+			for id := range s.Inputs {
+				ids = append(ids, id)
+			}
+			cmd = "apply " + strings.Join(ids, " ")
+		}
+		if cmd == "" && s.Kind == plan.KindMerge {
+			cmd = "keep " + strings.Join(s.Outputs, " ") + " (GCC .gcda profile)"
+		}
+		if s.Kind == plan.KindCollect {
+			cmd = "collect " + s.Inputs["outputs"] + " -> $OUT"
+		}
+		rows = append(rows, []string{"  " + s.ID, s.Kind, s.Phase, s.Key[:12], cmd})
+	}
+	table(w, rows)
+	fmt.Fprintf(w, "  %d steps\n", len(p.Steps))
+}
+
+func short(s string) string {
+	if s == "" {
+		return "unpinned"
+	}
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}

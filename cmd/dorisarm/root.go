@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dorisarm/dorisarm/internal/matrix"
+)
+
+// version is set at link time (-ldflags "-X main.version=…"); otherwise the
+// module version from the build info.
+var version = ""
+
+type globals struct {
+	matrixFile string
+	stdout     io.Writer
+	stderr     io.Writer
+}
+
+func (g *globals) loadMatrix() (*matrix.Matrix, error) {
+	m, err := matrix.Load(g.matrixFile)
+	return m, badInput(err)
+}
+
+// repoDir is where matrix.yaml lives: the default recipes and the bundled
+// sample are found relative to it.
+func (g *globals) repoDir() string { return filepath.Dir(g.matrixFile) }
+
+func newRoot() *cobra.Command {
+	g := &globals{stdout: os.Stdout, stderr: os.Stderr}
+	root := &cobra.Command{
+		Use:   "dorisarm",
+		Short: "Build Apache Doris for ARM servers, prove it fits the CPU, publish signed images",
+		Long: `dorisarm turns matrix.yaml (targets, CPUs, OSes, compilers), recipes/ and
+patches/ into builds of Apache Doris for Kunpeng, Graviton, Ampere and generic
+ARMv8 servers.
+
+Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
+	root.PersistentFlags().StringVar(&g.matrixFile, "matrix", matrix.DefaultFile, "the build matrix")
+	root.AddCommand(newVersionCmd(g), newMatrixCmd(g), newPlanCmd(g), newSourcesCmd(g))
+	return root
+}
+
+type flagError struct{ err error }
+
+func (e *flagError) Error() string { return e.err.Error() + " (see --help)" }
+
+func isFlagError(err error) bool {
+	_, ok := err.(*flagError)
+	return ok || strings.HasPrefix(err.Error(), "unknown command") || strings.Contains(err.Error(), "accepts ") ||
+		strings.HasPrefix(err.Error(), "required flag")
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func newVersionCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print dorisarm's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			bi, _ := debug.ReadBuildInfo()
+			goVer := ""
+			if bi != nil {
+				goVer = bi.GoVersion
+			}
+			fmt.Fprintf(g.stdout, "dorisarm %s (%s)\n", versionString(), goVer)
+			return nil
+		},
+	}
+}
+
+// table writes aligned columns.
+func table(w io.Writer, rows [][]string) {
+	widths := map[int]int{}
+	for _, r := range rows {
+		for i, c := range r {
+			if len(c) > widths[i] {
+				widths[i] = len(c)
+			}
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		for i, c := range r {
+			if i == len(r)-1 {
+				b.WriteString(c)
+				break
+			}
+			b.WriteString(c + strings.Repeat(" ", widths[i]-len(c)+2))
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+func checkFormat(f string, allowed ...string) error {
+	for _, a := range allowed {
+		if f == a {
+			return nil
+		}
+	}
+	return usageErr("--format %q: use one of %s", f, strings.Join(allowed, ", "))
+}

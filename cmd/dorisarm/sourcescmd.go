@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dorisarm/dorisarm/internal/source"
+)
+
+func newSourcesCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sources",
+		Short: "List and pin the third-party archives a tree declares",
+	}
+	cmd.AddCommand(newSourcesListCmd(g), newSourcesLockCmd(g))
+	return cmd
+}
+
+// mirrorFor resolves the mirror: the flag, else the recipe's (relative to the tree).
+func mirrorFor(flag, recipeMirror, tree string) string {
+	m := flag
+	if m == "" {
+		m = recipeMirror
+	}
+	if m == "" || strings.Contains(m, "://") || filepath.IsAbs(m) {
+		return m
+	}
+	if flag != "" {
+		return m
+	}
+	return filepath.Join(tree, m)
+}
+
+// allPackages reads the tree's packages for every ISA in the matrix (vars.sh
+// differs per machine: vectorscan replaces hyperscan on aarch64).
+func allPackages(g *globals, tree string, o *treeOptions) ([]source.Package, *source.Lock, string, string, error) {
+	m, err := g.loadMatrix()
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	_, r, err := o.resolve(g)
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	seen := map[string]bool{}
+	var pkgs []source.Package
+	for _, isa := range sortedISAs(m.ISAs) {
+		ps, err := source.ReadPackages(tree, r, isa)
+		if err != nil {
+			return nil, nil, "", "", badInput(err)
+		}
+		for _, p := range ps {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				pkgs = append(pkgs, p)
+			}
+		}
+	}
+	lockPath := r.Path(r.Lock)
+	lock, err := source.ReadLock(lockPath)
+	return pkgs, lock, lockPath, r.Thirdparty.Mirror, badInput(err)
+}
+
+func sortedISAs[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func newSourcesListCmd(g *globals) *cobra.Command {
+	o := &treeOptions{}
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List the tree's third-party packages and whether each archive is pinned",
+		Example: "  dorisarm sources list\n  dorisarm sources list --source ~/src/doris",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tree, _, err := o.resolve(g)
+			if err != nil {
+				return err
+			}
+			pkgs, lock, _, _, err := allPackages(g, tree, o)
+			if err != nil {
+				return err
+			}
+			rows := [][]string{{"ENTRY", "VERSION", "ARCHIVE", "MD5", "SHA256 (lock)"}}
+			for _, p := range pkgs {
+				pin := "unpinned"
+				if e, ok := lock.Archives[p.Name]; ok {
+					pin = e.SHA256[:16] + "…"
+				}
+				rows = append(rows, []string{p.Entry, p.Version, p.Name, p.MD5, pin})
+			}
+			table(g.stdout, rows)
+			return nil
+		},
+	}
+	o.flags(cmd)
+	return cmd
+}
+
+func newSourcesLockCmd(g *globals) *cobra.Command {
+	o := &treeOptions{}
+	var mirror string
+	var update bool
+	cmd := &cobra.Command{
+		Use:   "lock",
+		Short: "Fetch every archive from a mirror, check it against vars.sh's MD5 and pin its sha256",
+		Long: `lock reads the packages the tree declares (for every ISA in the matrix),
+fetches each archive from the mirror (a directory, file:// or http(s):// URL laid
+out like Doris's REPOSITORY_URL), refuses any whose MD5 differs from vars.sh or
+whose sha256 differs from an existing pin, and writes the recipe's lock file.`,
+		Example: `  dorisarm sources lock
+  dorisarm sources lock --source ~/src/doris --mirror /srv/doris-thirdparty`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tree, _, err := o.resolve(g)
+			if err != nil {
+				return err
+			}
+			pkgs, lock, lockPath, recipeMirror, err := allPackages(g, tree, o)
+			if err != nil {
+				return err
+			}
+			mir := mirrorFor(mirror, recipeMirror, tree)
+			if mir == "" {
+				return usageErr("no mirror: pass --mirror DIR|URL")
+			}
+			out, err := source.LockPackages(lock, pkgs, mir, update)
+			if err != nil {
+				return &exitError{code: exitCheck, err: fmt.Errorf("nothing written to %s:\n%v", lockPath, err)}
+			}
+			if err := out.Write(lockPath); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "pinned %d archives in %s\n", len(pkgs), lockPath)
+			return nil
+		},
+	}
+	o.flags(cmd)
+	cmd.Flags().StringVar(&mirror, "mirror", "", "where the archives are (default: the recipe's mirror)")
+	cmd.Flags().BoolVar(&update, "update", false, "accept archives whose sha256 changed from the pin")
+	return cmd
+}

@@ -1,0 +1,310 @@
+// Package patch handles dorisarm's patch series: patches/<component>/NNNN-name.patch,
+// each a unified diff behind a DEP-3 header with dorisarm's own fields
+// (Applies-To, Targets, Evidence). This file reads the headers and selects
+// the patches a cell gets.
+package patch
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-version"
+
+	"github.com/dorisarm/dorisarm/internal/datafile"
+	"github.com/dorisarm/dorisarm/internal/matrix"
+)
+
+// Patch is one patch file of a series.
+type Patch struct {
+	Path      string // file path
+	Component string // directory name under patches/
+	Number    int    // NNNN
+	Name      string // the part after NNNN-, e.g. scalar-bitshuffle
+	SHA256    string // of the whole file
+
+	Description string
+	Author      string
+	Origin      string
+	Forwarded   string
+	LastUpdate  string
+	AppliesTo   string // constraint on the component's version, e.g. "= 0.5.1"
+	Targets     []string
+	Evidence    string
+
+	Fields map[string]datafile.Pos // where each header field starts
+	Body   []byte                  // the diff, from the first "--- " / "diff " line
+	// BodyLine is the 1-based line the diff starts on in the file.
+	BodyLine int
+
+	constraint version.Constraints
+}
+
+// Summary is the first line of the description.
+func (p *Patch) Summary() string {
+	first, _, _ := strings.Cut(p.Description, "\n")
+	return first
+}
+
+// ID is "<component>/NNNN-name".
+func (p *Patch) ID() string { return fmt.Sprintf("%s/%04d-%s", p.Component, p.Number, p.Name) }
+
+var (
+	fileNameRE  = regexp.MustCompile(`^(\d{4})-([a-z0-9][a-z0-9.-]*)\.patch$`)
+	fieldRE     = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9-]*):\s?(.*)$`)
+	appliesRE   = regexp.MustCompile(`^([a-z0-9][a-z0-9_.-]*)\s*(.*)$`)
+	required    = []string{"Description", "Author", "Applies-To", "Evidence"}
+	knownFields = map[string]bool{"Description": true, "Subject": true, "Author": true, "From": true, "Origin": true,
+		"Forwarded": true, "Last-Update": true, "Applies-To": true, "Targets": true, "Evidence": true,
+		"Bug": true, "Reviewed-By": true, "Acked-By": true}
+)
+
+// Parse reads a patch file's header. The file's path decides its component
+// (parent directory), number and name.
+func Parse(path string, data []byte) (*Patch, error) {
+	base := filepath.Base(path)
+	m := fileNameRE.FindStringSubmatch(base)
+	if m == nil {
+		return nil, datafile.List{datafile.Errorf(datafile.Pos{File: path}, "patch file name %q must be NNNN-name.patch (four digits, lower-case name)", base)}
+	}
+	sum := sha256.Sum256(data)
+	p := &Patch{Path: path, Component: filepath.Base(filepath.Dir(path)), Name: m[2], SHA256: hex.EncodeToString(sum[:]), Fields: map[string]datafile.Pos{}}
+	fmt.Sscanf(m[1], "%d", &p.Number)
+	var errs datafile.List
+	fail := func(line int, f string, a ...any) {
+		errs = append(errs, datafile.Errorf(datafile.Pos{File: path, Line: line, Col: 1}, f, a...))
+	}
+	values := map[string]*strings.Builder{}
+	var cur string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	line, offset := 0, 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimRight(sc.Text(), "\r")
+		if strings.HasPrefix(text, "--- ") || strings.HasPrefix(text, "diff ") || strings.HasPrefix(text, "Index: ") {
+			p.Body, p.BodyLine = data[offset:], line
+			break
+		}
+		offset += len(sc.Bytes()) + 1
+		switch {
+		case text == "" || text == "---":
+			cur = ""
+		case (text[0] == ' ' || text[0] == '\t') && cur != "":
+			values[cur].WriteString("\n" + strings.TrimSpace(text))
+		default:
+			fm := fieldRE.FindStringSubmatch(text)
+			if fm == nil {
+				// DEP-3 allows free text after the fields; it is part of nothing.
+				cur = ""
+				continue
+			}
+			if !knownFields[fm[1]] {
+				fail(line, "unknown header field %q (known: Description, Author, Origin, Forwarded, Last-Update, Applies-To, Targets, Evidence)", fm[1])
+				continue
+			}
+			if _, dup := values[fm[1]]; dup {
+				fail(line, "header field %s appears twice", fm[1])
+				continue
+			}
+			cur = fm[1]
+			values[cur] = &strings.Builder{}
+			values[cur].WriteString(strings.TrimSpace(fm[2]))
+			p.Fields[cur] = datafile.Pos{File: path, Line: line, Col: 1}
+		}
+	}
+	get := func(k string) string {
+		if b, ok := values[k]; ok {
+			return b.String()
+		}
+		return ""
+	}
+	p.Description = firstNonEmpty(get("Description"), get("Subject"))
+	p.Author = firstNonEmpty(get("Author"), get("From"))
+	p.Origin, p.Forwarded, p.LastUpdate, p.Evidence = get("Origin"), get("Forwarded"), get("Last-Update"), get("Evidence")
+	p.AppliesTo = get("Applies-To")
+	for _, f := range required {
+		alt := map[string]string{"Description": "Subject", "Author": "From"}[f]
+		if values[f] == nil && (alt == "" || values[alt] == nil) {
+			fail(1, "header field %s is required", f)
+		}
+	}
+	if p.Body == nil {
+		fail(line, "no diff found (a patch needs a line starting with \"--- \" after its header)")
+	}
+	if p.AppliesTo != "" {
+		am := appliesRE.FindStringSubmatch(p.AppliesTo)
+		at := p.Fields["Applies-To"]
+		switch {
+		case am == nil:
+			fail(at.Line, "Applies-To %q must be \"<component> <version constraint>\", e.g. \"bitshuffle = 0.5.1\"", p.AppliesTo)
+		case am[1] != p.Component:
+			fail(at.Line, "Applies-To names component %q but the patch lives under %s/; move it or fix the field", am[1], p.Component)
+		default:
+			c := strings.TrimSpace(am[2])
+			if c == "" {
+				c = ">= 0"
+			}
+			cs, err := version.NewConstraint(c)
+			if err != nil {
+				fail(at.Line, "Applies-To: bad version constraint %q: %v", c, err)
+			}
+			p.constraint, p.AppliesTo = cs, c
+		}
+	}
+	for _, t := range strings.FieldsFunc(get("Targets"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		p.Targets = append(p.Targets, t)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return p, nil
+}
+
+func firstNonEmpty(a ...string) string {
+	for _, s := range a {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// Series is every patch under a directory, in application order: by
+// component, then number.
+type Series struct {
+	Dir     string
+	Patches []*Patch
+}
+
+// LoadSeries reads dir/<component>/*.patch. A missing dir is an empty series.
+func LoadSeries(dir string) (*Series, error) {
+	s := &Series{Dir: dir}
+	if dir == "" {
+		return s, nil
+	}
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		return s, nil
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*", "*.patch"))
+	if err != nil {
+		return nil, err
+	}
+	var errs datafile.List
+	seen := map[string]string{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		p, err := Parse(f, data)
+		if err != nil {
+			if l, ok := err.(datafile.List); ok {
+				errs = append(errs, l...)
+				continue
+			}
+			return nil, err
+		}
+		key := fmt.Sprintf("%s/%04d", p.Component, p.Number)
+		if other, dup := seen[key]; dup {
+			errs = append(errs, datafile.Errorf(datafile.Pos{File: f}, "patch number %04d is also used by %s; numbers order a component's series and must be unique", p.Number, other))
+			continue
+		}
+		seen[key] = f
+		s.Patches = append(s.Patches, p)
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	sort.Slice(s.Patches, func(i, j int) bool {
+		a, b := s.Patches[i], s.Patches[j]
+		if a.Component != b.Component {
+			return a.Component < b.Component
+		}
+		return a.Number < b.Number
+	})
+	return s, nil
+}
+
+// MatchesTarget reports whether the patch's Targets field selects the cell's
+// target: a target name, "all", or a CPU feature condition ("!sve": the CPU
+// lacks SVE; "+sve" or "sve": it has it — when the word is not a target name).
+// Any matching term selects the patch; no Targets field selects every target.
+func (p *Patch) MatchesTarget(m *matrix.Matrix, c matrix.Cell) bool {
+	if len(p.Targets) == 0 {
+		return true
+	}
+	has := map[string]bool{}
+	for _, e := range c.Allowed {
+		has[e] = true
+	}
+	for _, t := range p.Targets {
+		switch {
+		case t == "all" || t == c.Target.Name:
+			return true
+		case strings.HasPrefix(t, "!"):
+			if _, ok := m.Extensions[t[1:]]; ok && !has[t[1:]] && c.ISA.Name == m.Extensions[t[1:]].ISA {
+				return true
+			}
+		case strings.HasPrefix(t, "+"):
+			if has[t[1:]] {
+				return true
+			}
+		default:
+			if _, isTarget := m.Targets[t]; !isTarget && has[t] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// MatchesVersion reports whether the patch applies to this version of its component.
+func (p *Patch) MatchesVersion(v string) bool {
+	if p.constraint == nil {
+		return true
+	}
+	ver, err := version.NewVersion(v)
+	if err != nil {
+		return false
+	}
+	return p.constraint.Check(ver.Core()) || p.constraint.Check(ver)
+}
+
+// CheckTargets validates each patch's Targets terms against the matrix.
+func (s *Series) CheckTargets(m *matrix.Matrix) error {
+	var errs datafile.List
+	for _, p := range s.Patches {
+		for _, t := range p.Targets {
+			name := strings.TrimLeft(t, "!+")
+			_, isTarget := m.Targets[t]
+			_, isExt := m.Extensions[name]
+			if t != "all" && !isTarget && !isExt {
+				errs = append(errs, datafile.Errorf(p.Fields["Targets"], "Targets: %q is neither a target in %s nor an extension (use a target name, all, !ext or +ext)", t, m.File))
+			}
+		}
+	}
+	return errs.Err()
+}
+
+// Select returns the patches for a cell given each component's version
+// (component → version; the tree itself is component "doris"). Patches of
+// components the tree does not have are skipped.
+func (s *Series) Select(m *matrix.Matrix, c matrix.Cell, versions map[string]string) []*Patch {
+	var out []*Patch
+	for _, p := range s.Patches {
+		v, ok := versions[p.Component]
+		if !ok || !p.MatchesVersion(v) || !p.MatchesTarget(m, c) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}

@@ -1,0 +1,401 @@
+package plan
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	goversion "github.com/hashicorp/go-version"
+
+	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/patch"
+	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/source"
+	"github.com/dorisarm/dorisarm/internal/toolchain"
+)
+
+// Inputs are everything a plan is made from.
+type Inputs struct {
+	Matrix    *matrix.Matrix
+	Cell      matrix.Cell
+	Recipe    *recipe.Recipe
+	Tree      string // the source tree
+	Version   string // its Doris(-style) version
+	Series    *patch.Series
+	Toolchain *toolchain.Toolchain
+	Lock      *source.Lock
+	// Profile is the digest of a PGO profile collected elsewhere (--pgo-profile);
+	// when set, the plan uses it instead of training.
+	Profile string
+}
+
+// Placeholders the runner substitutes.
+const (
+	SRC        = "$SRC"
+	OUT        = "$OUT"
+	JOBS       = "$JOBS"
+	PROFILE    = "$PROFILE"
+	PROFILEDIR = "$PROFILE_DIR"
+	LTOCACHE   = "$LTO_CACHE"
+)
+
+// Toolchain phases.
+const (
+	PhaseRelease    = "release"    // third-party packages and non-PGO builds
+	PhaseInstrument = "instrument" // PGO training build
+	PhasePGO        = "pgo"        // PGO-optimized build
+)
+
+// ToolchainHome is the placeholder for a phase's generated compiler home.
+func ToolchainHome(phase string) string { return "$TOOLCHAIN/" + phase }
+
+// Make builds the plan of one cell.
+func Make(in Inputs) (*Plan, error) {
+	c, r, tc := in.Cell, in.Recipe, in.Toolchain
+	if !c.Target.Supports(mustVersion(in.Version)) {
+		return nil, fmt.Errorf("target %s does not build Doris %s (targets.%s.doris is %q)", c.Target.Name, in.Version, c.Target.Name, c.Target.Doris)
+	}
+	p := &Plan{
+		Schema: Schema, Cell: cellInfo(c, in.Version), Matrix: in.Matrix.Digest,
+		Recipe: RecipeInfo{Name: r.Name, Digest: r.Digest}, Phases: map[string][]string{},
+	}
+	p.Cell.LTO = tc.LTOMode()
+	p.Cell.March = tc.March()
+
+	// The source tree, by content.
+	tpDir := filepath.Dir(r.Thirdparty.Vars)
+	ignore := append([]string{r.Thirdparty.SrcDir, r.Thirdparty.Install}, r.Ignore...)
+	var err error
+	if p.Source.Digest, err = source.TreeDigest(in.Tree, ignore); err != nil {
+		return nil, err
+	}
+	var tpIgnore []string
+	for _, i := range []string{r.Thirdparty.SrcDir, r.Thirdparty.Install} {
+		if rel, err := filepath.Rel(tpDir, i); err == nil && !strings.HasPrefix(rel, "..") {
+			tpIgnore = append(tpIgnore, rel)
+		}
+	}
+	if p.Source.Scripts, err = source.TreeDigest(filepath.Join(in.Tree, tpDir), tpIgnore); err != nil {
+		return nil, err
+	}
+	p.Source.Version = in.Version
+
+	// Packages, as the tree declares them for the target machine.
+	pkgs, err := source.ReadPackages(in.Tree, r, c.ISA.Name)
+	if err != nil {
+		return nil, err
+	}
+	p.Packages = pkgs
+
+	// Patches: the tree is component "doris"; each package answers to its names.
+	versions := map[string]string{treeComponent: in.Version}
+	for _, pk := range pkgs {
+		for _, comp := range componentsOf(pk) {
+			versions[comp] = pk.Version
+		}
+	}
+	selected := in.Series.Select(in.Matrix, c, versions)
+	byComponent := map[string][]*patch.Patch{}
+	names := map[string]bool{}
+	for _, pt := range selected {
+		p.Patches = append(p.Patches, PatchRef{ID: pt.ID(), Component: pt.Component, SHA256: pt.SHA256, Why: pt.Summary()})
+		byComponent[pt.Component] = append(byComponent[pt.Component], pt)
+		names[pt.Name] = true
+	}
+	for _, req := range c.Target.Patches {
+		if !names[req] {
+			return nil, fmt.Errorf("target %s requires patch %q, but no patch of that name in %s applies to this cell (doris %s); add it, or widen its Applies-To/Targets, or drop it from targets.%s.patches in %s",
+				c.Target.Name, req, in.Series.Dir, in.Version, c.Target.Name, in.Matrix.File)
+		}
+	}
+
+	// Toolchain phases.
+	release, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, LTOCache: LTOCACHE})
+	if err != nil {
+		return nil, err
+	}
+	p.Phases[PhaseRelease] = flagList(release)
+	pgo := c.Target.PGO
+	if pgo {
+		if r.PGO.Step == "" {
+			return nil, fmt.Errorf("target %s uses PGO but recipe %s has no pgo section", c.Target.Name, r.Name)
+		}
+		if len(r.PGO.Train) == 0 && in.Profile == "" {
+			return nil, fmt.Errorf("target %s uses PGO and recipe %s has no training workload: pass --pgo-profile FILE (a profile collected on %s hardware)", c.Target.Name, r.Name, c.CPU.Name)
+		}
+		inst, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Instrument, ProfileDir: PROFILEDIR})
+		if err != nil {
+			return nil, err
+		}
+		opt, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, Profile: PROFILE, ProfileDir: PROFILEDIR, LTOCache: LTOCACHE})
+		if err != nil {
+			return nil, err
+		}
+		if len(r.PGO.Train) > 0 && in.Profile == "" {
+			p.Phases[PhaseInstrument] = flagList(inst)
+		}
+		p.Phases[PhasePGO] = flagList(opt)
+	}
+	p.Toolchain = ToolchainInfo{Compiler: tc.Identity, Target: tc.TargetFlags(), Notes: tc.Notes, Emulator: tc.Emulator()}
+	p.Toolchain.Env = tc.Env(&toolchain.Wrappers{Home: "$TOOLCHAIN/$PHASE", CC: "$TOOLCHAIN/$PHASE/bin/" + driver(tc, false),
+		CXX: "$TOOLCHAIN/$PHASE/bin/" + driver(tc, true), Tools: toolPlaceholders(tc)}, release)
+	sort.Strings(p.Toolchain.Env)
+	p.Warnings = append(p.Warnings, tc.Notes...)
+
+	ctx := recipe.Context{Target: c.Target, CPU: c.CPU, OS: c.OS, ISA: c.ISA, Allowed: c.Allowed, March: tc.March(), Jobs: 0}
+	expand := func(words []string, ctx recipe.Context) ([]string, error) {
+		out := make([]string, len(words))
+		for i, w := range words {
+			w = strings.ReplaceAll(w, "{{.Jobs}}", JOBS)
+			e, err := recipe.Expand(w, ctx)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = e
+		}
+		return out, nil
+	}
+	expandEnv := func(env map[string]string, ctx recipe.Context) ([]string, error) {
+		m := map[string]string{}
+		for k, v := range env {
+			e, err := recipe.Expand(v, ctx)
+			if err != nil {
+				return nil, fmt.Errorf("env %s: %v", k, err)
+			}
+			m[k] = e
+		}
+		return sortedEnv(m), nil
+	}
+
+	// 1. dorisarm's patches on the tree itself.
+	var treeNeeds []string
+	if pts := byComponent[treeComponent]; len(pts) > 0 {
+		p.Steps = append(p.Steps, Step{ID: "patch:" + treeComponent, Kind: KindPatchTree, Inputs: patchInputs(pts)})
+		treeNeeds = []string{"patch:" + treeComponent}
+	}
+	// 2. Fetch, unpack and patch each package; build it.
+	unpackCmd := r.Thirdparty.Unpack
+	var allThirdparty []string
+	for _, pk := range pkgs {
+		fin := map[string]string{"archive": pk.Name, "md5": pk.MD5, "url": pk.URL}
+		if e, ok := in.Lock.Archives[pk.Name]; ok {
+			fin["sha256"] = e.SHA256
+		} else {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("archive %s is not pinned in %s; only its MD5 from vars.sh will vouch for it (run dorisarm sources lock)", pk.Name, r.Lock))
+		}
+		p.Steps = append(p.Steps, Step{ID: "fetch:" + pk.Entry, Kind: KindFetch, Inputs: fin,
+			Outputs: []string{SRC + "/" + r.Thirdparty.SrcDir + "/" + pk.Name}})
+
+		pctx := ctx
+		pctx.Package, pctx.Build = pk.Entry, pk.Build
+		cmd, err := expand(unpackCmd, pctx)
+		if err != nil {
+			return nil, fmt.Errorf("recipe %s: thirdparty.unpack: %v", r.Name, err)
+		}
+		p.Steps = append(p.Steps, Step{ID: "unpack:" + pk.Entry, Kind: KindUnpack, Command: cmd,
+			Needs: append([]string{"fetch:" + pk.Entry}, treeNeeds...), Inputs: map[string]string{"scripts": p.Source.Scripts}})
+		last := "unpack:" + pk.Entry
+		for _, comp := range componentsOf(pk) {
+			if pts := byComponent[comp]; len(pts) > 0 && comp != treeComponent {
+				dir := pk.Source
+				if dir == "" {
+					dir = "."
+				}
+				p.Steps = append(p.Steps, Step{ID: "patch:" + comp, Kind: KindPatch, Needs: []string{last},
+					Inputs: patchInputs(pts), Outputs: []string{SRC + "/" + r.Thirdparty.SrcDir + "/" + dir}})
+				last = "patch:" + comp
+			}
+		}
+		if pk.Build == "" {
+			continue
+		}
+		bcmd, err := expand(r.Thirdparty.Build, pctx)
+		if err != nil {
+			return nil, fmt.Errorf("recipe %s: thirdparty.build: %v", r.Name, err)
+		}
+		env, err := expandEnv(r.Thirdparty.Env[pk.Entry], pctx)
+		if err != nil {
+			return nil, fmt.Errorf("recipe %s: thirdparty.env.%s: %v", r.Name, pk.Entry, err)
+		}
+		needs := append([]string{last}, treeNeeds...)
+		for _, d := range r.Thirdparty.Deps[pk.Entry] {
+			if dp, ok := findPackage(pkgs, d); ok && dp.Build != "" {
+				needs = append(needs, "thirdparty:"+d)
+			}
+		}
+		p.Steps = append(p.Steps, Step{ID: "thirdparty:" + pk.Entry, Kind: KindThirdparty, Phase: PhaseRelease,
+			Command: bcmd, Env: env, Needs: needs, Inputs: map[string]string{"scripts": p.Source.Scripts}})
+		allThirdparty = append(allThirdparty, "thirdparty:"+pk.Entry)
+	}
+	// Dependencies may be declared after their dependents in TP_ARCHIVES: order topologically.
+	if err := p.orderSteps(); err != nil {
+		return nil, err
+	}
+
+	// 3. The tree's own steps (BE, FE), the PGO step in phases.
+	var built []string
+	for _, name := range r.StepNames() {
+		st := r.Steps[name]
+		needs := append([]string{}, treeNeeds...)
+		for _, n := range st.Needs {
+			if n == "thirdparty" {
+				needs = append(needs, allThirdparty...)
+			} else {
+				needs = append(needs, "build:"+n)
+			}
+		}
+		cmd, err := expand(st.Command, ctx)
+		if err != nil {
+			return nil, fmt.Errorf("recipe %s: step %s: %v", r.Name, name, err)
+		}
+		env, err := expandEnv(st.Env, ctx)
+		if err != nil {
+			return nil, fmt.Errorf("recipe %s: step %s: %v", r.Name, name, err)
+		}
+		srcIn := map[string]string{"tree": p.Source.Digest}
+		mk := func(id, phase string, needs []string, extra map[string]string) Step {
+			inputs := map[string]string{}
+			for k, v := range srcIn {
+				inputs[k] = v
+			}
+			for k, v := range extra {
+				inputs[k] = v
+			}
+			return Step{ID: id, Kind: KindBuild, Phase: phase, Command: cmd, Env: env, Needs: needs, Inputs: inputs, Outputs: st.Outputs}
+		}
+		if pgo && name == r.PGO.Step {
+			optNeeds := append([]string{}, needs...)
+			profileIn := map[string]string{}
+			if in.Profile != "" {
+				profileIn["profile"] = in.Profile
+			} else {
+				p.Steps = append(p.Steps, mk("build:"+name+":instrument", PhaseInstrument, needs, nil))
+				train, err := expand(r.PGO.Train, ctx)
+				if err != nil {
+					return nil, fmt.Errorf("recipe %s: pgo.train: %v", r.Name, err)
+				}
+				p.Steps = append(p.Steps, Step{ID: "pgo:train", Kind: KindTrain, Command: append(append([]string{}, tc.Emulator()...), train...),
+					Needs: []string{"build:" + name + ":instrument"}, Inputs: map[string]string{"qemu_model": c.Qemu.Name}})
+				// Clang's raw profiles are merged into one .profdata; GCC's .gcda
+				// directory is the profile itself.
+				merge := Step{ID: "pgo:merge", Kind: KindMerge, Needs: []string{"pgo:train"}, Outputs: []string{PROFILEDIR}}
+				if tc.Compiler.Dialect == "clang" {
+					merge.Command = []string{"llvm-profdata", "merge", "-o", PROFILE, PROFILEDIR + "/*.profraw"}
+					merge.Outputs = []string{PROFILE}
+				}
+				p.Steps = append(p.Steps, merge)
+				optNeeds = append(optNeeds, "pgo:merge")
+			}
+			p.Steps = append(p.Steps, mk("build:"+name, PhasePGO, optNeeds, profileIn))
+		} else {
+			p.Steps = append(p.Steps, mk("build:"+name, PhaseRelease, needs, nil))
+		}
+		built = append(built, "build:"+name)
+	}
+
+	// 4. Collect and scan.
+	p.Steps = append(p.Steps, Step{ID: "collect", Kind: KindCollect, Needs: built,
+		Inputs: map[string]string{"outputs": strings.Join(r.Outputs, " ")}, Outputs: []string{OUT}})
+	p.Steps = append(p.Steps, Step{ID: "scan", Kind: KindScan, Needs: []string{"collect"},
+		Command: []string{"dorisarm", "scan", "--target", c.Target.Name, OUT}})
+
+	if err := p.computeKeys(); err != nil {
+		return nil, err
+	}
+	sort.Strings(p.Warnings)
+	return p, nil
+}
+
+func findPackage(pkgs []source.Package, entry string) (source.Package, bool) {
+	for _, p := range pkgs {
+		if p.Entry == entry {
+			return p, true
+		}
+	}
+	return source.Package{}, false
+}
+
+func patchInputs(pts []*patch.Patch) map[string]string {
+	m := map[string]string{}
+	for _, pt := range pts {
+		m[pt.ID()] = pt.SHA256
+	}
+	return m
+}
+
+func flagList(f toolchain.Flags) []string {
+	out := f.Compile()
+	for _, l := range f.Link {
+		out = append(out, "link:"+l)
+	}
+	return out
+}
+
+func driver(tc *toolchain.Toolchain, cxx bool) string {
+	switch {
+	case tc.Compiler.Dialect == "clang" && cxx:
+		return "clang++"
+	case tc.Compiler.Dialect == "clang":
+		return "clang"
+	case cxx:
+		return "g++"
+	}
+	return "gcc"
+}
+
+func toolPlaceholders(tc *toolchain.Toolchain) map[string]string {
+	m := map[string]string{}
+	for role := range tc.Tools {
+		m[role] = "$TOOLCHAIN/$PHASE/bin/" + role
+	}
+	return m
+}
+
+// orderSteps sorts steps so every step comes after what it needs, keeping the
+// written order otherwise.
+func (p *Plan) orderSteps() error {
+	byID := map[string]int{}
+	for i, s := range p.Steps {
+		byID[s.ID] = i
+	}
+	state := map[string]int{}
+	var out []Step
+	var visit func(string) error
+	visit = func(id string) error {
+		switch state[id] {
+		case 1:
+			return fmt.Errorf("steps form a cycle at %s (check thirdparty.deps in the recipe)", id)
+		case 2:
+			return nil
+		}
+		i, ok := byID[id]
+		if !ok {
+			return fmt.Errorf("a step needs %s, which is not planned", id)
+		}
+		state[id] = 1
+		for _, n := range p.Steps[i].Needs {
+			if err := visit(n); err != nil {
+				return err
+			}
+		}
+		state[id] = 2
+		out = append(out, p.Steps[i])
+		return nil
+	}
+	for _, s := range p.Steps {
+		if err := visit(s.ID); err != nil {
+			return err
+		}
+	}
+	p.Steps = out
+	return nil
+}
+
+func mustVersion(v string) *goversion.Version {
+	ver, err := goversion.NewVersion(v)
+	if err != nil {
+		ver, _ = goversion.NewVersion("0")
+	}
+	return ver
+}

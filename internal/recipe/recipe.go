@@ -1,0 +1,326 @@
+// Package recipe loads recipes/*.yaml: how to build one source tree with
+// Doris's build interface. A recipe does not list third-party packages; those
+// come from the tree's own thirdparty/vars.sh (see package source). It adds
+// what Doris lacks: dependencies between packages, per-target settings for
+// packages that would otherwise tune themselves to the build host, the build
+// steps and the outputs.
+package recipe
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"text/template"
+
+	"github.com/dorisarm/dorisarm/internal/datafile"
+	"github.com/dorisarm/dorisarm/internal/matrix"
+)
+
+// Recipe is a decoded recipe file.
+type Recipe struct {
+	Name        string          `yaml:"name"`
+	Description string          `yaml:"description"`
+	Version     VersionSpec     `yaml:"version"`
+	Thirdparty  Thirdparty      `yaml:"thirdparty"`
+	Patches     string          `yaml:"patches"`
+	Lock        string          `yaml:"lock"`
+	Steps       map[string]Step `yaml:"steps"`
+	PGO         PGO             `yaml:"pgo"`
+	Outputs     []string        `yaml:"outputs"`
+	// Ignore lists tree paths that are build products, not sources (besides
+	// the third-party source and install directories).
+	Ignore []string `yaml:"ignore"`
+
+	// File is where the recipe was read from; Dir the directory relative
+	// paths in it (patches, lock) are resolved against; Digest its sha256.
+	File   string `yaml:"-"`
+	Dir    string `yaml:"-"`
+	Digest string `yaml:"-"`
+	Pos    datafile.Pos
+	Keys   datafile.Keys
+}
+
+// VersionSpec says where a tree declares its version.
+type VersionSpec struct {
+	File  string `yaml:"file"`
+	Major string `yaml:"major"`
+	Minor string `yaml:"minor"`
+	Patch string `yaml:"patch"`
+	RC    string `yaml:"rc"`
+	Pos   datafile.Pos
+	Keys  datafile.Keys
+}
+
+// Thirdparty describes the tree's third-party build.
+type Thirdparty struct {
+	Vars    string   `yaml:"vars"`
+	List    string   `yaml:"list"`
+	Unpack  []string `yaml:"unpack"`
+	Build   []string `yaml:"build"`
+	SrcDir  string   `yaml:"source_dir"`
+	Install string   `yaml:"install_dir"`
+	Mirror  string   `yaml:"mirror"`
+	// BuildNames maps a TP_ARCHIVES entry to the name build-thirdparty.sh takes
+	// when it is not simply the lower-case entry; "" means the entry has no
+	// build of its own (a header, a jar, sources another package builds).
+	BuildNames map[string]string            `yaml:"build_names"`
+	Deps       map[string][]string          `yaml:"deps"`
+	Env        map[string]map[string]string `yaml:"env"`
+	Versions   map[string]string            `yaml:"versions"`
+	Pos        datafile.Pos
+	Keys       datafile.Keys
+}
+
+// PGO says how a target that asks for profile-guided optimisation trains.
+type PGO struct {
+	// Step is the recipe step built twice (instrumented, then optimized).
+	Step string `yaml:"step"`
+	// Train runs the instrumented build's workload (relative to the tree, run
+	// under the target's emulator). Empty: a profile must be supplied
+	// (--pgo-profile), as for real Doris, trained with TPC-H on real hardware.
+	Train []string `yaml:"train"`
+	Pos   datafile.Pos
+	Keys  datafile.Keys
+}
+
+// Step is a build step of the tree itself (BE, FE).
+type Step struct {
+	Command []string          `yaml:"command"`
+	Env     map[string]string `yaml:"env"`
+	Needs   []string          `yaml:"needs"`
+	Outputs []string          `yaml:"outputs"`
+	Pos     datafile.Pos
+	Keys    datafile.Keys
+}
+
+// Load reads and validates a recipe.
+func Load(path string) (*Recipe, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &datafile.Error{Pos: datafile.Pos{File: path}, Msg: fmt.Sprintf("cannot read the recipe: %v (pass --recipe FILE)", err)}
+	}
+	var r Recipe
+	if err := datafile.Decode(path, data, &r); err != nil {
+		return nil, err
+	}
+	r.File = path
+	r.Dir = filepath.Dir(path)
+	r.Digest = digestBytes(data)
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Path resolves a path written in the recipe (relative to the recipe's directory).
+func (r *Recipe) Path(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(r.Dir, p)
+}
+
+// StepNames returns the tree's steps in dependency order (then by name).
+func (r *Recipe) StepNames() []string {
+	var out []string
+	done := map[string]bool{}
+	var visit func(string)
+	visit = func(n string) {
+		if done[n] {
+			return
+		}
+		done[n] = true
+		for _, d := range r.Steps[n].Needs {
+			if _, ok := r.Steps[d]; ok {
+				visit(d)
+			}
+		}
+		out = append(out, n)
+	}
+	names := make([]string, 0, len(r.Steps))
+	for n := range r.Steps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		visit(n)
+	}
+	return out
+}
+
+func (r *Recipe) validate() error {
+	var errs datafile.List
+	fail := func(p datafile.Pos, f string, a ...any) { errs = append(errs, datafile.Errorf(p, f, a...)) }
+	if r.Name == "" {
+		fail(r.Pos, "recipe: name is required")
+	}
+	v := r.Version
+	if v.File == "" {
+		fail(r.Keys.At("version", r.Pos), "recipe %s: version.file is required (the file the tree declares its version in)", r.Name)
+	}
+	for _, kv := range []struct{ key, re string }{{"major", v.Major}, {"minor", v.Minor}, {"patch", v.Patch}, {"rc", v.RC}} {
+		if kv.re == "" {
+			if kv.key != "rc" {
+				fail(v.Keys.At(kv.key, v.Pos), "recipe %s: version.%s is required (a regular expression with one group)", r.Name, kv.key)
+			}
+			continue
+		}
+		re, err := regexp.Compile(kv.re)
+		if err != nil {
+			fail(v.Keys.At(kv.key, v.Pos), "recipe %s: version.%s: bad regular expression: %v", r.Name, kv.key, err)
+		} else if re.NumSubexp() != 1 {
+			fail(v.Keys.At(kv.key, v.Pos), "recipe %s: version.%s must have exactly one group, has %d", r.Name, kv.key, re.NumSubexp())
+		}
+	}
+	tp := r.Thirdparty
+	for _, kv := range []struct {
+		key string
+		ok  bool
+	}{{"vars", tp.Vars != ""}, {"list", tp.List != ""}, {"unpack", len(tp.Unpack) > 0}, {"build", len(tp.Build) > 0}, {"source_dir", tp.SrcDir != ""}, {"install_dir", tp.Install != ""}} {
+		if !kv.ok {
+			fail(r.Keys.At("thirdparty", r.Pos), "recipe %s: thirdparty.%s is required", r.Name, kv.key)
+		}
+	}
+	for pkg, deps := range tp.Deps {
+		for _, d := range deps {
+			if d == pkg {
+				fail(tp.Keys.At("deps", tp.Pos), "recipe %s: thirdparty.deps: %s depends on itself", r.Name, pkg)
+			}
+		}
+	}
+	if cyc := depCycle(tp.Deps); cyc != "" {
+		fail(tp.Keys.At("deps", tp.Pos), "recipe %s: thirdparty.deps has a cycle: %s", r.Name, cyc)
+	}
+	for pkg, env := range tp.Env {
+		for k, val := range env {
+			if _, err := parseTemplate(val); err != nil {
+				fail(tp.Keys.At("env", tp.Pos), "recipe %s: thirdparty.env.%s.%s: %v", r.Name, pkg, k, err)
+			}
+		}
+	}
+	if len(r.Steps) == 0 {
+		fail(r.Keys.At("steps", r.Pos), "recipe %s: steps: at least one build step (e.g. be) is required", r.Name)
+	}
+	for name, s := range r.Steps {
+		if len(s.Command) == 0 {
+			fail(s.Pos, "recipe %s: step %s: command is required", r.Name, name)
+		}
+		for _, d := range s.Needs {
+			if _, ok := r.Steps[d]; !ok && d != "thirdparty" {
+				fail(s.Keys.At("needs", s.Pos), "recipe %s: step %s needs unknown step %q (a step name or \"thirdparty\")", r.Name, name, d)
+			}
+		}
+		for _, word := range append(append([]string{}, s.Command...), mapValues(s.Env)...) {
+			if _, err := parseTemplate(word); err != nil {
+				fail(s.Pos, "recipe %s: step %s: %v", r.Name, name, err)
+			}
+		}
+	}
+	if r.PGO.Step != "" {
+		if _, ok := r.Steps[r.PGO.Step]; !ok {
+			fail(r.PGO.Keys.At("step", r.PGO.Pos), "recipe %s: pgo.step %q is not a step", r.Name, r.PGO.Step)
+		}
+	}
+	if len(r.Outputs) == 0 {
+		fail(r.Keys.At("outputs", r.Pos), "recipe %s: outputs: list what a build hands over (e.g. output/be/lib/doris_be)", r.Name)
+	}
+	return errs.Err()
+}
+
+func mapValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+func depCycle(deps map[string][]string) string {
+	state := map[string]int{}
+	var stack []string
+	var found string
+	var visit func(string) bool
+	visit = func(n string) bool {
+		switch state[n] {
+		case 1:
+			i := 0
+			for j, s := range stack {
+				if s == n {
+					i = j
+				}
+			}
+			found = strings.Join(append(append([]string{}, stack[i:]...), n), " -> ")
+			return true
+		case 2:
+			return false
+		}
+		state[n] = 1
+		stack = append(stack, n)
+		for _, d := range deps[n] {
+			if visit(d) {
+				return true
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[n] = 2
+		return false
+	}
+	keys := make([]string, 0, len(deps))
+	for k := range deps {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if visit(k) {
+			return found
+		}
+	}
+	return ""
+}
+
+// Context is what recipe templates see: the cell being built.
+type Context struct {
+	Target  *matrix.Target
+	CPU     *matrix.CPU
+	OS      *matrix.OS
+	ISA     *matrix.ISA
+	Allowed []string
+	March   string
+	Jobs    int
+	Package string // the TP_ARCHIVES entry, in third-party steps
+	Build   string // its build-thirdparty.sh name
+}
+
+// Has reports whether the target CPU has an extension.
+func (c Context) Has(ext string) bool {
+	for _, a := range c.Allowed {
+		if a == ext {
+			return true
+		}
+	}
+	return false
+}
+
+func parseTemplate(s string) (*template.Template, error) {
+	return template.New("").Option("missingkey=error").Parse(s)
+}
+
+// Expand renders a recipe string for a cell.
+func Expand(s string, ctx Context) (string, error) {
+	if !strings.Contains(s, "{{") {
+		return s, nil
+	}
+	t, err := parseTemplate(s)
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, ctx); err != nil {
+		return "", fmt.Errorf("expanding %q: %v", s, err)
+	}
+	return b.String(), nil
+}

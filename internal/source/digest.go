@@ -1,0 +1,89 @@
+package source
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// TreeDigest hashes a directory by content: every regular file's path
+// (relative, slash-separated), executable bit and bytes, and every symlink's
+// target, in sorted order. Paths equal to or under an ignored path
+// (relative to dir) are left out. Modification times and owners do not count.
+func TreeDigest(dir string, ignore []string) (string, error) {
+	skip := map[string]bool{}
+	for _, i := range ignore {
+		skip[filepath.ToSlash(filepath.Clean(i))] = true
+	}
+	type entry struct{ path, line string }
+	var entries []entry
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		rel = filepath.ToSlash(rel)
+		if rel != "." && skip[rel] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			entries = append(entries, entry{rel, "L " + rel + " " + target})
+		case d.Type().IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			sum, err := fileSHA256(path)
+			if err != nil {
+				return err
+			}
+			mode := "F"
+			if info.Mode()&0o111 != 0 {
+				mode = "X"
+			}
+			entries = append(entries, entry{rel, mode + " " + rel + " " + sum})
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("hashing %s: %v", dir, err)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
+	h := sha256.New()
+	for _, e := range entries {
+		io.WriteString(h, e.line+"\n")
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Under reports whether rel is p or below p.
+func Under(rel, p string) bool {
+	return rel == p || strings.HasPrefix(rel, p+"/")
+}

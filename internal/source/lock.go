@@ -1,0 +1,166 @@
+package source
+
+import (
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// LockEntry pins one archive by content.
+type LockEntry struct {
+	SHA256 string `json:"sha256"`
+	MD5    string `json:"md5"`
+	Size   int64  `json:"size"`
+}
+
+// Lock is recipes/<name>.lock: archive file name → pinned content.
+type Lock struct {
+	Archives map[string]LockEntry `json:"archives"`
+}
+
+// ReadLock reads a lock file; a missing file is an empty lock.
+func ReadLock(path string) (*Lock, error) {
+	l := &Lock{Archives: map[string]LockEntry{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return l, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, l); err != nil {
+		return nil, fmt.Errorf("%s: not a lock file: %v (regenerate it with dorisarm sources lock)", path, err)
+	}
+	if l.Archives == nil {
+		l.Archives = map[string]LockEntry{}
+	}
+	return l, nil
+}
+
+// Write writes the lock atomically with sorted keys.
+func (l *Lock) Write(path string) error {
+	data, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Names returns the pinned archive names in order.
+func (l *Lock) Names() []string {
+	out := make([]string, 0, len(l.Archives))
+	for n := range l.Archives {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Open opens archive name from a mirror: a directory, a file:// URL or an
+// http(s):// URL (REPOSITORY_URL style: <mirror>/<name>).
+func Open(mirror, name string) (io.ReadCloser, error) {
+	if strings.Contains(name, "/") || name == ".." || name == "." {
+		return nil, fmt.Errorf("archive name %q must be a plain file name", name)
+	}
+	switch {
+	case strings.HasPrefix(mirror, "http://"), strings.HasPrefix(mirror, "https://"):
+		u := strings.TrimSuffix(mirror, "/") + "/" + url.PathEscape(name)
+		resp, err := http.Get(u)
+		if err != nil {
+			return nil, fmt.Errorf("fetch %s: %v", u, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return nil, fmt.Errorf("fetch %s: %s", u, resp.Status)
+		}
+		return resp.Body, nil
+	case strings.HasPrefix(mirror, "file://"):
+		u, err := url.Parse(mirror)
+		if err != nil {
+			return nil, fmt.Errorf("mirror %q: %v", mirror, err)
+		}
+		mirror = u.Path
+	}
+	f, err := os.Open(filepath.Join(mirror, name))
+	if err != nil {
+		return nil, fmt.Errorf("archive %s is not in mirror %s: %v", name, mirror, err)
+	}
+	return f, nil
+}
+
+// Sum computes the checksums of r.
+func Sum(r io.Reader) (LockEntry, error) {
+	s, m := sha256.New(), md5.New()
+	n, err := io.Copy(io.MultiWriter(s, m), r)
+	if err != nil {
+		return LockEntry{}, err
+	}
+	return LockEntry{SHA256: hex.EncodeToString(s.Sum(nil)), MD5: hex.EncodeToString(m.Sum(nil)), Size: n}, nil
+}
+
+// Verify checks an archive's checksums against the lock (sha256) and the tree
+// (MD5). It returns a warning when only the tree's MD5 vouches for it.
+func Verify(p Package, got LockEntry, l *Lock) (warning string, err error) {
+	if got.MD5 != p.MD5 {
+		return "", fmt.Errorf("archive %s: MD5 %s does not match %s_MD5SUM %s in vars.sh; the mirror holds another file", p.Name, got.MD5, p.Entry, p.MD5)
+	}
+	pin, ok := l.Archives[p.Name]
+	if !ok {
+		return fmt.Sprintf("archive %s is not pinned in the lock file; only its MD5 from vars.sh was checked (run dorisarm sources lock)", p.Name), nil
+	}
+	if pin.SHA256 != got.SHA256 {
+		return "", fmt.Errorf("archive %s: sha256 %s does not match the lock's %s; refusing it", p.Name, got.SHA256, pin.SHA256)
+	}
+	return "", nil
+}
+
+// LockPackages fetches every package from the mirror, checks each against the
+// tree's MD5 and any existing pin, and returns the lock with their entries.
+// Nothing is written; a mismatch is an error.
+func LockPackages(l *Lock, pkgs []Package, mirror string, update bool) (*Lock, error) {
+	out := &Lock{Archives: map[string]LockEntry{}}
+	for k, v := range l.Archives {
+		out.Archives[k] = v
+	}
+	var errs []string
+	for _, p := range pkgs {
+		rc, err := Open(mirror, p.Name)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		got, err := Sum(rc)
+		rc.Close()
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("archive %s: %v", p.Name, err))
+			continue
+		}
+		if got.MD5 != p.MD5 {
+			errs = append(errs, fmt.Sprintf("archive %s: MD5 %s does not match %s_MD5SUM %s in vars.sh", p.Name, got.MD5, p.Entry, p.MD5))
+			continue
+		}
+		if old, ok := l.Archives[p.Name]; ok && old.SHA256 != got.SHA256 && !update {
+			errs = append(errs, fmt.Sprintf("archive %s: sha256 changed from the pinned %s to %s (pass --update if the new archive is intended)", p.Name, old.SHA256, got.SHA256))
+			continue
+		}
+		out.Archives[p.Name] = got
+	}
+	if len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "\n"))
+	}
+	return out, nil
+}
