@@ -22,6 +22,11 @@ arm64_pkgs=(
   libclang-rt-16-dev:arm64
 )
 
+if ! command -v go >/dev/null 2>&1; then
+  echo "install-deps: Go 1.26 is required (https://go.dev/dl/); it is not a Debian package at that version" >&2
+  exit 1
+fi
+
 missing=()
 for p in "${host_pkgs[@]}" "${arm64_pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

@@ -1,0 +1,140 @@
+package patch
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/matrix"
+)
+
+const good = `Description: Do a thing.
+ Second line of the description.
+Author: someone
+Applies-To: bitshuffle = 0.5.1
+Targets: kunpeng920, !sve
+Evidence: measured
+
+--- a/x.c
++++ b/x.c
+@@ -1 +1 @@
+-a
++b
+`
+
+func TestParseHeader(t *testing.T) {
+	p, err := Parse("patches/bitshuffle/0007-do-thing.patch", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ID() != "bitshuffle/0007-do-thing" || p.Summary() != "Do a thing." || p.AppliesTo != "= 0.5.1" || p.BodyLine != 8 {
+		t.Errorf("parsed %+v", p)
+	}
+	if strings.Join(p.Targets, "|") != "kunpeng920|!sve" {
+		t.Errorf("targets %v", p.Targets)
+	}
+	if !p.MatchesVersion("0.5.1") || p.MatchesVersion("0.5.2") {
+		t.Error("version matching wrong")
+	}
+	if !strings.HasPrefix(string(p.Body), "--- a/x.c") {
+		t.Errorf("body %q", p.Body)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := []struct{ name, path, data, want string }{
+		{"bad name", "patches/x/fix.patch", good, "must be NNNN-name.patch"},
+		{"missing evidence", "patches/bitshuffle/0001-a.patch", strings.Replace(good, "Evidence: measured\n", "", 1), "header field Evidence is required"},
+		{"unknown field", "patches/bitshuffle/0001-a.patch", "Colour: blue\n" + good, `1:1: unknown header field "Colour"`},
+		{"twice", "patches/bitshuffle/0001-a.patch", strings.Replace(good, "Author: someone\n", "Author: a\nAuthor: b\n", 1), "4:1: header field Author appears twice"},
+		{"wrong component", "patches/zstd/0001-a.patch", good, `Applies-To names component "bitshuffle" but the patch lives under zstd/`},
+		{"bad constraint", "patches/bitshuffle/0001-a.patch", strings.Replace(good, "= 0.5.1", "about 0.5", 1), "4:1: Applies-To: bad version constraint"},
+		{"no diff", "patches/bitshuffle/0001-a.patch", good[:strings.Index(good, "---")], "no diff found"},
+	}
+	for _, c := range cases {
+		_, err := Parse(c.path, []byte(c.data))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.path) {
+			t.Errorf("%s: err = %v, want %q with the file name", c.name, err, c.want)
+		}
+	}
+}
+
+func TestSeriesOrderAndDuplicates(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"zstd/0002-b.patch", "zstd/0001-a.patch", "bitshuffle/0003-c.patch"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755)
+		comp := filepath.Dir(f)
+		os.WriteFile(filepath.Join(dir, f), []byte(strings.Replace(good, "bitshuffle = 0.5.1", comp, 1)), 0o644)
+	}
+	s, err := LoadSeries(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range s.Patches {
+		ids = append(ids, p.ID())
+	}
+	if strings.Join(ids, " ") != "bitshuffle/0003-c zstd/0001-a zstd/0002-b" {
+		t.Errorf("order %v", ids)
+	}
+	os.WriteFile(filepath.Join(dir, "zstd", "0001-again.patch"), []byte(strings.Replace(good, "bitshuffle = 0.5.1", "zstd", 1)), 0o644)
+	if _, err := LoadSeries(dir); err == nil || !strings.Contains(err.Error(), "patch number 0001 is also used") {
+		t.Errorf("duplicate number: %v", err)
+	}
+	if s, err := LoadSeries(filepath.Join(dir, "missing")); err != nil || len(s.Patches) != 0 {
+		t.Errorf("missing dir: %v", err)
+	}
+}
+
+func TestTargetSelectors(t *testing.T) {
+	m, err := matrix.Load(filepath.Join("..", "..", "matrix.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := func(name string) matrix.Cell {
+		c, err := m.Cell("2.1", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	cases := []struct {
+		targets []string
+		yes, no []string
+	}{
+		{[]string{"kunpeng920"}, []string{"kunpeng920"}, []string{"graviton2"}},
+		{[]string{"!sve"}, []string{"kunpeng920", "graviton2", "generic-armv8"}, []string{"graviton3", "graviton4", "x86_64"}},
+		{[]string{"+sve"}, []string{"graviton3", "graviton4"}, []string{"kunpeng920"}},
+		{[]string{"rcpc"}, []string{"graviton2", "ampere-altra"}, []string{"kunpeng920", "generic-armv8"}},
+		{[]string{"all"}, []string{"x86_64", "kunpeng920"}, nil},
+		{nil, []string{"graviton4"}, nil},
+	}
+	for _, c := range cases {
+		p := &Patch{Targets: c.targets}
+		for _, y := range c.yes {
+			if !p.MatchesTarget(m, cell(y)) {
+				t.Errorf("Targets %v should select %s", c.targets, y)
+			}
+		}
+		for _, n := range c.no {
+			if p.MatchesTarget(m, cell(n)) {
+				t.Errorf("Targets %v should not select %s", c.targets, n)
+			}
+		}
+	}
+	s := &Series{Patches: []*Patch{{Path: "p", Targets: []string{"kunpeng921"}}}}
+	if err := s.CheckTargets(m); err == nil || !strings.Contains(err.Error(), `"kunpeng921" is neither a target`) {
+		t.Errorf("CheckTargets: %v", err)
+	}
+}
+
+func TestSamplePatchesParse(t *testing.T) {
+	s, err := LoadSeries(filepath.Join("..", "..", "examples", "minidoris", "patches"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Patches) != 3 {
+		t.Fatalf("%d sample patches", len(s.Patches))
+	}
+}

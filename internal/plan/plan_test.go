@@ -1,0 +1,244 @@
+package plan
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/patch"
+	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/source"
+	"github.com/dorisarm/dorisarm/internal/toolchain"
+)
+
+const repo = "../.."
+
+type fixture struct {
+	m      *matrix.Matrix
+	r      *recipe.Recipe
+	tree   string
+	series *patch.Series
+	lock   *source.Lock
+}
+
+func load(t *testing.T, patchDir string) fixture {
+	t.Helper()
+	m, err := matrix.Load(filepath.Join(repo, "matrix.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := recipe.Load(filepath.Join(repo, "recipes", "minidoris.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if patchDir == "" {
+		patchDir = r.Path(r.Patches)
+	}
+	s, err := patch.LoadSeries(patchDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := source.ReadLock(r.Path(r.Lock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fixture{m: m, r: r, tree: filepath.Join(repo, "examples", "minidoris"), series: s, lock: l}
+}
+
+func (f fixture) plan(t *testing.T, target, compiler string) *Plan {
+	t.Helper()
+	cell, err := f.m.Cell("2.1", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := toolchain.Resolve(f.m, cell, toolchain.Options{Compiler: compiler})
+	if err != nil {
+		t.Skipf("compiler not installed: %v", err)
+	}
+	p, err := Make(Inputs{Matrix: f.m, Cell: cell, Recipe: f.r, Tree: f.tree, Version: "2.1.8", Series: f.series, Toolchain: tc, Lock: f.lock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSameInputsSameBytes(t *testing.T) {
+	f := load(t, "")
+	for _, target := range f.m.TargetNames() {
+		a, _ := f.plan(t, target, "").JSON()
+		b, _ := f.plan(t, target, "").JSON()
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: two plans from the same inputs differ", target)
+		}
+		if bytes.Contains(a, []byte(f.tree)) || bytes.Contains(a, []byte(os.TempDir())) {
+			t.Errorf("%s: plan holds a machine path", target)
+		}
+	}
+}
+
+func keys(p *Plan) map[string]string {
+	m := map[string]string{}
+	for _, s := range p.Steps {
+		m[s.ID] = s.Key
+	}
+	return m
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if info.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, info.Mode())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChangingOnePatchChangesOnlyItsDependents edits the bitshuffle patch and
+// checks exactly the steps downstream of it get new keys.
+func TestChangingOnePatchChangesOnlyItsDependents(t *testing.T) {
+	base := load(t, "")
+	dir := t.TempDir()
+	copyDir(t, base.r.Path(base.r.Patches), dir)
+	before := base.plan(t, "kunpeng920", "gcc")
+
+	pf := filepath.Join(dir, "bitshuffle", "0001-scalar-bitshuffle.patch")
+	data, _ := os.ReadFile(pf)
+	data = bytes.Replace(data, []byte("Last-Update: 2026-11-29"), []byte("Last-Update: 2026-11-30"), 1)
+	os.WriteFile(pf, data, 0o644)
+	after := load(t, dir).plan(t, "kunpeng920", "gcc")
+
+	var changed []string
+	kb, ka := keys(before), keys(after)
+	for id, k := range kb {
+		if ka[id] != k {
+			changed = append(changed, id)
+		}
+	}
+	sort.Strings(changed)
+	want := []string{"build:be", "build:be:instrument", "collect", "patch:bitshuffle", "pgo:merge", "pgo:train", "scan", "thirdparty:BITSHUFFLE"}
+	if strings.Join(changed, " ") != strings.Join(want, " ") {
+		t.Errorf("changed keys:\n got %v\nwant %v", changed, want)
+	}
+}
+
+func TestPatchSelectionPerTarget(t *testing.T) {
+	f := load(t, "")
+	cases := map[string][]string{
+		"kunpeng920":    {"bitshuffle/0001-scalar-bitshuffle", "doris/0001-dynamic-openssl", "simdprobe/0001-sve-off"},
+		"graviton2":     {"simdprobe/0001-sve-off"},
+		"generic-armv8": {"simdprobe/0001-sve-off"},
+		"graviton3":     nil, // has SVE: keeps the SVE kernel
+		"graviton4":     nil,
+		"x86_64":        nil, // "!sve" is an aarch64 condition
+	}
+	for target, want := range cases {
+		p := f.plan(t, target, "")
+		var got []string
+		for _, pt := range p.Patches {
+			got = append(got, pt.ID)
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: patches %v, want %v", target, got, want)
+		}
+	}
+}
+
+func TestPlanShape(t *testing.T) {
+	f := load(t, "")
+	p := f.plan(t, "kunpeng920", "clang")
+	for _, id := range []string{"patch:doris", "fetch:BITSHUFFLE", "unpack:BITSHUFFLE", "patch:bitshuffle", "thirdparty:BITSHUFFLE",
+		"build:be:instrument", "pgo:train", "pgo:merge", "build:be", "build:fe", "collect", "scan"} {
+		if p.Step(id) == nil {
+			t.Errorf("no step %s", id)
+		}
+	}
+	// Every step comes after what it needs.
+	pos := map[string]int{}
+	for i, s := range p.Steps {
+		pos[s.ID] = i
+		for _, n := range s.Needs {
+			if _, ok := pos[n]; !ok {
+				t.Errorf("%s needs %s, which comes later or not at all", s.ID, n)
+			}
+		}
+	}
+	if env := strings.Join(p.Step("thirdparty:SIMDPROBE").Env, " "); env != "SIMDPROBE_ARCH=generic" {
+		t.Errorf("kunpeng simdprobe env %q", env)
+	}
+	if got := p.Step("pgo:merge").Command; len(got) == 0 || got[0] != "llvm-profdata" {
+		t.Errorf("clang merge %v", got)
+	}
+	if f := strings.Join(p.Phases[PhasePGO], " "); !strings.Contains(f, "-fprofile-use="+PROFILE) || !strings.Contains(f, "-flto=thin") {
+		t.Errorf("pgo phase flags %s", f)
+	}
+	if p.Step("fetch:MINILZ").Inputs["sha256"] == "" {
+		t.Error("fetch has no pinned sha256")
+	}
+	g3 := f.plan(t, "graviton3", "gcc")
+	if env := strings.Join(g3.Step("thirdparty:SIMDPROBE").Env, " "); env != "SIMDPROBE_ARCH=sve" {
+		t.Errorf("graviton3 simdprobe env %q", env)
+	}
+	if g3.Step("pgo:train") != nil {
+		t.Error("graviton3 does not use PGO")
+	}
+}
+
+func TestRequiredPatchMissing(t *testing.T) {
+	base := load(t, "")
+	dir := t.TempDir()
+	copyDir(t, base.r.Path(base.r.Patches), dir)
+	os.Remove(filepath.Join(dir, "bitshuffle", "0001-scalar-bitshuffle.patch"))
+	f := load(t, dir)
+	cell, _ := f.m.Cell("2.1", "kunpeng920")
+	tc, err := toolchain.Resolve(f.m, cell, toolchain.Options{Compiler: "gcc"})
+	if err != nil {
+		t.Skip(err)
+	}
+	_, err = Make(Inputs{Matrix: f.m, Cell: cell, Recipe: f.r, Tree: f.tree, Version: "2.1.8", Series: f.series, Toolchain: tc, Lock: f.lock})
+	if err == nil || !strings.Contains(err.Error(), `requires patch "scalar-bitshuffle"`) {
+		t.Fatalf("err = %v", err)
+	}
+	// A version outside the patch's Applies-To drops it too.
+	_, err = Make(Inputs{Matrix: f.m, Cell: cell, Recipe: f.r, Tree: f.tree, Version: "4.1.0", Series: base.series, Toolchain: tc, Lock: f.lock})
+	if err == nil || !strings.Contains(err.Error(), `requires patch "dynamic-openssl"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestPGOWithoutTrainingNeedsProfile(t *testing.T) {
+	f := load(t, "")
+	f.r.PGO.Train = nil
+	cell, _ := f.m.Cell("2.1", "kunpeng920")
+	tc, err := toolchain.Resolve(f.m, cell, toolchain.Options{Compiler: "gcc"})
+	if err != nil {
+		t.Skip(err)
+	}
+	in := Inputs{Matrix: f.m, Cell: cell, Recipe: f.r, Tree: f.tree, Version: "2.1.8", Series: f.series, Toolchain: tc, Lock: f.lock}
+	if _, err := Make(in); err == nil || !strings.Contains(err.Error(), "--pgo-profile") {
+		t.Fatalf("err = %v", err)
+	}
+	in.Profile = "sha256:0123"
+	p, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Step("pgo:train") != nil || p.Step("build:be").Inputs["profile"] != "sha256:0123" {
+		t.Errorf("supplied profile not used: %+v", p.Step("build:be"))
+	}
+}

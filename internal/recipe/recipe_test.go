@@ -1,0 +1,63 @@
+package recipe
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/matrix"
+)
+
+func TestRepositoryRecipesLoad(t *testing.T) {
+	for _, f := range []string{"doris.yaml", "minidoris.yaml"} {
+		r, err := Load(filepath.Join("..", "..", "recipes", f))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if got := strings.Join(r.StepNames(), ","); got != "be,fe" {
+			t.Errorf("%s: steps %s", f, got)
+		}
+	}
+}
+
+func TestBadRecipes(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "bad", "*.yaml"))
+	if len(files) < 8 {
+		t.Fatalf("corpus too small: %d", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, _ := os.ReadFile(f)
+			_, err := Load(f)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), f+":") {
+				t.Errorf("error does not name the file: %v", err)
+			}
+			for _, line := range strings.Split(string(data), "\n") {
+				if w, ok := strings.CutPrefix(line, "# want: "); ok && !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestExpand(t *testing.T) {
+	ctx := Context{CPU: &matrix.CPU{Name: "tsv110", OpenBLASTarget: "TSV110"}, Allowed: []string{"fp", "simd"}}
+	for in, want := range map[string]string{
+		"TARGET={{.CPU.OpenBLASTarget}}":             "TARGET=TSV110",
+		`{{if .Has "sve"}}sve{{else}}generic{{end}}`: "generic",
+		"plain": "plain",
+	} {
+		got, err := Expand(in, ctx)
+		if err != nil || got != want {
+			t.Errorf("Expand(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := Expand("{{.Nope}}", ctx); err == nil {
+		t.Error("unknown field accepted")
+	}
+}
