@@ -1,0 +1,88 @@
+package datafile
+
+import (
+	"strings"
+	"testing"
+)
+
+type inner struct {
+	Name  string            `yaml:"name"`
+	Count int               `yaml:"count"`
+	On    bool              `yaml:"on"`
+	Tags  []string          `yaml:"tags"`
+	Env   map[string]string `yaml:"env"`
+	Pos   Pos
+	Keys  Keys
+}
+
+type outer struct {
+	Items map[string]*inner `yaml:"items"`
+	List  []inner           `yaml:"list"`
+	Pos   Pos
+	Keys  Keys
+}
+
+func TestDecodePositions(t *testing.T) {
+	src := "items:\n  a:\n    name: x\n    count: 3\n    on: true\n    tags: [p, q]\nlist:\n  - name: y\n"
+	var o outer
+	if err := Decode("f.yaml", []byte(src), &o); err != nil {
+		t.Fatal(err)
+	}
+	a := o.Items["a"]
+	if a.Name != "x" || a.Count != 3 || !a.On || len(a.Tags) != 2 || o.List[0].Name != "y" {
+		t.Fatalf("decoded %+v", a)
+	}
+	if a.Pos.String() != "f.yaml:3:5" || a.Keys["count"].String() != "f.yaml:4:12" {
+		t.Errorf("positions %v %v", a.Pos, a.Keys["count"])
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	cases := map[string]string{
+		"items:\n  a:\n    nmae: x\n":           `f.yaml:3:5: at items.a: unknown key "nmae" (known keys: count, env, name, on, tags)`,
+		"items:\n  a:\n    count: three\n":      `f.yaml:3:12: at items.a.count: expected a whole number, found the value "three"`,
+		"items:\n  a:\n    on: yes please\n":    "expected true or false",
+		"items:\n  a:\n    tags: p\n":           "at items.a.tags: expected a list",
+		"items: [1, 2]\n":                        "at items: expected a mapping, found a list",
+		"items:\n  a: {name: x, name: y}\n":     `key "name" appears twice`,
+		"items:\n  a:\n    name:\n":             "expected a string, found nothing (null)",
+		"list:\n  - name: [1]\n":                "at list[0].name: expected a string",
+		"items:\n  a: {name: x}\n  a: {}\n":     `key "a" appears twice`,
+		"items:\n\t- bad\n":                     "YAML syntax error",
+		"":                                      "file is empty",
+		"just a string\n":                       "at the top level: expected a mapping",
+		"items:\n  a:\n    env: {k: {x: 1}}\n": "at items.a.env.k: expected a string, found a mapping",
+	}
+	for src, want := range cases {
+		var o outer
+		err := Decode("f.yaml", []byte(src), &o)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want %q", src, err, want)
+		}
+		if err != nil && !IsDataError(err) {
+			t.Errorf("%q: not a data error", src)
+		}
+	}
+}
+
+func TestAliases(t *testing.T) {
+	src := "items:\n  a: &base {name: x, count: 1}\n  b: *base\n"
+	var o outer
+	if err := Decode("f.yaml", []byte(src), &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.Items["b"].Name != "x" {
+		t.Errorf("alias not followed: %+v", o.Items["b"])
+	}
+}
+
+// FuzzDecode: any bytes give a value or an error, never a panic.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{"items:\n  a:\n    name: x\n", "list: [{name: y, tags: [a]}]", "&a [*a]", "items: {a: {env: {x: y}}}", "\t"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var o outer
+		_ = Decode("fuzz.yaml", data, &o)
+	})
+}
