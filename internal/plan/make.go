@@ -111,7 +111,7 @@ func Make(in Inputs) (*Plan, error) {
 	}
 
 	// Toolchain phases.
-	release, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, LTOCache: LTOCACHE})
+	release, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, LTOCache: LTOCACHE, ToolHome: ToolchainHome(PhaseRelease)})
 	if err != nil {
 		return nil, err
 	}
@@ -124,11 +124,11 @@ func Make(in Inputs) (*Plan, error) {
 		if len(r.PGO.Train) == 0 && in.Profile == "" {
 			return nil, fmt.Errorf("target %s uses PGO and recipe %s has no training workload: pass --pgo-profile FILE (a profile collected on %s hardware)", c.Target.Name, r.Name, c.CPU.Name)
 		}
-		inst, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Instrument, ProfileDir: PROFILEDIR})
+		inst, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Instrument, ProfileDir: PROFILEDIR, ToolHome: ToolchainHome(PhaseInstrument)})
 		if err != nil {
 			return nil, err
 		}
-		opt, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, Profile: PROFILE, ProfileDir: PROFILEDIR, LTOCache: LTOCACHE})
+		opt, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, Profile: PROFILE, ProfileDir: PROFILEDIR, LTOCache: LTOCACHE, ToolHome: ToolchainHome(PhasePGO)})
 		if err != nil {
 			return nil, err
 		}

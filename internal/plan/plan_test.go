@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -73,6 +74,15 @@ func TestSameInputsSameBytes(t *testing.T) {
 		b, _ := f.plan(t, target, "").JSON()
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s: two plans from the same inputs differ", target)
+		}
+		var pl Plan
+		json.Unmarshal(a, &pl)
+		for _, phase := range pl.Phases {
+			for _, fl := range phase {
+				if strings.Contains(fl, "/usr/") {
+					t.Errorf("%s: flag %s holds an install path", target, fl)
+				}
+			}
 		}
 		if bytes.Contains(a, []byte(f.tree)) || bytes.Contains(a, []byte(os.TempDir())) {
 			t.Errorf("%s: plan holds a machine path", target)

@@ -27,6 +27,10 @@ type FlagOptions struct {
 	Profile string
 	// LTOCache is the ThinLTO cache directory (Clang).
 	LTOCache string
+	// ToolHome, when set, is the generated compiler home whose bin/ holds the
+	// tools (WriteWrappers links them there); link flags then name the linker
+	// there instead of its install path, so plans stay machine-independent.
+	ToolHome string
 }
 
 // Flags are the flags a cell's compiles and links get, split by purpose so the
@@ -98,6 +102,9 @@ func (tc *Toolchain) Flags(o FlagOptions) (Flags, error) {
 	if clang {
 		f.Record = []string{"-frecord-command-line"}
 		if ld := tc.Tools["ld"]; ld != "" {
+			if o.ToolHome != "" {
+				ld = o.ToolHome + "/bin/" + toolName("ld", tc.Compiler.Dialect)
+			}
 			f.Link = append(f.Link, "--ld-path="+ld)
 		}
 	} else {
