@@ -45,6 +45,20 @@ type Patch struct {
 	BodyLine int
 
 	constraint version.Constraints
+	files      []*FileDiff
+}
+
+// Files returns the patch's parsed diff.
+func (p *Patch) Files() ([]*FileDiff, error) {
+	if p.files != nil {
+		return p.files, nil
+	}
+	fds, err := ParseDiff(p.Path, p.Body, p.BodyLine)
+	if err != nil {
+		return nil, err
+	}
+	p.files = fds
+	return fds, nil
 }
 
 // Summary is the first line of the description.
@@ -161,6 +175,19 @@ func Parse(path string, data []byte) (*Patch, error) {
 	}
 	for _, t := range strings.FieldsFunc(get("Targets"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
 		p.Targets = append(p.Targets, t)
+	}
+	if p.Body != nil {
+		fds, err := ParseDiff(path, p.Body, p.BodyLine)
+		if l, ok := err.(datafile.List); ok {
+			errs = append(errs, l...)
+		} else if err == nil {
+			for _, fd := range fds {
+				if _, terr := fd.Target(1); terr != nil {
+					errs = append(errs, datafile.Errorf(datafile.Pos{File: path, Line: fd.Line, Col: 1}, "%v", terr))
+				}
+			}
+			p.files = fds
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errs
