@@ -110,6 +110,63 @@ type fileState struct {
 // file is left changed. Patches apply in the order given, each seeing the
 // previous ones' changes.
 func Apply(root string, patches []*Patch, o Options) (*Result, error) {
+	res, files, err := simulate(root, patches, o)
+	if err != nil {
+		return nil, err
+	}
+	if !res.OK() || o.DryRun {
+		return res, nil
+	}
+	if err := writeAll(root, files, res); err != nil {
+		return res, err
+	}
+	res.Applied = true
+	return res, nil
+}
+
+// Change is one file's content before and after a series (nil: absent).
+type Change struct {
+	Path     string
+	Old, New []byte
+}
+
+// Simulate applies patches in memory and returns the result and, when every
+// hunk applied, each changed file's old and new content. Nothing is written.
+func Simulate(root string, patches []*Patch, o Options) (*Result, []Change, error) {
+	res, files, err := simulate(root, patches, o)
+	if err != nil || !res.OK() {
+		return res, nil, err
+	}
+	var out []Change
+	for _, rel := range sortedChanged(files) {
+		st := files[rel]
+		c := Change{Path: rel, Old: st.orig}
+		if st.existed && c.Old == nil {
+			c.Old = []byte{}
+		}
+		if st.exists {
+			c.New = fromLines(st.lines, st.eol)
+			if c.New == nil {
+				c.New = []byte{}
+			}
+		}
+		out = append(out, c)
+	}
+	return res, out, nil
+}
+
+func sortedChanged(files map[string]*fileState) []string {
+	var names []string
+	for rel, st := range files {
+		if st.changed {
+			names = append(names, rel)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func simulate(root string, patches []*Patch, o Options) (*Result, map[string]*fileState, error) {
 	if o.MaxFuzz < 0 {
 		o.MaxFuzz = 0
 	}
@@ -145,16 +202,16 @@ func Apply(root string, patches []*Patch, o Options) (*Result, error) {
 	for _, p := range patches {
 		fds, err := p.Files()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, fd := range fds {
 			rel, err := fd.Target(o.Strip)
 			if err != nil {
-				return nil, fmt.Errorf("%s:%d: %w: %v", p.Path, fd.Line, ErrUnsafe, err)
+				return nil, nil, fmt.Errorf("%s:%d: %w: %v", p.Path, fd.Line, ErrUnsafe, err)
 			}
 			st, err := load(rel)
 			if err != nil {
-				return nil, fmt.Errorf("%s:%d: %w", p.Path, fd.Line, err)
+				return nil, nil, fmt.Errorf("%s:%d: %w", p.Path, fd.Line, err)
 			}
 			// Like GNU patch: when the new name does not exist, use the old one.
 			if !st.exists && !fd.Create && fd.OldName != fd.NewName {
@@ -167,14 +224,7 @@ func Apply(root string, patches []*Patch, o Options) (*Result, error) {
 			res.Hunks = append(res.Hunks, applyFile(p.ID(), rel, fd, st, o.MaxFuzz)...)
 		}
 	}
-	if !res.OK() || o.DryRun {
-		return res, nil
-	}
-	if err := writeAll(root, files, res); err != nil {
-		return res, err
-	}
-	res.Applied = true
-	return res, nil
+	return res, files, nil
 }
 
 // applyFile applies one file diff to the in-memory state.
@@ -439,13 +489,7 @@ func safeJoin(root, rel string) (string, error) {
 
 // writeAll writes every changed file; on any failure it restores what it wrote.
 func writeAll(root string, files map[string]*fileState, res *Result) error {
-	var names []string
-	for rel, st := range files {
-		if st.changed {
-			names = append(names, rel)
-		}
-	}
-	sort.Strings(names)
+	names := sortedChanged(files)
 	var done []string
 	var madeDirs []string
 	rollback := func() {

@@ -42,7 +42,8 @@ const (
 
 // Toolchain phases.
 const (
-	PhaseRelease    = "release"    // third-party packages and non-PGO builds
+	PhaseThirdparty = "thirdparty" // third-party packages: target flags, no PGO, no LTO
+	PhaseRelease    = "release"    // the tree's own non-PGO builds
 	PhaseInstrument = "instrument" // PGO training build
 	PhasePGO        = "pgo"        // PGO-optimized build
 )
@@ -116,6 +117,11 @@ func Make(in Inputs) (*Plan, error) {
 		return nil, err
 	}
 	p.Phases[PhaseRelease] = flagList(release)
+	tp, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, NoLTO: true, ToolHome: ToolchainHome(PhaseThirdparty)})
+	if err != nil {
+		return nil, err
+	}
+	p.Phases[PhaseThirdparty] = flagList(tp)
 	pgo := c.Target.PGO
 	if pgo {
 		if r.PGO.Step == "" {
@@ -140,10 +146,19 @@ func Make(in Inputs) (*Plan, error) {
 	p.Toolchain = ToolchainInfo{Compiler: tc.Identity, Target: tc.TargetFlags(), Notes: tc.Notes, Emulator: tc.Emulator()}
 	p.Toolchain.Env = tc.Env(&toolchain.Wrappers{Home: "$TOOLCHAIN/$PHASE", CC: "$TOOLCHAIN/$PHASE/bin/" + driver(tc, false),
 		CXX: "$TOOLCHAIN/$PHASE/bin/" + driver(tc, true), Tools: toolPlaceholders(tc)}, release)
+	p.Toolchain.Env = append(p.Toolchain.Env, "CMAKE_TOOLCHAIN_FILE=$TOOLCHAIN/$PHASE/toolchain.cmake")
 	sort.Strings(p.Toolchain.Env)
 	p.Warnings = append(p.Warnings, tc.Notes...)
 
 	ctx := recipe.Context{Target: c.Target, CPU: c.CPU, OS: c.OS, ISA: c.ISA, Allowed: c.Allowed, March: tc.March(), Jobs: 0}
+	for k, v := range r.CMakeCache {
+		e, err := recipe.Expand(v, ctx)
+		if err != nil {
+			return nil, fmt.Errorf("recipe %s: cmake_cache.%s: %v", r.Name, k, err)
+		}
+		p.Toolchain.CMakeCache = append(p.Toolchain.CMakeCache, k+"="+e)
+	}
+	sort.Strings(p.Toolchain.CMakeCache)
 	expand := func(words []string, ctx recipe.Context) ([]string, error) {
 		out := make([]string, len(words))
 		for i, w := range words {
@@ -224,7 +239,7 @@ func Make(in Inputs) (*Plan, error) {
 				needs = append(needs, "thirdparty:"+d)
 			}
 		}
-		p.Steps = append(p.Steps, Step{ID: "thirdparty:" + pk.Entry, Kind: KindThirdparty, Phase: PhaseRelease,
+		p.Steps = append(p.Steps, Step{ID: "thirdparty:" + pk.Entry, Kind: KindThirdparty, Phase: PhaseThirdparty,
 			Command: bcmd, Env: env, Needs: needs, Inputs: map[string]string{"scripts": p.Source.Scripts}})
 		allThirdparty = append(allThirdparty, "thirdparty:"+pk.Entry)
 	}
@@ -295,8 +310,17 @@ func Make(in Inputs) (*Plan, error) {
 	}
 
 	// 4. Collect and scan.
-	p.Steps = append(p.Steps, Step{ID: "collect", Kind: KindCollect, Needs: built,
-		Inputs: map[string]string{"outputs": strings.Join(r.Outputs, " ")}, Outputs: []string{OUT}})
+	collectIn := map[string]string{"outputs": strings.Join(r.Outputs, " ")}
+	for i, rule := range r.Collect {
+		when, err := recipe.Expand(rule.When, ctx)
+		if err != nil {
+			return nil, fmt.Errorf("recipe %s: collect[%d].when: %v", r.Name, i, err)
+		}
+		if rule.When == "" || strings.TrimSpace(when) == "true" {
+			collectIn[fmt.Sprintf("extra.%d", i)] = rule.From + " -> " + rule.To
+		}
+	}
+	p.Steps = append(p.Steps, Step{ID: "collect", Kind: KindCollect, Needs: built, Inputs: collectIn, Outputs: []string{OUT}})
 	p.Steps = append(p.Steps, Step{ID: "scan", Kind: KindScan, Needs: []string{"collect"},
 		Command: []string{"dorisarm", "scan", "--target", c.Target.Name, OUT}})
 

@@ -96,6 +96,8 @@ type ToolchainInfo struct {
 	Env      []string           `json:"env"`
 	Notes    []string           `json:"notes,omitempty"`
 	Emulator []string           `json:"emulator,omitempty"`
+	// CMakeCache are the cache pins of the generated toolchain file (K=V).
+	CMakeCache []string `json:"cmake_cache,omitempty"`
 }
 
 // PatchRef is a selected patch.
@@ -164,12 +166,14 @@ func (p *Plan) computeKeys() error {
 			Needs    []string            `json:"needs"`
 			Compiler *toolchain.Identity `json:"compiler,omitempty"`
 			Flags    []string            `json:"flags,omitempty"`
-		}{Schema, s.ID, s.Kind, s.Phase, s.Command, s.Env, s.Inputs, s.Outputs, needKeys, nil, nil}
+			Cache    []string            `json:"cmake_cache,omitempty"`
+		}{Schema, s.ID, s.Kind, s.Phase, s.Command, s.Env, s.Inputs, s.Outputs, needKeys, nil, nil, nil}
 		if s.Phase != "" || s.Kind == KindThirdparty || s.Kind == KindBuild {
 			id := p.Toolchain.Compiler
 			id.Path = "" // where it is installed does not change what it makes
 			material.Compiler = &id
 			material.Flags = p.Phases[s.Phase]
+			material.Cache = p.Toolchain.CMakeCache
 			material.Env = append(append([]string{}, p.Toolchain.Env...), s.Env...)
 		}
 		b, err := json.Marshal(material)

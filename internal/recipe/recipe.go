@@ -30,7 +30,14 @@ type Recipe struct {
 	Lock        string          `yaml:"lock"`
 	Steps       map[string]Step `yaml:"steps"`
 	PGO         PGO             `yaml:"pgo"`
-	Outputs     []string        `yaml:"outputs"`
+	// CMakeCache are cache entries pinned for every CMake configure of the
+	// build (through the generated toolchain file), for packages that would
+	// otherwise tune themselves to the build host. Values are templates.
+	CMakeCache map[string]string `yaml:"cmake_cache"`
+	// Collect copies more files into the output, when their condition (a
+	// template) renders "true": e.g. the shared OpenSSL for dynamic targets.
+	Collect []CollectRule `yaml:"collect"`
+	Outputs []string      `yaml:"outputs"`
 	// Ignore lists tree paths that are build products, not sources (besides
 	// the third-party source and install directories).
 	Ignore []string `yaml:"ignore"`
@@ -85,6 +92,16 @@ type PGO struct {
 	Train []string `yaml:"train"`
 	Pos   datafile.Pos
 	Keys  datafile.Keys
+}
+
+// CollectRule copies files matching From (a glob relative to the tree) into
+// To (relative to the output directory) when When renders "true".
+type CollectRule struct {
+	From string `yaml:"from"`
+	To   string `yaml:"to"`
+	When string `yaml:"when"`
+	Pos  datafile.Pos
+	Keys datafile.Keys
 }
 
 // Step is a build step of the tree itself (BE, FE).
@@ -223,6 +240,19 @@ func (r *Recipe) validate() error {
 	if r.PGO.Step != "" {
 		if _, ok := r.Steps[r.PGO.Step]; !ok {
 			fail(r.PGO.Keys.At("step", r.PGO.Pos), "recipe %s: pgo.step %q is not a step", r.Name, r.PGO.Step)
+		}
+	}
+	for k, v := range r.CMakeCache {
+		if _, err := parseTemplate(v); err != nil {
+			fail(r.Keys.At("cmake_cache", r.Pos), "recipe %s: cmake_cache.%s: %v", r.Name, k, err)
+		}
+	}
+	for i, c := range r.Collect {
+		if c.From == "" || c.To == "" {
+			fail(c.Pos, "recipe %s: collect[%d]: from and to are required", r.Name, i)
+		}
+		if _, err := parseTemplate(c.When); err != nil {
+			fail(c.Keys.At("when", c.Pos), "recipe %s: collect[%d].when: %v", r.Name, i, err)
 		}
 	}
 	if len(r.Outputs) == 0 {

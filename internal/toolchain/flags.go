@@ -27,6 +27,10 @@ type FlagOptions struct {
 	Profile string
 	// LTOCache is the ThinLTO cache directory (Clang).
 	LTOCache string
+	// NoLTO leaves link-time optimisation out. Third-party packages build
+	// without it: their static archives are post-processed (Doris renames
+	// bitshuffle's symbols with objcopy), which LTO bitcode does not survive.
+	NoLTO bool
 	// ToolHome, when set, is the generated compiler home whose bin/ holds the
 	// tools (WriteWrappers links them there); link flags then name the linker
 	// there instead of its install path, so plans stay machine-independent.
@@ -139,7 +143,11 @@ func (tc *Toolchain) Flags(o FlagOptions) (Flags, error) {
 	default:
 		return Flags{}, fmt.Errorf("unknown build phase %q", o.Phase)
 	}
-	switch mode := tc.LTOMode(); mode {
+	mode := tc.LTOMode()
+	if o.NoLTO {
+		mode = ""
+	}
+	switch mode {
 	case "":
 	case "thin":
 		f.LTO = []string{"-flto=thin"}

@@ -366,18 +366,24 @@ func TestCMakeToolchainFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	tcFile := filepath.Join(dir, "toolchain.cmake")
-	os.WriteFile(tcFile, []byte(tc.CMakeToolchainFile(w)), 0o644)
+	os.WriteFile(tcFile, []byte(tc.CMakeToolchainFile(w, map[string]string{"BUILD_SVE": "OFF", "TARGET": "TSV110"})), 0o644)
 	src := filepath.Join(dir, "src")
 	os.MkdirAll(src, 0o755)
 	probe, _ := os.ReadFile(filepath.Join("testdata", "probe.c"))
 	os.WriteFile(filepath.Join(src, "probe.c"), probe, 0o644)
-	os.WriteFile(filepath.Join(src, "CMakeLists.txt"), []byte("cmake_minimum_required(VERSION 3.16)\nproject(p C)\nmessage(STATUS \"processor=${CMAKE_SYSTEM_PROCESSOR}\")\nadd_executable(probe probe.c)\n"), 0o644)
-	out, err := exec.Command("cmake", "-S", src, "-B", filepath.Join(dir, "b"), "-DCMAKE_TOOLCHAIN_FILE="+tcFile).CombinedOutput()
+	// A project with a host-tuning option defaulting to ON, like vectorscan's BUILD_SVE.
+	os.WriteFile(filepath.Join(src, "CMakeLists.txt"), []byte("cmake_minimum_required(VERSION 3.16)\nproject(p C)\noption(BUILD_SVE \"\" ON)\n"+
+		"message(STATUS \"processor=${CMAKE_SYSTEM_PROCESSOR} sve=${BUILD_SVE} target=${TARGET}\")\nadd_executable(probe probe.c)\n"), 0o644)
+	// The toolchain file reaches CMake through the environment, as it does
+	// inside Doris's build-thirdparty.sh, which passes no toolchain flag.
+	conf := exec.Command("cmake", "-S", src, "-B", filepath.Join(dir, "b"))
+	conf.Env = append(os.Environ(), "CMAKE_TOOLCHAIN_FILE="+tcFile)
+	out, err := conf.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "processor=aarch64") {
-		t.Errorf("cmake did not see aarch64:\n%s", out)
+	if !strings.Contains(string(out), "processor=aarch64 sve=OFF target=TSV110") {
+		t.Errorf("cmake did not see aarch64 with the pins:\n%s", out)
 	}
 	if out, err := exec.Command("cmake", "--build", filepath.Join(dir, "b")).CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)

@@ -60,12 +60,19 @@ func (tc *Toolchain) wrapperScript(real string, f Flags, log string) string {
 }
 
 // CMakeToolchainFile returns a CMake toolchain file for the cell that uses the
-// wrappers: CMAKE_SYSTEM_PROCESSOR is the target's, whatever the host says.
-func (tc *Toolchain) CMakeToolchainFile(w *Wrappers) string {
+// wrappers. For cross builds it sets CMAKE_SYSTEM_NAME and the target's
+// CMAKE_SYSTEM_PROCESSOR (aarch64, whatever the host calls itself) and runs
+// try_run programs under qemu; native builds keep CMake's own detection (setting
+// CMAKE_SYSTEM_NAME would make CMake believe it cross-compiles). cache pins
+// cache entries (FORCE) that packages would otherwise derive from the build
+// host, such as vectorscan's BUILD_SVE or OpenBLAS's TARGET.
+func (tc *Toolchain) CMakeToolchainFile(w *Wrappers, cache map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by dorisarm for target %s (%s %s). Do not edit.\n", tc.Cell.Target.Name, tc.Identity.Name, tc.Identity.Version)
-	b.WriteString("set(CMAKE_SYSTEM_NAME Linux)\n")
-	fmt.Fprintf(&b, "set(CMAKE_SYSTEM_PROCESSOR %s)\n", tc.Cell.ISA.CMakeProcessor)
+	if tc.Cross {
+		b.WriteString("set(CMAKE_SYSTEM_NAME Linux)\n")
+		fmt.Fprintf(&b, "set(CMAKE_SYSTEM_PROCESSOR %s)\n", tc.Cell.ISA.CMakeProcessor)
+	}
 	fmt.Fprintf(&b, "set(CMAKE_C_COMPILER %q)\n", w.CC)
 	fmt.Fprintf(&b, "set(CMAKE_CXX_COMPILER %q)\n", w.CXX)
 	for _, role := range []string{"ar", "ranlib", "nm", "objcopy", "strip"} {
@@ -79,8 +86,20 @@ func (tc *Toolchain) CMakeToolchainFile(w *Wrappers) string {
 		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)\n")
 		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)\n")
 		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)\n")
-		emu := tc.Emulator()
-		fmt.Fprintf(&b, "set(CMAKE_CROSSCOMPILING_EMULATOR %q)\n", strings.Join(emu, ";"))
+		fmt.Fprintf(&b, "set(CMAKE_CROSSCOMPILING_EMULATOR %q)\n", strings.Join(tc.Emulator(), ";"))
+	}
+	keys := make([]string, 0, len(cache))
+	for k := range cache {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := cache[k]
+		typ := "STRING"
+		if v == "ON" || v == "OFF" {
+			typ = "BOOL"
+		}
+		fmt.Fprintf(&b, "set(%s %q CACHE %s \"pinned by dorisarm for %s\" FORCE)\n", k, v, typ, tc.Cell.Target.Name)
 	}
 	return b.String()
 }

@@ -1,0 +1,423 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	goversion "github.com/hashicorp/go-version"
+	"github.com/spf13/cobra"
+
+	"github.com/dorisarm/dorisarm/internal/patch"
+)
+
+type patchGlobals struct {
+	dir   string
+	strip int
+}
+
+func (p *patchGlobals) series(g *globals) (*patch.Series, error) {
+	dir := p.dir
+	if dir == "" {
+		dir = filepath.Join(g.repoDir(), "patches")
+	}
+	s, err := patch.LoadSeries(dir)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	m, err := g.loadMatrix()
+	if err != nil {
+		return nil, err
+	}
+	return s, badInput(s.CheckTargets(m))
+}
+
+func newPatchCmd(g *globals) *cobra.Command {
+	pg := &patchGlobals{}
+	cmd := &cobra.Command{
+		Use:   "patch",
+		Short: "List, check, apply, create and refresh patch series",
+		Long: `Patches live in <patches>/<component>/NNNN-name.patch: a DEP-3 header
+(Description, Author, Origin, Forwarded, Last-Update) with dorisarm's fields
+Applies-To (component and version constraint), Targets (target names, all,
+or CPU-feature selectors such as !sve) and Evidence, then a unified diff
+applied with -p1. The component "doris" is the Doris tree itself.`,
+	}
+	cmd.PersistentFlags().StringVar(&pg.dir, "patches", "", "the patch directory (default: patches/ beside matrix.yaml)")
+	cmd.AddCommand(newPatchListCmd(g, pg), newPatchCheckCmd(g, pg, false), newPatchCheckCmd(g, pg, true),
+		newPatchNewCmd(g, pg), newPatchRefreshCmd(g, pg))
+	return cmd
+}
+
+func newPatchListCmd(g *globals, pg *patchGlobals) *cobra.Command {
+	var doris, target, format string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the patches, what they apply to and why",
+		Example: `  dorisarm patch list
+  dorisarm patch list --doris 2.1.8 --target kunpeng920
+  dorisarm patch list --patches examples/minidoris/patches --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format, "table", "json"); err != nil {
+				return err
+			}
+			s, err := pg.series(g)
+			if err != nil {
+				return err
+			}
+			m, _ := g.loadMatrix()
+			type row struct {
+				ID        string   `json:"id"`
+				Component string   `json:"component"`
+				AppliesTo string   `json:"applies_to"`
+				Targets   []string `json:"targets"`
+				Why       string   `json:"why"`
+				SHA256    string   `json:"sha256"`
+			}
+			var rows []row
+			for _, p := range s.Patches {
+				if doris != "" && p.Component == "doris" && !p.MatchesVersion(doris) {
+					continue
+				}
+				if target != "" {
+					t, err := m.Target(target)
+					if err != nil {
+						return badInput(err)
+					}
+					series := m.SeriesNames()[0]
+					if doris != "" {
+						if d, err := m.SeriesFor(doris); err == nil {
+							series = d.Series
+						}
+					}
+					c, err := m.Cell(series, t.Name)
+					if err != nil {
+						return badInput(err)
+					}
+					if !p.MatchesTarget(m, c) {
+						continue
+					}
+				}
+				targets := p.Targets
+				if len(targets) == 0 {
+					targets = []string{"all"}
+				}
+				rows = append(rows, row{p.ID(), p.Component, p.Component + " " + p.AppliesTo, targets, p.Summary(), p.SHA256})
+			}
+			if format == "json" {
+				b, _ := json.MarshalIndent(rows, "", "  ")
+				fmt.Fprintln(g.stdout, string(b))
+				return nil
+			}
+			out := [][]string{{"PATCH", "COMPONENT", "APPLIES-TO", "TARGETS", "WHY"}}
+			for _, r := range rows {
+				out = append(out, []string{r.ID, r.Component, r.AppliesTo, strings.Join(r.Targets, ","), r.Why})
+			}
+			table(g.stdout, out)
+			fmt.Fprintf(g.stdout, "%d patches in %s\n", len(rows), s.Dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&doris, "doris", "", "only patches for this Doris version")
+	cmd.Flags().StringVar(&target, "target", "", "only patches selected for this target")
+	cmd.Flags().StringVar(&format, "format", "table", "table or json")
+	return cmd
+}
+
+// selectFor picks the patches of one component for a version and target.
+func selectFor(g *globals, s *patch.Series, component, ver, target string) ([]*patch.Patch, error) {
+	if component == "" {
+		return nil, usageErr("--component is required (the directory name under the patch dir, e.g. bitshuffle or doris)")
+	}
+	if ver == "" {
+		return nil, usageErr("--version is required (the component's version, e.g. 0.5.1)")
+	}
+	if _, err := goversion.NewVersion(ver); err != nil {
+		return nil, usageErr("--version %q is not a version", ver)
+	}
+	m, err := g.loadMatrix()
+	if err != nil {
+		return nil, err
+	}
+	var out []*patch.Patch
+	for _, p := range s.Patches {
+		if p.Component != component || !p.MatchesVersion(ver) {
+			continue
+		}
+		if target != "" {
+			t, err := m.Target(target)
+			if err != nil {
+				return nil, badInput(err)
+			}
+			c, err := m.Cell(m.SeriesNames()[0], t.Name)
+			if err != nil {
+				return nil, badInput(err)
+			}
+			if !p.MatchesTarget(m, c) {
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func printResult(g *globals, r *patch.Result, format string) {
+	if format == "json" {
+		b, _ := json.MarshalIndent(r, "", "  ")
+		fmt.Fprintln(g.stdout, string(b))
+		return
+	}
+	counts := map[patch.Status]int{}
+	for _, h := range r.Hunks {
+		counts[h.Status]++
+		fmt.Fprintln(g.stdout, h.String())
+	}
+	fmt.Fprintf(g.stdout, "%d hunks: %d clean, %d offset, %d fuzz, %d created, %d deleted, %d failed\n", len(r.Hunks),
+		counts[patch.Clean], counts[patch.Offset], counts[patch.Fuzz], counts[patch.Created], counts[patch.Deleted], counts[patch.Failed])
+}
+
+func newPatchCheckCmd(g *globals, pg *patchGlobals, apply bool) *cobra.Command {
+	var source, component, ver, target, format string
+	use, short := "check", "Dry-run a component's patches against a source tree (exit 1 if any hunk fails)"
+	if apply {
+		use, short = "apply", "Apply a component's patches to a source tree, all or nothing"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Example: fmt.Sprintf(`  dorisarm patch %s --source thirdparty/src/bitshuffle-0.5.1 --component bitshuffle --version 0.5.1 --target kunpeng920
+  dorisarm patch %s --source ~/src/doris --component doris --version 2.1.8`, use, use),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format, "table", "json"); err != nil {
+				return err
+			}
+			if source == "" {
+				return usageErr("--source is required (the unpacked source of the component)")
+			}
+			if st, err := os.Stat(source); err != nil || !st.IsDir() {
+				return usageErr("--source %s: not a directory", source)
+			}
+			s, err := pg.series(g)
+			if err != nil {
+				return err
+			}
+			sel, err := selectFor(g, s, component, ver, target)
+			if err != nil {
+				return err
+			}
+			if len(sel) == 0 {
+				fmt.Fprintf(g.stdout, "no patches in %s apply to %s %s%s\n", s.Dir, component, ver, forTarget(target))
+				return nil
+			}
+			o := patch.DefaultOptions()
+			o.DryRun = !apply
+			res, err := patch.Apply(source, sel, o)
+			if err != nil {
+				return badInput(err)
+			}
+			printResult(g, res, format)
+			if !res.OK() {
+				what := "would not apply"
+				if apply {
+					what = "did not apply; the source tree was left untouched"
+				}
+				return &exitError{code: exitCheck, err: fmt.Errorf("%d hunk(s) %s", len(res.Failed()), what)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&source, "source", "", "the component's source tree")
+	cmd.Flags().StringVar(&component, "component", "", "the component (directory name under the patch dir)")
+	cmd.Flags().StringVar(&ver, "version", "", "the component's version")
+	cmd.Flags().StringVar(&target, "target", "", "only patches selected for this target")
+	cmd.Flags().StringVar(&format, "format", "table", "table or json")
+	return cmd
+}
+
+func forTarget(t string) string {
+	if t == "" {
+		return ""
+	}
+	return " for target " + t
+}
+
+var patchNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*$`)
+
+func defaultAuthor() string {
+	name, email := gitConfig("user.name"), gitConfig("user.email")
+	if name == "" {
+		if u, err := user.Current(); err == nil {
+			name = u.Username
+		}
+	}
+	if email != "" {
+		return name + " <" + email + ">"
+	}
+	return name
+}
+
+func newPatchNewCmd(g *globals, pg *patchGlobals) *cobra.Command {
+	var h patch.Header
+	var source, component, ver, pristine, targets string
+	var ignore []string
+	cmd := &cobra.Command{
+		Use:   "new NAME",
+		Short: "Write a new patch from the edits in a source tree",
+		Long: `new diffs a source tree against where it came from — its git HEAD when it is
+a git checkout, otherwise its pristine archive (found beside it, as Doris keeps
+thirdparty/src/<pkg>.tar.gz next to thirdparty/src/<pkg>/, or given with
+--pristine) — and writes <patches>/<component>/NNNN-NAME.patch with the
+header filled in. Edit Description and Evidence before committing.`,
+		Example: `  dorisarm patch new scalar-bitshuffle --component bitshuffle --version 0.5.1 \
+      --source thirdparty/src/bitshuffle-0.5.1 --targets kunpeng920`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if !patchNameRE.MatchString(name) {
+				return usageErr("patch name %q: use lower-case letters, digits, dots and dashes", name)
+			}
+			if component == "" || source == "" {
+				return usageErr("--component and --source are required")
+			}
+			s, err := pg.series(g)
+			if err != nil {
+				return err
+			}
+			var changes []patch.Change
+			switch {
+			case pristine != "":
+				changes, err = patch.ChangesFromPristine(source, pristine, append(patch.DefaultIgnore, ignore...))
+			case patch.IsGit(source):
+				changes, err = patch.ChangesFromGit(source)
+			default:
+				var arch string
+				if arch, err = patch.FindPristineArchive(source); err == nil {
+					changes, err = patch.ChangesFromPristine(source, arch, append(patch.DefaultIgnore, ignore...))
+				}
+			}
+			if err != nil {
+				return badInput(err)
+			}
+			h.AppliesTo = component
+			if ver != "" {
+				h.AppliesTo += " = " + ver
+			}
+			h.Targets = targets
+			if h.Author == "" {
+				h.Author = defaultAuthor()
+			}
+			h.LastUpdate = time.Now().UTC()
+			text, err := patch.Compose(h, changes)
+			if err != nil {
+				return &exitError{code: exitCheck, err: err}
+			}
+			path := filepath.Join(s.Dir, component, fmt.Sprintf("%04d-%s.patch", s.NextNumber(component), name))
+			if _, err := patch.Parse(path, text); err != nil {
+				return fmt.Errorf("the new patch does not validate (nothing written): %v", err)
+			}
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return err
+			}
+			if err := writeNew(path, text); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "wrote %s (%d files changed)\n", path, len(changes))
+			if h.Description == "" || h.Evidence == "" {
+				fmt.Fprintln(g.stderr, "note: fill in Description and Evidence (the TODO lines) before committing")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&source, "source", "", "the edited source tree")
+	cmd.Flags().StringVar(&component, "component", "", "the component the patch is for")
+	cmd.Flags().StringVar(&ver, "version", "", "the component version the patch is written against (Applies-To: C = V)")
+	cmd.Flags().StringVar(&pristine, "pristine", "", "the unedited source: a directory or a .tar.gz")
+	cmd.Flags().StringVar(&targets, "targets", "", "Targets: target names, all, or selectors like !sve")
+	cmd.Flags().StringVar(&h.Description, "description", "", "Description (first line: summary)")
+	cmd.Flags().StringVar(&h.Evidence, "evidence", "", "Evidence: the measurement or bug behind it")
+	cmd.Flags().StringVar(&h.Author, "author", "", "Author (default: git user.name <user.email>)")
+	cmd.Flags().StringSliceVar(&ignore, "ignore", nil, "more file name globs to leave out of the diff")
+	return cmd
+}
+
+func writeNew(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	return f.Close()
+}
+
+func newPatchRefreshCmd(g *globals, pg *patchGlobals) *cobra.Command {
+	var source string
+	cmd := &cobra.Command{
+		Use:   "refresh NAME",
+		Short: "Re-anchor a patch that applies with offset or fuzz to a new upstream version",
+		Long: `refresh applies the patch to --source in memory (offset and fuzz allowed),
+then rewrites its diff with fresh context lines and line numbers, keeping its
+header. A patch that applies cleanly is left as it is; one that fails is not
+touched and the failing hunks are shown.`,
+		Example: "  dorisarm patch refresh scalar-bitshuffle --source thirdparty/src/bitshuffle-0.5.2",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if source == "" {
+				return usageErr("--source is required")
+			}
+			s, err := pg.series(g)
+			if err != nil {
+				return err
+			}
+			p, err := s.Find(args[0])
+			if err != nil {
+				return badInput(err)
+			}
+			text, res, changed, err := patch.Refresh(p, source, patch.DefaultOptions())
+			if err != nil {
+				return badInput(err)
+			}
+			printResult(g, res, "table")
+			if !res.OK() {
+				return &exitError{code: exitCheck, err: fmt.Errorf("%s does not apply to %s; fix it by hand (nothing written)", p.ID(), source)}
+			}
+			if !changed {
+				fmt.Fprintf(g.stdout, "%s already applies cleanly; left as it is\n", p.ID())
+				return nil
+			}
+			if _, err := patch.Parse(p.Path, text); err != nil {
+				return fmt.Errorf("refreshed patch does not validate (nothing written): %v", err)
+			}
+			tmp := p.Path + ".tmp"
+			if err := os.WriteFile(tmp, text, 0o644); err != nil {
+				return err
+			}
+			if err := os.Rename(tmp, p.Path); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "refreshed %s\n", p.Path)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&source, "source", "", "the new upstream source tree")
+	return cmd
+}
+
+func gitConfig(key string) string {
+	out, err := execOutput("git", "config", "--get", key)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
