@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build test vet fmt demo clean
+.PHONY: all deps build test vet fmt demo clean fuzz
 
 all: build
 
@@ -30,6 +30,12 @@ demo: deps build
 	$(BIN) matrix
 	$(BIN) sources list
 	$(BIN) plan --target all
+
+# Each fuzz target for a bounded time (FUZZTIME, default 20s).
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./internal/datafile
+	$(GO) test -run XXX -fuzz FuzzParseDiff -fuzztime $(FUZZTIME) ./internal/patch
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
