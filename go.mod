@@ -9,6 +9,8 @@ require (
 )
 
 require (
+	github.com/google/go-containerregistry v0.22.1 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/spf13/pflag v1.0.9 // indirect
+	github.com/klauspost/compress v1.20.4 // indirect
+	github.com/spf13/pflag v1.0.10 // indirect
 )
