@@ -26,10 +26,13 @@ type Rule struct {
 	Pos     datafile.Pos
 }
 
-// Guard names functions that reach feature instructions only after a run-time check.
+// Guard names functions that reach feature instructions only after a
+// run-time check; Feature, when set, limits the guard to that feature.
 type Guard struct {
-	Match string `yaml:"match"`
-	Why   string `yaml:"why"`
+	Match   string `yaml:"match"`  // function name glob
+	Soname  string `yaml:"soname"` // or: every function of a library (DT_SONAME glob)
+	Feature string `yaml:"feature"`
+	Why     string `yaml:"why"`
 }
 
 type rulesFile struct {
@@ -93,7 +96,10 @@ func Parse(file string, data []byte) (*Table, error) {
 		t.rules = append(t.rules, compiled{uint32(r.Mask), uint32(r.Value), id, r.Hint})
 	}
 	for _, g := range f.Guarded {
-		if _, err := path.Match(g.Match, ""); err != nil {
+		if (g.Match == "") == (g.Soname == "") {
+			errs = append(errs, datafile.Errorf(datafile.Pos{File: file}, "guarded entry %q/%q: give exactly one of match and soname", g.Match, g.Soname))
+		}
+		if _, err := path.Match(g.Match+g.Soname, ""); err != nil {
 			errs = append(errs, datafile.Errorf(datafile.Pos{File: file}, "guarded pattern %q: %v", g.Match, err))
 		}
 	}
@@ -124,11 +130,24 @@ func (t *Table) Classify(w uint32) (feat uint8, hint bool) {
 	return 0, false
 }
 
-// GuardFor returns why a function's feature use is guarded, or "".
-func (t *Table) GuardFor(function string) string {
+// GuardFor returns why a function's use of feature is guarded, or "".
+func (t *Table) GuardFor(function, feature string) string { return t.GuardIn("", function, feature) }
+
+// GuardIn is GuardFor for a function of the library with the given soname.
+func (t *Table) GuardIn(soname, function, feature string) string {
 	for _, g := range t.Guarded {
-		if ok, _ := path.Match(g.Match, function); ok {
-			return g.Why
+		if g.Feature != "" && g.Feature != feature {
+			continue
+		}
+		if g.Match != "" {
+			if ok, _ := path.Match(g.Match, function); ok {
+				return g.Why
+			}
+		}
+		if g.Soname != "" && soname != "" {
+			if ok, _ := path.Match(g.Soname, soname); ok {
+				return g.Why
+			}
 		}
 	}
 	return ""

@@ -103,9 +103,12 @@ type MCPUName struct {
 
 // OS is a target operating system.
 type OS struct {
-	ID       string `yaml:"-"`
-	Name     string `yaml:"name"`
-	Glibc    string `yaml:"glibc"`
+	ID    string `yaml:"-"`
+	Name  string `yaml:"name"`
+	Glibc string `yaml:"glibc"`
+	// Glibcxx is the newest GLIBCXX_ symbol version the OS's libstdc++ has
+	// (only binaries that link libstdc++ dynamically need it).
+	Glibcxx  string `yaml:"glibcxx"`
 	PageSize int    `yaml:"page_size"`
 	Pos      datafile.Pos
 	Keys     datafile.Keys

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dorisarm/dorisarm/internal/scan"
+)
+
+func newScanCmd(g *globals) *cobra.Command {
+	var target, format, allowFile string
+	opts := scan.DefaultOptions()
+	cmd := &cobra.Command{
+		Use:   "scan [--target NAME] PATH...",
+		Short: "Prove a build fits its target CPU and OS",
+		Long: `scan walks directories, files, archives (tar, tar.gz, tar.zst, ar — GNU, BSD and
+thin —, zip/jar, nested), OCI layouts (oci:DIR) and registry images, and checks
+every ELF: its machine against the target's, every instruction against the
+target CPU's extensions (code reached only through ifunc dispatch or the
+outline-atomics helpers is reported as guarded), GLIBC_/GLIBCXX_ versions
+against the target OS, OpenSSL linkage against the target's policy, LOAD
+alignment against the OS page size; and every jar with native libraries for a
+linux library of the target's architecture.
+
+Without --target it reports what it found. Exit status: 0 clean, 1 violations,
+2 bad input or usage.`,
+		Example: `  dorisarm scan --target kunpeng920 out/2.1.8/kunpeng920
+  dorisarm scan --target graviton3 --format sarif apache-doris-2.1.8-bin-arm64.tar.gz > scan.sarif
+  dorisarm scan --target kunpeng920 --allow scan-allow.yaml oci:out/registry
+  dorisarm scan /usr/lib/aarch64-linux-gnu/libcrypto.so.3`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, scan.Formats...); err != nil {
+				return err
+			}
+			var pol *scan.Policy
+			if target != "" {
+				m, err := g.loadMatrix()
+				if err != nil {
+					return err
+				}
+				if pol, err = scan.PolicyFor(m, target); err != nil {
+					return badInput(err)
+				}
+			}
+			if allowFile != "" {
+				exc, err := scan.LoadAllow(allowFile)
+				if err != nil {
+					return badInput(err)
+				}
+				opts.Allow = exc
+			}
+			rep, err := scan.Scan(cmd.Context(), args, pol, opts)
+			if err != nil {
+				if errors.Is(err, scan.ErrInput) {
+					return badInput(err)
+				}
+				return err
+			}
+			if err := scan.Write(g.stdout, rep, format); err != nil {
+				return err
+			}
+			switch {
+			case pol != nil && !rep.Summary.Clean:
+				return &exitError{code: exitCheck, err: fmt.Errorf("%d violation(s) for %s", rep.Summary.Violations, target)}
+			case pol == nil && rep.Summary.Unreadable > 0:
+				return &exitError{code: exitUsage, err: fmt.Errorf("%d input(s) could not be read", rep.Summary.Unreadable)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&target, "target", "", "the target whose policy applies (see dorisarm matrix)")
+	cmd.Flags().StringVar(&format, "format", "table", "output: "+strings.Join(scan.Formats, ", "))
+	cmd.Flags().StringVar(&allowFile, "allow", "", "reviewed exceptions (YAML: exceptions: [{path, kind, feature, reason}])")
+	cmd.Flags().IntVar(&opts.MaxDepth, "max-depth", opts.MaxDepth, "archive nesting to follow")
+	cmd.Flags().Int64Var(&opts.MaxBytes, "max-bytes", opts.MaxBytes, "bytes to read out of archives, in all")
+	cmd.Flags().IntVar(&opts.MaxEntries, "max-entries", opts.MaxEntries, "archive entries to read, in all")
+	cmd.Flags().Int64Var(&opts.MaxMember, "max-member", opts.MaxMember, "largest archive member to read")
+	cmd.Flags().IntVar(&opts.Workers, "jobs", 0, "files analysed at once (default: the number of CPUs)")
+	cmd.Flags().BoolVar(&opts.Insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+	return cmd
+}

@@ -1,0 +1,604 @@
+package scan
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/dorisarm/dorisarm/internal/isa"
+)
+
+// Magic numbers of the executable formats the scanner recognises.
+var (
+	magicELF    = []byte("\x7fELF")
+	magicMachO  = [][]byte{{0xcf, 0xfa, 0xed, 0xfe}, {0xce, 0xfa, 0xed, 0xfe}, {0xfe, 0xed, 0xfa, 0xcf}, {0xfe, 0xed, 0xfa, 0xce}}
+	magicFatMac = []byte{0xca, 0xfe, 0xba, 0xbe}
+)
+
+func machineName(m elf.Machine) string {
+	switch m {
+	case elf.EM_AARCH64:
+		return "aarch64"
+	case elf.EM_X86_64:
+		return "x86_64"
+	case elf.EM_386:
+		return "i386"
+	case elf.EM_ARM:
+		return "arm"
+	case elf.EM_RISCV:
+		return "riscv"
+	case elf.EM_PPC64:
+		return "ppc64"
+	case elf.EM_S390:
+		return "s390"
+	}
+	return strings.ToLower(strings.TrimPrefix(m.String(), "EM_"))
+}
+
+// analyzed is what the ELF analysis returns.
+type analyzed struct {
+	file     File
+	findings []Finding
+}
+
+func unreadable(path, why string) Finding {
+	return Finding{Kind: KindUnreadable, Severity: SevError, Path: path, Detail: why}
+}
+
+// analyzeELF inspects one ELF image held in data. pol may be nil (report only).
+func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyzed) {
+	defer func() {
+		if r := recover(); r != nil {
+			a = analyzed{findings: []Finding{unreadable(path, fmt.Sprintf("malformed ELF (%v)", r))}}
+		}
+	}()
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return analyzed{findings: []Finding{unreadable(path, "malformed ELF: "+err.Error())}}
+	}
+	fl := File{Path: path, Format: "elf", Machine: machineName(f.Machine), Size: int64(len(data))}
+	switch f.Type {
+	case elf.ET_EXEC:
+		fl.Type = "exec"
+	case elf.ET_DYN:
+		fl.Type = "dyn"
+	case elf.ET_REL:
+		fl.Type = "rel"
+	default:
+		fl.Type = strings.ToLower(strings.TrimPrefix(f.Type.String(), "ET_"))
+	}
+	a.file = fl
+	if pol != nil && int(f.Machine) != pol.Machine {
+		a.findings = append(a.findings, Finding{Kind: KindForeignArch, Severity: SevError, Path: path,
+			Detail: fmt.Sprintf("%s %s code in a %s build for %s; it cannot run there (Exec format error)", fl.Machine, fl.Type, pol.ISA, pol.Target)})
+	}
+	if f.Machine == elf.EM_AARCH64 {
+		a.scanISA(f, data, pol, tbl)
+	}
+	if f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN {
+		a.dynamic(f, pol)
+		a.pageSize(f, pol)
+	}
+	return a
+}
+
+// section returns a section's bytes without copying, or nil when they lie
+// outside the image.
+func sectionBytes(data []byte, s *elf.Section) []byte {
+	if s.Type == elf.SHT_NOBITS || s.Offset > uint64(len(data)) || s.Size > uint64(len(data))-s.Offset {
+		return nil
+	}
+	return data[s.Offset : s.Offset+s.Size]
+}
+
+type funcSym struct {
+	addr, size uint64
+	name       string
+}
+
+func (a *analyzed) scanISA(f *elf.File, data []byte, pol *Policy, tbl *isa.Table) {
+	var syms []elf.Symbol
+	if s, err := f.Symbols(); err == nil {
+		syms = s
+	}
+	dyn, _ := f.DynamicSymbols()
+	soname := ""
+	if so, _ := f.DynString(elf.DT_SONAME); len(so) > 0 {
+		soname = so[0]
+	}
+	// Executable regions: SHF_EXECINSTR sections, else PF_X segments.
+	var regions []isa.Code
+	var secIdx []int
+	for i, s := range f.Sections {
+		if s.Flags&elf.SHF_EXECINSTR == 0 || s.Type != elf.SHT_PROGBITS {
+			continue
+		}
+		b := sectionBytes(data, s)
+		if b == nil {
+			a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("section %s lies outside the file (truncated?)", s.Name)))
+			continue
+		}
+		regions = append(regions, isa.Code{Data: b, Addr: s.Addr})
+		secIdx = append(secIdx, i)
+	}
+	if len(f.Sections) == 0 {
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Off <= uint64(len(data)) && p.Filesz <= uint64(len(data))-p.Off {
+				regions = append(regions, isa.Code{Data: data[p.Off : p.Off+p.Filesz], Addr: p.Vaddr})
+				secIdx = append(secIdx, -1)
+			}
+		}
+	}
+	// $d/$x mapping symbols mark data inside code sections.
+	if len(syms) > 0 {
+		type mark struct {
+			addr uint64
+			data bool
+		}
+		marks := map[int][]mark{}
+		for _, s := range syms {
+			if strings.HasPrefix(s.Name, "$d") || strings.HasPrefix(s.Name, "$x") {
+				marks[int(s.Section)] = append(marks[int(s.Section)], mark{s.Value, s.Name[1] == 'd'})
+			}
+		}
+		for ri, si := range secIdx {
+			ms := marks[si]
+			if len(ms) == 0 {
+				continue
+			}
+			sort.Slice(ms, func(i, j int) bool { return ms[i].addr < ms[j].addr })
+			end := regions[ri].Addr + uint64(len(regions[ri].Data))
+			for i, m := range ms {
+				if !m.data {
+					continue
+				}
+				stop := end
+				if i+1 < len(ms) {
+					stop = ms[i+1].addr
+				}
+				regions[ri].Skip = append(regions[ri].Skip, [2]uint64{m.addr, stop})
+			}
+		}
+	}
+	for _, r := range regions {
+		a.file.TextBytes += int64(len(r.Data))
+	}
+	res := tbl.Scan(regions)
+	// Attribute hits to functions: symtab, else dynsym.
+	funcs := functions(syms)
+	if len(funcs) == 0 {
+		funcs = functions(dyn)
+	}
+	dispatched := ifuncTargets(f, data, syms, dyn, funcs)
+	// Stripped objects name few functions: a hit no symbol covers belongs to
+	// the nearest preceding ifunc variant, when one starts before it with no
+	// named function in between.
+	var variants []uint64
+	for a := range dispatched {
+		variants = append(variants, a)
+	}
+	sort.Slice(variants, func(i, j int) bool { return variants[i] < variants[j] })
+	variantOf := func(addr uint64) uint64 {
+		i := sort.Search(len(variants), func(i int) bool { return variants[i] > addr }) - 1
+		if i < 0 {
+			return 0
+		}
+		v := variants[i]
+		j := sort.Search(len(funcs), func(j int) bool { return funcs[j].addr > v })
+		if j < len(funcs) && funcs[j].addr <= addr {
+			return 0 // a named function starts in between
+		}
+		return v
+	}
+	type key struct {
+		feat uint8
+		fn   string
+	}
+	type agg struct {
+		count   int
+		first   uint64
+		guarded string
+	}
+	byFn := map[key]*agg{}
+	a.file.Features, a.file.Guarded, a.file.Hints = map[string]int{}, map[string]int{}, map[string]int{}
+	for _, h := range res.Hits {
+		fn, start := lookup(funcs, h.Addr)
+		if fn == "" {
+			if v := variantOf(h.Addr); v != 0 {
+				fn, start = fmt.Sprintf("ifunc variant at 0x%x", v), v
+			} else {
+				fn = sectionOf(f, h.Addr)
+			}
+		}
+		k := key{h.Feature, fn}
+		g := byFn[k]
+		if g == nil {
+			g = &agg{first: h.Addr}
+			switch {
+			case tbl.GuardIn(soname, fn, tbl.Features[h.Feature]) != "":
+				g.guarded = tbl.GuardIn(soname, fn, tbl.Features[h.Feature])
+			case dispatched[start] && start != 0:
+				g.guarded = "runtime-dispatched: an ifunc resolver selects it by CPU"
+			}
+			byFn[k] = g
+		}
+		g.count++
+	}
+	for id, n := range res.Counts {
+		if id > 0 && n > 0 {
+			a.file.Features[tbl.Features[id]] = int(n)
+		}
+	}
+	for id, n := range res.Hints {
+		if n > 0 {
+			a.file.Hints[tbl.Features[id]] = int(n)
+		}
+	}
+	keys := make([]key, 0, len(byFn))
+	for k := range byFn {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].fn != keys[j].fn {
+			return keys[i].fn < keys[j].fn
+		}
+		return keys[i].feat < keys[j].feat
+	})
+	for _, k := range keys {
+		g := byFn[k]
+		feat := tbl.Features[k.feat]
+		if g.guarded != "" {
+			a.file.Guarded[feat] += g.count
+		}
+		fd := Finding{Kind: KindISA, Path: a.file.Path, Feature: feat, Function: k.fn, Count: g.count,
+			Address: "0x" + strconv.FormatUint(g.first, 16), Guarded: g.guarded != ""}
+		switch {
+		case pol == nil || pol.ISA != "aarch64":
+			continue // without a target there is nothing to compare with; the counts say it all
+		case pol.Allows(feat):
+			continue
+		case g.guarded != "":
+			fd.Severity = SevInfo
+			fd.Detail = fmt.Sprintf("%d %s instruction(s), guarded (%s)", g.count, feat, g.guarded)
+		default:
+			fd.Severity = SevError
+			fd.Detail = fmt.Sprintf("%d %s instruction(s) in %s; cpu %s has no %s, so this dies with SIGILL when it runs", g.count, feat, k.fn, pol.CPU, feat)
+		}
+		a.findings = append(a.findings, fd)
+	}
+	if len(a.file.Guarded) == 0 {
+		a.file.Guarded = nil
+	}
+	if len(a.file.Hints) == 0 {
+		a.file.Hints = nil
+	}
+}
+
+func functions(syms []elf.Symbol) []funcSym {
+	var out []funcSym
+	for _, s := range syms {
+		t := elf.ST_TYPE(s.Info)
+		if (t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC) && s.Value != 0 && s.Section != elf.SHN_UNDEF {
+			out = append(out, funcSym{s.Value, s.Size, s.Name})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].addr < out[j].addr })
+	return out
+}
+
+// lookup finds the function containing addr (its name and start).
+func lookup(funcs []funcSym, addr uint64) (string, uint64) {
+	i := sort.Search(len(funcs), func(i int) bool { return funcs[i].addr > addr }) - 1
+	for ; i >= 0; i-- {
+		f := funcs[i]
+		if addr >= f.addr && (addr < f.addr+f.size || f.size == 0 && i == len(funcs)-1) {
+			return f.name, f.addr
+		}
+		if f.size > 0 && addr >= f.addr+f.size {
+			break
+		}
+	}
+	return "", 0
+}
+
+func sectionOf(f *elf.File, addr uint64) string {
+	for _, s := range f.Sections {
+		if s.Addr <= addr && addr < s.Addr+s.Size && s.Flags&elf.SHF_ALLOC != 0 {
+			return fmt.Sprintf("%s+0x%x", s.Name, addr-s.Addr)
+		}
+	}
+	return fmt.Sprintf("0x%x", addr)
+}
+
+const rAArch64Irelative = 1032
+
+// ifuncTargets finds the functions ifunc resolvers choose between: resolver
+// addresses come from STT_GNU_IFUNC symbols and R_AARCH64_IRELATIVE addends;
+// each resolver is decoded up to its RET and every address it builds with
+// ADRP+ADD or ADR is a variant. It returns the start addresses of the
+// functions containing those variants.
+func ifuncTargets(f *elf.File, data []byte, syms, dyn []elf.Symbol, funcs []funcSym) map[uint64]bool {
+	resolvers := map[uint64]bool{}
+	for _, list := range [][]elf.Symbol{syms, dyn} {
+		for _, s := range list {
+			if elf.ST_TYPE(s.Info) == elf.STT_GNU_IFUNC && s.Value != 0 {
+				resolvers[s.Value] = true
+			}
+		}
+	}
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_RELA {
+			continue
+		}
+		b := sectionBytes(data, s)
+		for i := 0; i+24 <= len(b); i += 24 {
+			info := binary.LittleEndian.Uint64(b[i+8:])
+			if elf.R_AARCH64(info&0xffffffff) == rAArch64Irelative {
+				resolvers[binary.LittleEndian.Uint64(b[i+16:])] = true
+			}
+		}
+	}
+	out := map[uint64]bool{}
+	if len(resolvers) == 0 {
+		return out
+	}
+	for r := range resolvers {
+		code, base := codeAt(f, data, r)
+		var regs [32]uint64
+		for i := 0; i+4 <= len(code) && i < 4*512; i += 4 {
+			w := binary.LittleEndian.Uint32(code[i:])
+			pc := base + uint64(i)
+			switch {
+			case w == 0xd65f03c0: // ret
+				i = len(code)
+			case w&0x9f000000 == 0x90000000: // adrp
+				imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)
+				regs[w&31] = uint64(int64(pc&^0xfff) + imm<<12)
+			case w&0x9f000000 == 0x10000000: // adr
+				imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)
+				mark(out, funcs, uint64(int64(pc)+imm))
+			case w&0xff800000 == 0x91000000: // add xd, xn, #imm{, lsl 12}
+				rn, rd := (w>>5)&31, w&31
+				imm := uint64((w >> 10) & 0xfff)
+				if w&(1<<22) != 0 {
+					imm <<= 12
+				}
+				if regs[rn] != 0 {
+					mark(out, funcs, regs[rn]+imm)
+					regs[rd] = 0
+				}
+			}
+		}
+	}
+	return out
+}
+
+func mark(out map[uint64]bool, funcs []funcSym, addr uint64) {
+	if _, start := lookup(funcs, addr); start != 0 {
+		out[start] = true
+	} else {
+		out[addr] = true
+	}
+}
+
+func codeAt(f *elf.File, data []byte, addr uint64) ([]byte, uint64) {
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_EXECINSTR != 0 && s.Addr <= addr && addr < s.Addr+s.Size {
+			b := sectionBytes(data, s)
+			if b == nil {
+				return nil, 0
+			}
+			return b[addr-s.Addr:], addr
+		}
+	}
+	return nil, 0
+}
+
+func (a *analyzed) dynamic(f *elf.File, pol *Policy) {
+	a.file.Needed, _ = f.ImportedLibraries()
+	if so, _ := f.DynString(elf.DT_SONAME); len(so) > 0 {
+		a.file.Soname = so[0]
+	}
+	// Highest GLIBC_ and GLIBCXX_ versions this object needs, and who needs them.
+	var glibc, glibcxx string
+	needs, _ := f.DynamicVersionNeeds()
+	for _, n := range needs {
+		for _, d := range n.Needs {
+			if v, ok := strings.CutPrefix(d.Dep, "GLIBC_"); ok && isVersion(v) && cmpVersion(v, glibc) > 0 {
+				glibc = v
+			}
+			if v, ok := strings.CutPrefix(d.Dep, "GLIBCXX_"); ok && isVersion(v) && cmpVersion(v, glibcxx) > 0 {
+				glibcxx = v
+			}
+		}
+	}
+	a.file.GlibcMax, a.file.Glibcxx = glibc, glibcxx
+	imported, _ := f.ImportedSymbols()
+	if pol != nil && glibc != "" && cmpVersion(glibc, pol.GlibcMax) > 0 {
+		a.findings = append(a.findings, Finding{Kind: KindGlibc, Severity: SevError, Path: a.file.Path, Feature: "GLIBC_" + glibc,
+			Detail: fmt.Sprintf("needs GLIBC_%s but %s has glibc %s: %s", glibc, pol.OS, pol.GlibcMax, newerSymbols(imported, "GLIBC_", pol.GlibcMax))})
+	}
+	if pol != nil && pol.GlibcxxMax != "" && glibcxx != "" && cmpVersion(glibcxx, pol.GlibcxxMax) > 0 {
+		a.findings = append(a.findings, Finding{Kind: KindGlibcxx, Severity: SevError, Path: a.file.Path, Feature: "GLIBCXX_" + glibcxx,
+			Detail: fmt.Sprintf("links libstdc++ dynamically and needs GLIBCXX_%s but %s's libstdc++ has %s (link it with -static-libstdc++): %s",
+				glibcxx, pol.OS, pol.GlibcxxMax, newerSymbols(imported, "GLIBCXX_", pol.GlibcxxMax))})
+	}
+	a.openssl(f, pol)
+}
+
+func newerSymbols(imported []elf.ImportedSymbol, prefix, ceiling string) string {
+	seen := map[string]bool{}
+	var names []string
+	for _, s := range imported {
+		v, ok := strings.CutPrefix(s.Version, prefix)
+		if ok && isVersion(v) && cmpVersion(v, ceiling) > 0 && !seen[s.Name] {
+			seen[s.Name] = true
+			names = append(names, s.Name+"@"+s.Version)
+		}
+	}
+	sort.Strings(names)
+	if len(names) > 8 {
+		names = append(names[:8], fmt.Sprintf("and %d more", len(names)-8))
+	}
+	if len(names) == 0 {
+		return "(required by the version-needs table)"
+	}
+	return strings.Join(names, ", ")
+}
+
+func isVersion(v string) bool {
+	for _, p := range strings.Split(v, ".") {
+		if _, err := strconv.Atoi(p); err != nil {
+			return false
+		}
+	}
+	return v != ""
+}
+
+// cmpVersion compares dotted numeric versions; "" is the smallest.
+func cmpVersion(a, b string) int {
+	if a == b {
+		return 0
+	}
+	if a == "" {
+		return -1
+	}
+	if b == "" {
+		return 1
+	}
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) || i < len(pb); i++ {
+		var x, y int
+		if i < len(pa) {
+			x, _ = strconv.Atoi(pa[i])
+		}
+		if i < len(pb) {
+			y, _ = strconv.Atoi(pb[i])
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+func isOpenSSLLib(name string) bool {
+	return strings.HasPrefix(name, "libcrypto.so") || strings.HasPrefix(name, "libssl.so")
+}
+
+// openssl decides how the object links OpenSSL and checks it against the policy.
+func (a *analyzed) openssl(f *elf.File, pol *Policy) {
+	if isOpenSSLLib(a.file.Soname) || isOpenSSLLib(baseName(a.file.Path)) {
+		return // OpenSSL itself
+	}
+	dynamic := false
+	for _, n := range a.file.Needed {
+		if isOpenSSLLib(n) {
+			dynamic = true
+		}
+	}
+	defined := 0
+	syms, _ := f.Symbols()
+	dsyms, _ := f.DynamicSymbols()
+	for _, s := range append(syms, dsyms...) {
+		if s.Section != elf.SHN_UNDEF && (strings.HasPrefix(s.Name, "EVP_") || strings.HasPrefix(s.Name, "SSL_CTX_")) &&
+			elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			defined++
+		}
+	}
+	if defined == 0 && len(syms) == 0 {
+		// Stripped: OpenSSL's version banner in the read-only data gives a static copy away.
+		if ro := f.Section(".rodata"); ro != nil {
+			if b, err := ro.Data(); err == nil && bytes.Contains(b, []byte("OpenSSL ")) && bytes.Contains(b, []byte("EVP_")) {
+				defined = 1
+			}
+		}
+	}
+	switch {
+	case defined > 0:
+		a.file.OpenSSL = "static"
+	case dynamic:
+		a.file.OpenSSL = "dynamic"
+	}
+	if pol == nil {
+		return
+	}
+	switch {
+	case pol.OpenSSL == "dynamic" && defined > 0:
+		a.findings = append(a.findings, Finding{Kind: KindOpenSSLStatic, Severity: SevError, Path: a.file.Path, Count: defined,
+			Detail: fmt.Sprintf("carries its own copy of OpenSSL (%d EVP_/SSL_CTX_ functions defined) but %s links OpenSSL dynamically (apply the dynamic-openssl patch)", defined, pol.Target)})
+	case pol.OpenSSL == "static" && dynamic:
+		a.findings = append(a.findings, Finding{Kind: KindOpenSSLShared, Severity: SevError, Path: a.file.Path,
+			Detail: fmt.Sprintf("needs a shared OpenSSL (%s) but %s links OpenSSL statically", strings.Join(a.file.Needed, ", "), pol.Target)})
+	}
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexAny(p, "/!("); i >= 0 {
+		p = p[i+1:]
+	}
+	return strings.TrimSuffix(p, ")")
+}
+
+func (a *analyzed) pageSize(f *elf.File, pol *Policy) {
+	var minAlign uint64
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && (minAlign == 0 || p.Align < minAlign) {
+			minAlign = p.Align
+		}
+	}
+	a.file.PageAlign = minAlign
+	if pol != nil && minAlign != 0 && minAlign < uint64(pol.PageSize) {
+		a.findings = append(a.findings, Finding{Kind: KindPageSize, Severity: SevError, Path: a.file.Path,
+			Detail: fmt.Sprintf("LOAD segments are aligned to %d bytes but %s runs %d KiB pages; link with -Wl,-z,max-page-size=%d", minAlign, pol.OS, pol.PageSize/1024, pol.PageSize)})
+	}
+}
+
+// otherFormat recognises PE and Mach-O images (JNI libraries for other OSes).
+func otherFormat(data []byte) (format, machine string, ok bool) {
+	if len(data) >= 0x40 && data[0] == 'M' && data[1] == 'Z' {
+		off := int(binary.LittleEndian.Uint32(data[0x3c:]))
+		if off > 0 && off+6 <= len(data) && string(data[off:off+4]) == "PE\x00\x00" {
+			switch binary.LittleEndian.Uint16(data[off+4:]) {
+			case 0x8664:
+				return "pe", "x86_64", true
+			case 0x014c:
+				return "pe", "i386", true
+			case 0xaa64:
+				return "pe", "aarch64", true
+			}
+			return "pe", "other", true
+		}
+	}
+	if len(data) >= 8 {
+		for _, m := range magicMachO {
+			if bytes.Equal(data[:4], m) {
+				cpu := binary.LittleEndian.Uint32(data[4:])
+				if m[0] == 0xfe {
+					cpu = binary.BigEndian.Uint32(data[4:])
+				}
+				switch cpu {
+				case 0x01000007:
+					return "macho", "x86_64", true
+				case 0x0100000c:
+					return "macho", "aarch64", true
+				}
+				return "macho", "other", true
+			}
+		}
+		// Fat Mach-O shares its magic with Java class files: a small arch count tells them apart.
+		if bytes.Equal(data[:4], magicFatMac) {
+			if n := binary.BigEndian.Uint32(data[4:]); n > 0 && n < 20 {
+				return "macho", "universal", true
+			}
+		}
+	}
+	return "", "", false
+}

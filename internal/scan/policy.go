@@ -1,0 +1,54 @@
+package scan
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/dorisarm/dorisarm/internal/matrix"
+)
+
+// Policy is what a target requires of its build. It comes from matrix.yaml.
+type Policy struct {
+	Target     string   `json:"target"`
+	ISA        string   `json:"isa"`
+	Machine    int      `json:"elf_machine"`
+	CPU        string   `json:"cpu"`
+	Allowed    []string `json:"allowed_extensions"`
+	OS         string   `json:"os"`
+	GlibcMax   string   `json:"glibc_max"`
+	GlibcxxMax string   `json:"glibcxx_max,omitempty"`
+	PageSize   int      `json:"page_size"`
+	OpenSSL    string   `json:"openssl"`
+	allowed    map[string]bool
+}
+
+// PolicyFor builds the policy of a matrix target.
+func PolicyFor(m *matrix.Matrix, target string) (*Policy, error) {
+	t, err := m.Target(target)
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.Cell(m.SeriesNames()[0], t.Name)
+	if err != nil {
+		return nil, err
+	}
+	p := &Policy{Target: t.Name, ISA: c.ISA.Name, Machine: c.ISA.ELFMachine, CPU: c.CPU.Name, Allowed: c.Allowed,
+		OS: c.OS.ID, GlibcMax: c.OS.Glibc, GlibcxxMax: c.OS.Glibcxx, PageSize: c.PageSize(), OpenSSL: t.OpenSSL}
+	p.init()
+	return p, nil
+}
+
+func (p *Policy) init() {
+	p.allowed = map[string]bool{}
+	for _, a := range p.Allowed {
+		p.allowed[a] = true
+	}
+	sort.Strings(p.Allowed)
+}
+
+// Allows reports whether the target CPU has the extension.
+func (p *Policy) Allows(ext string) bool { return p.allowed[ext] }
+
+func (p *Policy) String() string {
+	return fmt.Sprintf("%s (%s, cpu %s, os %s: glibc <= %s, %d KiB pages, openssl %s)", p.Target, p.ISA, p.CPU, p.OS, p.GlibcMax, p.PageSize/1024, p.OpenSSL)
+}

@@ -1,0 +1,652 @@
+package scan
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"compress/bzip2"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/dorisarm/dorisarm/internal/isa"
+)
+
+// Options bound a scan.
+type Options struct {
+	MaxDepth   int   // archive nesting (a jar in a tar.gz in a directory is depth 2)
+	MaxBytes   int64 // bytes decompressed or read out of archives, in all
+	MaxEntries int   // archive entries, in all
+	MaxMember  int64 // bytes of one member read into memory
+	Workers    int   // ELF analyses at once (default GOMAXPROCS)
+	Allow      []Exception
+	// Insecure allows plain-HTTP registries that are not on loopback.
+	Insecure bool
+}
+
+// DefaultOptions are generous for real Doris output and stop archive bombs.
+func DefaultOptions() Options {
+	return Options{MaxDepth: 8, MaxBytes: 64 << 30, MaxEntries: 2_000_000, MaxMember: 8 << 30}
+}
+
+// ErrInput is a scan input that does not exist or cannot be opened (bad usage).
+var ErrInput = errors.New("scan input")
+
+type kind int
+
+const (
+	kOther kind = iota
+	kELF
+	kExe // PE or Mach-O
+	kAr
+	kZip
+	kTar
+	kGzip
+	kZstd
+	kBzip2
+)
+
+// sniff identifies content by its first bytes.
+func sniff(b []byte) kind {
+	switch {
+	case bytes.HasPrefix(b, magicELF):
+		return kELF
+	case bytes.HasPrefix(b, arMagic), bytes.HasPrefix(b, thinMagic):
+		return kAr
+	case bytes.HasPrefix(b, []byte("PK\x03\x04")), bytes.HasPrefix(b, []byte("PK\x05\x06")):
+		return kZip
+	case bytes.HasPrefix(b, []byte{0x1f, 0x8b}):
+		return kGzip
+	case bytes.HasPrefix(b, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		return kZstd
+	case bytes.HasPrefix(b, []byte("BZh")):
+		return kBzip2
+	case len(b) >= 262 && string(b[257:262]) == "ustar":
+		return kTar
+	}
+	if _, _, ok := otherFormat(b); ok {
+		return kExe
+	}
+	return kOther
+}
+
+// sniffLen is how much of a file identifies it.
+const sniffLen = 512
+
+type job struct {
+	path  string
+	data  []byte
+	unmap func()
+	jar   *jarInfo
+}
+
+type jarInfo struct {
+	path    string
+	mu      sync.Mutex
+	natives []native
+}
+
+type native struct {
+	entry, format, machine string
+}
+
+type walker struct {
+	opts  Options
+	pol   *Policy
+	tbl   *isa.Table
+	ctx   context.Context
+	jobs  chan job
+	mu    sync.Mutex
+	rep   *Report
+	bytes int64
+	ents  int
+	over  bool
+	jars  []*jarInfo
+}
+
+// Scan scans inputs — directories, files (ELF, ar, tar, tar.gz, tar.zst, zip,
+// jar…), oci:DIR layouts and registry references — against a policy (nil:
+// report only).
+func Scan(ctx context.Context, inputs []string, pol *Policy, opts Options) (*Report, error) {
+	d := DefaultOptions()
+	if opts.MaxDepth <= 0 {
+		opts.MaxDepth = d.MaxDepth
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = d.MaxBytes
+	}
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = d.MaxEntries
+	}
+	if opts.MaxMember <= 0 {
+		opts.MaxMember = d.MaxMember
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	w := &walker{opts: opts, pol: pol, tbl: isa.Default, ctx: ctx, jobs: make(chan job), rep: &Report{Inputs: inputs, Policy: pol}}
+	if pol != nil {
+		w.rep.Target = pol.Target
+	}
+	for _, in := range inputs {
+		if strings.HasPrefix(in, "oci:") {
+			continue
+		}
+		if _, err := os.Stat(in); err != nil && !looksLikeReference(in) {
+			return nil, fmt.Errorf("%w %s: %v", ErrInput, in, err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < opts.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range w.jobs {
+				w.analyze(j)
+			}
+		}()
+	}
+	var inputErr error
+	for _, in := range inputs {
+		if err := w.input(in); err != nil {
+			inputErr = err
+			break
+		}
+	}
+	close(w.jobs)
+	wg.Wait()
+	if inputErr != nil {
+		return nil, inputErr
+	}
+	for _, j := range w.jars {
+		w.jniCoverage(j)
+	}
+	w.finish()
+	return w.rep, nil
+}
+
+func (w *walker) add(fs ...Finding) {
+	w.mu.Lock()
+	w.rep.Findings = append(w.rep.Findings, fs...)
+	w.mu.Unlock()
+}
+
+func (w *walker) analyze(j job) {
+	defer func() {
+		if j.unmap != nil {
+			j.unmap()
+		}
+	}()
+	if format, machine, ok := otherFormat(j.data); ok {
+		w.mu.Lock()
+		w.rep.Files = append(w.rep.Files, File{Path: j.path, Format: format, Machine: machine, Size: int64(len(j.data))})
+		w.mu.Unlock()
+		w.native(j, format, machine)
+		return
+	}
+	a := analyzeELF(j.path, j.data, w.pol, w.tbl)
+	if j.jar != nil {
+		// Other platforms' libraries belong in a multi-platform jar; the jar
+		// as a whole is judged by its coverage of the target.
+		for i := range a.findings {
+			if a.findings[i].Kind == KindForeignArch {
+				a.findings[i].Severity = SevInfo
+				a.findings[i].Detail = "native library for another platform inside a jar (" + a.file.Machine + ")"
+			}
+		}
+	}
+	w.mu.Lock()
+	if a.file.Path != "" {
+		w.rep.Files = append(w.rep.Files, a.file)
+	}
+	w.rep.Findings = append(w.rep.Findings, a.findings...)
+	w.mu.Unlock()
+	if a.file.Path != "" {
+		w.native(j, "elf", a.file.Machine)
+	}
+}
+
+func (w *walker) native(j job, format, machine string) {
+	if j.jar == nil {
+		if w.pol != nil && format != "elf" {
+			w.add(Finding{Kind: KindForeignArch, Severity: SevError, Path: j.path,
+				Detail: fmt.Sprintf("%s %s image in a Linux %s build", format, machine, w.pol.ISA)})
+		}
+		return
+	}
+	j.jar.mu.Lock()
+	j.jar.natives = append(j.jar.natives, native{j.path, format, machine})
+	j.jar.mu.Unlock()
+}
+
+// jniCoverage: a jar with native libraries must have one for the target.
+func (w *walker) jniCoverage(j *jarInfo) {
+	if w.pol == nil || len(j.natives) == 0 {
+		return
+	}
+	var platforms []string
+	seen := map[string]bool{}
+	for _, n := range j.natives {
+		if n.format == "elf" && n.machine == w.pol.ISA {
+			return
+		}
+		osName := map[string]string{"elf": "linux", "pe": "windows", "macho": "darwin"}[n.format]
+		p := osName + "-" + n.machine
+		if !seen[p] {
+			seen[p] = true
+			platforms = append(platforms, p)
+		}
+	}
+	sort.Strings(platforms)
+	w.add(Finding{Kind: KindJNIMissing, Severity: SevError, Path: j.path, Count: len(j.natives),
+		Detail: fmt.Sprintf("ships native libraries for %s but none for linux-%s; the JVM will fail to load it on %s (use a release of the library with a linux-%s build)",
+			strings.Join(platforms, ", "), w.pol.ISA, w.pol.Target, w.pol.ISA)})
+}
+
+// budget reserves n bytes of the scan's limits; false when they are spent.
+func (w *walker) budget(path string, n int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ents++
+	w.bytes += n
+	if w.bytes > w.opts.MaxBytes || w.ents > w.opts.MaxEntries {
+		if !w.over {
+			w.over = true
+			w.rep.Findings = append(w.rep.Findings, unreadable(path, fmt.Sprintf(
+				"scan limits reached (%d bytes out of archives, %d entries; limits %d and %d): an archive bomb, or raise --max-bytes/--max-entries",
+				w.bytes, w.ents, w.opts.MaxBytes, w.opts.MaxEntries)))
+		}
+		return false
+	}
+	return true
+}
+
+func (w *walker) input(in string) error {
+	if strings.HasPrefix(in, "oci:") {
+		return w.ociLayout(in)
+	}
+	st, err := os.Stat(in)
+	if err != nil {
+		return w.remote(in)
+	}
+	if !st.IsDir() {
+		return w.file(in, in, 0, nil)
+	}
+	return filepath.WalkDir(in, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			w.add(unreadable(p, err.Error()))
+			return nil
+		}
+		if w.ctx.Err() != nil {
+			return w.ctx.Err()
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(in, p)
+		return w.file(p, filepath.ToSlash(rel), 0, nil)
+	})
+}
+
+// file scans a file on disk: it is mapped into memory when it is an ELF, ar
+// or zip, streamed when it is compressed or a tar.
+func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
+	f, err := os.Open(fsPath)
+	if err != nil {
+		w.add(unreadable(name, err.Error()))
+		return nil
+	}
+	defer f.Close()
+	head := make([]byte, sniffLen)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	k := sniff(head)
+	w.mu.Lock()
+	w.rep.Summary.Files++
+	st, _ := f.Stat()
+	if st != nil {
+		w.rep.Summary.Bytes += st.Size()
+	}
+	w.mu.Unlock()
+	switch k {
+	case kOther:
+		return nil
+	case kTar, kGzip, kZstd, kBzip2:
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			w.add(unreadable(name, err.Error()))
+			return nil
+		}
+		w.stream(bufio.NewReaderSize(f, 1<<20), name, depth, k, jar)
+		return nil
+	}
+	data, unmap, err := mapFile(f)
+	if err != nil {
+		w.add(unreadable(name, err.Error()))
+		return nil
+	}
+	switch k {
+	case kELF, kExe:
+		w.jobs <- job{path: name, data: data, unmap: unmap, jar: jar}
+	case kAr:
+		w.ar(data, name, filepath.Dir(fsPath), depth, jar)
+		unmap()
+	case kZip:
+		w.zip(data, name, depth)
+		unmap()
+	}
+	return nil
+}
+
+func mapFile(f *os.File) ([]byte, func(), error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	size := st.Size()
+	if size == 0 {
+		return []byte{}, func() {}, nil
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_PRIVATE)
+	if err != nil {
+		// Not mappable (a pipe, a special file): read it.
+		b, rerr := io.ReadAll(io.NewSectionReader(f, 0, size))
+		return b, func() {}, rerr
+	}
+	return data, func() { _ = syscall.Munmap(data) }, nil
+}
+
+// memory scans content already in memory (an archive member).
+func (w *walker) memory(data []byte, name string, depth int, jar *jarInfo) {
+	if depth > w.opts.MaxDepth {
+		w.add(unreadable(name, fmt.Sprintf("nested deeper than %d archives; not scanned (raise --max-depth)", w.opts.MaxDepth)))
+		return
+	}
+	switch k := sniff(data); k {
+	case kELF, kExe:
+		w.jobs <- job{path: name, data: data, jar: jar}
+	case kAr:
+		w.ar(data, name, "", depth, jar)
+	case kZip:
+		w.zip(data, name, depth)
+	case kTar, kGzip, kZstd, kBzip2:
+		w.stream(bufio.NewReader(bytes.NewReader(data)), name, depth, k, jar)
+	}
+}
+
+func (w *walker) ar(data []byte, name, dir string, depth int, jar *jarInfo) {
+	members, err := readAr(data)
+	if err != nil {
+		w.add(unreadable(name, "malformed ar archive: "+err.Error()))
+	}
+	for _, m := range members {
+		mpath := name + "(" + m.Name + ")"
+		body := m.Data
+		if m.Data == nil && m.Path != "" {
+			if dir == "" {
+				w.add(unreadable(mpath, "thin archive member outside the file system; cannot be followed"))
+				continue
+			}
+			rel := filepath.Clean(m.Path)
+			b, err := os.ReadFile(filepath.Join(dir, rel))
+			if err != nil {
+				w.add(unreadable(mpath, "thin archive member: "+err.Error()))
+				continue
+			}
+			body = b
+		}
+		if !w.budget(mpath, int64(len(body))) {
+			return
+		}
+		w.memory(body, mpath, depth+1, jar)
+	}
+}
+
+func isJar(name string, zr *zip.Reader) bool {
+	lower := strings.ToLower(name)
+	for _, ext := range []string{".jar", ".war", ".ear", ".aar"} {
+		if strings.HasSuffix(lower, ext) {
+			return true
+		}
+	}
+	for _, f := range zr.File {
+		if strings.HasPrefix(f.Name, "META-INF/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *walker) zip(data []byte, name string, depth int) {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		w.add(unreadable(name, "malformed zip/jar: "+err.Error()))
+		return
+	}
+	var jar *jarInfo
+	if isJar(name, zr) {
+		jar = &jarInfo{path: name}
+		w.mu.Lock()
+		w.jars = append(w.jars, jar)
+		w.mu.Unlock()
+	}
+	for _, f := range zr.File {
+		if f.FileInfo().IsDir() {
+			continue
+		}
+		mpath := name + "!/" + f.Name
+		if int64(f.UncompressedSize64) > w.opts.MaxMember {
+			w.add(unreadable(mpath, fmt.Sprintf("member of %d bytes exceeds --max-member", f.UncompressedSize64)))
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			w.add(unreadable(mpath, err.Error()))
+			continue
+		}
+		head := make([]byte, sniffLen)
+		n, _ := io.ReadFull(rc, head)
+		if sniff(head[:n]) == kOther {
+			rc.Close()
+			continue
+		}
+		if !w.budget(mpath, int64(f.UncompressedSize64)) {
+			rc.Close()
+			return
+		}
+		rest, err := io.ReadAll(io.LimitReader(rc, w.opts.MaxMember))
+		rc.Close()
+		if err != nil {
+			w.add(unreadable(mpath, "corrupt entry: "+err.Error()))
+			continue
+		}
+		w.memory(append(head[:n], rest...), mpath, depth+1, jar)
+	}
+}
+
+// stream handles a compressed stream or a tar, reading it once.
+func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *jarInfo) {
+	if depth > w.opts.MaxDepth {
+		w.add(unreadable(name, fmt.Sprintf("nested deeper than %d archives; not scanned", w.opts.MaxDepth)))
+		return
+	}
+	var inner io.Reader
+	var closer func()
+	switch k {
+	case kTar:
+		w.tar(r, name, depth, jar)
+		return
+	case kGzip:
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			w.add(unreadable(name, "malformed gzip: "+err.Error()))
+			return
+		}
+		zr.Multistream(true)
+		inner, closer = zr, func() { zr.Close() }
+	case kZstd:
+		zr, err := zstd.NewReader(r, zstd.WithDecoderMaxMemory(1<<30))
+		if err != nil {
+			w.add(unreadable(name, "malformed zstd: "+err.Error()))
+			return
+		}
+		inner, closer = zr, zr.Close
+	case kBzip2:
+		inner, closer = bzip2.NewReader(r), func() {}
+	}
+	defer closer()
+	br := bufio.NewReaderSize(&limited{r: inner, w: w, name: name}, 1<<20)
+	head, _ := br.Peek(sniffLen)
+	inner2 := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, ".gz"), ".zst"), ".bz2")
+	switch sk := sniff(head); sk {
+	case kTar:
+		w.tar(br, name, depth+1, jar)
+	case kOther:
+		io.Copy(io.Discard, br)
+	default:
+		data, err := io.ReadAll(io.LimitReader(br, w.opts.MaxMember))
+		if err != nil {
+			w.add(unreadable(name, "corrupt compressed data: "+err.Error()))
+			return
+		}
+		w.memory(data, inner2+"!", depth+1, jar)
+	}
+}
+
+// limited counts decompressed bytes against the scan's budget.
+type limited struct {
+	r    io.Reader
+	w    *walker
+	name string
+	dead bool
+}
+
+func (l *limited) Read(p []byte) (int, error) {
+	if l.dead {
+		return 0, io.EOF
+	}
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.w.mu.Lock()
+		l.w.bytes += int64(n)
+		over := l.w.bytes > l.w.opts.MaxBytes
+		l.w.mu.Unlock()
+		if over {
+			l.w.budget(l.name, 0) // records the finding once
+			l.dead = true
+			return n, io.EOF
+		}
+	}
+	return n, err
+}
+
+func (w *walker) tar(r io.Reader, name string, depth int, jar *jarInfo) {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			w.add(unreadable(name, "malformed tar: "+err.Error()))
+			return
+		}
+		if w.ctx.Err() != nil {
+			return
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		mpath := name + "!/" + strings.TrimPrefix(h.Name, "./")
+		if h.Size > w.opts.MaxMember {
+			w.add(unreadable(mpath, fmt.Sprintf("member of %d bytes exceeds --max-member", h.Size)))
+			continue
+		}
+		br := bufio.NewReaderSize(tr, sniffLen)
+		head, _ := br.Peek(sniffLen)
+		k := sniff(head)
+		w.mu.Lock()
+		w.rep.Summary.Files++
+		w.mu.Unlock()
+		if k == kOther {
+			continue
+		}
+		if !w.budget(mpath, 0) {
+			return
+		}
+		switch k {
+		case kTar, kGzip, kZstd, kBzip2:
+			w.stream(br, mpath, depth+1, k, jar)
+		default:
+			data, err := io.ReadAll(io.LimitReader(br, h.Size))
+			if err != nil {
+				w.add(unreadable(mpath, "truncated member: "+err.Error()))
+				return
+			}
+			w.mu.Lock()
+			w.bytes += int64(len(data))
+			w.mu.Unlock()
+			w.memory(data, mpath, depth+1, jar)
+		}
+	}
+}
+
+// finish sorts the report and fills in the summary.
+func (w *walker) finish() {
+	r := w.rep
+	applyAllow(r, w.opts.Allow)
+	sort.Slice(r.Files, func(i, j int) bool { return r.Files[i].Path < r.Files[j].Path })
+	sort.SliceStable(r.Findings, func(i, j int) bool {
+		a, b := r.Findings[i], r.Findings[j]
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Function != b.Function {
+			return a.Function < b.Function
+		}
+		return a.Feature < b.Feature
+	})
+	s := &r.Summary
+	s.ByKind, s.Machines, s.Features = map[string]int{}, map[string]int{}, map[string]int{}
+	for _, f := range r.Files {
+		if f.Format == "elf" {
+			s.ELF++
+		}
+		s.Machines[f.Machine]++
+		s.TextBytes += f.TextBytes
+		for k, v := range f.Features {
+			s.Features[k] += v
+		}
+		if cmpVersion(f.GlibcMax, s.GlibcMax) > 0 {
+			s.GlibcMax = f.GlibcMax
+		}
+	}
+	for _, f := range r.Findings {
+		switch {
+		case f.Kind == KindUnreadable:
+			s.Unreadable++
+		}
+		if f.Violation() {
+			s.Violations++
+			s.ByKind[f.Kind]++
+		} else if f.Allowed != "" {
+			s.Allowed++
+		}
+	}
+	s.Clean = s.Violations == 0
+}
