@@ -91,6 +91,7 @@ type job struct {
 	data  []byte
 	unmap func()
 	jar   *jarInfo
+	keep  *sync.WaitGroup // held while data points into a mapped file
 }
 
 type jarInfo struct {
@@ -188,6 +189,9 @@ func (w *walker) analyze(j job) {
 	defer func() {
 		if j.unmap != nil {
 			j.unmap()
+		}
+		if j.keep != nil {
+			j.keep.Done()
 		}
 	}()
 	if format, machine, ok := otherFormat(j.data); ok {
@@ -341,10 +345,12 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 	case kELF, kExe:
 		w.jobs <- job{path: name, data: data, unmap: unmap, jar: jar}
 	case kAr:
-		w.ar(data, name, filepath.Dir(fsPath), depth, jar)
-		unmap()
+		// Members are slices of the mapping: unmap once their analyses are done.
+		keep := &sync.WaitGroup{}
+		w.ar(data, name, filepath.Dir(fsPath), depth, jar, keep)
+		go func() { keep.Wait(); unmap() }()
 	case kZip:
-		w.zip(data, name, depth)
+		w.zip(data, name, depth) // members are decompressed copies
 		unmap()
 	}
 	return nil
@@ -368,25 +374,33 @@ func mapFile(f *os.File) ([]byte, func(), error) {
 	return data, func() { _ = syscall.Munmap(data) }, nil
 }
 
-// memory scans content already in memory (an archive member).
-func (w *walker) memory(data []byte, name string, depth int, jar *jarInfo) {
+// memory scans content already in memory (an archive member). keep, when
+// set, is held by every analysis of data that points into a mapped file.
+func (w *walker) memory(data []byte, name string, depth int, jar *jarInfo, keep ...*sync.WaitGroup) {
+	var k *sync.WaitGroup
+	if len(keep) > 0 {
+		k = keep[0]
+	}
 	if depth > w.opts.MaxDepth {
 		w.add(unreadable(name, fmt.Sprintf("nested deeper than %d archives; not scanned (raise --max-depth)", w.opts.MaxDepth)))
 		return
 	}
-	switch k := sniff(data); k {
+	switch sniff(data) {
 	case kELF, kExe:
-		w.jobs <- job{path: name, data: data, jar: jar}
+		if k != nil {
+			k.Add(1)
+		}
+		w.jobs <- job{path: name, data: data, jar: jar, keep: k}
 	case kAr:
-		w.ar(data, name, "", depth, jar)
+		w.ar(data, name, "", depth, jar, k)
 	case kZip:
 		w.zip(data, name, depth)
 	case kTar, kGzip, kZstd, kBzip2:
-		w.stream(bufio.NewReader(bytes.NewReader(data)), name, depth, k, jar)
+		w.stream(bufio.NewReader(bytes.NewReader(data)), name, depth, sniff(data), jar)
 	}
 }
 
-func (w *walker) ar(data []byte, name, dir string, depth int, jar *jarInfo) {
+func (w *walker) ar(data []byte, name, dir string, depth int, jar *jarInfo, keep *sync.WaitGroup) {
 	members, err := readAr(data)
 	if err != nil {
 		w.add(unreadable(name, "malformed ar archive: "+err.Error()))
@@ -410,7 +424,7 @@ func (w *walker) ar(data []byte, name, dir string, depth int, jar *jarInfo) {
 		if !w.budget(mpath, int64(len(body))) {
 			return
 		}
-		w.memory(body, mpath, depth+1, jar)
+		w.memory(body, mpath, depth+1, jar, keep)
 	}
 }
 
@@ -508,13 +522,19 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 	}
 	defer closer()
 	br := bufio.NewReaderSize(&limited{r: inner, w: w, name: name}, 1<<20)
-	head, _ := br.Peek(sniffLen)
+	head, err := br.Peek(sniffLen)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		w.add(unreadable(name, "corrupt compressed data: "+err.Error()))
+		return
+	}
 	inner2 := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, ".gz"), ".zst"), ".bz2")
 	switch sk := sniff(head); sk {
 	case kTar:
 		w.tar(br, name, depth+1, jar)
 	case kOther:
-		io.Copy(io.Discard, br)
+		if _, err := io.Copy(io.Discard, br); err != nil {
+			w.add(unreadable(name, "corrupt compressed data: "+err.Error()))
+		}
 	default:
 		data, err := io.ReadAll(io.LimitReader(br, w.opts.MaxMember))
 		if err != nil {
