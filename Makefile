@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build test vet fmt demo clean fuzz
+.PHONY: all deps build test vet fmt demo clean fuzz bench bench-scan
 
 all: build
 
@@ -31,11 +31,23 @@ demo: deps build
 	$(BIN) sources list
 	$(BIN) plan --target all
 
+# Benchmarks (numbers, not pass/fail): the classifier and the scanner.
+bench: deps
+	$(GO) test -run XXX -bench . -benchtime 5x ./internal/isa ./internal/scan
+
+# dorisarm scan against llvm-objdump on real arm64 libraries (downloads to .cache/bench).
+bench-scan: deps
+	bash scripts/bench-scan.sh
+
 # Each fuzz target for a bounded time (FUZZTIME, default 20s).
 FUZZTIME ?= 20s
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./internal/datafile
 	$(GO) test -run XXX -fuzz FuzzParseDiff -fuzztime $(FUZZTIME) ./internal/patch
+	$(GO) test -run XXX -fuzz FuzzClassify -fuzztime $(FUZZTIME) ./internal/isa
+	$(GO) test -run XXX -fuzz FuzzAnalyzeELF -fuzztime $(FUZZTIME) ./internal/scan
+	$(GO) test -run XXX -fuzz FuzzReadAr -fuzztime $(FUZZTIME) ./internal/scan
+	$(GO) test -run XXX -fuzz FuzzWalkMemory -fuzztime $(FUZZTIME) ./internal/scan
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

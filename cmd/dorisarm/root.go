@@ -59,7 +59,7 @@ func (e *flagError) Error() string { return e.err.Error() + " (see --help)" }
 func isFlagError(err error) bool {
 	_, ok := err.(*flagError)
 	return ok || strings.HasPrefix(err.Error(), "unknown command") || strings.Contains(err.Error(), "accepts ") ||
-		strings.HasPrefix(err.Error(), "required flag")
+		strings.HasPrefix(err.Error(), "required flag") || strings.HasPrefix(err.Error(), "requires at least")
 }
 
 func versionString() string {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"sync"
 
 	"github.com/dorisarm/dorisarm/internal/datafile"
 )
@@ -23,7 +24,10 @@ type Rule struct {
 	Value   int64  `yaml:"value"`
 	What    string `yaml:"what"`
 	Hint    bool   `yaml:"hint"`
-	Pos     datafile.Pos
+	// Group names a refinement table (groups.bin.gz) that decides, within the
+	// rule's encodings, the exact feature or that the word is unallocated.
+	Group string `yaml:"group"`
+	Pos   datafile.Pos
 }
 
 // Guard names functions that reach feature instructions only after a
@@ -45,6 +49,7 @@ type compiled struct {
 	mask, value uint32
 	feat        uint8
 	hint        bool
+	group       *groupTable
 }
 
 // Table is a compiled rule set.
@@ -54,31 +59,64 @@ type Table struct {
 	Rules    []Rule
 	Guarded  []Guard
 	rules    []compiled
-	// byTop lists, for each value of bits 31:21, the rules that can match
-	// (in order); an empty list means every such word is base v8.0.
-	byTop [2048][]compiled
-	index map[string]uint8
+	// byKey lists, for each value of bits 31:21 and 15:10 (the key), the
+	// rules that can match, in order: pool[off : off+n] with off<<8|n stored.
+	// A zero entry means every word with that key is base v8.0.
+	byKey  []uint32
+	pool   []compiled
+	index  map[string]uint8
+	groups []*groupTable
 }
 
-// Default is the table from the embedded rules.yaml.
-var Default = mustLoad()
+// keyOf is the 17-bit index of a word: bits 31:21 and 15:10.
+func keyOf(w uint32) uint32 { return w>>21<<6 | w>>10&0x3f }
+
+// candidates returns the rules a word may match.
+func (t *Table) candidates(w uint32) []compiled {
+	e := t.byKey[keyOf(w)]
+	return t.pool[e>>8 : e>>8+e&0xff]
+}
+
+var (
+	defaultOnce  sync.Once
+	defaultTable *Table
+)
+
+// Default returns the table from the embedded rules.yaml and groups.bin.gz,
+// built on first use.
+func Default() *Table {
+	defaultOnce.Do(func() { defaultTable = mustLoad() })
+	return defaultTable
+}
 
 func mustLoad() *Table {
-	t, err := Parse("internal/isa/rules.yaml", rulesYAML)
+	t, err := ParseWithGroups("internal/isa/rules.yaml", rulesYAML, groupsData)
 	if err != nil {
 		panic(err) // the embedded data is tested; a bad edit fails the tests
 	}
 	return t
 }
 
-// Parse compiles a rules file.
-func Parse(file string, data []byte) (*Table, error) {
+// ParseWithGroups compiles a rules file and the group refinement tables.
+func ParseWithGroups(file string, rules, groups []byte) (*Table, error) {
+	return parse(file, rules, groups)
+}
+
+// Parse compiles a rules file without refinement tables.
+func Parse(file string, data []byte) (*Table, error) { return parse(file, data, nil) }
+
+func parse(file string, data, groups []byte) (*Table, error) {
 	var f rulesFile
 	if err := datafile.Decode(file, data, &f); err != nil {
 		return nil, err
 	}
 	var errs datafile.List
 	t := &Table{Features: []string{""}, index: map[string]uint8{"": 0}, Rules: f.Rules, Guarded: f.Guarded}
+	if groups != nil {
+		if err := t.loadGroups(groups); err != nil {
+			return nil, fmt.Errorf("%s: %v", file, err)
+		}
+	}
 	for _, r := range f.Rules {
 		if r.Mask <= 0 || r.Mask > 0xffffffff || r.Value < 0 || r.Value > 0xffffffff || r.Value&^r.Mask != 0 {
 			errs = append(errs, datafile.Errorf(r.Pos, "rule %s: mask %#x / value %#x: value has bits outside the mask, or either is not a 32-bit word", r.Feature, r.Mask, r.Value))
@@ -93,7 +131,18 @@ func Parse(file string, data []byte) (*Table, error) {
 			t.index[r.Feature] = id
 			t.Features = append(t.Features, r.Feature)
 		}
-		t.rules = append(t.rules, compiled{uint32(r.Mask), uint32(r.Value), id, r.Hint})
+		c := compiled{mask: uint32(r.Mask), value: uint32(r.Value), feat: id, hint: r.Hint}
+		if r.Group != "" && groups != nil {
+			for _, g := range t.groups {
+				if g.name == r.Group {
+					c.group = g
+				}
+			}
+			if c.group == nil {
+				errs = append(errs, datafile.Errorf(r.Pos, "rule %s: no refinement table %q", r.Feature, r.Group))
+			}
+		}
+		t.rules = append(t.rules, c)
 	}
 	for _, g := range f.Guarded {
 		if (g.Match == "") == (g.Soname == "") {
@@ -106,12 +155,48 @@ func Parse(file string, data []byte) (*Table, error) {
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
-	for top := uint32(0); top < 2048; top++ {
-		for _, r := range t.rules {
-			if (top<<21^r.value)&r.mask&0xffe00000 == 0 {
-				t.byTop[top] = append(t.byTop[top], r)
+	if len(t.rules) > 255 {
+		return nil, fmt.Errorf("%s: %d rules; the key table holds at most 255", file, len(t.rules))
+	}
+	// For each 17-bit key, the rules whose fixed bits agree with it. Keys
+	// that admit the same rules share one run of the pool.
+	t.byKey = make([]uint32, 1<<17)
+	t.pool = []compiled{{}} // offset 0 is "no rules"
+	type sig [4]uint64
+	seen := map[sig]uint32{}
+	var byTop []int // rules whose bits 31:21 agree with the current top
+	for k := uint32(0); k < 1<<17; k++ {
+		w := k>>6<<21 | (k&0x3f)<<10
+		if k&0x3f == 0 {
+			byTop = byTop[:0]
+			for i, r := range t.rules {
+				if (w^r.value)&r.mask&0xffe00000 == 0 {
+					byTop = append(byTop, i)
+				}
 			}
 		}
+		var sg sig
+		n := 0
+		for _, i := range byTop {
+			if r := t.rules[i]; (w^r.value)&r.mask&0x0000fc00 == 0 {
+				sg[i/64] |= 1 << (i % 64)
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		off, ok := seen[sg]
+		if !ok {
+			off = uint32(len(t.pool))
+			for i, r := range t.rules {
+				if sg[i/64]&(1<<(i%64)) != 0 {
+					t.pool = append(t.pool, r)
+				}
+			}
+			seen[sg] = off
+		}
+		t.byKey[k] = off<<8 | uint32(n)
 	}
 	return t, nil
 }
@@ -120,10 +205,14 @@ func Parse(file string, data []byte) (*Table, error) {
 func (t *Table) Feature(name string) uint8 { return t.index[name] }
 
 // Classify returns the feature a word needs (0: none) and whether it is a
-// HINT-space encoding (a NOP where the feature is missing).
+// HINT-space encoding (a NOP where the feature is missing). Unallocated
+// encodings inside refined groups need nothing: they are data.
 func (t *Table) Classify(w uint32) (feat uint8, hint bool) {
-	for _, r := range t.byTop[w>>21] {
+	for _, r := range t.candidates(w) {
 		if w&r.mask == r.value {
+			if r.group != nil {
+				return r.group.lookup(w), false
+			}
 			return r.feat, r.hint
 		}
 	}

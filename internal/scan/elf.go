@@ -76,11 +76,12 @@ func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyz
 		a.findings = append(a.findings, Finding{Kind: KindForeignArch, Severity: SevError, Path: path,
 			Detail: fmt.Sprintf("%s %s code in a %s build for %s; it cannot run there (Exec format error)", fl.Machine, fl.Type, pol.ISA, pol.Target)})
 	}
+	syms, dyn := readSymtab(f, data, elf.SHT_SYMTAB), readSymtab(f, data, elf.SHT_DYNSYM)
 	if f.Machine == elf.EM_AARCH64 {
-		a.scanISA(f, data, pol, tbl)
+		a.scanISA(f, data, syms, dyn, pol, tbl)
 	}
 	if f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN {
-		a.dynamic(f, pol)
+		a.dynamic(f, data, syms, dyn, pol)
 		a.pageSize(f, pol)
 	}
 	return a
@@ -95,21 +96,8 @@ func sectionBytes(data []byte, s *elf.Section) []byte {
 	return data[s.Offset : s.Offset+s.Size]
 }
 
-type funcSym struct {
-	addr, size uint64
-	name       string
-}
-
-func (a *analyzed) scanISA(f *elf.File, data []byte, pol *Policy, tbl *isa.Table) {
-	var syms []elf.Symbol
-	if s, err := f.Symbols(); err == nil {
-		syms = s
-	}
-	dyn, _ := f.DynamicSymbols()
-	soname := ""
-	if so, _ := f.DynString(elf.DT_SONAME); len(so) > 0 {
-		soname = so[0]
-	}
+func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Policy, tbl *isa.Table) {
+	soname := readDynamic(f, data).soname
 	// Executable regions: SHF_EXECINSTR sections, else PF_X segments.
 	var regions []isa.Code
 	var secIdx []int
@@ -134,15 +122,16 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, pol *Policy, tbl *isa.Table
 		}
 	}
 	// $d/$x mapping symbols mark data inside code sections.
-	if len(syms) > 0 {
+	if len(syms.syms) > 0 {
 		type mark struct {
 			addr uint64
 			data bool
 		}
 		marks := map[int][]mark{}
-		for _, s := range syms {
-			if strings.HasPrefix(s.Name, "$d") || strings.HasPrefix(s.Name, "$x") {
-				marks[int(s.Section)] = append(marks[int(s.Section)], mark{s.Value, s.Name[1] == 'd'})
+		for _, s := range syms.syms {
+			n := syms.nameBytes(s)
+			if len(n) >= 2 && n[0] == '$' && (n[1] == 'd' || n[1] == 'x') && (len(n) == 2 || n[2] == '.') {
+				marks[int(s.shndx)] = append(marks[int(s.shndx)], mark{s.value, n[1] == 'd'})
 			}
 		}
 		for ri, si := range secIdx {
@@ -173,7 +162,7 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, pol *Policy, tbl *isa.Table
 	if len(funcs) == 0 {
 		funcs = functions(dyn)
 	}
-	dispatched := ifuncTargets(f, data, syms, dyn, funcs)
+	dispatched := ifuncTargets(f, data, []*symtab{syms, dyn}, funcs)
 	// Stripped objects name few functions: a hit no symbol covers belongs to
 	// the nearest preceding ifunc variant, when one starts before it with no
 	// named function in between.
@@ -278,25 +267,13 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, pol *Policy, tbl *isa.Table
 	}
 }
 
-func functions(syms []elf.Symbol) []funcSym {
-	var out []funcSym
-	for _, s := range syms {
-		t := elf.ST_TYPE(s.Info)
-		if (t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC) && s.Value != 0 && s.Section != elf.SHN_UNDEF {
-			out = append(out, funcSym{s.Value, s.Size, s.Name})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].addr < out[j].addr })
-	return out
-}
-
 // lookup finds the function containing addr (its name and start).
 func lookup(funcs []funcSym, addr uint64) (string, uint64) {
 	i := sort.Search(len(funcs), func(i int) bool { return funcs[i].addr > addr }) - 1
 	for ; i >= 0; i-- {
 		f := funcs[i]
 		if addr >= f.addr && (addr < f.addr+f.size || f.size == 0 && i == len(funcs)-1) {
-			return f.name, f.addr
+			return f.name(), f.addr
 		}
 		if f.size > 0 && addr >= f.addr+f.size {
 			break
@@ -321,12 +298,12 @@ const rAArch64Irelative = 1032
 // each resolver is decoded up to its RET and every address it builds with
 // ADRP+ADD or ADR is a variant. It returns the start addresses of the
 // functions containing those variants.
-func ifuncTargets(f *elf.File, data []byte, syms, dyn []elf.Symbol, funcs []funcSym) map[uint64]bool {
+func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs []funcSym) map[uint64]bool {
 	resolvers := map[uint64]bool{}
-	for _, list := range [][]elf.Symbol{syms, dyn} {
-		for _, s := range list {
-			if elf.ST_TYPE(s.Info) == elf.STT_GNU_IFUNC && s.Value != 0 {
-				resolvers[s.Value] = true
+	for _, t := range tabs {
+		for _, s := range t.syms {
+			if elf.SymType(s.info&0xf) == elf.STT_GNU_IFUNC && s.value != 0 {
+				resolvers[s.value] = true
 			}
 		}
 	}
@@ -398,36 +375,33 @@ func codeAt(f *elf.File, data []byte, addr uint64) ([]byte, uint64) {
 	return nil, 0
 }
 
-func (a *analyzed) dynamic(f *elf.File, pol *Policy) {
-	a.file.Needed, _ = f.ImportedLibraries()
-	if so, _ := f.DynString(elf.DT_SONAME); len(so) > 0 {
-		a.file.Soname = so[0]
-	}
+func (a *analyzed) dynamic(f *elf.File, data []byte, syms, dyn *symtab, pol *Policy) {
+	di := readDynamic(f, data)
+	a.file.Needed, a.file.Soname = di.needed, di.soname
 	// Highest GLIBC_ and GLIBCXX_ versions this object needs, and who needs them.
 	var glibc, glibcxx string
-	needs, _ := f.DynamicVersionNeeds()
-	for _, n := range needs {
-		for _, d := range n.Needs {
-			if v, ok := strings.CutPrefix(d.Dep, "GLIBC_"); ok && isVersion(v) && cmpVersion(v, glibc) > 0 {
-				glibc = v
-			}
-			if v, ok := strings.CutPrefix(d.Dep, "GLIBCXX_"); ok && isVersion(v) && cmpVersion(v, glibcxx) > 0 {
-				glibcxx = v
-			}
+	for _, dep := range di.verNeed {
+		if v, ok := strings.CutPrefix(dep, "GLIBC_"); ok && isVersion(v) && cmpVersion(v, glibc) > 0 {
+			glibc = v
+		}
+		if v, ok := strings.CutPrefix(dep, "GLIBCXX_"); ok && isVersion(v) && cmpVersion(v, glibcxx) > 0 {
+			glibcxx = v
 		}
 	}
 	a.file.GlibcMax, a.file.Glibcxx = glibc, glibcxx
-	imported, _ := f.ImportedSymbols()
+	// The symbols behind a violation are named; ImportedSymbols is only read then.
 	if pol != nil && glibc != "" && cmpVersion(glibc, pol.GlibcMax) > 0 {
+		imported, _ := f.ImportedSymbols()
 		a.findings = append(a.findings, Finding{Kind: KindGlibc, Severity: SevError, Path: a.file.Path, Feature: "GLIBC_" + glibc,
 			Detail: fmt.Sprintf("needs GLIBC_%s but %s has glibc %s: %s", glibc, pol.OS, pol.GlibcMax, newerSymbols(imported, "GLIBC_", pol.GlibcMax))})
 	}
 	if pol != nil && pol.GlibcxxMax != "" && glibcxx != "" && cmpVersion(glibcxx, pol.GlibcxxMax) > 0 {
+		imported, _ := f.ImportedSymbols()
 		a.findings = append(a.findings, Finding{Kind: KindGlibcxx, Severity: SevError, Path: a.file.Path, Feature: "GLIBCXX_" + glibcxx,
 			Detail: fmt.Sprintf("links libstdc++ dynamically and needs GLIBCXX_%s but %s's libstdc++ has %s (link it with -static-libstdc++): %s",
 				glibcxx, pol.OS, pol.GlibcxxMax, newerSymbols(imported, "GLIBCXX_", pol.GlibcxxMax))})
 	}
-	a.openssl(f, pol)
+	a.openssl(f, data, syms, dyn, pol)
 }
 
 func newerSymbols(imported []elf.ImportedSymbol, prefix, ceiling string) string {
@@ -494,7 +468,7 @@ func isOpenSSLLib(name string) bool {
 }
 
 // openssl decides how the object links OpenSSL and checks it against the policy.
-func (a *analyzed) openssl(f *elf.File, pol *Policy) {
+func (a *analyzed) openssl(f *elf.File, data []byte, syms, dyn *symtab, pol *Policy) {
 	if isOpenSSLLib(a.file.Soname) || isOpenSSLLib(baseName(a.file.Path)) {
 		return // OpenSSL itself
 	}
@@ -505,18 +479,23 @@ func (a *analyzed) openssl(f *elf.File, pol *Policy) {
 		}
 	}
 	defined := 0
-	syms, _ := f.Symbols()
-	dsyms, _ := f.DynamicSymbols()
-	for _, s := range append(syms, dsyms...) {
-		if s.Section != elf.SHN_UNDEF && (strings.HasPrefix(s.Name, "EVP_") || strings.HasPrefix(s.Name, "SSL_CTX_")) &&
-			elf.ST_TYPE(s.Info) == elf.STT_FUNC {
-			defined++
+	seen := map[string]bool{}
+	for _, t := range []*symtab{syms, dyn} {
+		for _, s := range t.syms {
+			if s.shndx == uint16(elf.SHN_UNDEF) || elf.SymType(s.info&0xf) != elf.STT_FUNC {
+				continue
+			}
+			n := t.nameBytes(s)
+			if (bytes.HasPrefix(n, []byte("EVP_")) || bytes.HasPrefix(n, []byte("SSL_CTX_"))) && !seen[string(n)] {
+				seen[string(n)] = true
+				defined++
+			}
 		}
 	}
-	if defined == 0 && len(syms) == 0 {
+	if defined == 0 && len(syms.syms) == 0 {
 		// Stripped: OpenSSL's version banner in the read-only data gives a static copy away.
 		if ro := f.Section(".rodata"); ro != nil {
-			if b, err := ro.Data(); err == nil && bytes.Contains(b, []byte("OpenSSL ")) && bytes.Contains(b, []byte("EVP_")) {
+			if b := sectionBytes(data, ro); bytes.Contains(b, []byte("OpenSSL ")) && bytes.Contains(b, []byte("EVP_")) {
 				defined = 1
 			}
 		}

@@ -4,4 +4,4 @@ import "github.com/dorisarm/dorisarm/internal/isa"
 
 type isaTable = isa.Table
 
-func defaultTable() *isa.Table { return isa.Default }
+func defaultTable() *isa.Table { return isa.Default() }

@@ -138,7 +138,7 @@ func Scan(ctx context.Context, inputs []string, pol *Policy, opts Options) (*Rep
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	w := &walker{opts: opts, pol: pol, tbl: isa.Default, ctx: ctx, jobs: make(chan job), rep: &Report{Inputs: inputs, Policy: pol}}
+	w := &walker{opts: opts, pol: pol, tbl: isa.Default(), ctx: ctx, jobs: make(chan job), rep: &Report{Inputs: inputs, Policy: pol}}
 	if pol != nil {
 		w.rep.Target = pol.Target
 	}

@@ -98,6 +98,10 @@ feature_code:
 	sqrdmlah	z0.s, z1.s, z2.s
 	bdep	z0.s, z1.s, z2.s
 	aese	z0.b, z0.b, z1.b
+	sm4e	z0.s, z0.s, z1.s
+	rax1	z0.d, z1.d, z2.d
+	fmmla	z0.s, z1.s, z2.s
+	fmmla	z0.d, z1.d, z2.d
 	rdsvl	x0, #1
 	smstart
 	ld64b	x0, [x1]

@@ -1,0 +1,199 @@
+// Command gen builds internal/isa/groups.bin.gz: for the SVE and SME encoding
+// groups (whole 1/16 and 1/32 slices of the encoding space, most of which is
+// unallocated) a table that says, for each value of the key bits, which
+// feature a word needs, or that the encoding is unallocated. The ground
+// truth is llvm-mc-16's disassembler: words are sampled for every key and
+// decoded under feature sets that add one extension at a time.
+//
+//	go run ./internal/isa/gen -samples 6 -o internal/isa/groups.bin.gz
+//
+// It prints the share of held-out words the table gets right.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// group describes one encoding group and its key.
+type group struct {
+	name        string
+	mask, value uint32   // membership
+	keyBits     [][2]int // [hi, lo] bit ranges forming the key
+	base        string   // -mattr that decodes the plain extension
+	classes     []class  // refinements, in order; the first that newly decodes a word wins
+	baseClass   string
+}
+
+type class struct{ name, mattr string }
+
+var groups = []group{
+	{
+		name: "sve", mask: 0x1e000000, value: 0x04000000,
+		keyBits: [][2]int{{31, 29}, {24, 10}, {4, 4}},
+		base:    "+sve", baseClass: "sve",
+		classes: []class{
+			{"sve2", "+sve,+sve2"},
+			{"sve2-aes", "+sve,+sve2,+sve2-aes"}, {"sve2-bitperm", "+sve,+sve2,+sve2-bitperm"},
+			{"sve2-sha3", "+sve,+sve2,+sve2-sha3"}, {"sve2-sm4", "+sve,+sve2,+sve2-sm4"},
+			{"f32mm", "+sve,+f32mm"}, {"f64mm", "+sve,+f64mm"}, {"i8mm", "+sve,+i8mm"}, {"bf16", "+sve,+bf16"},
+			{"sme", "+sve,+sme,+sme-f64f64,+sme-i16i64"},
+		},
+	},
+	{
+		name: "sme", mask: 0x9e000000, value: 0x80000000,
+		keyBits: [][2]int{{30, 29}, {24, 10}, {4, 0}},
+		base:    "+sme,+sme-f64f64,+sme-i16i64", baseClass: "sme",
+	},
+}
+
+func (g group) keyLen() int {
+	n := 0
+	for _, r := range g.keyBits {
+		n += r[0] - r[1] + 1
+	}
+	return n
+}
+
+func (g group) key(w uint32) uint32 {
+	var k uint32
+	for _, r := range g.keyBits {
+		width := r[0] - r[1] + 1
+		k = k<<width | (w>>r[1])&(1<<width-1)
+	}
+	return k
+}
+
+// random returns a random word of the group with the given key.
+func (g group) random(rng *rand.Rand, k uint32) uint32 {
+	w := rng.Uint32()&^g.mask | g.value
+	shift := g.keyLen()
+	for _, r := range g.keyBits {
+		width := r[0] - r[1] + 1
+		shift -= width
+		bits := (k >> shift) & (1<<width - 1)
+		m := uint32(1<<width-1) << r[1]
+		w = w&^m | bits<<r[1]
+	}
+	return w
+}
+
+// decode returns the words llvm-mc decodes under mattr.
+func decode(words []uint32, mattr string) map[uint32]bool {
+	var in bytes.Buffer
+	for _, w := range words {
+		fmt.Fprintf(&in, "0x%02x 0x%02x 0x%02x 0x%02x\n", w&0xff, w>>8&0xff, w>>16&0xff, w>>24)
+	}
+	cmd := exec.Command("llvm-mc-16", "--disassemble", "-triple=aarch64", "-show-encoding", "-mattr="+mattr)
+	cmd.Stdin = &in
+	out, _ := cmd.Output()
+	valid := map[uint32]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.Index(line, "encoding: [")
+		if i < 0 {
+			continue
+		}
+		j := strings.Index(line[i:], "]")
+		var w uint32
+		for n, b := range strings.Split(line[i+11:i+j], ",") {
+			v, _ := strconv.ParseUint(strings.TrimSpace(b), 0, 8)
+			w |= uint32(v) << (8 * n)
+		}
+		valid[w] = true
+	}
+	return valid
+}
+
+// label classifies words: "" unallocated, else the class.
+func label(g group, words []uint32) map[uint32]string {
+	out := map[uint32]string{}
+	base := decode(words, g.base)
+	for w := range base {
+		out[w] = g.baseClass
+	}
+	for _, c := range g.classes {
+		for w := range decode(words, c.mattr) {
+			if _, ok := out[w]; !ok {
+				out[w] = c.name
+			}
+		}
+	}
+	return out
+}
+
+func main() {
+	samples := flag.Int("samples", 8, "words sampled per key")
+	outFile := flag.String("o", "internal/isa/groups.bin.gz", "output")
+	flag.Parse()
+	rng := rand.New(rand.NewSource(1))
+	var out bytes.Buffer
+	out.WriteString("DAGT1\n")
+	for _, g := range groups {
+		n := uint32(1) << g.keyLen()
+		words := make([]uint32, 0, int(n)*(*samples+1))
+		for k := uint32(0); k < n; k++ {
+			for s := 0; s <= *samples; s++ {
+				words = append(words, g.random(rng, k))
+			}
+		}
+		lab := label(g, words)
+		names := []string{""}
+		index := map[string]byte{"": 0}
+		table := make([]byte, n)
+		var right, held int
+		for k := uint32(0); k < n; k++ {
+			votes := map[string]int{}
+			base := int(k) * (*samples + 1)
+			for s := 0; s < *samples; s++ {
+				votes[lab[words[base+s]]]++
+			}
+			best, bestN := "", -1
+			for c, v := range votes {
+				if v > bestN || v == bestN && c < best {
+					best, bestN = c, v
+				}
+			}
+			if _, ok := index[best]; !ok {
+				index[best] = byte(len(names))
+				names = append(names, best)
+			}
+			table[k] = index[best]
+			// The last sample of each key is held out to measure the table.
+			held++
+			if lab[words[base+*samples]] == best {
+				right++
+			}
+		}
+		fmt.Fprintf(os.Stderr, "%s: %d keys, classes %v, held-out agreement %.3f%%\n", g.name, n, names, 100*float64(right)/float64(held))
+		fmt.Fprintf(&out, "%s %08x %08x %s %s\n", g.name, g.mask, g.value, keySpec(g), strings.Join(names[1:], ","))
+		binary.Write(&out, binary.LittleEndian, uint32(len(table)))
+		out.Write(table)
+	}
+	var z bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+	zw.Write(out.Bytes())
+	zw.Close()
+	if err := os.WriteFile(*outFile, z.Bytes(), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func keySpec(g group) string {
+	var parts []string
+	for _, r := range g.keyBits {
+		parts = append(parts, fmt.Sprintf("%d:%d", r[0], r[1]))
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,169 @@
+package scan
+
+import (
+	"bytes"
+	"debug/elf"
+	"sort"
+)
+
+// rawSym is a symbol read straight from the mapped file: no copies, and its
+// name stays bytes in the string table until someone asks for it.
+type rawSym struct {
+	nameOff uint32
+	info    byte
+	shndx   uint16
+	value   uint64
+	size    uint64
+}
+
+// symtab is one symbol table (.symtab or .dynsym) with its string table.
+type symtab struct {
+	syms []rawSym
+	str  []byte
+}
+
+func (t *symtab) nameBytes(s rawSym) []byte {
+	if int(s.nameOff) >= len(t.str) {
+		return nil
+	}
+	b := t.str[s.nameOff:]
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
+func (t *symtab) name(s rawSym) string { return string(t.nameBytes(s)) }
+
+// readSymtab parses the first section of type typ, or returns an empty table.
+func readSymtab(f *elf.File, data []byte, typ elf.SectionType) *symtab {
+	t := &symtab{}
+	for _, s := range f.Sections {
+		if s.Type != typ {
+			continue
+		}
+		b := sectionBytes(data, s)
+		if b == nil || int(s.Link) >= len(f.Sections) {
+			return t
+		}
+		t.str = sectionBytes(data, f.Sections[s.Link])
+		bo := f.ByteOrder
+		if f.Class == elf.ELFCLASS64 {
+			t.syms = make([]rawSym, 0, len(b)/24)
+			for i := 24; i+24 <= len(b); i += 24 { // entry 0 is the null symbol
+				e := b[i : i+24]
+				t.syms = append(t.syms, rawSym{bo.Uint32(e), e[4], bo.Uint16(e[6:]), bo.Uint64(e[8:]), bo.Uint64(e[16:])})
+			}
+		} else {
+			t.syms = make([]rawSym, 0, len(b)/16)
+			for i := 16; i+16 <= len(b); i += 16 {
+				e := b[i : i+16]
+				t.syms = append(t.syms, rawSym{bo.Uint32(e), e[12], bo.Uint16(e[14:]), uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[8:]))})
+			}
+		}
+		return t
+	}
+	return t
+}
+
+// funcSym is a function symbol; its name is read when needed.
+type funcSym struct {
+	addr, size uint64
+	tab        *symtab
+	sym        rawSym
+}
+
+func (f funcSym) name() string { return f.tab.name(f.sym) }
+
+// functions returns the defined function symbols of a table, by address.
+func functions(t *symtab) []funcSym {
+	var out []funcSym
+	for _, s := range t.syms {
+		typ := elf.SymType(s.info & 0xf)
+		if (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && s.value != 0 && s.shndx != uint16(elf.SHN_UNDEF) {
+			out = append(out, funcSym{s.value, s.size, t, s})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].addr < out[j].addr })
+	return out
+}
+
+// dynInfo is what the scanner needs from .dynamic and .gnu.version_r, read
+// from the mapped file (debug/elf copies the whole string table per call).
+type dynInfo struct {
+	needed  []string
+	soname  string
+	verNeed []string // every version name needed (GLIBC_2.34, GLIBCXX_3.4.30…)
+}
+
+func readDynamic(f *elf.File, data []byte) dynInfo {
+	var d dynInfo
+	var dynstr []byte
+	for _, s := range f.Sections {
+		if s.Type == elf.SHT_DYNAMIC && int(s.Link) < len(f.Sections) {
+			dynstr = sectionBytes(data, f.Sections[s.Link])
+			b := sectionBytes(data, s)
+			str := func(off uint64) string {
+				if off >= uint64(len(dynstr)) {
+					return ""
+				}
+				e := bytes.IndexByte(dynstr[off:], 0)
+				if e < 0 {
+					return ""
+				}
+				return string(dynstr[off : off+uint64(e)])
+			}
+			size := 16
+			if f.Class == elf.ELFCLASS32 {
+				size = 8
+			}
+			for i := 0; i+size <= len(b); i += size {
+				var tag, val uint64
+				if size == 16 {
+					tag, val = f.ByteOrder.Uint64(b[i:]), f.ByteOrder.Uint64(b[i+8:])
+				} else {
+					tag, val = uint64(f.ByteOrder.Uint32(b[i:])), uint64(f.ByteOrder.Uint32(b[i+4:]))
+				}
+				switch elf.DynTag(tag) {
+				case elf.DT_NULL:
+					i = len(b)
+				case elf.DT_NEEDED:
+					d.needed = append(d.needed, str(val))
+				case elf.DT_SONAME:
+					d.soname = str(val)
+				}
+			}
+		}
+	}
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_GNU_VERNEED || int(s.Link) >= len(f.Sections) {
+			continue
+		}
+		b := sectionBytes(data, s)
+		strs := sectionBytes(data, f.Sections[s.Link])
+		bo := f.ByteOrder
+		for off, n := 0, 0; off+16 <= len(b) && n < 1<<16; n++ {
+			cnt := int(bo.Uint16(b[off+2:]))
+			aux := off + int(bo.Uint32(b[off+8:]))
+			for j := 0; j < cnt && aux+16 <= len(b) && aux >= 0; j++ {
+				name := int(bo.Uint32(b[aux+8:]))
+				if name < len(strs) {
+					if e := bytes.IndexByte(strs[name:], 0); e >= 0 {
+						d.verNeed = append(d.verNeed, string(strs[name:name+e]))
+					}
+				}
+				next := int(bo.Uint32(b[aux+12:]))
+				if next == 0 {
+					break
+				}
+				aux += next
+			}
+			next := int(bo.Uint32(b[off+12:]))
+			if next == 0 {
+				break
+			}
+			off += next
+		}
+	}
+	return d
+}
