@@ -21,6 +21,9 @@ type Code struct {
 	// Skip are [start, end) address ranges that hold data, not code ($d
 	// mapping symbols); they are not classified.
 	Skip [][2]uint64
+	// Release, when set, is called with each byte range [lo, hi) of Data
+	// once it has been classified (a mapped file can drop those pages).
+	Release func(lo, hi int)
 }
 
 // Result counts features over regions.
@@ -63,6 +66,9 @@ func (t *Table) Scan(regions []Code) *Result {
 			defer wg.Done()
 			defer func() { <-sem }()
 			parts[i] = t.scanChunk(j.r, j.lo, j.hi)
+			if j.r.Release != nil {
+				j.r.Release(j.lo*4, j.hi*4)
+			}
 		}(i, j)
 	}
 	wg.Wait()

@@ -110,7 +110,7 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 			a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("section %s lies outside the file (truncated?)", s.Name)))
 			continue
 		}
-		regions = append(regions, isa.Code{Data: b, Addr: s.Addr})
+		regions = append(regions, isa.Code{Data: b, Addr: s.Addr, Release: release(b)})
 		secIdx = append(secIdx, i)
 	}
 	if len(f.Sections) == 0 {

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -356,6 +357,24 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 	return nil
 }
 
+// mappings are the address ranges of files mapped by mapFile: only those may
+// have pages dropped after scanning.
+var mappings sync.Map // start address → length
+
+func mapped(b []byte) bool {
+	p := uintptr(unsafe.Pointer(&b[0]))
+	found := false
+	mappings.Range(func(k, v any) bool {
+		start, n := k.(uintptr), v.(int)
+		if p >= start && p+uintptr(len(b)) <= start+uintptr(n) {
+			found = true
+			return false
+		}
+		return true
+	})
+	return found
+}
+
 func mapFile(f *os.File) ([]byte, func(), error) {
 	st, err := f.Stat()
 	if err != nil {
@@ -371,7 +390,9 @@ func mapFile(f *os.File) ([]byte, func(), error) {
 		b, rerr := io.ReadAll(io.NewSectionReader(f, 0, size))
 		return b, func() {}, rerr
 	}
-	return data, func() { _ = syscall.Munmap(data) }, nil
+	start := uintptr(unsafe.Pointer(&data[0]))
+	mappings.Store(start, len(data))
+	return data, func() { mappings.Delete(start); _ = syscall.Munmap(data) }, nil
 }
 
 // memory scans content already in memory (an archive member). keep, when
