@@ -73,8 +73,11 @@ func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyz
 	}
 	a.file = fl
 	if pol != nil && int(f.Machine) != pol.Machine {
+		// Code that cannot run on the target at all: its other properties
+		// (page alignment, glibc, OpenSSL) do not matter.
 		a.findings = append(a.findings, Finding{Kind: KindForeignArch, Severity: SevError, Path: path,
 			Detail: fmt.Sprintf("%s %s code in a %s build for %s; it cannot run there (Exec format error)", fl.Machine, fl.Type, pol.ISA, pol.Target)})
+		return a
 	}
 	syms, dyn := readSymtab(f, data, elf.SHT_SYMTAB), readSymtab(f, data, elf.SHT_DYNSYM)
 	if f.Machine == elf.EM_AARCH64 {
