@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,19 +86,6 @@ type planOptions struct {
 	format     string
 }
 
-func fileDigest(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
-}
-
 // makePlans plans every requested target.
 func makePlans(g *globals, o *planOptions) ([]*plan.Plan, error) {
 	m, err := g.loadMatrix()
@@ -136,7 +121,7 @@ func makePlans(g *globals, o *planOptions) ([]*plan.Plan, error) {
 	}
 	profile := ""
 	if o.pgoProfile != "" {
-		if profile, err = fileDigest(o.pgoProfile); err != nil {
+		if profile, err = source.FileDigest(o.pgoProfile); err != nil {
 			return nil, usageErr("--pgo-profile: %v", err)
 		}
 	}

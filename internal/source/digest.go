@@ -70,6 +70,15 @@ func TreeDigest(dir string, ignore []string) (string, error) {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// FileDigest is a file's content digest, "sha256:<hex>".
+func FileDigest(path string) (string, error) {
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return "", err
+	}
+	return "sha256:" + sum, nil
+}
+
 func fileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
