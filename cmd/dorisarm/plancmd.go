@@ -86,8 +86,32 @@ type planOptions struct {
 	format     string
 }
 
+// planned is a plan with what building it takes.
+type planned struct {
+	plan   *plan.Plan
+	tc     *toolchain.Toolchain
+	m      *matrix.Matrix
+	recipe *recipe.Recipe
+	tree   string
+	series *patch.Series
+	lock   *source.Lock
+}
+
 // makePlans plans every requested target.
 func makePlans(g *globals, o *planOptions) ([]*plan.Plan, error) {
+	ps, err := makePlanned(g, o)
+	if err != nil {
+		return nil, err
+	}
+	var out []*plan.Plan
+	for _, p := range ps {
+		out = append(out, p.plan)
+	}
+	return out, nil
+}
+
+// makePlanned plans every requested target and keeps the inputs.
+func makePlanned(g *globals, o *planOptions) ([]planned, error) {
 	m, err := g.loadMatrix()
 	if err != nil {
 		return nil, err
@@ -125,7 +149,7 @@ func makePlans(g *globals, o *planOptions) ([]*plan.Plan, error) {
 			return nil, usageErr("--pgo-profile: %v", err)
 		}
 	}
-	var plans []*plan.Plan
+	var plans []planned
 	for _, t := range targets {
 		cell, err := m.Cell(series.Series, t)
 		if err != nil {
@@ -143,7 +167,7 @@ func makePlans(g *globals, o *planOptions) ([]*plan.Plan, error) {
 		if err != nil {
 			return nil, badInput(err)
 		}
-		plans = append(plans, p)
+		plans = append(plans, planned{plan: p, tc: tc, m: m, recipe: r, tree: tree, series: ps, lock: lock})
 	}
 	return plans, nil
 }

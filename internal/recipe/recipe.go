@@ -37,7 +37,13 @@ type Recipe struct {
 	// Collect copies more files into the output, when their condition (a
 	// template) renders "true": e.g. the shared OpenSSL for dynamic targets.
 	Collect []CollectRule `yaml:"collect"`
-	Outputs []string      `yaml:"outputs"`
+	// Smoke are the commands every build must pass under the target's CPU
+	// model, relative to the output directory (e.g. be/lib/doris_be --self-test).
+	Smoke [][]string `yaml:"smoke"`
+	// ScanAllow is an allow file (relative to the recipe) of reviewed scan
+	// exceptions every build of this recipe carries.
+	ScanAllow string   `yaml:"scan_allow"`
+	Outputs   []string `yaml:"outputs"`
 	// Ignore lists tree paths that are build products, not sources (besides
 	// the third-party source and install directories).
 	Ignore []string `yaml:"ignore"`

@@ -203,7 +203,9 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 			if v := variantOf(h.Addr); v != 0 {
 				fn, start = fmt.Sprintf("ifunc variant at 0x%x", v), v
 			} else {
-				fn = sectionOf(f, h.Addr)
+				// No symbol covers it (a stripped object): one finding per
+				// section, with the first address.
+				fn = sectionName(f, h.Addr)
 			}
 		}
 		k := key{h.Feature, fn}
@@ -285,13 +287,13 @@ func lookup(funcs []funcSym, addr uint64) (string, uint64) {
 	return "", 0
 }
 
-func sectionOf(f *elf.File, addr uint64) string {
+func sectionName(f *elf.File, addr uint64) string {
 	for _, s := range f.Sections {
 		if s.Addr <= addr && addr < s.Addr+s.Size && s.Flags&elf.SHF_ALLOC != 0 {
-			return fmt.Sprintf("%s+0x%x", s.Name, addr-s.Addr)
+			return "(no symbol, in " + s.Name + ")"
 		}
 	}
-	return fmt.Sprintf("0x%x", addr)
+	return "(no symbol)"
 }
 
 const rAArch64Irelative = 1032

@@ -1,0 +1,106 @@
+package build
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// Progress reports a build: one updating line on a terminal, timestamped
+// lines otherwise (CI logs). A nil Progress reports nothing.
+type Progress struct {
+	W     io.Writer
+	TTY   bool
+	mu    sync.Mutex
+	total map[string]int
+	hits  map[string]int
+	start map[string]time.Time
+}
+
+// NewProgress makes a reporter.
+func NewProgress(w io.Writer, tty bool) *Progress {
+	return &Progress{W: w, TTY: tty, total: map[string]int{}, hits: map[string]int{}, start: map[string]time.Time{}}
+}
+
+func (p *Progress) line(format string, a ...any) {
+	if p.TTY {
+		fmt.Fprintf(p.W, "\r\033[K"+format, a...)
+		return
+	}
+	fmt.Fprintf(p.W, "%s "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, a...)...)
+}
+
+// Begin starts a target's build.
+func (p *Progress) Begin(target string, steps int) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.total[target], p.start[target] = steps, time.Now()
+	if !p.TTY {
+		p.line("%s: %d steps", target, steps)
+	}
+}
+
+// Start says a step begins running.
+func (p *Progress) Start(target string, i int, id string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.TTY {
+		p.line("%s [%d/%d] %s  %.0fs  cache hits %d", target, i+1, p.total[target], id, time.Since(p.start[target]).Seconds(), p.hits[target])
+	}
+}
+
+// Step says a step finished (ran or came from the cache).
+func (p *Progress) Step(target string, i int, id string, cached bool, d time.Duration) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	how := "ran"
+	if cached {
+		how = "cached"
+		p.hits[target]++
+	}
+	if p.TTY {
+		p.line("%s [%d/%d] %s %s  %.0fs  cache hits %d", target, i+1, p.total[target], id, how, time.Since(p.start[target]).Seconds(), p.hits[target])
+		return
+	}
+	p.line("%s [%d/%d] %s %s %.1fs", target, i+1, p.total[target], id, how, d.Seconds())
+}
+
+// Warn reports a warning.
+func (p *Progress) Warn(target, msg string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.TTY {
+		fmt.Fprintln(p.W)
+	}
+	fmt.Fprintf(p.W, "warning: %s: %s\n", target, msg)
+}
+
+// End finishes a target's build.
+func (p *Progress) End(target string, ok bool) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	state := "done"
+	if !ok {
+		state = "FAILED"
+	}
+	p.line("%s %s in %.1fs (%d/%d steps from the cache)", target, state, time.Since(p.start[target]).Seconds(), p.hits[target], p.total[target]-2)
+	if p.TTY {
+		fmt.Fprintln(p.W)
+	}
+}

@@ -1,0 +1,265 @@
+package build
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/scan"
+)
+
+// Dir is where a build of a Doris version for a target is published.
+func Dir(out, doris, target string) string { return filepath.Join(out, doris, target) }
+
+func (r *runner) staging() string {
+	return filepath.Join(r.opts.Out, fmt.Sprintf(".staging-%s-%s", r.in.Plan.Cell.Doris, r.in.Plan.Cell.Target))
+}
+
+// collect copies the steps' outputs (output/be → be) and the recipe's extra
+// files into a staging directory next to the final one.
+func (r *runner) collect(_ plan.Step, log io.Writer) error {
+	stage := r.staging()
+	if err := os.RemoveAll(stage); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(stage, 0o755); err != nil {
+		return err
+	}
+	for _, name := range r.in.Recipe.StepNames() {
+		for _, o := range r.in.Recipe.Steps[name].Outputs {
+			src := filepath.Join(r.src, filepath.FromSlash(o))
+			dst := filepath.Join(stage, strings.TrimPrefix(filepath.ToSlash(o), "output/"))
+			if _, err := os.Stat(src); err != nil {
+				return fmt.Errorf("step %s did not produce %s", name, o)
+			}
+			if err := copyTree(src, dst, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(log, "collected %s\n", o)
+		}
+	}
+	ctx := recipe.Context{Target: r.in.TC.Cell.Target, CPU: r.in.TC.Cell.CPU, OS: r.in.TC.Cell.OS, ISA: r.in.TC.Cell.ISA, Allowed: r.in.TC.Cell.Allowed}
+	for _, c := range r.in.Recipe.Collect {
+		if c.When != "" {
+			when, err := recipe.Expand(c.When, ctx)
+			if err != nil || strings.TrimSpace(when) != "true" {
+				continue
+			}
+		}
+		matches, _ := filepath.Glob(filepath.Join(r.src, filepath.FromSlash(c.From)))
+		if len(matches) == 0 {
+			return fmt.Errorf("collect rule %s matched nothing in the tree", c.From)
+		}
+		for _, m := range matches {
+			dst := filepath.Join(stage, filepath.FromSlash(c.To), filepath.Base(m))
+			if err := copyTree(m, dst, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(log, "collected %s -> %s\n", m, c.To)
+		}
+	}
+	for _, o := range r.in.Recipe.Outputs {
+		rel := strings.TrimPrefix(o, "output/")
+		if _, err := os.Stat(filepath.Join(stage, filepath.FromSlash(rel))); err != nil {
+			return fmt.Errorf("the build did not produce %s (recipe outputs)", o)
+		}
+	}
+	return nil
+}
+
+// gate smoke-runs and scans the staged build, writes its record and, when
+// both pass, publishes it by renaming the staging directory into place.
+func (r *runner) gate(ctx context.Context, log io.Writer) error {
+	stage := r.staging()
+	target := r.in.Plan.Cell.Target
+	for _, cmd := range r.in.Recipe.Smoke {
+		res, err := r.smoke(ctx, stage, cmd)
+		r.rec.Smoke = append(r.rec.Smoke, res)
+		fmt.Fprintf(log, "smoke %v under %s: exit %d %s\n%s\n", cmd, res.Model, res.Exit, res.Signal, res.Output)
+		if err != nil {
+			os.RemoveAll(stage)
+			return err
+		}
+	}
+	if r.opts.NoScan {
+		r.rec.ScanSkip = "--no-scan"
+	} else {
+		allow := append([]scan.Exception{}, r.opts.Allow...)
+		if r.in.Recipe.ScanAllow != "" {
+			exc, err := scan.LoadAllow(r.in.Recipe.Path(r.in.Recipe.ScanAllow))
+			if err != nil {
+				return err
+			}
+			allow = append(allow, exc...)
+		}
+		rep, err := scan.Scan(ctx, []string{stage}, r.in.Policy, scan.Options{Allow: allow})
+		if err != nil {
+			return err
+		}
+		scan.Write(log, rep, "table")
+		r.rec.Scan = &rep.Summary
+		if !rep.Summary.Clean {
+			var b strings.Builder
+			scan.Write(&b, rep, "table")
+			os.RemoveAll(stage)
+			return fmt.Errorf("%w: %s: the scan found %d violation(s); nothing was published:\n%s", ErrGate, target, rep.Summary.Violations, b.String())
+		}
+	}
+	outs, err := digestTree(stage)
+	if err != nil {
+		return err
+	}
+	r.rec.Outputs = outs
+	if err := r.rec.write(filepath.Join(stage, RecordFile)); err != nil {
+		return err
+	}
+	final := Dir(r.opts.Out, r.in.Plan.Cell.Doris, target)
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return err
+	}
+	old := final + ".old"
+	os.RemoveAll(old)
+	if _, err := os.Stat(final); err == nil {
+		if err := os.Rename(final, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(stage, final); err != nil {
+		os.Rename(old, final)
+		return err
+	}
+	os.RemoveAll(old)
+	return nil
+}
+
+// smoke runs one command of the staged build under the target's CPU model.
+func (r *runner) smoke(ctx context.Context, dir string, argv []string) (SmokeResult, error) {
+	res := SmokeResult{Command: argv}
+	target := r.in.Plan.Cell.Target
+	if len(argv) == 0 {
+		return res, fmt.Errorf("empty smoke command in recipe %s", r.in.Recipe.Name)
+	}
+	full := append(append([]string{}, r.in.TC.Emulator()...), filepath.Join(dir, filepath.FromSlash(argv[0])))
+	full = append(full, argv[1:]...)
+	if len(r.in.TC.Emulator()) > 0 {
+		res.Model = r.in.TC.Cell.Qemu.Name
+	}
+	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	res.Output = strings.TrimSpace(string(out))
+	if len(res.Output) > 4000 {
+		res.Output = res.Output[len(res.Output)-4000:]
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &ee):
+		res.Exit = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = ws.Signal().String()
+			if ws.Signal() == syscall.SIGILL {
+				return res, fmt.Errorf("%w: %s: %s died with SIGILL under qemu -cpu %s: it uses an instruction the %s CPU does not have (run dorisarm scan --target %s on it to see which)",
+					ErrGate, target, argv[0], res.Model, r.in.TC.Cell.CPU.Name, target)
+			}
+		}
+		return res, fmt.Errorf("%w: %s: smoke run %v failed (exit %d %s):\n%s", ErrGate, target, argv, res.Exit, res.Signal, res.Output)
+	}
+	return res, fmt.Errorf("%s: smoke run %v: %v", target, argv, err)
+}
+
+func digestTree(root string) ([]OutputFile, error) {
+	var out []OutputFile
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h := sha256.New()
+		n, err := io.Copy(h, f)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		out = append(out, OutputFile{Path: filepath.ToSlash(rel), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))})
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, err
+}
+
+// copyTree copies a file or directory tree (symlinks as symlinks), leaving
+// out paths (relative to src) listed in ignore.
+func copyTree(src, dst string, ignore []string) error {
+	skip := map[string]bool{}
+	for _, i := range ignore {
+		skip[filepath.ToSlash(filepath.Clean(i))] = true
+	}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if skip[filepath.ToSlash(rel)] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, info.Mode().Perm()|0o700)
+		case info.Mode()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			os.Remove(target)
+			return os.Symlink(link, target)
+		case info.Mode().IsRegular():
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return err
+			}
+			in, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm())
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(out, in); err != nil {
+				out.Close()
+				return err
+			}
+			if err := out.Close(); err != nil {
+				return err
+			}
+			return os.Chtimes(target, info.ModTime(), info.ModTime())
+		}
+		return nil
+	})
+}

@@ -1,0 +1,151 @@
+package build
+
+import (
+	"encoding/json"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/dorisarm/dorisarm/internal/patch"
+	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/scan"
+	"github.com/dorisarm/dorisarm/internal/source"
+	"github.com/dorisarm/dorisarm/internal/toolchain"
+)
+
+// RecordFile is the build record's name inside a build's output directory.
+const RecordFile = "dorisarm-build.json"
+
+// Record is the build record (DESIGN.md): what was built, from what, how.
+type Record struct {
+	Schema     int                 `json:"schema"`
+	Cell       plan.CellInfo       `json:"cell"`
+	Source     plan.SourceInfo     `json:"source"`
+	Recipe     plan.RecipeInfo     `json:"recipe"`
+	Matrix     string              `json:"matrix_digest"`
+	Compiler   toolchain.Identity  `json:"compiler"`
+	Flags      map[string][]string `json:"flags"`
+	CMakeCache []string            `json:"cmake_cache,omitempty"`
+	Patches    []plan.PatchRef     `json:"patches"`
+	Packages   []Package           `json:"packages"`
+	PGOProfile string              `json:"pgo_profile,omitempty"`
+	Cache      CacheStats          `json:"cache"`
+	Steps      []StepRecord        `json:"steps"`
+	Smoke      []SmokeResult       `json:"smoke,omitempty"`
+	Scan       *scan.Summary       `json:"scan,omitempty"`
+	ScanSkip   string              `json:"scan_skipped,omitempty"`
+	Outputs    []OutputFile        `json:"outputs"`
+	Warnings   []string            `json:"warnings,omitempty"`
+	Seconds    float64             `json:"seconds"`
+	Finished   time.Time           `json:"finished"`
+}
+
+// Package is a third-party package as built.
+type Package struct {
+	Entry   string `json:"entry"`
+	Version string `json:"version"`
+	Archive string `json:"archive"`
+	MD5     string `json:"md5"`
+	SHA256  string `json:"sha256,omitempty"`
+}
+
+// CacheStats counts step cache use.
+type CacheStats struct {
+	Hits   []string `json:"hits"`
+	Misses []string `json:"misses"`
+}
+
+// StepRecord is one step's outcome.
+type StepRecord struct {
+	ID      string  `json:"id"`
+	Key     string  `json:"key"`
+	Cached  bool    `json:"cached"`
+	Seconds float64 `json:"seconds"`
+}
+
+// SmokeResult is one smoke run.
+type SmokeResult struct {
+	Command []string `json:"command"`
+	Model   string   `json:"qemu_model,omitempty"`
+	Exit    int      `json:"exit"`
+	Signal  string   `json:"signal,omitempty"`
+	Output  string   `json:"output,omitempty"`
+}
+
+// OutputFile is one collected file with its digest.
+type OutputFile struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+func newRecord(in Input) *Record {
+	p := in.Plan
+	r := &Record{Schema: 1, Cell: p.Cell, Source: p.Source, Recipe: p.Recipe, Matrix: p.Matrix, Compiler: p.Toolchain.Compiler,
+		Flags: map[string][]string{}, CMakeCache: p.Toolchain.CMakeCache, Patches: p.Patches}
+	for _, pk := range p.Packages {
+		r.Packages = append(r.Packages, Package{Entry: pk.Entry, Version: pk.Version, Archive: pk.Name, MD5: pk.MD5})
+	}
+	if r.Patches == nil {
+		r.Patches = []plan.PatchRef{}
+	}
+	r.Cache.Hits, r.Cache.Misses = []string{}, []string{}
+	return r
+}
+
+func (r *Record) addStep(s plan.Step, cached bool, d time.Duration) {
+	r.Steps = append(r.Steps, StepRecord{ID: s.ID, Key: s.Key, Cached: cached, Seconds: d.Seconds()})
+	if cached {
+		r.Cache.Hits = append(r.Cache.Hits, s.ID)
+	} else if s.Kind != plan.KindCollect && s.Kind != plan.KindScan {
+		r.Cache.Misses = append(r.Cache.Misses, s.ID)
+	}
+}
+
+func (r *Record) addArchive(entry, name string, sum source.LockEntry) {
+	for i := range r.Packages {
+		if r.Packages[i].Entry == entry {
+			r.Packages[i].SHA256 = sum.SHA256
+		}
+	}
+}
+
+// HitRate is the share of cacheable steps restored from the cache.
+func (r *Record) HitRate() float64 {
+	n := len(r.Cache.Hits) + len(r.Cache.Misses)
+	if n == 0 {
+		return 0
+	}
+	return float64(len(r.Cache.Hits)) / float64(n)
+}
+
+func (r *Record) write(path string) error {
+	r.Finished = time.Now().UTC()
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// ReadRecord reads a build record.
+func ReadRecord(path string) (*Record, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func sortPatches(ps []*patch.Patch) {
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].Component != ps[j].Component {
+			return ps[i].Component < ps[j].Component
+		}
+		return ps[i].Number < ps[j].Number
+	})
+}

@@ -1,0 +1,396 @@
+package build
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dorisarm/dorisarm/internal/patch"
+	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/scan"
+	"github.com/dorisarm/dorisarm/internal/source"
+	"github.com/dorisarm/dorisarm/internal/toolchain"
+)
+
+// Options control a build.
+type Options struct {
+	Out        string // builds land in <Out>/<doris>/<target>/
+	Cache      string // the step cache and work directories
+	Jobs       int    // parallel jobs inside a step (make -j)
+	Mirror     string // where third-party archives come from (dir, file:// or http(s)://)
+	PGOProfile string // a profile collected elsewhere (the plan then skips training)
+	Allow      []scan.Exception
+	NoScan     bool // skip the scan gate (reported as skipped in the record)
+	Progress   *Progress
+}
+
+// Input is everything a cell's build needs besides the plan.
+type Input struct {
+	Plan   *plan.Plan
+	Recipe *recipe.Recipe
+	Tree   string
+	Series *patch.Series
+	TC     *toolchain.Toolchain
+	Lock   *source.Lock
+	Policy *scan.Policy
+}
+
+// StepError is a failed step, with where its log is.
+type StepError struct {
+	Target, Step, Log, Tail string
+	Err                     error
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("%s: step %s failed: %v\n--- last lines of %s ---\n%s", e.Target, e.Step, e.Err, e.Log, e.Tail)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// ErrGate is a build that ran but does not fit its target (smoke run or scan).
+var ErrGate = errors.New("build does not fit its target")
+
+type runner struct {
+	in                  Input
+	opts                Options
+	cache               *Cache
+	work, src, logs     string
+	profileDir, profile string
+	ltoCache            string
+	homes               map[string]*toolchain.Wrappers
+	rec                 *Record
+	warn                func(string)
+}
+
+// Run builds one cell and publishes it to Out; it returns the build record.
+func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
+	if opts.Jobs <= 0 {
+		opts.Jobs = 2
+	}
+	c := &Cache{Dir: opts.Cache}
+	if err := c.Init(); err != nil {
+		return nil, err
+	}
+	p := in.Plan
+	cellName := p.Cell.Target + "-" + p.Cell.Doris
+	r := &runner{in: in, opts: opts, cache: c, work: filepath.Join(opts.Cache, "work", cellName), homes: map[string]*toolchain.Wrappers{}}
+	r.src = filepath.Join(r.work, "src")
+	r.logs = filepath.Join(r.work, "logs")
+	r.profileDir = filepath.Join(r.work, "pgo", "profile")
+	r.profile = filepath.Join(r.work, "pgo", "merged.profdata")
+	r.ltoCache = filepath.Join(r.work, "lto-cache")
+	r.rec = newRecord(in)
+	r.warn = func(s string) { r.rec.Warnings = append(r.rec.Warnings, s); opts.Progress.Warn(p.Cell.Target, s) }
+	for _, w := range p.Warnings {
+		r.warn(w)
+	}
+	start := time.Now()
+	if err := r.prepare(); err != nil {
+		return nil, err
+	}
+	opts.Progress.Begin(p.Cell.Target, len(p.Steps))
+	for i, s := range p.Steps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := r.step(ctx, i, s); err != nil {
+			opts.Progress.End(p.Cell.Target, false)
+			return nil, err
+		}
+	}
+	r.rec.Seconds = time.Since(start).Seconds()
+	opts.Progress.End(p.Cell.Target, true)
+	return r.rec, nil
+}
+
+// prepare lays out a fresh copy of the tree and the compiler homes.
+func (r *runner) prepare() error {
+	if err := os.RemoveAll(r.src); err != nil {
+		return err
+	}
+	for _, d := range []string{r.src, r.logs, r.profileDir, r.ltoCache} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	ignore := append([]string{r.in.Recipe.Thirdparty.SrcDir, r.in.Recipe.Thirdparty.Install}, r.in.Recipe.Ignore...)
+	if err := copyTree(r.in.Tree, r.src, ignore); err != nil {
+		return fmt.Errorf("copying %s: %v", r.in.Tree, err)
+	}
+	tc := r.in.TC
+	for phase := range r.in.Plan.Phases {
+		o := toolchain.FlagOptions{Phase: toolchain.Release, LTOCache: r.ltoCache}
+		switch phase {
+		case plan.PhaseThirdparty:
+			o.NoLTO = true
+		case plan.PhaseInstrument:
+			o = toolchain.FlagOptions{Phase: toolchain.Instrument, ProfileDir: r.profileDir}
+		case plan.PhasePGO:
+			o.ProfileDir = r.profileDir
+			if tc.Compiler.Dialect == "clang" {
+				o.Profile = r.profile
+			}
+		}
+		f, err := tc.Flags(o)
+		if err != nil {
+			return err
+		}
+		home := filepath.Join(r.work, "toolchain", phase)
+		w, err := tc.WriteWrappers(home, f, filepath.Join(r.logs, "compiler-"+phase+".log"))
+		if err != nil {
+			return err
+		}
+		cache := map[string]string{}
+		for _, kv := range r.in.Plan.Toolchain.CMakeCache {
+			k, v, _ := strings.Cut(kv, "=")
+			cache[k] = v
+		}
+		if err := os.WriteFile(filepath.Join(home, "toolchain.cmake"), []byte(tc.CMakeToolchainFile(w, cache)), 0o644); err != nil {
+			return err
+		}
+		r.homes[phase] = w
+		r.rec.Flags[phase] = f.Compile()
+	}
+	if r.opts.PGOProfile != "" {
+		if tc.Compiler.Dialect == "clang" {
+			return copyFile(r.opts.PGOProfile, r.profile)
+		}
+		return fmt.Errorf("--pgo-profile takes a merged .profdata for clang; for gcc, build with training")
+	}
+	return nil
+}
+
+// expand substitutes the plan's placeholders.
+func (r *runner) expand(s, phase string) string {
+	if phase == "" {
+		phase = plan.PhaseThirdparty
+	}
+	return strings.NewReplacer(
+		"$TOOLCHAIN/$PHASE", filepath.Join(r.work, "toolchain", phase),
+		"$TOOLCHAIN", filepath.Join(r.work, "toolchain"),
+		"$SRC", r.src, "$OUT", r.staging(), "$JOBS", fmt.Sprint(r.opts.Jobs),
+		"$PROFILE_DIR", r.profileDir, "$PROFILE", r.profile, "$LTO_CACHE", r.ltoCache,
+	).Replace(s)
+}
+
+func (r *runner) env(s plan.Step) []string {
+	env := os.Environ()
+	for _, e := range r.in.Plan.Toolchain.Env {
+		env = append(env, r.expand(e, s.Phase))
+	}
+	for _, e := range s.Env {
+		env = append(env, r.expand(e, s.Phase))
+	}
+	return env
+}
+
+// step runs one plan step, or restores it from the cache.
+func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
+	t0 := time.Now()
+	target := r.in.Plan.Cell.Target
+	cacheable := s.Kind != plan.KindCollect && s.Kind != plan.KindScan
+	if cacheable {
+		if m, ok := r.cache.Get(s.Key); ok {
+			if err := r.cache.Restore(s.Key, r.work, m); err != nil {
+				return fmt.Errorf("%s: restoring %s from the cache: %v", target, s.ID, err)
+			}
+			r.rec.addStep(s, true, time.Since(t0))
+			r.opts.Progress.Step(target, i, s.ID, true, time.Since(t0))
+			return nil
+		}
+	}
+	r.opts.Progress.Start(target, i, s.ID)
+	before, err := takeSnapshot(r.work, map[string]bool{"logs": true, "toolchain": true, "lto-cache": true})
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(r.logs, strings.NewReplacer(":", "_", "/", "_").Replace(s.ID)+".log")
+	if err := r.execute(ctx, s, logPath); err != nil {
+		var se *StepError
+		if errors.As(err, &se) || errors.Is(err, ErrGate) || ctx.Err() != nil {
+			return err
+		}
+		return &StepError{Target: target, Step: s.ID, Log: logPath, Tail: tail(logPath, 50), Err: err}
+	}
+	if cacheable {
+		after, err := takeSnapshot(r.work, map[string]bool{"logs": true, "toolchain": true, "lto-cache": true})
+		if err != nil {
+			return err
+		}
+		changed, deleted := diff(before, after)
+		if err := r.cache.Put(Meta{Key: s.Key, Step: s.ID, Deleted: deleted, Seconds: time.Since(t0).Seconds()}, r.work, changed); err != nil {
+			return fmt.Errorf("%s: caching %s: %v", target, s.ID, err)
+		}
+	}
+	r.rec.addStep(s, false, time.Since(t0))
+	r.opts.Progress.Step(target, i, s.ID, false, time.Since(t0))
+	return nil
+}
+
+func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	switch s.Kind {
+	case plan.KindFetch:
+		return r.fetch(s, log)
+	case plan.KindPatchTree:
+		return r.applyPatches(s, r.src, log)
+	case plan.KindPatch:
+		dir := r.expand(s.Outputs[0], "")
+		return r.applyPatches(s, dir, log)
+	case plan.KindUnpack, plan.KindThirdparty, plan.KindBuild:
+		return r.command(ctx, s, s.Command, r.env(s), log)
+	case plan.KindTrain:
+		env := append(r.env(s), "LLVM_PROFILE_FILE="+filepath.Join(r.profileDir, "%m-%p.profraw"))
+		return r.command(ctx, s, s.Command, env, log)
+	case plan.KindMerge:
+		if len(s.Command) == 0 {
+			return nil // GCC: the .gcda directory is the profile
+		}
+		raws, _ := filepath.Glob(filepath.Join(r.profileDir, "*.profraw"))
+		if len(raws) == 0 {
+			return fmt.Errorf("the training run wrote no profile to %s", r.profileDir)
+		}
+		args := append([]string{"merge", "-o", r.profile}, raws...)
+		tool := r.in.TC.Tools["profdata"]
+		if tool == "" {
+			return fmt.Errorf("%s has no llvm-profdata (tools.profdata in matrix.yaml)", r.in.TC.Compiler.Name)
+		}
+		return r.run(ctx, tool, args, nil, r.src, log)
+	case plan.KindCollect:
+		return r.collect(s, log)
+	case plan.KindScan:
+		return r.gate(ctx, log)
+	}
+	return fmt.Errorf("unknown step kind %q", s.Kind)
+}
+
+func (r *runner) command(ctx context.Context, s plan.Step, argv []string, env []string, log io.Writer) error {
+	if len(argv) == 0 {
+		return fmt.Errorf("step %s has no command", s.ID)
+	}
+	args := make([]string, len(argv))
+	for i, a := range argv {
+		args[i] = r.expand(a, s.Phase)
+	}
+	return r.run(ctx, args[0], args[1:], env, r.src, log)
+}
+
+func (r *runner) run(ctx context.Context, name string, args, env []string, dir string, log io.Writer) error {
+	fmt.Fprintf(log, "$ %s %s\n", name, strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, log, log
+	// The step and all it starts form one process group; Ctrl-C stops them all.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	return cmd.Run()
+}
+
+// fetch copies an archive from the mirror into the tree's source directory
+// after checking it against vars.sh's MD5 and the lock's sha256.
+func (r *runner) fetch(s plan.Step, log io.Writer) error {
+	name := s.Inputs["archive"]
+	mirror := r.opts.Mirror
+	if mirror == "" {
+		mirror = r.in.Recipe.Thirdparty.Mirror
+		if mirror != "" && !strings.Contains(mirror, "://") && !filepath.IsAbs(mirror) {
+			mirror = filepath.Join(r.in.Tree, mirror)
+		}
+	}
+	if mirror == "" {
+		return fmt.Errorf("no mirror for %s: pass --mirror DIR|URL", name)
+	}
+	rc, err := source.Open(mirror, name)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	dst := r.expand(s.Outputs[0], "")
+	os.MkdirAll(filepath.Dir(dst), 0o755)
+	tmp := dst + ".part"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	h := md5.New()
+	sum, err := source.Sum(io.TeeReader(rc, io.MultiWriter(f, h)))
+	f.Close()
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	pkg := source.Package{Entry: strings.TrimPrefix(s.ID, "fetch:"), Name: name, MD5: s.Inputs["md5"]}
+	warning, err := source.Verify(pkg, sum, r.in.Lock)
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if warning != "" {
+		r.warn(warning)
+	}
+	fmt.Fprintf(log, "fetched %s from %s: %d bytes, md5 %s, sha256 %s\n", name, mirror, sum.Size, hex.EncodeToString(h.Sum(nil)), sum.SHA256)
+	r.rec.addArchive(pkg.Entry, name, sum)
+	return os.Rename(tmp, dst)
+}
+
+func (r *runner) applyPatches(s plan.Step, root string, log io.Writer) error {
+	var ps []*patch.Patch
+	for id := range s.Inputs {
+		for _, p := range r.in.Series.Patches {
+			if p.ID() == id {
+				ps = append(ps, p)
+			}
+		}
+	}
+	// Series order (component, number), whatever order the inputs map gives.
+	sortPatches(ps)
+	res, err := patch.Apply(root, ps, patch.DefaultOptions())
+	if err != nil {
+		return err
+	}
+	for _, h := range res.Hunks {
+		fmt.Fprintln(log, h.String())
+	}
+	if !res.OK() {
+		var lines []string
+		for _, h := range res.Failed() {
+			lines = append(lines, h.String())
+		}
+		return fmt.Errorf("patches no longer apply (nothing was changed); check them with dorisarm patch check:\n  %s", strings.Join(lines, "\n  "))
+	}
+	return nil
+}
+
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o644)
+}
