@@ -163,6 +163,7 @@ func (r *runner) prepare() error {
 	}
 	if r.opts.PGOProfile != "" {
 		if tc.Compiler.Dialect == "clang" {
+			r.rec.PGOProfile = r.in.Plan.Step("build:" + r.in.Recipe.PGO.Step).Inputs["profile"]
 			return copyFile(r.opts.PGOProfile, r.profile)
 		}
 		return fmt.Errorf("--pgo-profile takes a merged .profdata for clang; for gcc, build with training")
@@ -203,6 +204,9 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 		if m, ok := r.cache.Get(s.Key); ok {
 			if err := r.cache.Restore(s.Key, r.work, m); err != nil {
 				return fmt.Errorf("%s: restoring %s from the cache: %v", target, s.ID, err)
+			}
+			if s.Kind == plan.KindMerge {
+				r.rec.PGOProfile = r.profileDigest(s)
 			}
 			r.rec.addStep(s, true, time.Since(t0))
 			r.opts.Progress.Step(target, i, s.ID, true, time.Since(t0))
@@ -251,14 +255,35 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 	case plan.KindPatch:
 		dir := r.expand(s.Outputs[0], "")
 		return r.applyPatches(s, dir, log)
-	case plan.KindUnpack, plan.KindThirdparty, plan.KindBuild:
+	case plan.KindUnpack, plan.KindThirdparty:
+		return r.command(ctx, s, s.Command, r.env(s), log)
+	case plan.KindBuild:
+		if s.Phase == plan.PhasePGO {
+			for _, d := range r.in.Recipe.PGO.Clean {
+				fmt.Fprintf(log, "removing %s before the optimized build\n", d)
+				if err := os.RemoveAll(filepath.Join(r.src, filepath.FromSlash(d))); err != nil {
+					return err
+				}
+			}
+		}
 		return r.command(ctx, s, s.Command, r.env(s), log)
 	case plan.KindTrain:
 		env := append(r.env(s), "LLVM_PROFILE_FILE="+filepath.Join(r.profileDir, "%m-%p.profraw"))
-		return r.command(ctx, s, s.Command, env, log)
+		err := r.command(ctx, s, s.Command, env, log)
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGILL {
+				return fmt.Errorf("%w: %s: the instrumented build died with SIGILL under qemu -cpu %s during PGO training: it uses an instruction the %s CPU does not have (dorisarm scan --target %s shows which)",
+					ErrGate, r.in.Plan.Cell.Target, r.in.Plan.Cell.Qemu, r.in.Plan.Cell.CPU, r.in.Plan.Cell.Target)
+			}
+		}
+		return err
 	case plan.KindMerge:
 		if len(s.Command) == 0 {
-			return nil // GCC: the .gcda directory is the profile
+			// GCC: the .gcda directory is the profile.
+			d, err := source.TreeDigest(r.profileDir, nil)
+			r.rec.PGOProfile = d
+			return err
 		}
 		raws, _ := filepath.Glob(filepath.Join(r.profileDir, "*.profraw"))
 		if len(raws) == 0 {
@@ -269,7 +294,12 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		if tool == "" {
 			return fmt.Errorf("%s has no llvm-profdata (tools.profdata in matrix.yaml)", r.in.TC.Compiler.Name)
 		}
-		return r.run(ctx, tool, args, nil, r.src, log)
+		if err := r.run(ctx, tool, args, nil, r.src, log); err != nil {
+			return err
+		}
+		d, err := source.FileDigest(r.profile)
+		r.rec.PGOProfile = d
+		return err
 	case plan.KindCollect:
 		return r.collect(s, log)
 	case plan.KindScan:
@@ -373,6 +403,15 @@ func (r *runner) applyPatches(s plan.Step, root string, log io.Writer) error {
 		return fmt.Errorf("patches no longer apply (nothing was changed); check them with dorisarm patch check:\n  %s", strings.Join(lines, "\n  "))
 	}
 	return nil
+}
+
+func (r *runner) profileDigest(s plan.Step) string {
+	if len(s.Command) == 0 {
+		d, _ := source.TreeDigest(r.profileDir, nil)
+		return d
+	}
+	d, _ := source.FileDigest(r.profile)
+	return d
 }
 
 func tail(path string, n int) string {

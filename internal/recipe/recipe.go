@@ -96,6 +96,10 @@ type PGO struct {
 	// under the target's emulator). Empty: a profile must be supplied
 	// (--pgo-profile), as for real Doris, trained with TPC-H on real hardware.
 	Train []string `yaml:"train"`
+	// Clean are build directories (relative to the tree) removed before the
+	// optimized build, so it recompiles everything with the profile (CMake
+	// would otherwise keep the instrumented compiler it cached).
+	Clean []string `yaml:"clean"`
 	Pos   datafile.Pos
 	Keys  datafile.Keys
 }

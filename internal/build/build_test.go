@@ -1,0 +1,306 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/patch"
+	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/scan"
+	"github.com/dorisarm/dorisarm/internal/source"
+	"github.com/dorisarm/dorisarm/internal/toolchain"
+)
+
+const repo = "../.."
+
+type setup struct {
+	target, compiler string
+	patches          string // patch dir (default: the recipe's)
+	tree             string // source tree (default: the sample)
+	recipe           func(*recipe.Recipe)
+}
+
+func need(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"qemu-aarch64", "aarch64-linux-gnu-gcc", "clang-16", "make", "javac"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (scripts/install-deps.sh)", tool)
+		}
+	}
+	if testing.Short() {
+		t.Skip("builds the sample; skipped with -short")
+	}
+}
+
+func input(t *testing.T, s setup) Input {
+	t.Helper()
+	m, err := matrix.Load(filepath.Join(repo, "matrix.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := recipe.Load(filepath.Join(repo, "recipes", "minidoris.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.recipe != nil {
+		s.recipe(r)
+	}
+	if s.patches == "" {
+		s.patches = r.Path(r.Patches)
+	}
+	if s.tree == "" {
+		s.tree = filepath.Join(repo, "examples", "minidoris")
+	}
+	series, err := patch.LoadSeries(s.patches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := source.ReadLock(r.Path(r.Lock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell, err := m.Cell("2.1", s.target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := toolchain.Resolve(m, cell, toolchain.Options{Compiler: s.compiler})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Make(plan.Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: s.tree, Version: "2.1.8", Series: series, Toolchain: tc, Lock: lock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := scan.PolicyFor(m, s.target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Input{Plan: p, Recipe: r, Tree: s.tree, Series: series, TC: tc, Lock: lock, Policy: pol}
+}
+
+func countLines(path string) int {
+	data, _ := os.ReadFile(path)
+	return strings.Count(string(data), "\n")
+}
+
+// TestBuildCacheAndRebuild builds kunpeng920 (clang: PGO + ThinLTO) cold,
+// again with nothing changed (no compiler runs), and after changing one patch
+// (only the steps after it run).
+func TestBuildCacheAndRebuild(t *testing.T) {
+	need(t)
+	out, cache := t.TempDir(), t.TempDir()
+	opts := Options{Out: out, Cache: cache, Jobs: 2}
+	in := input(t, setup{target: "kunpeng920", compiler: "clang"})
+	rec, err := Run(context.Background(), in, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := Dir(out, "2.1.8", "kunpeng920")
+	back, err := ReadRecord(filepath.Join(dir, RecordFile))
+	if err != nil || back.Compiler.Name != "clang" || back.PGOProfile == "" || back.Scan == nil || !back.Scan.Clean {
+		t.Fatalf("record: %+v %v", back, err)
+	}
+	if len(rec.Cache.Hits) != 0 || !strings.Contains(strings.Join(rec.Flags[plan.PhasePGO], " "), "-flto=thin") {
+		t.Errorf("cold build: hits %v, flags %v", rec.Cache.Hits, rec.Flags)
+	}
+	if len(back.Smoke) != 1 || !strings.Contains(back.Smoke[0].Output, "kernel=scalar") || back.Smoke[0].Model != "neoverse-n1" {
+		t.Errorf("smoke: %+v", back.Smoke)
+	}
+	// The Kunpeng output carries no SVE outside guarded code.
+	rep, err := scan.Scan(context.Background(), []string{dir}, in.Policy, scan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Files {
+		if f.Features["sve"] != f.Guarded["sve"] {
+			t.Errorf("%s has unguarded SVE: %v", f.Path, f.Features)
+		}
+	}
+
+	// No-op rebuild: every cacheable step is a hit and no compiler runs.
+	logs := filepath.Join(cache, "work", "kunpeng920-2.1.8", "logs")
+	before := countLines(filepath.Join(logs, "compiler-thirdparty.log")) + countLines(filepath.Join(logs, "compiler-pgo.log"))
+	rec, err = Run(context.Background(), input(t, setup{target: "kunpeng920", compiler: "clang"}), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Cache.Misses) != 0 || len(rec.Cache.Hits) != len(rec.Steps)-2 {
+		t.Errorf("no-op rebuild: misses %v", rec.Cache.Misses)
+	}
+	// The compiler logs are rewritten by the wrappers only when a compiler runs.
+	after := countLines(filepath.Join(logs, "compiler-thirdparty.log")) + countLines(filepath.Join(logs, "compiler-pgo.log"))
+	if after > before {
+		t.Errorf("a compiler ran in a no-op rebuild (%d → %d log lines)", before, after)
+	}
+
+	// Change the bitshuffle patch: only its dependents rebuild.
+	pdir := t.TempDir()
+	if out, err := exec.Command("cp", "-a", filepath.Join(repo, "examples/minidoris/patches")+"/.", pdir).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	pf := filepath.Join(pdir, "bitshuffle", "0001-scalar-bitshuffle.patch")
+	data, _ := os.ReadFile(pf)
+	os.WriteFile(pf, []byte(strings.Replace(string(data), "Last-Update: 2026-11-29", "Last-Update: 2026-12-01", 1)), 0o644)
+	rec, err = Run(context.Background(), input(t, setup{target: "kunpeng920", compiler: "clang", patches: pdir}), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "patch:bitshuffle thirdparty:BITSHUFFLE build:be:instrument pgo:train pgo:merge build:be"
+	if got := strings.Join(rec.Cache.Misses, " "); got != want {
+		t.Errorf("after one patch changed, misses:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestGraviton3KeepsSVE: the graviton3 BE passes its smoke run under qemu's
+// SVE model and dies with SIGILL under Kunpeng's model (neoverse-n1).
+func TestGraviton3KeepsSVE(t *testing.T) {
+	need(t)
+	out, cache := t.TempDir(), t.TempDir()
+	in := input(t, setup{target: "graviton3", compiler: "gcc"})
+	rec, err := Run(context.Background(), in, Options{Out: out, Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rec.Smoke[0].Output, "kernel=sve") {
+		t.Fatalf("graviton3 smoke: %+v", rec.Smoke)
+	}
+	be := filepath.Join(Dir(out, "2.1.8", "graviton3"), "be/lib/doris_be")
+	argv := append(in.TC.EmulatorAs("neoverse-n1"), be, "--self-test")
+	err = exec.Command(argv[0], argv[1:]...).Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || (ee.ExitCode() != -1 && ee.ExitCode() != 132) {
+		t.Errorf("graviton3 BE under neoverse-n1: %v, want SIGILL", err)
+	}
+}
+
+// TestLeakedSVEFailsSmokeAndScan: builds on a pretend SVE build host, without
+// the sve-off patch and the recipe pin, leak SVE. Kunpeng's PGO training run
+// dies with SIGILL; Graviton2's smoke run does; without smoke runs the scan
+// gate refuses the build. Nothing is published in any case.
+func TestLeakedSVEFailsSmokeAndScan(t *testing.T) {
+	need(t)
+	cpuinfo := filepath.Join(t.TempDir(), "cpuinfo")
+	os.WriteFile(cpuinfo, []byte("Features\t: fp asimd atomics sve\n"), 0o644)
+	t.Setenv("CPUINFO", cpuinfo)
+	pdir := t.TempDir()
+	exec.Command("cp", "-a", filepath.Join(repo, "examples/minidoris/patches")+"/.", pdir).Run()
+	os.RemoveAll(filepath.Join(pdir, "simdprobe"))
+	noPin := func(r *recipe.Recipe) { delete(r.Thirdparty.Env, "SIMDPROBE") }
+	out, cache := t.TempDir(), t.TempDir()
+	_, err := Run(context.Background(), input(t, setup{target: "kunpeng920", compiler: "gcc", patches: pdir, recipe: noPin}), Options{Out: out, Cache: cache})
+	if !errors.Is(err, ErrGate) || !strings.Contains(err.Error(), "SIGILL under qemu -cpu neoverse-n1") || !strings.Contains(err.Error(), "PGO training") {
+		t.Fatalf("training gate: %v", err)
+	}
+	_, err = Run(context.Background(), input(t, setup{target: "graviton2", compiler: "gcc", patches: pdir, recipe: noPin}), Options{Out: out, Cache: cache})
+	if !errors.Is(err, ErrGate) || !strings.Contains(err.Error(), "be/lib/doris_be died with SIGILL under qemu -cpu neoverse-n1") {
+		t.Fatalf("smoke gate: %v", err)
+	}
+	noSmoke := func(r *recipe.Recipe) { noPin(r); r.Smoke = nil }
+	_, err = Run(context.Background(), input(t, setup{target: "graviton2", compiler: "gcc", patches: pdir, recipe: noSmoke}), Options{Out: out, Cache: cache})
+	if !errors.Is(err, ErrGate) || !strings.Contains(err.Error(), "isa-extension sve in simdprobe_sum") {
+		t.Fatalf("scan gate: %v", err)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Errorf("something was published: %v", ents)
+	}
+}
+
+// TestBadInputs: a tampered archive, a missing one, a patch that no longer
+// applies and a failing build step each stop the build with a clear error,
+// leave the published build as it was and cache nothing for the failed step.
+func TestBadInputs(t *testing.T) {
+	need(t)
+	out, cache := t.TempDir(), t.TempDir()
+	good := input(t, setup{target: "generic-armv8", compiler: "gcc"})
+	if _, err := Run(context.Background(), good, Options{Out: out, Cache: cache}); err != nil {
+		t.Fatal(err)
+	}
+	published := filepath.Join(Dir(out, "2.1.8", "generic-armv8"), RecordFile)
+	stamp, _ := os.ReadFile(published)
+
+	// A mirror whose minilz archive was tampered with.
+	mirror := t.TempDir()
+	exec.Command("cp", "-a", filepath.Join(repo, "examples/minidoris/thirdparty/mirror")+"/.", mirror).Run()
+	os.WriteFile(filepath.Join(mirror, "minilz-1.2.0.tar.gz"), []byte("tampered"), 0o644)
+	fresh := t.TempDir()
+	_, err := Run(context.Background(), good, Options{Out: out, Cache: fresh, Mirror: mirror})
+	if err == nil || !strings.Contains(err.Error(), "minilz-1.2.0.tar.gz: MD5") {
+		t.Errorf("tampered archive: %v", err)
+	}
+	os.Remove(filepath.Join(mirror, "minilz-1.2.0.tar.gz"))
+	_, err = Run(context.Background(), good, Options{Out: out, Cache: fresh, Mirror: mirror})
+	if err == nil || !strings.Contains(err.Error(), "minilz-1.2.0.tar.gz is not in mirror") {
+		t.Errorf("missing archive: %v", err)
+	}
+	if _, ok := (&Cache{Dir: fresh}).Get(good.Plan.Step("fetch:MINILZ").Key); ok {
+		t.Error("the failed fetch was cached")
+	}
+
+	// A tree whose bitshuffle source moved on: the kunpeng patch no longer applies.
+	tree := t.TempDir()
+	exec.Command("cp", "-a", filepath.Join(repo, "examples/minidoris")+"/.", tree).Run()
+	bad := filepath.Join(tree, "build.sh")
+	data, _ := os.ReadFile(bad)
+	os.WriteFile(bad, []byte(strings.Replace(string(data), `OPENSSL_LIBS=("${TP_INSTALL}/lib/libssl.a"`, `OPENSSL_LIBS=("${TP_INSTALL}/lib/libssl.a" `, 1)), 0o755)
+	_, err = Run(context.Background(), input(t, setup{target: "kunpeng920", compiler: "gcc", tree: tree}), Options{Out: out, Cache: cache})
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "patch:doris" || !strings.Contains(err.Error(), "no longer apply") {
+		t.Errorf("patch drift: %v", err)
+	}
+
+	// A build step that fails: its log's tail is shown, the previous build stays.
+	os.WriteFile(bad, []byte(strings.Replace(string(data), "set -eo pipefail", "set -eo pipefail\necho 'error: the compiler broke' >&2; exit 3", 1)), 0o755)
+	_, err = Run(context.Background(), input(t, setup{target: "generic-armv8", compiler: "gcc", tree: tree}), Options{Out: out, Cache: cache})
+	if !errors.As(err, &se) || !strings.HasPrefix(se.Step, "build:") || !strings.Contains(se.Tail, "the compiler broke") {
+		t.Errorf("failing step: %v", err)
+	}
+	if now, _ := os.ReadFile(published); string(now) != string(stamp) {
+		t.Error("a failed build changed the published one")
+	}
+	if ents, _ := filepath.Glob(filepath.Join(out, ".staging-*")); len(ents) != 0 {
+		t.Errorf("staging left behind: %v", ents)
+	}
+}
+
+func TestCachePrune(t *testing.T) {
+	dir := t.TempDir()
+	c := &Cache{Dir: dir}
+	c.Init()
+	tree := t.TempDir()
+	os.WriteFile(filepath.Join(tree, "f"), make([]byte, 1000), 0o644)
+	for _, k := range []string{"a", "b", "c"} {
+		if err := c.Put(Meta{Key: k}, tree, []string{"f"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A second Put of the same key (a concurrent build) is harmless.
+	if err := c.Put(Meta{Key: "a"}, tree, []string{"f"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Get("a") // most recently used
+	entries, _ := c.Entries()
+	removed, err := c.Prune(2 * entries[0].Bytes)
+	if err != nil || len(removed) != 1 || removed[0].Key == "a" {
+		t.Fatalf("prune: %v %+v", err, removed)
+	}
+	if _, ok := c.Get("a"); !ok {
+		t.Error("pruned the most recently used entry")
+	}
+	out := t.TempDir()
+	m, _ := c.Get("a")
+	if err := c.Restore("a", out, m); err != nil || countBytes(filepath.Join(out, "f")) != 1000 {
+		t.Errorf("restore: %v", err)
+	}
+}
+
+func countBytes(p string) int {
+	b, _ := os.ReadFile(p)
+	return len(b)
+}
