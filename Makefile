@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build test vet fmt demo clean fuzz bench bench-scan
+.PHONY: all deps build test vet fmt demo clean fuzz bench bench-scan bench-build
 
 all: build
 
@@ -38,6 +38,10 @@ bench: deps
 # dorisarm scan against llvm-objdump on real arm64 libraries (downloads to .cache/bench).
 bench-scan: deps
 	bash scripts/bench-scan.sh
+
+# Cold build, no-op rebuild and one-patch rebuild of the sample for every arm64 target.
+bench-build: deps
+	bash scripts/bench-build.sh
 
 # Each fuzz target for a bounded time (FUZZTIME, default 20s).
 FUZZTIME ?= 20s

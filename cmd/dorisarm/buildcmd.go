@@ -83,6 +83,10 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 					failed = append(failed, p.plan.Cell.Target)
 					continue
 				}
+				if rec.UpToDate {
+					fmt.Fprintf(g.stdout, "%s  %s  up to date (the published build matches the plan)\n", build.Dir(opts.Out, rec.Cell.Doris, rec.Cell.Target), rec.Cell.Target)
+					continue
+				}
 				fmt.Fprintf(g.stdout, "%s  %s  %s %s  %d steps, %d from the cache (%.0f%%), %.1fs\n",
 					build.Dir(opts.Out, rec.Cell.Doris, rec.Cell.Target), rec.Cell.Target, rec.Compiler.Name, rec.Compiler.Version,
 					len(rec.Steps), len(rec.Cache.Hits), 100*rec.HitRate(), rec.Seconds)

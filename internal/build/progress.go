@@ -75,6 +75,19 @@ func (p *Progress) Step(target string, i int, id string, cached bool, d time.Dur
 	p.line("%s [%d/%d] %s %s %.1fs", target, i+1, p.total[target], id, how, d.Seconds())
 }
 
+// UpToDate says a target's published build is current.
+func (p *Progress) UpToDate(target string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.line("%s up to date", target)
+	if p.TTY {
+		fmt.Fprintln(p.W)
+	}
+}
+
 // Warn reports a warning.
 func (p *Progress) Warn(target, msg string) {
 	if p == nil {

@@ -3,6 +3,7 @@ package build
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -37,7 +38,9 @@ type Record struct {
 	Outputs    []OutputFile        `json:"outputs"`
 	Warnings   []string            `json:"warnings,omitempty"`
 	Seconds    float64             `json:"seconds"`
-	Finished   time.Time           `json:"finished"`
+	// UpToDate is set (not stored) when a build found its published output current.
+	UpToDate bool      `json:"-"`
+	Finished time.Time `json:"finished"`
 }
 
 // Package is a third-party package as built.
@@ -108,6 +111,39 @@ func (r *Record) addArchive(entry, name string, sum source.LockEntry) {
 			r.Packages[i].SHA256 = sum.SHA256
 		}
 	}
+}
+
+// upToDate reports whether the build published in dir came from exactly this
+// plan (every step key equal) and its files are still what the record says.
+func upToDate(p *plan.Plan, dir string) (*Record, bool) {
+	rec, err := ReadRecord(filepath.Join(dir, RecordFile))
+	// The record is written by the scan step, the plan's last, before it ends.
+	if err != nil || len(p.Steps) == 0 || len(rec.Steps) != len(p.Steps)-1 {
+		return nil, false
+	}
+	for i, s := range p.Steps[:len(rec.Steps)] {
+		if rec.Steps[i].ID != s.ID || rec.Steps[i].Key != s.Key {
+			return nil, false
+		}
+	}
+	outs, err := digestTree(dir)
+	if err != nil {
+		return nil, false
+	}
+	want := map[string]string{}
+	for _, o := range rec.Outputs {
+		want[o.Path] = o.SHA256
+	}
+	for _, o := range outs {
+		if o.Path == RecordFile {
+			continue
+		}
+		if want[o.Path] != o.SHA256 {
+			return nil, false
+		}
+		delete(want, o.Path)
+	}
+	return rec, len(want) == 0
 }
 
 // HitRate is the share of cacheable steps restored from the cache.

@@ -95,6 +95,13 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 		r.warn(w)
 	}
 	start := time.Now()
+	if rec, ok := upToDate(in.Plan, Dir(opts.Out, p.Cell.Doris, p.Cell.Target)); ok {
+		// Same plan keys as the published build, whose files are unchanged:
+		// nothing to do, not even the smoke run and scan it already passed.
+		opts.Progress.UpToDate(p.Cell.Target)
+		rec.UpToDate = true
+		return rec, nil
+	}
 	if err := r.prepare(); err != nil {
 		return nil, err
 	}
