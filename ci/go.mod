@@ -1,0 +1,3 @@
+module dagger/dorisarm
+
+go 1.26

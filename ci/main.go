@@ -1,0 +1,175 @@
+// The dorisarm Dagger module: containers, cache volumes and fan-out around
+// the dorisarm CLI, which holds all the logic (and is tested in this repo).
+//
+//	dagger call build --source=. --doris-source=../doris --target=kunpeng920 export --path=out
+//	dagger call build-all --source=. --doris-source=../doris --targets=kunpeng920,graviton3 export --path=out
+//	dagger call scan --source=. --build=out --target=kunpeng920
+//
+// `dagger develop` generates internal/dagger (the SDK bindings) from
+// dagger.json; it is not committed. The Dagger engine cannot run on the
+// project's machines, so this file is kept small enough to review by eye, and
+// cmd/dorisarm/ci_test.go checks every dorisarm command line in it against
+// the CLI.
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"dagger/dorisarm/internal/dagger"
+)
+
+// Dorisarm builds Apache Doris for ARM servers.
+type Dorisarm struct{}
+
+const (
+	// defaultImage has Go 1.26 on Debian 12, what scripts/install-deps.sh expects.
+	defaultImage = "golang:1.26-bookworm"
+	work         = "/work/dorisarm"
+	tree         = "/work/doris"
+	cacheDir     = "/cache/dorisarm"
+	outDir       = "/out"
+)
+
+// container is the build container for a target: the platform's image (a
+// native linux/arm64 one on arm64 runners, or the default platform with the
+// cross toolchain), dorisarm built from source, caches mounted per target and
+// compiler.
+func (m *Dorisarm) container(source *dagger.Directory, target, platform, image, compiler string) *dagger.Container {
+	if image == "" {
+		image = defaultImage
+	}
+	opts := dagger.ContainerOpts{}
+	if platform != "" {
+		opts.Platform = dagger.Platform(platform)
+	}
+	key := strings.Join([]string{"dorisarm", target, compiler, platform}, "-")
+	return dag.Container(opts).From(image).
+		WithMountedCache("/var/cache/apt", dag.CacheVolume("dorisarm-apt-"+platform)).
+		WithMountedCache("/root/go/pkg/mod", dag.CacheVolume("dorisarm-gomod")).
+		WithMountedCache(cacheDir, dag.CacheVolume(key), dagger.ContainerWithMountedCacheOpts{Sharing: dagger.CacheSharingModeLocked}).
+		WithDirectory(work, source).
+		WithWorkdir(work).
+		WithExec([]string{"bash", "scripts/install-deps.sh"}).
+		WithExec([]string{"go", "build", "-o", "/usr/local/bin/dorisarm", "./cmd/dorisarm"})
+}
+
+// Build builds one target and returns <out>/<doris>/<target>/. Without
+// dorisSource it builds the bundled sample.
+func (m *Dorisarm) Build(
+	ctx context.Context,
+	source *dagger.Directory,
+	// +optional
+	dorisSource *dagger.Directory,
+	target string,
+	// +optional
+	dorisVersion string,
+	// +optional
+	mirror *dagger.Directory,
+	// +optional
+	platform string,
+	// +optional
+	image string,
+	// +optional
+	compiler string,
+	// +optional
+	pgoProfile *dagger.File,
+) (*dagger.Directory, error) {
+	ctr := m.container(source, target, platform, image, compiler)
+	args := []string{"dorisarm", "build", "--target", target, "--out", outDir, "--cache", cacheDir}
+	if dorisSource != nil {
+		ctr = ctr.WithDirectory(tree, dorisSource)
+		args = append(args, "--source", tree)
+	}
+	if dorisVersion != "" {
+		args = append(args, "--doris", dorisVersion)
+	}
+	if mirror != nil {
+		ctr = ctr.WithDirectory("/mirror", mirror)
+		args = append(args, "--mirror", "/mirror")
+	}
+	if compiler != "" {
+		args = append(args, "--compiler", compiler)
+	}
+	if pgoProfile != nil {
+		ctr = ctr.WithFile("/pgo.profdata", pgoProfile)
+		args = append(args, "--pgo-profile", "/pgo.profdata")
+	}
+	return ctr.WithExec(args).Directory(outDir), nil
+}
+
+// BuildAll builds targets concurrently and merges their outputs.
+func (m *Dorisarm) BuildAll(
+	ctx context.Context,
+	source *dagger.Directory,
+	// +optional
+	dorisSource *dagger.Directory,
+	targets []string,
+	// +optional
+	mirror *dagger.Directory,
+	// +optional
+	platform string,
+) (*dagger.Directory, error) {
+	outs := make([]*dagger.Directory, len(targets))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, t := range targets {
+		g.Go(func() error {
+			d, err := m.Build(gctx, source, dorisSource, t, "", mirror, platform, "", "", nil)
+			if err != nil {
+				return err
+			}
+			// Force evaluation here so the builds really run side by side.
+			if _, err := d.Sync(gctx); err != nil {
+				return fmt.Errorf("%s: %w", t, err)
+			}
+			outs[i] = d
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	merged := dag.Directory()
+	for _, d := range outs {
+		merged = merged.WithDirectory(".", d)
+	}
+	return merged, nil
+}
+
+// Scan scans a build directory with a target's policy and returns the report
+// as Markdown (the CI step summary); a violation fails the call.
+func (m *Dorisarm) Scan(ctx context.Context, source *dagger.Directory, build *dagger.Directory, target string) (string, error) {
+	return m.container(source, target, "", "", "").
+		WithDirectory("/scan", build).
+		WithExec([]string{"dorisarm", "scan", "--target", target, "--format", "markdown", "/scan"}).
+		Stdout(ctx)
+}
+
+// Release builds the targets and scans each build. Publishing, signing and
+// promotion join the chain when dorisarm publish/sign/promote land.
+func (m *Dorisarm) Release(
+	ctx context.Context,
+	source *dagger.Directory,
+	// +optional
+	dorisSource *dagger.Directory,
+	targets []string,
+	// +optional
+	mirror *dagger.Directory,
+) (string, error) {
+	out, err := m.BuildAll(ctx, source, dorisSource, targets, mirror, "")
+	if err != nil {
+		return "", err
+	}
+	var report strings.Builder
+	for _, t := range targets {
+		md, err := m.Scan(ctx, source, out, t)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", t, err)
+		}
+		report.WriteString(md)
+	}
+	return report.String(), nil
+}
