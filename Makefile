@@ -24,12 +24,24 @@ vet:
 test: deps vet
 	$(GO) test -count=1 ./...
 
-# The main job on the bundled sample: validate the matrix, pin and verify the
-# sample's third-party archives, and print the plan of every cell.
+# The main job on the bundled sample (examples/minidoris, a small tree with
+# Doris's build interface): validate the matrix, print kunpeng920's plan,
+# build every target (cross compilers, patches, PGO+ThinLTO, smoke runs and
+# the scan gate under qemu), rebuild (nothing to do), scan one build, and show
+# the scan catching a graviton3 build (SVE) offered to Kunpeng 920.
+DEMO_OUT   ?= out/demo
+DEMO_CACHE ?= .cache/demo
 demo: deps build
 	$(BIN) matrix
-	$(BIN) sources list
-	$(BIN) plan --target all
+	$(BIN) plan --target kunpeng920
+	$(BIN) build --target all --out $(DEMO_OUT) --cache $(DEMO_CACHE)
+	$(BIN) build --target all --out $(DEMO_OUT) --cache $(DEMO_CACHE)
+	$(BIN) scan --target kunpeng920 --allow recipes/minidoris-scan-allow.yaml --format markdown $(DEMO_OUT)/2.1.8/kunpeng920 > $(DEMO_OUT)/scan-kunpeng920.md
+	@echo "scan report: $(DEMO_OUT)/scan-kunpeng920.md"
+	@echo "== the graviton3 build (SVE) scanned for kunpeng920 must fail:"
+	@$(BIN) scan --target kunpeng920 --allow recipes/minidoris-scan-allow.yaml $(DEMO_OUT)/2.1.8/graviton3 > $(DEMO_OUT)/scan-graviton3-as-kunpeng920.txt; \
+	  rc=$$?; grep -E '^(be/|  ERROR|[0-9]+ files)' $(DEMO_OUT)/scan-graviton3-as-kunpeng920.txt; \
+	  if [ $$rc -ne 1 ]; then echo "expected exit 1 (violations), got $$rc"; exit 1; fi; echo "exit 1, as it should"
 
 # Benchmarks (numbers, not pass/fail): the classifier and the scanner.
 bench: deps
@@ -57,4 +69,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf bin out
+	rm -rf bin out .cache/demo

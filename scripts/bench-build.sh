@@ -15,8 +15,9 @@ run() { # label, extra args...
     bin/dorisarm build --target "${targets}" --out "${work}/out" --cache "${work}/cache" "$@" >"${work}/${label}.txt" 2>"${work}/${label}.err"
     t1=$(date +%s.%N)
     local hits misses current
-    hits=$( (grep -o '[0-9]* from the cache' "${work}/${label}.txt" || true) | awk '{s+=$1} END {print s+0}')
-    misses=$( (grep -o '[0-9]* steps, [0-9]* from' "${work}/${label}.txt" || true) | awk '{s+=$1-$3-2} END {print s+0}')
+    # "cache: H of N cacheable steps": N-H steps ran.
+    hits=$( (grep -o 'cache: [0-9]* of [0-9]*' "${work}/${label}.txt" || true) | awk '{s+=$2} END {print s+0}')
+    misses=$( (grep -o 'cache: [0-9]* of [0-9]*' "${work}/${label}.txt" || true) | awk '{s+=$4-$2} END {print s+0}')
     current=$(grep -c 'up to date' "${work}/${label}.txt" || true)
     printf '%-22s %8.1fs  steps from the cache %3d  steps run %3d  targets up to date %d\n' "${label}" "$(echo "${t1} - ${t0}" | bc -l)" "${hits}" "${misses}" "${current}"
     echo "${t1} - ${t0}" | bc -l >"${work}/${label}.time"

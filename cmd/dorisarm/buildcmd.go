@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -87,9 +85,9 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 					fmt.Fprintf(g.stdout, "%s  %s  up to date (the published build matches the plan)\n", build.Dir(opts.Out, rec.Cell.Doris, rec.Cell.Target), rec.Cell.Target)
 					continue
 				}
-				fmt.Fprintf(g.stdout, "%s  %s  %s %s  %d steps, %d from the cache (%.0f%%), %.1fs\n",
+				fmt.Fprintf(g.stdout, "%s  %s  %s %s  %d steps; cache: %d of %d cacheable steps (%.0f%%); %.1fs\n",
 					build.Dir(opts.Out, rec.Cell.Doris, rec.Cell.Target), rec.Cell.Target, rec.Compiler.Name, rec.Compiler.Version,
-					len(rec.Steps), len(rec.Cache.Hits), 100*rec.HitRate(), rec.Seconds)
+					len(rec.Steps), len(rec.Cache.Hits), len(rec.Cache.Hits)+len(rec.Cache.Misses), 100*rec.HitRate(), rec.Seconds)
 			}
 			if cacheMax > 0 {
 				c := &build.Cache{Dir: opts.Cache}
@@ -146,6 +144,3 @@ func newCacheCmd(g *globals) *cobra.Command {
 	cmd.AddCommand(prune)
 	return cmd
 }
-
-var _ = errors.New
-var _ = context.Background

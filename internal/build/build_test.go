@@ -162,7 +162,9 @@ func TestBuildCacheAndRebuild(t *testing.T) {
 // SVE model and dies with SIGILL under Kunpeng's model (neoverse-n1).
 func TestGraviton3KeepsSVE(t *testing.T) {
 	need(t)
-	out, cache := t.TempDir(), t.TempDir()
+	// Relative --out and --cache (as `make demo` passes them): steps run in
+	// other directories and must still find the wrappers and the cache.
+	out, cache := relative(t, t.TempDir()), relative(t, t.TempDir())
 	in := input(t, setup{target: "graviton3", compiler: "gcc"})
 	rec, err := Run(context.Background(), in, Options{Out: out, Cache: cache})
 	if err != nil {
@@ -303,4 +305,17 @@ func TestCachePrune(t *testing.T) {
 func countBytes(p string) int {
 	b, _ := os.ReadFile(p)
 	return len(b)
+}
+
+func relative(t *testing.T, dir string) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, dir)
+	if err != nil || filepath.IsAbs(rel) {
+		t.Fatalf("no relative path to %s: %v", dir, err)
+	}
+	return rel
 }

@@ -77,6 +77,14 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	if opts.Jobs <= 0 {
 		opts.Jobs = 2
 	}
+	// Steps run in other directories: every path they are given must be absolute.
+	for _, p := range []*string{&opts.Cache, &opts.Out, &in.Tree} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, err
+		}
+		*p = abs
+	}
 	c := &Cache{Dir: opts.Cache}
 	if err := c.Init(); err != nil {
 		return nil, err

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func needBuildTools(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"qemu-aarch64", "aarch64-linux-gnu-gcc", "make", "javac"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (run scripts/install-deps.sh)", tool)
+		}
+	}
+}
+
+// TestBuildCommand builds the sample for graviton2 through the CLI with the
+// real cross compiler and qemu, then checks the published tree, the record,
+// the no-op rebuild and cache prune.
+func TestBuildCommand(t *testing.T) {
+	needBuildTools(t)
+	dir := t.TempDir()
+	out, cache := filepath.Join(dir, "out"), filepath.Join(dir, "cache")
+	stdout, stderr, code := run(t, "build", "--target", "graviton2", "--out", out, "--cache", cache)
+	if code != 0 {
+		t.Fatalf("build: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	pub := filepath.Join(out, "2.1.8", "graviton2")
+	if !strings.Contains(stdout, pub+"  graviton2  ") || !strings.Contains(stdout, "; cache: 0 of ") {
+		t.Fatalf("build output:\n%s", stdout)
+	}
+	var rec struct {
+		Cell struct{ Target string }
+		Scan struct{ Pass bool }
+	}
+	b, err := os.ReadFile(filepath.Join(pub, "dorisarm-build.json"))
+	if err != nil || json.Unmarshal(b, &rec) != nil || rec.Cell.Target != "graviton2" {
+		t.Fatalf("build record: %v\n%s", err, b)
+	}
+	if _, err := os.Stat(filepath.Join(pub, "be", "lib", "doris_be")); err != nil {
+		t.Fatal("doris_be not published:", err)
+	}
+
+	stdout, stderr, code = run(t, "build", "--target", "graviton2", "--out", out, "--cache", cache)
+	if code != 0 || !strings.Contains(stdout, "up to date") {
+		t.Fatalf("rebuild: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	stdout, _, code = run(t, "cache", "prune", "--cache", cache, "--max-size", "0")
+	if code != 0 || !strings.HasPrefix(stdout, "removed ") || !strings.HasSuffix(strings.TrimSpace(stdout), "; 0 left") || strings.HasPrefix(stdout, "removed 0 ") {
+		t.Fatalf("prune: exit %d: %s", code, stdout)
+	}
+}
+
+func TestBuildBadInputExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	allow := filepath.Join(dir, "allow.yaml")
+	os.WriteFile(allow, []byte("exceptions:\n  - rule: glibc-version\n    bogus: 1\n"), 0o644)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"build"}, "--target is required"},
+		{[]string{"build", "--target", "kunpeng930"}, `unknown target "kunpeng930"`},
+		{[]string{"build", "--target", "graviton2", "--compiler", "icc"}, `does not list compiler "icc"`},
+		{[]string{"build", "--target", "graviton2", "--allow", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
+		{[]string{"build", "--target", "graviton2", "--allow", allow}, "allow.yaml:3"},
+	}
+	for _, c := range cases {
+		args := append(c.args, "--out", filepath.Join(dir, "out"), "--cache", filepath.Join(dir, "cache"))
+		_, errOut, code := run(t, args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errOut, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+		t.Error("a rejected build created the output directory")
+	}
+}
