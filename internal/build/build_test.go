@@ -124,15 +124,27 @@ func TestBuildCacheAndRebuild(t *testing.T) {
 		}
 	}
 
-	// No-op rebuild: every cacheable step is a hit and no compiler runs.
+	// No-op rebuild: the published build is up to date.
 	logs := filepath.Join(cache, "work", "kunpeng920-2.1.8", "logs")
 	before := countLines(filepath.Join(logs, "compiler-thirdparty.log")) + countLines(filepath.Join(logs, "compiler-pgo.log"))
+	rec, err = Run(context.Background(), input(t, setup{target: "kunpeng920", compiler: "clang"}), opts)
+	if err != nil || !rec.UpToDate {
+		t.Fatalf("no-op rebuild not up to date: %v", err)
+	}
+	// A published file edited by hand: not up to date any more; rebuilt
+	// with every cacheable step from the cache, and the file restored.
+	be := filepath.Join(dir, "be", "lib", "doris_be")
+	orig, _ := os.ReadFile(be)
+	os.WriteFile(be, append(append([]byte{}, orig...), "tampered"...), 0o755)
 	rec, err = Run(context.Background(), input(t, setup{target: "kunpeng920", compiler: "clang"}), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.Cache.Misses) != 0 || len(rec.Cache.Hits) != len(rec.Steps)-2 {
-		t.Errorf("no-op rebuild: misses %v", rec.Cache.Misses)
+	if now, _ := os.ReadFile(be); string(now) != string(orig) {
+		t.Error("the edited doris_be was not replaced by the rebuild")
+	}
+	if rec.UpToDate || len(rec.Cache.Misses) != 0 || len(rec.Cache.Hits) != len(rec.Steps)-2 {
+		t.Errorf("rebuild from the cache: up to date %v, misses %v", rec.UpToDate, rec.Cache.Misses)
 	}
 	// The compiler logs are rewritten by the wrappers only when a compiler runs.
 	after := countLines(filepath.Join(logs, "compiler-thirdparty.log")) + countLines(filepath.Join(logs, "compiler-pgo.log"))
@@ -231,18 +243,28 @@ func TestBadInputs(t *testing.T) {
 	mirror := t.TempDir()
 	exec.Command("cp", "-a", filepath.Join(repo, "examples/minidoris/thirdparty/mirror")+"/.", mirror).Run()
 	os.WriteFile(filepath.Join(mirror, "minilz-1.2.0.tar.gz"), []byte("tampered"), 0o644)
-	fresh := t.TempDir()
-	_, err := Run(context.Background(), good, Options{Out: out, Cache: fresh, Mirror: mirror})
+	// A fresh output directory too: into `out` the same plan is up to date
+	// and fetches nothing.
+	fresh, freshOut := t.TempDir(), t.TempDir()
+	_, err := Run(context.Background(), good, Options{Out: freshOut, Cache: fresh, Mirror: mirror})
 	if err == nil || !strings.Contains(err.Error(), "minilz-1.2.0.tar.gz: MD5") {
 		t.Errorf("tampered archive: %v", err)
 	}
 	os.Remove(filepath.Join(mirror, "minilz-1.2.0.tar.gz"))
-	_, err = Run(context.Background(), good, Options{Out: out, Cache: fresh, Mirror: mirror})
+	_, err = Run(context.Background(), good, Options{Out: freshOut, Cache: fresh, Mirror: mirror})
 	if err == nil || !strings.Contains(err.Error(), "minilz-1.2.0.tar.gz is not in mirror") {
 		t.Errorf("missing archive: %v", err)
 	}
 	if _, ok := (&Cache{Dir: fresh}).Get(good.Plan.Step("fetch:MINILZ").Key); ok {
 		t.Error("the failed fetch was cached")
+	}
+	if ents, _ := os.ReadDir(freshOut); len(ents) != 0 {
+		t.Errorf("failed builds left %v in the output directory", ents)
+	}
+	// With the published build unchanged, the same plan is up to date: the
+	// broken mirror is not even consulted.
+	if rec, err := Run(context.Background(), good, Options{Out: out, Cache: fresh, Mirror: mirror}); err != nil || !rec.UpToDate {
+		t.Errorf("published build not up to date: %v", err)
 	}
 
 	// A tree whose bitshuffle source moved on: the kunpeng patch no longer applies.
