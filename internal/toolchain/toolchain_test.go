@@ -322,13 +322,17 @@ func TestBiShengHome(t *testing.T) {
 	if out, err := run(t, tc, b.bin); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	// Without BISHENG_HOME, kunpeng920 falls back to gcc and says why bisheng was skipped.
+	// Without BISHENG_HOME, kunpeng920 falls back to the next compiler of
+	// its list and says why bisheng was skipped.
 	tc2, err := Resolve(m, cell, Options{Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tc2.Compiler.Name != "gcc" {
-		t.Errorf("fallback picked %s, want gcc", tc2.Compiler.Name)
+	if want := cell.Target.Compilers[1]; tc2.Compiler.Name != want {
+		t.Errorf("fallback picked %s, want %s (next in the target's list)", tc2.Compiler.Name, want)
+	}
+	if len(tc2.Notes) == 0 || !strings.Contains(strings.Join(tc2.Notes, " "), "bisheng-clang") {
+		t.Errorf("no note says why bisheng-clang was skipped: %v", tc2.Notes)
 	}
 }
 
