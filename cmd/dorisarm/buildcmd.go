@@ -101,10 +101,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			return nil
 		},
 	}
-	o.tree.flags(cmd)
-	cmd.Flags().StringVar(&o.targets, "target", "", "target name, comma-separated names, or all")
-	cmd.Flags().StringVar(&o.compiler, "compiler", "", "use this compiler of the target's list instead of the first installed")
-	cmd.Flags().StringVar(&o.pgoProfile, "pgo-profile", "", "a merged PGO profile collected on real hardware (skips training)")
+	o.flags(cmd, "a merged PGO profile collected on real hardware (skips training)")
 	cmd.Flags().StringVar(&opts.Out, "out", "out", "where builds are published: <out>/<doris>/<target>/")
 	cmd.Flags().StringVar(&opts.Cache, "cache", defaultCacheDir(), "the step cache and work directories ($DORISARM_CACHE)")
 	cmd.Flags().IntVar(&opts.Jobs, "jobs", 2, "parallel jobs inside a step")

@@ -86,6 +86,15 @@ type planOptions struct {
 	format     string
 }
 
+// flags registers what plan and build share: the tree, the targets, the
+// compiler and a PGO profile.
+func (o *planOptions) flags(cmd *cobra.Command, profileHelp string) {
+	o.tree.flags(cmd)
+	cmd.Flags().StringVar(&o.targets, "target", "", "target name, comma-separated names, or all")
+	cmd.Flags().StringVar(&o.compiler, "compiler", "", "use this compiler of the target's list instead of the first installed")
+	cmd.Flags().StringVar(&o.pgoProfile, "pgo-profile", "", profileHelp)
+}
+
 // planned is a plan with what building it takes.
 type planned struct {
 	plan   *plan.Plan
@@ -213,10 +222,7 @@ with a content-addressed cache key. The same inputs give the same bytes.`,
 			return nil
 		},
 	}
-	o.tree.flags(cmd)
-	cmd.Flags().StringVar(&o.targets, "target", "", "target name, comma-separated names, or all")
-	cmd.Flags().StringVar(&o.compiler, "compiler", "", "use this compiler of the target's list instead of the first installed")
-	cmd.Flags().StringVar(&o.pgoProfile, "pgo-profile", "", "a PGO profile collected on real hardware (skips training)")
+	o.flags(cmd, "a merged PGO profile collected on real hardware (skips training)")
 	cmd.Flags().StringVar(&o.format, "format", "table", "output format: table or json")
 	return cmd
 }

@@ -9,13 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dorisarm/dorisarm/internal/matrix"
-	"github.com/dorisarm/dorisarm/internal/patch"
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/sample"
 	"github.com/dorisarm/dorisarm/internal/scan"
-	"github.com/dorisarm/dorisarm/internal/source"
-	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
 
 const repo = "../.."
@@ -41,48 +38,20 @@ func need(t *testing.T) {
 
 func input(t *testing.T, s setup) Input {
 	t.Helper()
-	m, err := matrix.Load(filepath.Join(repo, "matrix.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := recipe.Load(filepath.Join(repo, "recipes", "minidoris.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := sample.Load(t, repo, s.patches, s.tree)
 	if s.recipe != nil {
-		s.recipe(r)
+		s.recipe(in.Recipe)
 	}
-	if s.patches == "" {
-		s.patches = r.Path(r.Patches)
-	}
-	if s.tree == "" {
-		s.tree = filepath.Join(repo, "examples", "minidoris")
-	}
-	series, err := patch.LoadSeries(s.patches)
+	cell, tc := in.Toolchain(t, s.target, s.compiler)
+	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version, Series: in.Series, Toolchain: tc, Lock: in.Lock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock, err := source.ReadLock(r.Path(r.Lock))
+	pol, err := scan.PolicyFor(in.Matrix, s.target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cell, err := m.Cell("2.1", s.target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, err := toolchain.Resolve(m, cell, toolchain.Options{Compiler: s.compiler})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Make(plan.Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: s.tree, Version: "2.1.8", Series: series, Toolchain: tc, Lock: lock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := scan.PolicyFor(m, s.target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Input{Plan: p, Recipe: r, Tree: s.tree, Series: series, TC: tc, Lock: lock, Policy: pol}
+	return Input{Plan: p, Recipe: in.Recipe, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol}
 }
 
 func countLines(path string) int {

@@ -234,18 +234,25 @@ func untar(r io.Reader, root string) error {
 			}
 		case tar.TypeReg:
 			os.RemoveAll(full)
-			f, err := os.OpenFile(full, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode)&0o7777)
-			if err != nil {
+			if err := writeFile(full, tr, os.FileMode(h.Mode)&0o7777, h.ModTime); err != nil {
 				return err
 			}
-			if _, err := io.Copy(f, tr); err != nil {
-				f.Close()
-				return err
-			}
-			if err := f.Close(); err != nil {
-				return err
-			}
-			_ = os.Chtimes(full, h.ModTime, h.ModTime)
 		}
 	}
+}
+
+// writeFile writes r to path with mode and modification time mtime.
+func writeFile(path string, r io.Reader, mode os.FileMode, mtime time.Time) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Chtimes(path, mtime, mtime)
 }

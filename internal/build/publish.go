@@ -247,18 +247,7 @@ func copyTree(src, dst string, ignore []string) error {
 				return err
 			}
 			defer in.Close()
-			out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm())
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(out, in); err != nil {
-				out.Close()
-				return err
-			}
-			if err := out.Close(); err != nil {
-				return err
-			}
-			return os.Chtimes(target, info.ModTime(), info.ModTime())
+			return writeFile(target, in, info.Mode().Perm(), info.ModTime())
 		}
 		return nil
 	})

@@ -9,58 +9,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dorisarm/dorisarm/internal/matrix"
-	"github.com/dorisarm/dorisarm/internal/patch"
-	"github.com/dorisarm/dorisarm/internal/recipe"
-	"github.com/dorisarm/dorisarm/internal/source"
+	"github.com/dorisarm/dorisarm/internal/sample"
 	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
 
 const repo = "../.."
 
-type fixture struct {
-	m      *matrix.Matrix
-	r      *recipe.Recipe
-	tree   string
-	series *patch.Series
-	lock   *source.Lock
-}
+type fixture struct{ *sample.Inputs }
 
 func load(t *testing.T, patchDir string) fixture {
 	t.Helper()
-	m, err := matrix.Load(filepath.Join(repo, "matrix.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := recipe.Load(filepath.Join(repo, "recipes", "minidoris.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if patchDir == "" {
-		patchDir = r.Path(r.Patches)
-	}
-	s, err := patch.LoadSeries(patchDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := source.ReadLock(r.Path(r.Lock))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fixture{m: m, r: r, tree: filepath.Join(repo, "examples", "minidoris"), series: s, lock: l}
+	return fixture{sample.Load(t, repo, patchDir, "")}
 }
 
 func (f fixture) plan(t *testing.T, target, compiler string) *Plan {
 	t.Helper()
-	cell, err := f.m.Cell("2.1", target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, err := toolchain.Resolve(f.m, cell, toolchain.Options{Compiler: compiler})
-	if err != nil {
-		t.Skipf("compiler not installed: %v", err)
-	}
-	p, err := Make(Inputs{Matrix: f.m, Cell: cell, Recipe: f.r, Tree: f.tree, Version: "2.1.8", Series: f.series, Toolchain: tc, Lock: f.lock})
+	cell, tc := f.Toolchain(t, target, compiler)
+	p, err := Make(Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: sample.Version, Series: f.Series, Toolchain: tc, Lock: f.Lock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +34,7 @@ func (f fixture) plan(t *testing.T, target, compiler string) *Plan {
 
 func TestSameInputsSameBytes(t *testing.T) {
 	f := load(t, "")
-	for _, target := range f.m.TargetNames() {
+	for _, target := range f.Matrix.TargetNames() {
 		a, _ := f.plan(t, target, "").JSON()
 		b, _ := f.plan(t, target, "").JSON()
 		if !bytes.Equal(a, b) {
@@ -84,7 +49,7 @@ func TestSameInputsSameBytes(t *testing.T) {
 				}
 			}
 		}
-		if bytes.Contains(a, []byte(f.tree)) || bytes.Contains(a, []byte(os.TempDir())) {
+		if bytes.Contains(a, []byte(f.Tree)) || bytes.Contains(a, []byte(os.TempDir())) {
 			t.Errorf("%s: plan holds a machine path", target)
 		}
 	}
@@ -124,7 +89,7 @@ func copyDir(t *testing.T, src, dst string) {
 func TestChangingOnePatchChangesOnlyItsDependents(t *testing.T) {
 	base := load(t, "")
 	dir := t.TempDir()
-	copyDir(t, base.r.Path(base.r.Patches), dir)
+	copyDir(t, base.Recipe.Path(base.Recipe.Patches), dir)
 	before := base.plan(t, "kunpeng920", "gcc")
 
 	pf := filepath.Join(dir, "bitshuffle", "0001-scalar-bitshuffle.patch")
@@ -212,20 +177,20 @@ func TestPlanShape(t *testing.T) {
 func TestRequiredPatchMissing(t *testing.T) {
 	base := load(t, "")
 	dir := t.TempDir()
-	copyDir(t, base.r.Path(base.r.Patches), dir)
+	copyDir(t, base.Recipe.Path(base.Recipe.Patches), dir)
 	os.Remove(filepath.Join(dir, "bitshuffle", "0001-scalar-bitshuffle.patch"))
 	f := load(t, dir)
-	cell, _ := f.m.Cell("2.1", "kunpeng920")
-	tc, err := toolchain.Resolve(f.m, cell, toolchain.Options{Compiler: "gcc"})
+	cell, _ := f.Matrix.Cell("2.1", "kunpeng920")
+	tc, err := toolchain.Resolve(f.Matrix, cell, toolchain.Options{Compiler: "gcc"})
 	if err != nil {
 		t.Skip(err)
 	}
-	_, err = Make(Inputs{Matrix: f.m, Cell: cell, Recipe: f.r, Tree: f.tree, Version: "2.1.8", Series: f.series, Toolchain: tc, Lock: f.lock})
+	_, err = Make(Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "2.1.8", Series: f.Series, Toolchain: tc, Lock: f.Lock})
 	if err == nil || !strings.Contains(err.Error(), `requires patch "scalar-bitshuffle"`) {
 		t.Fatalf("err = %v", err)
 	}
 	// A version outside the patch's Applies-To drops it too.
-	_, err = Make(Inputs{Matrix: f.m, Cell: cell, Recipe: f.r, Tree: f.tree, Version: "4.1.0", Series: base.series, Toolchain: tc, Lock: f.lock})
+	_, err = Make(Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "4.1.0", Series: base.Series, Toolchain: tc, Lock: f.Lock})
 	if err == nil || !strings.Contains(err.Error(), `requires patch "dynamic-openssl"`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -233,13 +198,13 @@ func TestRequiredPatchMissing(t *testing.T) {
 
 func TestPGOWithoutTrainingNeedsProfile(t *testing.T) {
 	f := load(t, "")
-	f.r.PGO.Train = nil
-	cell, _ := f.m.Cell("2.1", "kunpeng920")
-	tc, err := toolchain.Resolve(f.m, cell, toolchain.Options{Compiler: "gcc"})
+	f.Recipe.PGO.Train = nil
+	cell, _ := f.Matrix.Cell("2.1", "kunpeng920")
+	tc, err := toolchain.Resolve(f.Matrix, cell, toolchain.Options{Compiler: "gcc"})
 	if err != nil {
 		t.Skip(err)
 	}
-	in := Inputs{Matrix: f.m, Cell: cell, Recipe: f.r, Tree: f.tree, Version: "2.1.8", Series: f.series, Toolchain: tc, Lock: f.lock}
+	in := Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "2.1.8", Series: f.Series, Toolchain: tc, Lock: f.Lock}
 	if _, err := Make(in); err == nil || !strings.Contains(err.Error(), "--pgo-profile") {
 		t.Fatalf("err = %v", err)
 	}

@@ -1,0 +1,75 @@
+// Package sample loads the bundled sample (matrix.yaml, recipes/minidoris.yaml,
+// its patches, lock and tree) for tests of the packages that plan and build
+// it, so that each of them sets up the same inputs the same way.
+package sample
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/patch"
+	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/source"
+	"github.com/dorisarm/dorisarm/internal/toolchain"
+)
+
+// Series is the sample's Doris series and Version the tree's version.
+const (
+	Series  = "2.1"
+	Version = "2.1.8"
+)
+
+// Inputs is what a plan of the sample is made from.
+type Inputs struct {
+	Matrix *matrix.Matrix
+	Recipe *recipe.Recipe
+	Tree   string
+	Series *patch.Series
+	Lock   *source.Lock
+}
+
+// Load reads the sample below the repository root repo. patchDir replaces
+// the recipe's patch directory when not empty; tree the sample tree.
+func Load(t testing.TB, repo, patchDir, tree string) *Inputs {
+	t.Helper()
+	m, err := matrix.Load(filepath.Join(repo, "matrix.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := recipe.Load(filepath.Join(repo, "recipes", "minidoris.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if patchDir == "" {
+		patchDir = r.Path(r.Patches)
+	}
+	if tree == "" {
+		tree = filepath.Join(repo, "examples", "minidoris")
+	}
+	s, err := patch.LoadSeries(patchDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := source.ReadLock(r.Path(r.Lock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Inputs{Matrix: m, Recipe: r, Tree: tree, Series: s, Lock: l}
+}
+
+// Toolchain resolves target's cell and compiler (the first installed one of
+// the target's list when compiler is empty); it skips the test when the
+// compiler is not installed.
+func (in *Inputs) Toolchain(t testing.TB, target, compiler string) (matrix.Cell, *toolchain.Toolchain) {
+	t.Helper()
+	cell, err := in.Matrix.Cell(Series, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := toolchain.Resolve(in.Matrix, cell, toolchain.Options{Compiler: compiler})
+	if err != nil {
+		t.Skipf("compiler not installed: %v", err)
+	}
+	return cell, tc
+}
