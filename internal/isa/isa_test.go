@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -52,15 +51,9 @@ func llvmValid(t *testing.T, words []uint32, mattr string) map[uint32]string {
 	out, _ := cmd.Output() // invalid words only warn on stderr
 	valid := map[uint32]string{}
 	for _, line := range strings.Split(string(out), "\n") {
-		i := strings.Index(line, "encoding: [")
-		if i < 0 {
+		w, ok := MCEncoding(line)
+		if !ok {
 			continue
-		}
-		j := strings.Index(line[i:], "]")
-		var w uint32
-		for k, b := range strings.Split(line[i+11:i+j], ",") {
-			v, _ := strconv.ParseUint(strings.TrimSpace(b), 0, 8)
-			w |= uint32(v) << (8 * k)
 		}
 		valid[w] = strings.TrimSpace(line[:strings.Index(line, "//")])
 	}
@@ -337,5 +330,25 @@ func BenchmarkScan(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		Default().Scan([]Code{{Data: code, Addr: 0x10000}})
+	}
+}
+
+func TestMCEncoding(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want uint32
+		ok   bool
+	}{
+		{"\tmov\tx0, #1024                       // encoding: [0x00,0x80,0x80,0xd2]", 0xd2808000, true},
+		{"\tfmla\tz0.s, p0/m, z1.s, z2.s        // encoding: [0x20,0x00,0xa2,0x65]", 0x65a20020, true},
+		{"\t.text", 0, false},
+		{"// encoding: [0x00,0x80]", 0, false},
+		{"// encoding: [0x00,0x80,0x80,0xzz]", 0, false},
+		{"// encoding: [0x00,0x80,0x80,0xd2", 0, false},
+	} {
+		w, ok := MCEncoding(c.line)
+		if w != c.want || ok != c.ok {
+			t.Errorf("MCEncoding(%q) = %#x, %v; want %#x, %v", c.line, w, ok, c.want, c.ok)
+		}
 	}
 }

@@ -20,8 +20,9 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
+
+	"github.com/dorisarm/dorisarm/internal/isa"
 )
 
 // group describes one encoding group and its key.
@@ -99,18 +100,9 @@ func decode(words []uint32, mattr string) map[uint32]bool {
 	valid := map[uint32]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
-		line := sc.Text()
-		i := strings.Index(line, "encoding: [")
-		if i < 0 {
-			continue
+		if w, ok := isa.MCEncoding(sc.Text()); ok {
+			valid[w] = true
 		}
-		j := strings.Index(line[i:], "]")
-		var w uint32
-		for n, b := range strings.Split(line[i+11:i+j], ",") {
-			v, _ := strconv.ParseUint(strings.TrimSpace(b), 0, 8)
-			w |= uint32(v) << (8 * n)
-		}
-		valid[w] = true
 	}
 	return valid
 }
