@@ -102,6 +102,16 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	for _, w := range p.Warnings {
 		r.warn(w)
 	}
+	if err := os.MkdirAll(filepath.Dir(r.work), 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := lockWork(ctx, r.work+".lock", func() {
+		r.warn(fmt.Sprintf("waiting for another build of %s %s that uses the cache %s", p.Cell.Target, p.Cell.Doris, opts.Cache))
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	start := time.Now()
 	if rec, ok := upToDate(in.Plan, Dir(opts.Out, p.Cell.Doris, p.Cell.Target)); ok {
 		// Same plan keys as the published build, whose files are unchanged:
