@@ -25,7 +25,7 @@ test: deps vet
 	$(GO) test -count=1 ./...
 
 # The main job on the bundled sample (examples/minidoris, a small tree with
-# Doris's build interface): validate the matrix, print kunpeng920's plan,
+# Doris's build interface): validate the matrix, print the plan of every cell,
 # build every target (cross compilers, patches, PGO+ThinLTO, smoke runs and
 # the scan gate under qemu), rebuild (nothing to do), scan one build, and show
 # the scan catching a graviton3 build (SVE) offered to Kunpeng 920.
@@ -33,7 +33,7 @@ DEMO_OUT   ?= out/demo
 DEMO_CACHE ?= .cache/demo
 demo: deps build
 	$(BIN) matrix
-	$(BIN) plan --target kunpeng920
+	$(BIN) plan --target all
 	$(BIN) build --target all --out $(DEMO_OUT) --cache $(DEMO_CACHE)
 	$(BIN) build --target all --out $(DEMO_OUT) --cache $(DEMO_CACHE)
 	$(BIN) scan --target kunpeng920 --allow recipes/minidoris-scan-allow.yaml --format markdown $(DEMO_OUT)/2.1.8/kunpeng920 > $(DEMO_OUT)/scan-kunpeng920.md
