@@ -1,13 +1,18 @@
 package build
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/recipe"
@@ -309,4 +314,73 @@ func relative(t *testing.T, dir string) string {
 		t.Fatalf("no relative path to %s: %v", dir, err)
 	}
 	return rel
+}
+
+// TestInterrupt: cancelling a build (what Ctrl-C does) stops the running
+// step and everything it started, caches nothing for it, publishes nothing,
+// and the next run resumes from the steps finished before.
+func TestInterrupt(t *testing.T) {
+	need(t)
+	tree, out, cache := t.TempDir(), t.TempDir(), t.TempDir()
+	exec.Command("cp", "-a", filepath.Join(repo, "examples/minidoris")+"/.", tree).Run()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	script := filepath.Join(tree, "build.sh")
+	data, _ := os.ReadFile(script)
+	hang := "set -eo pipefail\nsleep 60 & echo $! > " + pidFile + "; wait"
+	os.WriteFile(script, []byte(strings.Replace(string(data), "set -eo pipefail", hang, 1)), 0o755)
+	in := input(t, setup{target: "generic-armv8", compiler: "gcc", tree: tree})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error)
+	go func() {
+		_, err := Run(ctx, in, Options{Out: out, Cache: cache})
+		done <- err
+	}()
+	var pid int
+	for deadline := time.Now().Add(2 * time.Minute); pid == 0; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 1 {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("build.sh never started")
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted build returned %v", err)
+	}
+	if alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Error("the step's child process outlived the interrupt")
+	}
+	c := &Cache{Dir: cache}
+	for _, s := range in.Plan.Steps {
+		_, ok := c.Get(s.Key)
+		if strings.HasPrefix(s.ID, "build:") && ok {
+			t.Errorf("interrupted step %s was cached", s.ID)
+		}
+		if strings.HasPrefix(s.ID, "thirdparty:") && !ok {
+			t.Errorf("finished step %s was not cached", s.ID)
+		}
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Errorf("an interrupted build left %v in the output directory", ents)
+	}
+}
+
+// alive says whether pid runs (a zombie waiting for a reaper does not).
+func alive(pid int) bool {
+	// The kernel needs a moment to deliver SIGTERM; poll briefly.
+	for i := 0; i < 50; i++ {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
 }

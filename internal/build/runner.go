@@ -245,8 +245,11 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 	}
 	logPath := filepath.Join(r.logs, strings.NewReplacer(":", "_", "/", "_").Replace(s.ID)+".log")
 	if err := r.execute(ctx, s, logPath); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %s interrupted: %w", target, s.ID, ctx.Err())
+		}
 		var se *StepError
-		if errors.As(err, &se) || errors.Is(err, ErrGate) || ctx.Err() != nil {
+		if errors.As(err, &se) || errors.Is(err, ErrGate) {
 			return err
 		}
 		return &StepError{Target: target, Step: s.ID, Log: logPath, Tail: tail(logPath, 50), Err: err}
