@@ -3,7 +3,7 @@
 //
 //	dagger call build --source=. --doris-source=../doris --target=kunpeng920 export --path=out
 //	dagger call build-all --source=. --doris-source=../doris --targets=kunpeng920,graviton3 export --path=out
-//	dagger call scan --source=. --build=out --target=kunpeng920
+//	dagger call scan --source=. --build=out --target=kunpeng920 --allow=recipes/minidoris-scan-allow.yaml
 //
 // `dagger develop` generates internal/dagger (the SDK bindings) from
 // dagger.json; it is not committed. The Dagger engine cannot run on the
@@ -14,10 +14,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
-
-	"golang.org/x/sync/errgroup"
+	"sync"
 
 	"dagger/dorisarm/internal/dagger"
 )
@@ -113,23 +113,8 @@ func (m *Dorisarm) BuildAll(
 	// +optional
 	platform string,
 ) (*dagger.Directory, error) {
-	outs := make([]*dagger.Directory, len(targets))
-	g, gctx := errgroup.WithContext(ctx)
-	for i, t := range targets {
-		g.Go(func() error {
-			d, err := m.Build(gctx, source, dorisSource, t, "", mirror, platform, "", "", nil)
-			if err != nil {
-				return err
-			}
-			// Force evaluation here so the builds really run side by side.
-			if _, err := d.Sync(gctx); err != nil {
-				return fmt.Errorf("%s: %w", t, err)
-			}
-			outs[i] = d
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, platform)
+	if err != nil {
 		return nil, err
 	}
 	merged := dag.Directory()
@@ -139,17 +124,57 @@ func (m *Dorisarm) BuildAll(
 	return merged, nil
 }
 
-// Scan scans a build directory with a target's policy and returns the report
-// as Markdown (the CI step summary); a violation fails the call.
-func (m *Dorisarm) Scan(ctx context.Context, source *dagger.Directory, build *dagger.Directory, target string) (string, error) {
-	return m.container(source, target, "", "", "").
-		WithDirectory("/scan", build).
-		WithExec([]string{"dorisarm", "scan", "--target", target, "--format", "markdown", "/scan"}).
-		Stdout(ctx)
+// buildEach runs the targets' builds side by side; the result holds each
+// target's output directory in the order of targets.
+func (m *Dorisarm) buildEach(ctx context.Context, source, dorisSource *dagger.Directory, targets []string, mirror *dagger.Directory, platform string) ([]*dagger.Directory, error) {
+	outs := make([]*dagger.Directory, len(targets))
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := m.Build(ctx, source, dorisSource, t, "", mirror, platform, "", "", nil)
+			if err == nil {
+				// Evaluate here so the builds really run side by side.
+				_, err = d.Sync(ctx)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: %w", t, err)
+			}
+			outs[i] = d
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return outs, nil
 }
 
-// Release builds the targets and scans each build. Publishing, signing and
-// promotion join the chain when dorisarm publish/sign/promote land.
+// Scan scans a build directory with a target's policy and returns the report
+// as Markdown (the CI step summary); a violation fails the call. allow holds
+// reviewed exceptions (the sample's is recipes/minidoris-scan-allow.yaml).
+func (m *Dorisarm) Scan(
+	ctx context.Context,
+	source *dagger.Directory,
+	build *dagger.Directory,
+	target string,
+	// +optional
+	allow *dagger.File,
+) (string, error) {
+	ctr := m.container(source, target, "", "", "").WithDirectory("/scan", build)
+	args := []string{"dorisarm", "scan", "--target", target, "--format", "markdown"}
+	if allow != nil {
+		ctr = ctr.WithFile("/allow.yaml", allow)
+		args = append(args, "--allow", "/allow.yaml")
+	}
+	return ctr.WithExec(append(args, "/scan")).Stdout(ctx)
+}
+
+// Release builds the targets side by side and scans each build with its own
+// target's policy. Publishing, signing and promotion join the chain when
+// dorisarm publish/sign/promote land.
 func (m *Dorisarm) Release(
 	ctx context.Context,
 	source *dagger.Directory,
@@ -158,14 +183,16 @@ func (m *Dorisarm) Release(
 	targets []string,
 	// +optional
 	mirror *dagger.Directory,
+	// +optional
+	allow *dagger.File,
 ) (string, error) {
-	out, err := m.BuildAll(ctx, source, dorisSource, targets, mirror, "")
+	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, "")
 	if err != nil {
 		return "", err
 	}
 	var report strings.Builder
-	for _, t := range targets {
-		md, err := m.Scan(ctx, source, out, t)
+	for i, t := range targets {
+		md, err := m.Scan(ctx, source, outs[i], t, allow)
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", t, err)
 		}
