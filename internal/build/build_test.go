@@ -117,6 +117,11 @@ func TestBuildCacheAndRebuild(t *testing.T) {
 	if now, _ := os.ReadFile(be); string(now) != string(orig) {
 		t.Error("the edited doris_be was not replaced by the rebuild")
 	}
+	for _, pk := range rec.Packages {
+		if len(pk.SHA256) != 64 {
+			t.Errorf("record of a build from the cache: package %s without its sha256", pk.Entry)
+		}
+	}
 	if rec.UpToDate || len(rec.Cache.Misses) != 0 || len(rec.Cache.Hits) != len(rec.Steps)-2 {
 		t.Errorf("rebuild from the cache: up to date %v, misses %v", rec.UpToDate, rec.Cache.Misses)
 	}

@@ -87,7 +87,13 @@ func newRecord(in Input) *Record {
 	r := &Record{Schema: 1, Cell: p.Cell, Source: p.Source, Recipe: p.Recipe, Matrix: p.Matrix, Compiler: p.Toolchain.Compiler,
 		Flags: map[string][]string{}, CMakeCache: p.Toolchain.CMakeCache, Patches: p.Patches}
 	for _, pk := range p.Packages {
-		r.Packages = append(r.Packages, Package{Entry: pk.Entry, Version: pk.Version, Archive: pk.Name, MD5: pk.MD5})
+		rp := Package{Entry: pk.Entry, Version: pk.Version, Archive: pk.Name, MD5: pk.MD5}
+		// A fetch restored from the cache was verified against the lock
+		// when it ran (the lock's checksum is part of its key).
+		if in.Lock != nil {
+			rp.SHA256 = in.Lock.Archives[pk.Name].SHA256
+		}
+		r.Packages = append(r.Packages, rp)
 	}
 	if r.Patches == nil {
 		r.Patches = []plan.PatchRef{}
