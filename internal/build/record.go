@@ -2,6 +2,9 @@ package build
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -122,7 +125,7 @@ func (r *Record) addArchive(entry, name string, sum source.LockEntry) {
 // upToDate reports whether the build published in dir came from exactly this
 // plan (every step key equal) and its files are still what the record says.
 func upToDate(p *plan.Plan, dir string) (*Record, bool) {
-	rec, err := ReadRecord(filepath.Join(dir, RecordFile))
+	rec, err := Verify(dir)
 	// The record is written by the scan step, the plan's last, before it ends.
 	if err != nil || len(p.Steps) == 0 || len(rec.Steps) != len(p.Steps)-1 {
 		return nil, false
@@ -132,9 +135,23 @@ func upToDate(p *plan.Plan, dir string) (*Record, bool) {
 			return nil, false
 		}
 	}
+	return rec, true
+}
+
+// Verify reads the build record of the published build in dir and checks
+// that the files there are exactly the ones it lists.
+func Verify(dir string) (*Record, error) {
+	path := filepath.Join(dir, RecordFile)
+	rec, err := ReadRecord(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s has no build record (%s): is it a dorisarm build --out directory (<out>/<doris>/<target>)?", dir, RecordFile)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
 	outs, err := digestTree(dir)
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
 	want := map[string]string{}
 	for _, o := range rec.Outputs {
@@ -144,12 +161,19 @@ func upToDate(p *plan.Plan, dir string) (*Record, bool) {
 		if o.Path == RecordFile {
 			continue
 		}
-		if want[o.Path] != o.SHA256 {
-			return nil, false
+		w, ok := want[o.Path]
+		if !ok {
+			return nil, fmt.Errorf("%s: %s is not in the build record; rebuild with dorisarm build", dir, o.Path)
+		}
+		if w != o.SHA256 {
+			return nil, fmt.Errorf("%s: %s changed since it was built (sha256 %s, the record says %s); rebuild with dorisarm build", dir, o.Path, o.SHA256, w)
 		}
 		delete(want, o.Path)
 	}
-	return rec, len(want) == 0
+	for p := range want {
+		return nil, fmt.Errorf("%s: %s is in the build record but missing; rebuild with dorisarm build", dir, p)
+	}
+	return rec, nil
 }
 
 // HitRate is the share of cacheable steps restored from the cache.
