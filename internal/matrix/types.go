@@ -37,8 +37,11 @@ type ISA struct {
 	// PageSize fixes the page size on ISAs where it does not vary by kernel
 	// (4 KiB on x86-64); 0 means the OS decides (aarch64: 4, 16 or 64 KiB).
 	PageSize int `yaml:"page_size"`
-	Pos      datafile.Pos
-	Keys     datafile.Keys
+	// IndexTarget is the target whose build stands for this platform in a
+	// release's multi-arch image index (doris-be:<version>); optional.
+	IndexTarget string `yaml:"index_target"`
+	Pos         datafile.Pos
+	Keys        datafile.Keys
 }
 
 // OCIPlatform is the platform an image of this ISA declares.

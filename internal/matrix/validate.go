@@ -89,6 +89,14 @@ func (m *Matrix) validate() error {
 		if isa.OCI.Architecture == "" {
 			c.fail(isa.Keys.At("oci", isa.Pos), "isa %s: oci.architecture is required", n)
 		}
+		if t := isa.IndexTarget; t != "" {
+			at := isa.Keys.At("index_target", isa.Pos)
+			if tg, ok := m.Targets[t]; !ok {
+				c.fail(at, "isa %s: index_target %q is not a target", n, t)
+			} else if cpu, ok := m.CPUs[tg.CPU]; ok && cpu.ISA != n {
+				c.fail(at, "isa %s: index_target %s builds for %s, not %s", n, t, cpu.ISA, n)
+			}
+		}
 	}
 	for _, n := range sortedKeys(m.Extensions) {
 		e := m.Extensions[n]

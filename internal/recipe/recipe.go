@@ -47,6 +47,9 @@ type Recipe struct {
 	// Ignore lists tree paths that are build products, not sources (besides
 	// the third-party source and install directories).
 	Ignore []string `yaml:"ignore"`
+	// Images are the container images made from a build's outputs, by
+	// image name (doris-be, doris-fe).
+	Images map[string]*ImageSpec `yaml:"images"`
 
 	// File is where the recipe was read from; Dir the directory relative
 	// paths in it (patches, lock) are resolved against; Digest its sha256.
@@ -55,6 +58,27 @@ type Recipe struct {
 	Digest string `yaml:"-"`
 	Pos    datafile.Pos
 	Keys   datafile.Keys
+}
+
+// ImageSpec is one container image made from a build's outputs: what goes
+// in and the image's run-time configuration, laid out like Apache Doris's
+// official images.
+type ImageSpec struct {
+	// From is the output directory the image holds (be, fe), placed at Path.
+	From string `yaml:"from"`
+	Path string `yaml:"path"`
+	// Shared images are the same for every target (the Java FE): the
+	// release names them once per version.
+	Shared     bool     `yaml:"shared"`
+	Entrypoint []string `yaml:"entrypoint"`
+	Cmd        []string `yaml:"cmd"`
+	Env        []string `yaml:"env"`
+	// Ports are exposed ports: "8030/tcp".
+	Ports   []string `yaml:"ports"`
+	User    string   `yaml:"user"`
+	Workdir string   `yaml:"workdir"`
+	Pos     datafile.Pos
+	Keys    datafile.Keys
 }
 
 // VersionSpec says where a tree declares its version.
@@ -247,6 +271,26 @@ func (r *Recipe) validate() error {
 			}
 		}
 	}
+	for _, name := range sortedImageNames(r.Images) {
+		im := r.Images[name]
+		if im == nil || im.From == "" || strings.Contains(im.From, "..") || strings.HasPrefix(im.From, "/") {
+			fail(r.Keys.At("images", r.Pos), "recipe %s: image %s: from must name an output directory (be, fe)", r.Name, name)
+			continue
+		}
+		if !strings.HasPrefix(im.Path, "/") {
+			fail(im.Keys.At("path", im.Pos), "recipe %s: image %s: path must be absolute (e.g. /opt/apache-doris/be)", r.Name, name)
+		}
+		for _, p := range im.Ports {
+			if !portRE.MatchString(p) {
+				fail(im.Keys.At("ports", im.Pos), "recipe %s: image %s: port %q must look like 8030/tcp", r.Name, name, p)
+			}
+		}
+		for _, e := range im.Env {
+			if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+				fail(im.Keys.At("env", im.Pos), "recipe %s: image %s: env %q must be NAME=value", r.Name, name, e)
+			}
+		}
+	}
 	if r.PGO.Step != "" {
 		if _, ok := r.Steps[r.PGO.Step]; !ok {
 			fail(r.PGO.Keys.At("step", r.PGO.Pos), "recipe %s: pgo.step %q is not a step", r.Name, r.PGO.Step)
@@ -363,4 +407,15 @@ func Expand(s string, ctx Context) (string, error) {
 		return "", fmt.Errorf("expanding %q: %v", s, err)
 	}
 	return b.String(), nil
+}
+
+var portRE = regexp.MustCompile(`^[0-9]{1,5}/(tcp|udp)$`)
+
+func sortedImageNames(m map[string]*ImageSpec) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
