@@ -1,6 +1,8 @@
 package build
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -214,4 +216,21 @@ func sortPatches(ps []*patch.Patch) {
 		}
 		return ps[i].Number < ps[j].Number
 	})
+}
+
+// ContentDigest identifies what a build is, leaving out when and how fast
+// it ran: sha256 over its plan step keys and its output files. Two builds
+// of the same plan with the same outputs have the same content digest,
+// whatever their timings and cache hits; images carry it.
+func (r *Record) ContentDigest() string {
+	h := sha256.New()
+	for _, s := range r.Steps {
+		fmt.Fprintf(h, "step %s %s\n", s.ID, s.Key)
+	}
+	outs := append([]OutputFile{}, r.Outputs...)
+	sort.Slice(outs, func(i, j int) bool { return outs[i].Path < outs[j].Path })
+	for _, o := range outs {
+		fmt.Fprintf(h, "file %s %d %s\n", o.Path, o.Size, o.SHA256)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
