@@ -293,14 +293,17 @@ type countingTransport struct {
 func (c *countingTransport) reset() { c.bytes.Store(0); c.blobs.Store(0) }
 
 func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if strings.Contains(req.URL.Path, "/blobs/uploads/") && req.Body != nil && (req.Method == http.MethodPatch || req.Method == http.MethodPut) {
+	upload := strings.Contains(req.URL.Path, "/blobs/uploads/")
+	if upload && req.Body != nil && req.Body != http.NoBody && (req.Method == http.MethodPatch || req.Method == http.MethodPut) {
 		req = req.Clone(req.Context())
 		req.Body = &countingBody{ReadCloser: req.Body, n: &c.bytes}
-		if req.Method == http.MethodPut {
-			defer c.blobs.Add(1)
-		}
 	}
-	return c.base.RoundTrip(req)
+	resp, err := c.base.RoundTrip(req)
+	// A PUT to the upload URL completes one blob.
+	if err == nil && upload && req.Method == http.MethodPut && resp.StatusCode == http.StatusCreated {
+		c.blobs.Add(1)
+	}
+	return resp, err
 }
 
 type countingBody struct {

@@ -285,7 +285,9 @@ func targetImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, b Build,
 		ann[AnnMarch] = rec.Cell.March
 		ann[AnnCompiler] = rec.Compiler.Name + " " + rec.Compiler.Version
 		ann[AnnPGO] = strconv.FormatBool(rec.Cell.PGO)
-		ann[AnnLTO] = rec.Cell.LTO
+		if rec.Cell.LTO != "" {
+			ann[AnnLTO] = rec.Cell.LTO
+		}
 		ann[AnnPatches] = patchSetDigest(rec)
 		ann[AnnBuild] = rec.ContentDigest()
 	}

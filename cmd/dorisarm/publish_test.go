@@ -1,0 +1,192 @@
+package main
+
+import (
+	"archive/tar"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/dorisarm/dorisarm/internal/image"
+)
+
+// startRegistry runs the real docker-registry (distribution) on a free
+// loopback port with storage in a temporary directory.
+func startRegistry(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("docker-registry")
+	if err != nil {
+		t.Skip("docker-registry not installed (scripts/install-deps.sh)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n", filepath.Join(dir, "data"), addr)), 0o644)
+	cmd := exec.Command(bin, "serve", cfg)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for i := 0; ; i++ {
+		resp, err := http.Get("http://" + addr + "/v2/")
+		if err == nil {
+			resp.Body.Close()
+			return addr
+		}
+		if i > 100 {
+			t.Fatalf("docker-registry did not start on %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type publishReport struct {
+	Tags []struct {
+		Ref, Digest  string
+		Size, Upload int64
+	}
+	Uploaded int64 `json:"uploaded_bytes"`
+	Blobs    int64 `json:"uploaded_blobs"`
+}
+
+func publish(t *testing.T, args ...string) publishReport {
+	t.Helper()
+	out, errOut, code := run(t, append([]string{"publish", "--format", "json", "--epoch", "1700000000", "--base", "scratch"}, args...)...)
+	if code != 0 {
+		t.Fatalf("publish %v: exit %d\n%s", args, code, errOut)
+	}
+	var rep publishReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("publish output: %v\n%s", err, out)
+	}
+	return rep
+}
+
+// TestPublishToRealRegistry builds the sample for three targets with the
+// real compilers, publishes it to a real docker-registry, reads it back with
+// go-containerregistry, re-publishes (0 bytes), and publishes a one-target
+// change (only that target's blobs).
+func TestPublishToRealRegistry(t *testing.T) {
+	needBuildTools(t)
+	addr := startRegistry(t)
+	dir := t.TempDir()
+	out, cache := filepath.Join(dir, "out"), filepath.Join(dir, "cache")
+	if _, errOut, code := run(t, "build", "--target", "generic-armv8,kunpeng920,x86_64", "--compiler", "gcc", "--out", out, "--cache", cache); code != 0 {
+		t.Fatalf("build: %s", errOut)
+	}
+	repo := addr + "/doris"
+	dry := publish(t, "--build", out, "--repo", repo, "--dry-run")
+	first := publish(t, "--build", out, "--repo", repo)
+	var would int64
+	for _, p := range dry.Tags {
+		would += p.Upload
+	}
+	if first.Uploaded == 0 || would == 0 || len(first.Tags) != 5 {
+		t.Fatalf("first publish: %+v (dry run would upload %d)", first, would)
+	}
+	t.Logf("first publish: %d blobs, %d bytes", first.Blobs, first.Uploaded)
+
+	// Read back: the index's platforms, the kunpeng image's annotations and files.
+	idx, err := remote.Index(mustRef(t, repo+"/doris-be:2.1.8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, _ := idx.IndexManifest()
+	plats := map[string]string{}
+	for _, d := range im.Manifests {
+		plats[d.Platform.String()] = d.Annotations[image.AnnTarget]
+	}
+	if plats["linux/arm64/v8"] != "generic-armv8" || plats["linux/amd64"] != "x86_64" {
+		t.Errorf("index platforms: %v", plats)
+	}
+	img, err := remote.Image(mustRef(t, repo+"/doris-be:2.1.8-kunpeng920"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := img.Manifest()
+	if m.Annotations[image.AnnCPU] != "tsv110" || m.Annotations[image.AnnPGO] != "true" || !strings.HasPrefix(m.Annotations[image.AnnCompiler], "gcc ") {
+		t.Errorf("kunpeng annotations: %v", m.Annotations)
+	}
+	ls, _ := img.Layers()
+	rc, err := ls[len(ls)-1].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	tr := tar.NewReader(rc)
+	for h, err := tr.Next(); err == nil; h, err = tr.Next() {
+		found[h.Name] = true
+	}
+	rc.Close()
+	for _, f := range []string{"opt/apache-doris/be/lib/doris_be", "opt/apache-doris/be/lib/libssl.so.3"} {
+		if !found[f] {
+			t.Errorf("kunpeng layer lacks %s", f)
+		}
+	}
+
+	again := publish(t, "--build", out, "--repo", repo)
+	if again.Uploaded != 0 {
+		t.Errorf("re-publishing the unchanged release uploaded %d bytes", again.Uploaded)
+	}
+
+	// One target changes (kunpeng920 rebuilt with clang): only its blobs go up.
+	if _, errOut, code := run(t, "build", "--target", "kunpeng920", "--compiler", "clang", "--out", out, "--cache", cache); code != 0 {
+		t.Fatalf("rebuild: %s", errOut)
+	}
+	changed := publish(t, "--build", out, "--repo", repo)
+	if changed.Uploaded == 0 || changed.Uploaded >= first.Uploaded/2 {
+		t.Errorf("one-target change uploaded %d bytes (first publish %d)", changed.Uploaded, first.Uploaded)
+	}
+	t.Logf("one-target change: %d blobs, %d bytes", changed.Blobs, changed.Uploaded)
+	img, _ = remote.Image(mustRef(t, repo+"/doris-be:2.1.8-kunpeng920"))
+	m, _ = img.Manifest()
+	if !strings.HasPrefix(m.Annotations[image.AnnCompiler], "clang ") {
+		t.Errorf("the kunpeng920 tag did not move to the new build: %v", m.Annotations[image.AnnCompiler])
+	}
+}
+
+func TestPublishBadInput(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		args []string
+		want string
+		code int
+	}{
+		{[]string{"publish", "--build", dir, "--repo", "127.0.0.1:1/doris"}, "holds no builds", 2},
+		{[]string{"publish", "--build", dir}, "--repo is required", 2},
+		{[]string{"image", "build", "--build", dir, "--out", "/tmp/x"}, "want oci:DIR", 2},
+		{[]string{"image", "inspect", "oci:" + dir}, "want oci:DIR:NAME:TAG", 2},
+		{[]string{"publish", "--build", dir, "--repo", "r/d", "--password-stdin"}, "needs --username", 2},
+	}
+	for _, c := range cases {
+		_, errOut, code := run(t, c.args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errOut, c.code, c.want)
+		}
+	}
+}
+
+func mustRef(t *testing.T, s string) name.Reference {
+	t.Helper()
+	r, err := name.ParseReference(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
