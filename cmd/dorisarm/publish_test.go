@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/dorisarm/dorisarm/internal/image"
@@ -158,6 +159,37 @@ func TestPublishToRealRegistry(t *testing.T) {
 	m, _ = img.Manifest()
 	if !strings.HasPrefix(m.Annotations[image.AnnCompiler], "clang ") {
 		t.Errorf("the kunpeng920 tag did not move to the new build: %v", m.Annotations[image.AnnCompiler])
+	}
+
+	// A base image in the same registry: recorded by digest, and its layer
+	// is mounted across repositories, not uploaded again.
+	base, err := random.Image(400000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseRef := addr + "/base/ubuntu:22.04"
+	if err := remote.Write(mustRef(t, baseRef), base); err != nil {
+		t.Fatal(err)
+	}
+	baseDigest, _ := base.Digest()
+	noBase := publish(t, "--build", out, "--repo", addr+"/nobase")
+	_, errOut, code := run(t, "publish", "--format", "json", "--epoch", "1700000000", "--base", baseRef, "--build", out, "--repo", addr+"/withbase")
+	if code != 0 {
+		t.Fatalf("publish with base: %s", errOut)
+	}
+	img, err = remote.Image(mustRef(t, addr+"/withbase/doris-be:2.1.8-kunpeng920"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ = img.Manifest()
+	if m.Annotations["org.opencontainers.image.base.digest"] != baseDigest.String() || len(m.Layers) != 2 {
+		t.Errorf("base not recorded or not used: %v, %d layers", m.Annotations, len(m.Layers))
+	}
+	out2, _, _ := run(t, "publish", "--format", "json", "--epoch", "1700000000", "--base", baseRef, "--build", out, "--repo", addr+"/withbase2")
+	var withBase publishReport
+	json.Unmarshal([]byte(out2), &withBase)
+	if d := withBase.Uploaded - noBase.Uploaded; d > 100000 {
+		t.Errorf("the base layer was uploaded, not mounted: %d bytes with base, %d without", withBase.Uploaded, noBase.Uploaded)
 	}
 }
 

@@ -196,6 +196,14 @@ func TestBadBuilds(t *testing.T) {
 	if _, err := FindBuilds(out); err == nil || !strings.Contains(err.Error(), "changed since it was built") {
 		t.Errorf("tampered build: %v", err)
 	}
+	// A build for a target the matrix does not define.
+	out = t.TempDir()
+	fakeBuild(t, m, out, "kunpeng920", map[string]string{"be/lib/doris_be": "x", "fe/lib/doris-fe.jar": "y"})
+	bs, _ := FindBuilds(out)
+	bs[0].Record.Cell.Target = "kunpeng930"
+	if _, err := Release(m, r, bs, Options{}); err == nil || !strings.Contains(err.Error(), `target "kunpeng930", which`) {
+		t.Errorf("unknown target: %v", err)
+	}
 	// A shared image whose content differs between targets.
 	out = t.TempDir()
 	fakeBuild(t, m, out, "kunpeng920", map[string]string{"be/lib/doris_be": "x", "fe/lib/doris-fe.jar": "one"})
@@ -385,4 +393,33 @@ func keys2(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+func TestPublishAuthRejected(t *testing.T) {
+	rel := sampleRelease(t, t.TempDir(), map[string]string{"kunpeng920": "be"})
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	var tagged atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "doris" || p != "right" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/manifests/2.1.8") {
+			tagged.Add(1)
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	_, err := Publish(context.Background(), host+"/doris", rel, PublishOptions{Auth: &authn.Basic{Username: "doris", Password: "wrong"}})
+	if err == nil || !strings.Contains(err.Error(), "credentials") {
+		t.Errorf("wrong password: %v", err)
+	}
+	if tagged.Load() != 0 {
+		t.Error("a tag was written with wrong credentials")
+	}
+	if _, err := Publish(context.Background(), host+"/doris", rel, PublishOptions{Auth: &authn.Basic{Username: "doris", Password: "right"}}); err != nil {
+		t.Errorf("right password: %v", err)
+	}
 }

@@ -187,7 +187,7 @@ func Publish(ctx context.Context, repo string, rel []Tagged, o PublishOptions) (
 			err = remote.Write(x.dig, x.t.Image, ropts...)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("pushing %s (no tag was moved): %v", x.tag, err)
+			return nil, fmt.Errorf("pushing %s (no tag was moved): %v", x.tag, explain(x.tag.RegistryStr(), err))
 		}
 	}
 	for _, x := range ts {
@@ -196,7 +196,7 @@ func Publish(ctx context.Context, repo string, rel []Tagged, o PublishOptions) (
 			tg = x.t.Index
 		}
 		if err := remote.Tag(x.tag, tg, ropts...); err != nil {
-			return nil, fmt.Errorf("tagging %s: %v", x.tag, err)
+			return nil, fmt.Errorf("tagging %s: %v", x.tag, explain(x.tag.RegistryStr(), err))
 		}
 	}
 	rep.Uploaded, rep.UploadedBlobs = counter.bytes.Load(), counter.blobs.Load()
@@ -276,6 +276,9 @@ func blobExists(ctx context.Context, d name.Digest, rt http.RoundTripper, auth a
 		if resp.StatusCode == http.StatusOK {
 			return true, nil
 		}
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			return false, authError(d.Context().RegistryStr(), resp.Status)
+		}
 		if resp.StatusCode >= 500 {
 			return false, &transientError{fmt.Sprintf("HEAD %s: %s", u, resp.Status)}
 		}
@@ -342,6 +345,19 @@ func retry(ctx context.Context, fn func() error) error {
 		case <-time.After(wait):
 		}
 		wait *= 2
+	}
+	return err
+}
+
+func authError(registry, status string) error {
+	return fmt.Errorf("registry %s rejected the credentials (%s): run docker login %s, or pass --username and --password-stdin", registry, status, registry)
+}
+
+// explain turns a registry's 401/403 into what to do about it.
+func explain(registry string, err error) error {
+	var terr *transport.Error
+	if errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden) {
+		return authError(registry, http.StatusText(terr.StatusCode))
 	}
 	return err
 }

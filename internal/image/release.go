@@ -97,6 +97,9 @@ func Release(m *matrix.Matrix, r *recipe.Recipe, builds []Build, o Options) ([]T
 	byVersion := map[string][]Build{}
 	var versions []string
 	for _, b := range builds {
+		if _, ok := m.Targets[b.Record.Cell.Target]; !ok {
+			return nil, fmt.Errorf("%s is a build for target %q, which %s does not define", b.Dir, b.Record.Cell.Target, m.File)
+		}
 		v := b.Record.Cell.Doris
 		if _, ok := byVersion[v]; !ok {
 			versions = append(versions, v)
