@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build test vet fmt demo clean fuzz bench bench-scan bench-build
+.PHONY: all deps build test vet fmt demo clean fuzz bench bench-scan bench-build bench-image
 
 all: build
 
@@ -27,8 +27,9 @@ test: deps vet
 # The main job on the bundled sample (examples/minidoris, a small tree with
 # Doris's build interface): validate the matrix, print the plan of every cell,
 # build every target (cross compilers, patches, PGO+ThinLTO, smoke runs and
-# the scan gate under qemu), rebuild (nothing to do), scan one build, and show
-# the scan catching a graviton3 build (SVE) offered to Kunpeng 920.
+# the scan gate under qemu), rebuild (nothing to do), scan one build, write
+# the release images to an OCI layout and inspect the multi-arch index, and
+# show the scan catching a graviton3 build (SVE) offered to Kunpeng 920.
 DEMO_OUT   ?= out/demo
 DEMO_CACHE ?= .cache/demo
 demo: deps build
@@ -38,6 +39,8 @@ demo: deps build
 	$(BIN) build --target all --out $(DEMO_OUT) --cache $(DEMO_CACHE)
 	$(BIN) scan --target kunpeng920 --allow recipes/minidoris-scan-allow.yaml --format markdown $(DEMO_OUT)/2.1.8/kunpeng920 > $(DEMO_OUT)/scan-kunpeng920.md
 	@echo "scan report: $(DEMO_OUT)/scan-kunpeng920.md"
+	$(BIN) image build --build $(DEMO_OUT) --out oci:$(DEMO_OUT)/images --base scratch
+	$(BIN) image inspect oci:$(DEMO_OUT)/images:doris-be:2.1.8
 	@echo "== the graviton3 build (SVE) scanned for kunpeng920 must fail:"
 	@$(BIN) scan --target kunpeng920 --allow recipes/minidoris-scan-allow.yaml $(DEMO_OUT)/2.1.8/graviton3 > $(DEMO_OUT)/scan-graviton3-as-kunpeng920.txt; \
 	  rc=$$?; grep -E '^(be/|  ERROR|[0-9]+ files)' $(DEMO_OUT)/scan-graviton3-as-kunpeng920.txt; \
@@ -54,6 +57,11 @@ bench-scan: deps
 # Cold build, no-op rebuild and one-patch rebuild of the sample for every arm64 target.
 bench-build: deps
 	bash scripts/bench-build.sh
+
+# Build and publish the sample release to a real docker-registry: first
+# publish, unchanged re-publish and a one-target change, in seconds and bytes.
+bench-image: deps
+	bash scripts/bench-image.sh
 
 # Each fuzz target for a bounded time (FUZZTIME, default 20s).
 FUZZTIME ?= 20s

@@ -15,7 +15,7 @@ host_pkgs=(
   clang-16 lld-16 llvm-16
   qemu-user
   docker-registry
-  make cmake patch unzip zstd file libssl-dev bc time
+  make cmake patch unzip zstd file libssl-dev bc time curl python3
 )
 arm64_pkgs=(
   libssl-dev:arm64
