@@ -29,6 +29,7 @@ type releaseOptions struct {
 	build, recipeFile, base, source, revision, sourceURL string
 	epoch                                                string
 	insecure                                             bool
+	indexImages                                          []string
 }
 
 func (o *releaseOptions) flags(cmd *cobra.Command) {
@@ -40,6 +41,7 @@ func (o *releaseOptions) flags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.revision, "revision", "", "org.opencontainers.image.revision (default: the --source tree's commit)")
 	cmd.Flags().StringVar(&o.sourceURL, "source-url", "https://github.com/apache/doris", "org.opencontainers.image.source")
 	cmd.Flags().BoolVar(&o.insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+	cmd.Flags().StringArrayVar(&o.indexImages, "index-image", nil, "NAME:OS/ARCH=REF: put this image (REF or oci:DIR) in NAME's multi-arch index for that platform instead of a build, e.g. doris-be:linux/amd64=docker.io/apache/doris:be-2.1.8")
 }
 
 // release assembles the images of every build under --build.
@@ -73,7 +75,11 @@ func (o *releaseOptions) release(g *globals) ([]image.Tagged, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := image.Options{Epoch: epoch, Revision: rev, Source: o.sourceURL, Base: o.baseFunc()}
+	indexImage, err := o.indexImageFunc()
+	if err != nil {
+		return nil, err
+	}
+	opts := image.Options{Epoch: epoch, Revision: rev, Source: o.sourceURL, Base: o.baseFunc(), IndexImage: indexImage}
 	rel, err := image.Release(m, r, builds, opts)
 	if err != nil {
 		return nil, badInput(err)
@@ -122,30 +128,55 @@ func (o *releaseOptions) baseFunc() func(v1.Platform, string) (v1.Image, string,
 		if img, ok := cache[key]; ok {
 			return img, ref, nil
 		}
-		var img v1.Image
-		var err error
-		if dir, ok := strings.CutPrefix(ref, "oci:"); ok {
-			img, err = imageFromLayout(dir, p)
-		} else {
-			var nopts []name.Option
-			if o.insecure {
-				nopts = append(nopts, name.Insecure)
-			}
-			r, perr := name.ParseReference(ref, nopts...)
-			if perr != nil {
-				return nil, "", perr
-			}
-			img, err = remote.Image(r, remote.WithPlatform(p), remote.WithAuthFromKeychain(authn.DefaultKeychain))
-			if err != nil {
-				err = fmt.Errorf("%v (offline? pass --base oci:DIR or --base scratch)", err)
-			}
-		}
+		img, err := loadImage(ref, p, o.insecure)
 		if err != nil {
 			return nil, "", err
 		}
 		cache[key] = img
 		return img, ref, nil
 	}
+}
+
+// indexImageFunc resolves --index-image NAME:OS/ARCH=REF entries.
+func (o *releaseOptions) indexImageFunc() (func(string, v1.Platform) (v1.Image, string, error), error) {
+	refs := map[string]string{}
+	for _, e := range o.indexImages {
+		key, ref, ok := strings.Cut(e, "=")
+		nm, plat, ok2 := strings.Cut(key, ":")
+		if !ok || !ok2 || ref == "" || !strings.Contains(plat, "/") {
+			return nil, usageErr("--index-image %q: want NAME:OS/ARCH=REF, e.g. doris-be:linux/amd64=docker.io/apache/doris:be-2.1.8", e)
+		}
+		refs[nm+":"+plat] = ref
+	}
+	return func(name string, p v1.Platform) (v1.Image, string, error) {
+		ref, ok := refs[name+":"+p.OS+"/"+p.Architecture]
+		if !ok {
+			return nil, "", nil
+		}
+		img, err := loadImage(ref, p, o.insecure)
+		return img, ref, err
+	}, nil
+}
+
+// loadImage opens the image for platform p of ref: oci:DIR or a registry
+// reference.
+func loadImage(ref string, p v1.Platform, insecure bool) (v1.Image, error) {
+	if dir, ok := strings.CutPrefix(ref, "oci:"); ok {
+		return imageFromLayout(dir, p)
+	}
+	var nopts []name.Option
+	if insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	r, err := name.ParseReference(ref, nopts...)
+	if err != nil {
+		return nil, err
+	}
+	img, err := remote.Image(r, remote.WithPlatform(p), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	if err != nil {
+		return nil, fmt.Errorf("%v (offline? use oci:DIR, or --base scratch)", err)
+	}
+	return img, nil
 }
 
 // imageFromLayout picks the image for platform p out of an OCI layout.

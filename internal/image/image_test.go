@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/dorisarm/dorisarm/internal/build"
@@ -195,6 +196,13 @@ func TestBadBuilds(t *testing.T) {
 	os.WriteFile(filepath.Join(out, "2.1.8", "kunpeng920", "be", "lib", "doris_be"), []byte("tampered"), 0o755)
 	if _, err := FindBuilds(out); err == nil || !strings.Contains(err.Error(), "changed since it was built") {
 		t.Errorf("tampered build: %v", err)
+	}
+	// A target directory without its record, beside a good build.
+	out = t.TempDir()
+	fakeBuild(t, m, out, "kunpeng920", map[string]string{"be/lib/doris_be": "x", "fe/lib/doris-fe.jar": "y"})
+	os.MkdirAll(filepath.Join(out, "2.1.8", "graviton3", "be"), 0o755)
+	if _, err := FindBuilds(out); err == nil || !strings.Contains(err.Error(), "graviton3 has no build record") {
+		t.Errorf("directory without a record: %v", err)
 	}
 	// A build for a target the matrix does not define.
 	out = t.TempDir()
@@ -421,5 +429,31 @@ func TestPublishAuthRejected(t *testing.T) {
 	}
 	if _, err := Publish(context.Background(), host+"/doris", rel, PublishOptions{Auth: &authn.Basic{Username: "doris", Password: "right"}}); err != nil {
 		t.Errorf("right password: %v", err)
+	}
+}
+
+func TestIndexImageOfTheUsers(t *testing.T) {
+	m, r := loadData(t)
+	out := t.TempDir()
+	fakeBuild(t, m, out, "generic-armv8", map[string]string{"be/lib/doris_be": "arm", "fe/lib/doris-fe.jar": "fe"})
+	bs, _ := FindBuilds(out)
+	x86, _ := random.Image(100, 1)
+	rel, err := Release(m, r, bs, Options{IndexImage: func(name string, p v1.Platform) (v1.Image, string, error) {
+		if name == "doris-be" && p.Architecture == "amd64" {
+			return x86, "docker.io/apache/doris:be-2.1.8", nil
+		}
+		return nil, "", nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, _ := byRef(rel)["doris-be:2.1.8"].Index.IndexManifest()
+	want, _ := x86.Digest()
+	got := map[string]string{}
+	for _, d := range im.Manifests {
+		got[d.Platform.String()] = d.Digest.String() + " " + d.Annotations[AnnImported] + d.Annotations[AnnTarget]
+	}
+	if got["linux/amd64"] != want.String()+" docker.io/apache/doris:be-2.1.8" || !strings.HasSuffix(got["linux/arm64/v8"], " generic-armv8") {
+		t.Errorf("index: %v", got)
 	}
 }

@@ -54,6 +54,26 @@ func FindBuilds(out string) ([]Build, error) {
 		return nil, fmt.Errorf("%s holds no builds (<doris>/<target>/%s): run dorisarm build --out %s first", out, build.RecordFile, out)
 	}
 	sort.Strings(recs)
+	// Every directory beside a build must be a build too: a target directory
+	// without its record is a build that failed or was copied in by hand.
+	versions := map[string]bool{}
+	for _, r := range recs {
+		versions[filepath.Dir(filepath.Dir(r))] = true
+	}
+	for v := range versions {
+		ents, err := os.ReadDir(v)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(v, e.Name(), build.RecordFile)); err != nil {
+				return nil, fmt.Errorf("%s has no build record (%s): rebuild it with dorisarm build, or remove it", filepath.Join(v, e.Name()), build.RecordFile)
+			}
+		}
+	}
 	var bs []Build
 	for _, r := range recs {
 		dir := filepath.Dir(r)
@@ -75,7 +95,15 @@ type Options struct {
 	Base func(platform v1.Platform, ref string) (v1.Image, string, error)
 	// Revision and Source fill org.opencontainers.image.revision/source.
 	Revision, Source string
+	// IndexImage names an image of the user's for a platform of an image's
+	// multi-arch index (e.g. doris-be, linux/amd64 from an official x86
+	// release); nil image: none, the platform's index target is used.
+	IndexImage func(name string, platform v1.Platform) (v1.Image, string, error)
 }
+
+// AnnImported marks an index entry that is an image the user named, not one
+// of the release's builds.
+const AnnImported = "io.dorisarm.imported-from"
 
 // Tagged is one image or index of a release with its tag (e.g.
 // doris-be:2.1.8-kunpeng920, doris-be:2.1.8).
@@ -182,6 +210,16 @@ func releaseImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, version
 			out = append(out, Tagged{Repo: name, Tag: version + "-" + b.Record.Cell.Target, Image: img})
 		}
 		for _, isa := range isas {
+			if o.IndexImage != nil {
+				img, ref, err := o.IndexImage(name, *platform(m.ISAs[isa]))
+				if err != nil {
+					return nil, fmt.Errorf("%s:%s %s: %v", name, version, platform(m.ISAs[isa]), err)
+				}
+				if img != nil {
+					adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: platform(m.ISAs[isa]), Annotations: map[string]string{AnnImported: ref}}})
+					continue
+				}
+			}
 			b, ok := byTarget[m.ISAs[isa].IndexTarget]
 			if !ok {
 				continue
