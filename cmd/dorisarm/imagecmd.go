@@ -321,7 +321,11 @@ for loopback registries; --insecure allows it elsewhere.`,
 			}
 			if dir, ok := strings.CutPrefix(repo, "oci:"); ok {
 				if dryRun {
-					return printRelease(g.stdout, rel)
+					if err := printRelease(g.stdout, rel); err != nil {
+						return err
+					}
+					fmt.Fprintf(g.stdout, "dry run: %d tags; nothing written to %s\n", len(rel), dir)
+					return nil
 				}
 				if err := image.WriteLayout(dir, rel); err != nil {
 					return err
