@@ -29,6 +29,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/sample"
 	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
 
@@ -36,15 +37,8 @@ const repo = "../.."
 
 func loadData(t *testing.T) (*matrix.Matrix, *recipe.Recipe) {
 	t.Helper()
-	m, err := matrix.Load(filepath.Join(repo, "matrix.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := recipe.Load(filepath.Join(repo, "recipes", "minidoris.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, r
+	in := sample.Load(t, repo, "", "")
+	return in.Matrix, in.Recipe
 }
 
 // fakeBuild writes a published build of target with the given files and a
