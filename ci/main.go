@@ -172,9 +172,10 @@ func (m *Dorisarm) Scan(
 	return ctr.WithExec(append(args, "/scan")).Stdout(ctx)
 }
 
-// Release builds the targets side by side and scans each build with its own
-// target's policy. Publishing, signing and promotion join the chain when
-// dorisarm publish/sign/promote land.
+// Release builds the targets side by side, scans each build with its own
+// target's policy and, given repo, publishes the release images there
+// (REGISTRY/PATH; credentials from registryConfig, a docker config.json).
+// Signing and promotion join the chain when dorisarm sign/promote land.
 func (m *Dorisarm) Release(
 	ctx context.Context,
 	source *dagger.Directory,
@@ -185,6 +186,14 @@ func (m *Dorisarm) Release(
 	mirror *dagger.Directory,
 	// +optional
 	allow *dagger.File,
+	// +optional
+	repo string,
+	// +optional
+	registryConfig *dagger.Secret,
+	// +optional
+	base string,
+	// +optional
+	epoch string,
 ) (string, error) {
 	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, "")
 	if err != nil {
@@ -198,5 +207,32 @@ func (m *Dorisarm) Release(
 		}
 		report.WriteString(md)
 	}
+	if repo == "" {
+		return report.String(), nil
+	}
+	merged := dag.Directory()
+	for _, d := range outs {
+		merged = merged.WithDirectory(".", d)
+	}
+	ctr := m.container(source, "release", "", "", "").WithDirectory(outDir, merged)
+	if registryConfig != nil {
+		ctr = ctr.WithMountedSecret("/root/.docker/config.json", registryConfig)
+	}
+	args := []string{"dorisarm", "publish", "--build", outDir, "--repo", repo}
+	if dorisSource != nil {
+		ctr = ctr.WithDirectory(tree, dorisSource)
+		args = append(args, "--source", tree)
+	}
+	if base != "" {
+		args = append(args, "--base", base)
+	}
+	if epoch != "" { // else the source tree's last commit (needs its .git)
+		args = append(args, "--epoch", epoch)
+	}
+	pub, err := ctr.WithExec(args).Stdout(ctx)
+	if err != nil {
+		return "", err
+	}
+	report.WriteString("\n```\n" + pub + "```\n")
 	return report.String(), nil
 }
