@@ -202,11 +202,15 @@ func releaseImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, version
 			adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: platform(m.ISAs[isa])}})
 		}
 	} else {
+		// The index reuses the per-target images: each layer is read and
+		// compressed for its digest once, not once per tag.
+		perTarget := map[string]v1.Image{}
 		for _, b := range builds {
 			img, err := targetImage(m, name, spec, b, o, false)
 			if err != nil {
 				return nil, err
 			}
+			perTarget[b.Record.Cell.Target] = img
 			out = append(out, Tagged{Repo: name, Tag: version + "-" + b.Record.Cell.Target, Image: img})
 		}
 		for _, isa := range isas {
@@ -224,10 +228,7 @@ func releaseImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, version
 			if !ok {
 				continue
 			}
-			img, err := targetImage(m, name, spec, b, o, false)
-			if err != nil {
-				return nil, err
-			}
+			img := perTarget[b.Record.Cell.Target]
 			ann := map[string]string{AnnTarget: b.Record.Cell.Target, AnnCPU: b.Record.Cell.CPU}
 			adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: platform(m.ISAs[isa]), Annotations: ann}})
 		}
