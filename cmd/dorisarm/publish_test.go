@@ -195,6 +195,38 @@ func TestPublishToRealRegistry(t *testing.T) {
 	if d := withBase.Uploaded - noBase.Uploaded; d > 100000 {
 		t.Errorf("the base layer was uploaded, not mounted: %d bytes with base, %d without", withBase.Uploaded, noBase.Uploaded)
 	}
+
+	signAndVerify(t, repo+"/doris-be:2.1.8", 3)
+}
+
+// signAndVerify signs ref with a fresh key and checks dorisarm verify: every
+// digest ok with the key, exit 1 with another key. want is the number of
+// digests (an index and its manifests).
+func signAndVerify(t *testing.T, ref string, want int) {
+	t.Helper()
+	keys := t.TempDir()
+	os.Setenv("COSIGN_PASSWORD", "demo")
+	defer os.Unsetenv("COSIGN_PASSWORD")
+	for _, dir := range []string{keys, filepath.Join(keys, "other")} {
+		if _, errOut, code := run(t, "keygen", "--out", dir); code != 0 {
+			t.Fatalf("keygen: %s", errOut)
+		}
+	}
+	if _, errOut, code := run(t, "verify", "--key", filepath.Join(keys, "cosign.pub"), ref); code != 1 || !strings.Contains(errOut, "checks failed") {
+		t.Errorf("verify before signing: exit %d %s", code, errOut)
+	}
+	out, errOut, code := run(t, "sign", "--key", filepath.Join(keys, "cosign.key"), ref)
+	if code != 0 || strings.Count(out, "signed ") != want || strings.Contains(out+errOut, "demo") {
+		t.Fatalf("sign: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "verify", "--key", filepath.Join(keys, "cosign.pub"), ref)
+	if code != 0 || strings.Count(out, "ok    signature of ") != want {
+		t.Errorf("verify: exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, code = run(t, "verify", "--key", filepath.Join(keys, "other", "cosign.pub"), ref)
+	if code != 1 || strings.Count(out, "FAIL") != want {
+		t.Errorf("verify with another key: exit %d\n%s", code, out)
+	}
 }
 
 func TestPublishBadInput(t *testing.T) {
@@ -209,6 +241,11 @@ func TestPublishBadInput(t *testing.T) {
 		{[]string{"image", "build", "--build", dir, "--out", "/tmp/x"}, "want oci:DIR", 2},
 		{[]string{"image", "inspect", "oci:" + dir}, "want oci:DIR:NAME:TAG", 2},
 		{[]string{"publish", "--build", dir, "--repo", "r/d", "--password-stdin"}, "needs --username", 2},
+		{[]string{"sign", "127.0.0.1:1/doris/x:1"}, "--key is required", 2},
+		{[]string{"sign", "--key", "k", "127.0.0.1:1/doris/x:1"}, "set COSIGN_PASSWORD", 2},
+		{[]string{"verify", "--key", filepath.Join(dir, "none.pub"), "127.0.0.1:1/doris/x:1"}, "none.pub", 2},
+		{[]string{"verify", "--key", "k.pub", "Not A Ref"}, "Not A Ref", 2},
+		{[]string{"keygen", "--out", dir}, "set COSIGN_PASSWORD", 2},
 	}
 	for _, c := range cases {
 		_, errOut, code := run(t, c.args...)

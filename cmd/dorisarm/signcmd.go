@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/spf13/cobra"
+
+	"github.com/dorisarm/dorisarm/internal/sign"
+)
+
+// password reads COSIGN_PASSWORD, which must be set (it may be empty); it
+// is never printed.
+func password() ([]byte, error) {
+	pw, ok := os.LookupEnv("COSIGN_PASSWORD")
+	if !ok {
+		return nil, usageErr("set COSIGN_PASSWORD (it may be empty) to the key's password")
+	}
+	return []byte(pw), nil
+}
+
+func registryRef(s string, insecure bool) (name.Reference, error) {
+	var opts []name.Option
+	if insecure {
+		opts = append(opts, name.Insecure)
+	}
+	r, err := name.ParseReference(s, opts...)
+	if err != nil {
+		return nil, usageErr("%s: %v", s, err)
+	}
+	return r, nil
+}
+
+func newKeygenCmd(g *globals) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:     "keygen",
+		Short:   "Write a cosign-format key pair (cosign.key, encrypted with $COSIGN_PASSWORD, and cosign.pub)",
+		Example: "  COSIGN_PASSWORD=... dorisarm keygen --out keys",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pw, err := password()
+			if err != nil {
+				return err
+			}
+			priv, pub, err := sign.Keygen(out, pw)
+			if err != nil {
+				return badInput(err)
+			}
+			fmt.Fprintf(g.stdout, "wrote %s and %s\n", priv, pub)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", ".", "directory for cosign.key and cosign.pub")
+	return cmd
+}
+
+func newSignCmd(g *globals) *cobra.Command {
+	var key string
+	var insecure bool
+	cmd := &cobra.Command{
+		Use:   "sign REF",
+		Short: "Sign an image or index by digest (an index and every manifest in it), as cosign does",
+		Long: `sign resolves REF to its digest and signs it with a cosign key: for an index,
+the index and every platform manifest. Signatures are stored as cosign stores
+them (the sha256-<digest>.sig tag), so cosign verify --key accepts them. The
+key's password comes from COSIGN_PASSWORD and is never printed.`,
+		Example: "  COSIGN_PASSWORD=... dorisarm sign --key keys/cosign.key 127.0.0.1:5000/doris/doris-be:2.1.8",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if key == "" {
+				return usageErr("--key is required (a cosign.key; dorisarm keygen writes one)")
+			}
+			ref, err := registryRef(args[0], insecure)
+			if err != nil {
+				return err
+			}
+			pw, err := password()
+			if err != nil {
+				return err
+			}
+			s, err := sign.LoadSigner(key, pw, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+			if err != nil {
+				return badInput(err)
+			}
+			ds, err := s.Sign(cmd.Context(), ref)
+			if err != nil {
+				return &exitError{code: exitCheck, err: err}
+			}
+			for _, d := range ds {
+				fmt.Fprintf(g.stdout, "signed %s\n", d)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&key, "key", "", "cosign private key (cosign.key)")
+	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+	return cmd
+}
+
+func newVerifyCmd(g *globals) *cobra.Command {
+	var key string
+	var insecure bool
+	cmd := &cobra.Command{
+		Use:   "verify REF",
+		Short: "Check the cosign signatures of an image or index and every manifest in it",
+		Long: `verify resolves REF to its digest and checks, one line each, that it and (for
+an index) every platform manifest carry a signature by --key. Exit status 1
+if any check fails. Attestation checks are not implemented yet.`,
+		Example: "  dorisarm verify --key keys/cosign.pub 127.0.0.1:5000/doris/doris-be:2.1.8",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if key == "" {
+				return usageErr("--key is required (a cosign.pub)")
+			}
+			ref, err := registryRef(args[0], insecure)
+			if err != nil {
+				return err
+			}
+			checks, err := sign.VerifySignatures(cmd.Context(), ref, key, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+			if err != nil {
+				return badInput(err)
+			}
+			failed := 0
+			for _, c := range checks {
+				if c.OK {
+					fmt.Fprintf(g.stdout, "ok    %s\n", c.What)
+				} else {
+					failed++
+					fmt.Fprintf(g.stdout, "FAIL  %s: %s\n", c.What, c.Why)
+				}
+			}
+			if failed > 0 {
+				return &exitError{code: exitCheck, err: fmt.Errorf("%d of %d checks failed for %s", failed, len(checks), ref)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&key, "key", "", "cosign public key (cosign.pub)")
+	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+	return cmd
+}

@@ -1,0 +1,194 @@
+// Package sign signs release images the way cosign does (key-based: a
+// simple-signing payload per manifest digest, stored in the
+// sha256-<digest>.sig tag), so the cosign CLI verifies what dorisarm signs,
+// and verifies them again.
+package sign
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
+	ocimutate "github.com/sigstore/cosign/v2/pkg/oci/mutate"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/sigstore/sigstore/pkg/signature/payload"
+)
+
+// Keygen writes a cosign-format key pair into dir: cosign.key (encrypted
+// with password) and cosign.pub. It refuses to overwrite a key.
+func Keygen(dir string, password []byte) (priv, pub string, err error) {
+	priv, pub = filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
+	for _, p := range []string{priv, pub} {
+		if _, err := os.Stat(p); err == nil {
+			return "", "", fmt.Errorf("%s exists; remove it or choose another --out", p)
+		}
+	}
+	kb, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return password, nil })
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(priv, kb.PrivateBytes, 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(pub, kb.PublicBytes, 0o644); err != nil {
+		os.Remove(priv)
+		return "", "", err
+	}
+	return priv, pub, nil
+}
+
+// Signer signs with a cosign private key.
+type Signer struct {
+	sv   signature.SignerVerifier
+	opts []remote.Option
+}
+
+// LoadSigner reads a cosign.key and decrypts it with password.
+func LoadSigner(keyPath string, password []byte, opts ...remote.Option) (*Signer, error) {
+	data, err := os.ReadFile(keyPath)
+	if err != nil {
+		return nil, err
+	}
+	sv, err := cosign.LoadPrivateKey(data, password, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v (is COSIGN_PASSWORD right?)", keyPath, err)
+	}
+	return &Signer{sv: sv, opts: opts}, nil
+}
+
+// Sign signs ref by digest: an image, or an index and every manifest in it.
+// It returns the digests it signed; a digest signed before by the same key
+// for the same payload is signed again only once (cosign deduplicates).
+func (s *Signer) Sign(ctx context.Context, ref name.Reference) ([]name.Digest, error) {
+	ds, err := Digests(ctx, ref, s.opts...)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		if err := s.signOne(ctx, d); err != nil {
+			return nil, fmt.Errorf("signing %s: %v", d, err)
+		}
+	}
+	return ds, nil
+}
+
+func (s *Signer) signOne(ctx context.Context, d name.Digest) error {
+	pl, err := (&payload.Cosign{Image: d}).MarshalJSON()
+	if err != nil {
+		return err
+	}
+	raw, err := s.sv.SignMessage(bytes.NewReader(pl))
+	if err != nil {
+		return err
+	}
+	sig, err := static.NewSignature(pl, base64.StdEncoding.EncodeToString(raw))
+	if err != nil {
+		return err
+	}
+	ro := []ociremote.Option{ociremote.WithRemoteOptions(append([]remote.Option{remote.WithContext(ctx)}, s.opts...)...)}
+	se, err := ociremote.SignedEntity(d, ro...)
+	if err != nil {
+		return err
+	}
+	se, err = ocimutate.AttachSignatureToEntity(se, sig, ocimutate.WithDupeDetector(cremote.NewDupeDetector(s.sv)))
+	if err != nil {
+		return err
+	}
+	return ociremote.WriteSignatures(d.Repository, se, ro...)
+}
+
+// Digests resolves ref to the digests a recursive signature covers: the
+// manifest it names and, for an index, every manifest in it.
+func Digests(ctx context.Context, ref name.Reference, opts ...remote.Option) ([]name.Digest, error) {
+	desc, err := remote.Get(ref, append([]remote.Option{remote.WithContext(ctx)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	top := ref.Context().Digest(desc.Digest.String())
+	out := []name.Digest{top}
+	if !desc.MediaType.IsIndex() {
+		return out, nil
+	}
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range im.Manifests {
+		out = append(out, ref.Context().Digest(m.Digest.String()))
+	}
+	return out, nil
+}
+
+// Check is one thing verify checked.
+type Check struct {
+	What string `json:"what"`
+	OK   bool   `json:"ok"`
+	Why  string `json:"why,omitempty"`
+}
+
+// VerifySignatures checks that every digest ref covers carries a valid
+// signature by the public key at pubPath.
+func VerifySignatures(ctx context.Context, ref name.Reference, pubPath string, opts ...remote.Option) ([]Check, error) {
+	data, err := os.ReadFile(pubPath)
+	if err != nil {
+		return nil, err
+	}
+	pk, err := cryptoutils.UnmarshalPEMToPublicKey(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a public key: %v", pubPath, err)
+	}
+	v, err := signature.LoadVerifier(pk, crypto.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	ds, err := Digests(ctx, ref, opts...)
+	if err != nil {
+		return nil, err
+	}
+	co := &cosign.CheckOpts{
+		SigVerifier:        v,
+		IgnoreTlog:         true,
+		IgnoreSCT:          true,
+		ClaimVerifier:      cosign.SimpleClaimVerifier,
+		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(append([]remote.Option{remote.WithContext(ctx)}, opts...)...)},
+	}
+	var checks []Check
+	for _, d := range ds {
+		c := Check{What: "signature of " + d.String()}
+		_, _, err := cosign.VerifyImageSignatures(ctx, d, co)
+		if err != nil {
+			c.Why = explain(err)
+		} else {
+			c.OK = true
+		}
+		checks = append(checks, c)
+	}
+	return checks, nil
+}
+
+func explain(err error) string {
+	var none *cosign.ErrNoMatchingSignatures
+	if errors.As(err, &none) {
+		return "no signature by this key: " + err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,93 @@
+package sign
+
+import (
+	"context"
+	"io"
+	"log"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+func registryHost(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+func TestSignAndVerifyIndex(t *testing.T) {
+	host := registryHost(t)
+	idx, err := random.Index(100, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.ParseReference(host + "/doris/doris-be:2.1.8")
+	if err := remote.WriteIndex(ref, idx); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	priv, pub, err := Keygen(dir, []byte("secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Keygen(dir, []byte("x")); err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Errorf("keygen over an existing key: %v", err)
+	}
+	ctx := context.Background()
+
+	// Unsigned: every check fails.
+	checks, err := VerifySignatures(ctx, ref, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(checks) != 3 || checks[0].OK {
+		t.Fatalf("unsigned index: %+v", checks)
+	}
+	if _, err := LoadSigner(priv, []byte("wrong")); err == nil || !strings.Contains(err.Error(), "COSIGN_PASSWORD") {
+		t.Errorf("wrong password: %v", err)
+	}
+	s, err := LoadSigner(priv, []byte("secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := s.Sign(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(signed) != 3 {
+		t.Fatalf("signed %d digests, want the index and its 2 manifests", len(signed))
+	}
+	checks, _ = VerifySignatures(ctx, ref, pub)
+	for _, c := range checks {
+		if !c.OK {
+			t.Errorf("%s: %s", c.What, c.Why)
+		}
+	}
+	// Another key's public half does not verify.
+	_, otherPub, _ := Keygen(filepath.Join(dir, "other"), []byte("x"))
+	checks, _ = VerifySignatures(ctx, ref, otherPub)
+	for _, c := range checks {
+		if c.OK {
+			t.Errorf("%s verified with another key", c.What)
+		}
+	}
+	// Signing twice adds no second signature layer.
+	if _, err := s.Sign(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	sigTag, _ := name.ParseReference(host + "/doris/doris-be:" + strings.ReplaceAll(signed[0].DigestStr(), ":", "-") + ".sig")
+	img, err := remote.Image(sigTag)
+	if err != nil {
+		t.Fatalf("no cosign signature tag %s: %v", sigTag, err)
+	}
+	if ls, _ := img.Layers(); len(ls) != 1 {
+		t.Errorf("signature image has %d layers after signing twice", len(ls))
+	}
+}
