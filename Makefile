@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build test vet fmt demo clean fuzz bench bench-scan bench-build bench-image
+.PHONY: all deps build test vet fmt demo clean fuzz bench bench-scan bench-build bench-image e2e
 
 all: build
 
@@ -62,6 +62,11 @@ bench-build: deps
 # publish, unchanged re-publish and a one-target change, in seconds and bytes.
 bench-image: deps
 	bash scripts/bench-image.sh
+
+# The slow end-to-end suite: dorisarm's signatures checked by the real cosign
+# CLI (built once into .cache/bin) against a local docker-registry.
+e2e: deps
+	bash scripts/e2e-cosign.sh
 
 # Each fuzz target for a bounded time (FUZZTIME, default 20s).
 FUZZTIME ?= 20s

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# End to end with the real cosign CLI: build the sample for two targets,
+# publish it to a docker-registry on loopback, sign it with dorisarm, and
+# let `cosign verify --key` check every signature dorisarm made. The cosign
+# CLI is built once into .cache/bin (a few minutes the first time).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+work=.cache/e2e
+mkdir -p "${work}" .cache/bin
+if [[ ! -x .cache/bin/cosign ]]; then
+    echo "building the cosign CLI v2.6.2 into .cache/bin ..."
+    GOBIN="$(pwd)/.cache/bin" go install github.com/sigstore/cosign/v2/cmd/cosign@v2.6.2
+fi
+go build -o bin/dorisarm ./cmd/dorisarm
+bin/dorisarm build --target generic-armv8,x86_64 --out "${work}/out" --cache "${work}/cache" >/dev/null 2>"${work}/build.err" || { cat "${work}/build.err"; exit 1; }
+reg=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+printf 'version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' "${reg}/data" "${port}" >"${reg}/config.yml"
+docker-registry serve "${reg}/config.yml" >/dev/null 2>&1 &
+pid=$!
+trap 'kill ${pid} 2>/dev/null; rm -rf "${reg}"' EXIT
+for _ in $(seq 100); do curl -fs "http://127.0.0.1:${port}/v2/" >/dev/null && break; sleep 0.05; done
+repo="127.0.0.1:${port}/doris"
+bin/dorisarm publish --build "${work}/out" --repo "${repo}" --epoch 1700000000 --base scratch
+export COSIGN_PASSWORD=e2e
+rm -rf "${work}/keys"
+bin/dorisarm keygen --out "${work}/keys"
+bin/dorisarm sign --key "${work}/keys/cosign.key" "${repo}/doris-be:2.1.8"
+bin/dorisarm verify --key "${work}/keys/cosign.pub" "${repo}/doris-be:2.1.8"
+fail=0
+for d in $(bin/dorisarm sign --key "${work}/keys/cosign.key" "${repo}/doris-be:2.1.8" | awk '{print $2}'); do
+    if .cache/bin/cosign verify --key "${work}/keys/cosign.pub" --insecure-ignore-tlog=true --allow-http-registry "${d}" >/dev/null 2>"${work}/cosign.err"; then
+        echo "cosign verify ok: ${d}"
+    else
+        echo "cosign verify FAILED: ${d}"; cat "${work}/cosign.err"; fail=1
+    fi
+done
+# A key cosign did not sign with must be refused.
+bin/dorisarm keygen --out "${work}/keys/other" >/dev/null
+if .cache/bin/cosign verify --key "${work}/keys/other/cosign.pub" --insecure-ignore-tlog=true --allow-http-registry "${repo}/doris-be:2.1.8" >/dev/null 2>&1; then
+    echo "cosign verify accepted another key"; fail=1
+else
+    echo "cosign verify refused another key, as it should"
+fi
+exit ${fail}
