@@ -148,28 +148,13 @@ type Check struct {
 // VerifySignatures checks that every digest ref covers carries a valid
 // signature by the public key at pubPath.
 func VerifySignatures(ctx context.Context, ref name.Reference, pubPath string, opts ...remote.Option) ([]Check, error) {
-	data, err := os.ReadFile(pubPath)
-	if err != nil {
-		return nil, err
-	}
-	pk, err := cryptoutils.UnmarshalPEMToPublicKey(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: not a public key: %v", pubPath, err)
-	}
-	v, err := signature.LoadVerifier(pk, crypto.SHA256)
+	co, err := checkOpts(ctx, pubPath, opts...)
 	if err != nil {
 		return nil, err
 	}
 	ds, err := Digests(ctx, ref, opts...)
 	if err != nil {
 		return nil, err
-	}
-	co := &cosign.CheckOpts{
-		SigVerifier:        v,
-		IgnoreTlog:         true,
-		IgnoreSCT:          true,
-		ClaimVerifier:      cosign.SimpleClaimVerifier,
-		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(append([]remote.Option{remote.WithContext(ctx)}, opts...)...)},
 	}
 	var checks []Check
 	for _, d := range ds {
@@ -183,6 +168,30 @@ func VerifySignatures(ctx context.Context, ref name.Reference, pubPath string, o
 		checks = append(checks, c)
 	}
 	return checks, nil
+}
+
+// checkOpts are cosign's verification options for a key pair, without a
+// transparency log (key-based signing here does not upload to Rekor).
+func checkOpts(ctx context.Context, pubPath string, opts ...remote.Option) (*cosign.CheckOpts, error) {
+	data, err := os.ReadFile(pubPath)
+	if err != nil {
+		return nil, err
+	}
+	pk, err := cryptoutils.UnmarshalPEMToPublicKey(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a public key: %v", pubPath, err)
+	}
+	v, err := signature.LoadVerifier(pk, crypto.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	return &cosign.CheckOpts{
+		SigVerifier:        v,
+		IgnoreTlog:         true,
+		IgnoreSCT:          true,
+		ClaimVerifier:      cosign.SimpleClaimVerifier,
+		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(append([]remote.Option{remote.WithContext(ctx)}, opts...)...)},
+	}, nil
 }
 
 func explain(err error) string {

@@ -91,3 +91,50 @@ func TestSignAndVerifyIndex(t *testing.T) {
 		t.Errorf("signature image has %d layers after signing twice", len(ls))
 	}
 }
+
+func TestAttestAndVerify(t *testing.T) {
+	host := registryHost(t)
+	img, _ := random.Image(100, 1)
+	ref, _ := name.ParseReference(host + "/doris/doris-be:2.1.8-kunpeng920")
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	dg, _ := img.Digest()
+	d := ref.Context().Digest(dg.String())
+	dir := t.TempDir()
+	priv, pub, _ := Keygen(dir, []byte("pw"))
+	_, otherPub, _ := Keygen(filepath.Join(dir, "o"), []byte("pw"))
+	s, err := LoadSigner(priv, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Attest(ctx, d, PredicateScan, []byte("not json")); err == nil {
+		t.Error("a non-JSON predicate was attested")
+	}
+	for i, p := range []string{`{"clean":false}`, `{"clean":true}`} { // the second replaces the first
+		if err := s.Attest(ctx, d, PredicateScan, []byte(p)); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	if err := s.Attest(ctx, d, PredicateSPDX, []byte(`{"spdxVersion":"SPDX-2.3"}`)); err != nil {
+		t.Fatal(err)
+	}
+	sts, err := VerifyAttestations(ctx, d, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, st := range sts {
+		if st.Subject != dg.String() {
+			t.Errorf("%s: subject %s, want %s", st.PredicateType, st.Subject, dg)
+		}
+		got[st.PredicateType] += string(st.Predicate)
+	}
+	if len(sts) != 2 || got[PredicateScan] != `{"clean":true}` || got[PredicateSPDX] == "" {
+		t.Errorf("attestations: %v", got)
+	}
+	if _, err := VerifyAttestations(ctx, d, otherPub); err == nil {
+		t.Error("attestations verified with another key")
+	}
+}

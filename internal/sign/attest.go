@@ -1,0 +1,122 @@
+package sign
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
+	ocimutate "github.com/sigstore/cosign/v2/pkg/oci/mutate"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	"github.com/sigstore/cosign/v2/pkg/types"
+	"github.com/sigstore/sigstore/pkg/signature/dsse"
+)
+
+// Predicate types dorisarm attests with: the first two are the ones the
+// cosign CLI names spdxjson and slsaprovenance1; the scan result is ours.
+const (
+	PredicateSPDX  = "https://spdx.dev/Document"
+	PredicateSLSA1 = "https://slsa.dev/provenance/v1"
+	PredicateScan  = "https://dorisarm.dev/attestations/scan/v1"
+	statementType  = "https://in-toto.io/Statement/v0.1"
+)
+
+type statement struct {
+	Type          string          `json:"_type"`
+	PredicateType string          `json:"predicateType"`
+	Subject       []subject       `json:"subject"`
+	Predicate     json.RawMessage `json:"predicate"`
+}
+
+type subject struct {
+	Name   string            `json:"name"`
+	Digest map[string]string `json:"digest"`
+}
+
+// Attest attaches an in-toto statement about d (predicate of predicateType)
+// as a cosign attestation, DSSE-signed with the signer's key. An earlier
+// attestation of the same predicate type is replaced.
+func (s *Signer) Attest(ctx context.Context, d name.Digest, predicateType string, predicate []byte) error {
+	if !json.Valid(predicate) {
+		return fmt.Errorf("%s predicate for %s is not JSON", predicateType, d)
+	}
+	hex := strings.TrimPrefix(d.DigestStr(), "sha256:")
+	st, err := json.Marshal(statement{Type: statementType, PredicateType: predicateType,
+		Subject: []subject{{Name: d.Context().Name(), Digest: map[string]string{"sha256": hex}}}, Predicate: predicate})
+	if err != nil {
+		return err
+	}
+	env, err := dsse.WrapSigner(s.sv, types.IntotoPayloadType).SignMessage(bytes.NewReader(st))
+	if err != nil {
+		return err
+	}
+	att, err := static.NewAttestation(env)
+	if err != nil {
+		return err
+	}
+	ro := []ociremote.Option{ociremote.WithRemoteOptions(append([]remote.Option{remote.WithContext(ctx)}, s.opts...)...)}
+	se, err := ociremote.SignedEntity(d, ro...)
+	if err != nil {
+		return err
+	}
+	se, err = ocimutate.AttachAttestationToEntity(se, att, ocimutate.WithReplaceOp(cremote.NewReplaceOp(predicateType)))
+	if err != nil {
+		return err
+	}
+	return ociremote.WriteAttestations(d.Repository, se, ro...)
+}
+
+// Statement is a verified attestation's statement.
+type Statement struct {
+	PredicateType string
+	Subject       string // sha256:<hex>
+	Predicate     json.RawMessage
+}
+
+// VerifyAttestations returns the statements attached to d whose DSSE
+// signature verifies with the public key at pubPath and whose subject is d.
+func VerifyAttestations(ctx context.Context, d name.Digest, pubPath string, opts ...remote.Option) ([]Statement, error) {
+	co, err := checkOpts(ctx, pubPath, opts...)
+	if err != nil {
+		return nil, err
+	}
+	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+	atts, _, err := cosign.VerifyImageAttestations(ctx, d, co)
+	if err != nil {
+		return nil, err
+	}
+	var out []Statement
+	for _, a := range atts {
+		pl, err := a.Payload()
+		if err != nil {
+			return nil, err
+		}
+		var env struct {
+			Payload string `json:"payload"`
+		}
+		if err := json.Unmarshal(pl, &env); err != nil {
+			return nil, err
+		}
+		raw, err := base64.StdEncoding.DecodeString(env.Payload)
+		if err != nil {
+			return nil, err
+		}
+		var st statement
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return nil, err
+		}
+		sub := ""
+		if len(st.Subject) > 0 {
+			sub = "sha256:" + st.Subject[0].Digest["sha256"]
+		}
+		out = append(out, Statement{PredicateType: st.PredicateType, Subject: sub, Predicate: st.Predicate})
+	}
+	return out, nil
+}
