@@ -196,13 +196,14 @@ func TestPublishToRealRegistry(t *testing.T) {
 		t.Errorf("the base layer was uploaded, not mounted: %d bytes with base, %d without", withBase.Uploaded, noBase.Uploaded)
 	}
 
-	signAndVerify(t, repo+"/doris-be:2.1.8", 3)
+	signAndVerify(t, repo+"/doris-be:2.1.8", out, 3, 2)
 }
 
-// signAndVerify signs ref with a fresh key and checks dorisarm verify: every
-// digest ok with the key, exit 1 with another key. want is the number of
-// digests (an index and its manifests).
-func signAndVerify(t *testing.T, ref string, want int) {
+// signAndVerify signs and attests ref with a fresh key and checks dorisarm
+// verify: every signature and attestation ok with the key, exit 1 with
+// another key. want is the number of digests (an index and its manifests),
+// fromBuilds the number of them made from builds (3 attestations each).
+func signAndVerify(t *testing.T, ref, out string, want, fromBuilds int) {
 	t.Helper()
 	keys := t.TempDir()
 	os.Setenv("COSIGN_PASSWORD", "demo")
@@ -215,17 +216,25 @@ func signAndVerify(t *testing.T, ref string, want int) {
 	if _, errOut, code := run(t, "verify", "--key", filepath.Join(keys, "cosign.pub"), ref); code != 1 || !strings.Contains(errOut, "checks failed") {
 		t.Errorf("verify before signing: exit %d %s", code, errOut)
 	}
-	out, errOut, code := run(t, "sign", "--key", filepath.Join(keys, "cosign.key"), ref)
-	if code != 0 || strings.Count(out, "signed ") != want || strings.Contains(out+errOut, "demo") {
-		t.Fatalf("sign: exit %d\n%s%s", code, out, errOut)
+	// Signed without attestations: the signatures verify, the attestation checks fail.
+	if _, errOut, code := run(t, "sign", "--key", filepath.Join(keys, "cosign.key"), ref); code != 0 {
+		t.Fatalf("sign: %s", errOut)
 	}
-	out, errOut, code = run(t, "verify", "--key", filepath.Join(keys, "cosign.pub"), ref)
-	if code != 0 || strings.Count(out, "ok    signature of ") != want {
-		t.Errorf("verify: exit %d\n%s%s", code, out, errOut)
+	stdout, _, code := run(t, "verify", "--key", filepath.Join(keys, "cosign.pub"), ref)
+	if code != 1 || strings.Count(stdout, "ok    signature of ") != want || strings.Count(stdout, "missing (sign it with dorisarm sign --build)") != 3*fromBuilds {
+		t.Errorf("verify without attestations: exit %d\n%s", code, stdout)
 	}
-	out, _, code = run(t, "verify", "--key", filepath.Join(keys, "other", "cosign.pub"), ref)
-	if code != 1 || strings.Count(out, "FAIL") != want {
-		t.Errorf("verify with another key: exit %d\n%s", code, out)
+	stdout, errOut, code := run(t, "sign", "--key", filepath.Join(keys, "cosign.key"), "--build", out, ref)
+	if code != 0 || strings.Count(stdout, "signed ") != want || strings.Count(stdout, "attested ") != 3*fromBuilds || strings.Contains(stdout+errOut, "demo") {
+		t.Fatalf("sign --build: exit %d\n%s%s", code, stdout, errOut)
+	}
+	stdout, errOut, code = run(t, "verify", "--key", filepath.Join(keys, "cosign.pub"), ref)
+	if code != 0 || strings.Count(stdout, "ok    signature of ") != want || strings.Count(stdout, "ok    attestation ") != 3*fromBuilds {
+		t.Errorf("verify: exit %d\n%s%s", code, stdout, errOut)
+	}
+	stdout, _, code = run(t, "verify", "--key", filepath.Join(keys, "other", "cosign.pub"), ref)
+	if code != 1 || strings.Count(stdout, "FAIL") != want+3*fromBuilds {
+		t.Errorf("verify with another key: exit %d\n%s", code, stdout)
 	}
 }
 

@@ -59,7 +59,7 @@ func newKeygenCmd(g *globals) *cobra.Command {
 }
 
 func newSignCmd(g *globals) *cobra.Command {
-	var key string
+	var key, buildDir string
 	var insecure bool
 	cmd := &cobra.Command{
 		Use:   "sign REF",
@@ -67,7 +67,14 @@ func newSignCmd(g *globals) *cobra.Command {
 		Long: `sign resolves REF to its digest and signs it with a cosign key: for an index,
 the index and every platform manifest. Signatures are stored as cosign stores
 them (the sha256-<digest>.sig tag), so cosign verify --key accepts them. The
-key's password comes from COSIGN_PASSWORD and is never printed.`,
+key's password comes from COSIGN_PASSWORD and is never printed.
+
+With --build (the directory publish took the images from), every manifest
+made from a build also gets three attestations, signed with the same key and
+stored as cosign stores them: an SPDX 2.3 SBOM (Doris, every third-party
+package with its checksums, every patch), SLSA provenance v1 (matrix, recipe,
+source, patches, compiler, flags, PGO profile) and the scan report of the
+build's files for its target (predicate type ` + sign.PredicateScan + `).`,
 		Example: "  COSIGN_PASSWORD=... dorisarm sign --key keys/cosign.key 127.0.0.1:5000/doris/doris-be:2.1.8",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -86,30 +93,49 @@ key's password comes from COSIGN_PASSWORD and is never printed.`,
 			if err != nil {
 				return badInput(err)
 			}
+			var att *attester
+			if buildDir != "" {
+				if att, err = newAttester(g, buildDir); err != nil {
+					return err
+				}
+			}
 			ds, err := s.Sign(cmd.Context(), ref)
 			if err != nil {
 				return &exitError{code: exitCheck, err: err}
 			}
 			for _, d := range ds {
 				fmt.Fprintf(g.stdout, "signed %s\n", d)
+				if att == nil {
+					continue
+				}
+				kinds, err := att.attest(cmd.Context(), s, d)
+				if err != nil {
+					return &exitError{code: exitCheck, err: fmt.Errorf("attesting %s: %v", d, err)}
+				}
+				for _, k := range kinds {
+					fmt.Fprintf(g.stdout, "attested %s %s\n", d, k)
+				}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&key, "key", "", "cosign private key (cosign.key)")
+	cmd.Flags().StringVar(&buildDir, "build", "", "attest the images made from the builds in this dorisarm build --out directory")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
 	return cmd
 }
 
 func newVerifyCmd(g *globals) *cobra.Command {
 	var key string
-	var insecure bool
+	var insecure, noAttestations bool
 	cmd := &cobra.Command{
 		Use:   "verify REF",
 		Short: "Check the cosign signatures of an image or index and every manifest in it",
 		Long: `verify resolves REF to its digest and checks, one line each, that it and (for
-an index) every platform manifest carry a signature by --key. Exit status 1
-if any check fails. Attestation checks are not implemented yet.`,
+an index) every platform manifest carry a signature by --key, and that every
+manifest made from a build (io.dorisarm.build.digest) carries an SPDX SBOM, a
+SLSA provenance and a scan attestation signed by that key about exactly its
+digest, with a clean scan. Exit status 1 if any check fails.`,
 		Example: "  dorisarm verify --key keys/cosign.pub 127.0.0.1:5000/doris/doris-be:2.1.8",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -123,6 +149,13 @@ if any check fails. Attestation checks are not implemented yet.`,
 			checks, err := sign.VerifySignatures(cmd.Context(), ref, key, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 			if err != nil {
 				return badInput(err)
+			}
+			if !noAttestations {
+				more, err := verifyAttestations(cmd.Context(), ref, key)
+				if err != nil {
+					return badInput(err)
+				}
+				checks = append(checks, more...)
 			}
 			failed := 0
 			for _, c := range checks {
@@ -141,5 +174,6 @@ if any check fails. Attestation checks are not implemented yet.`,
 	}
 	cmd.Flags().StringVar(&key, "key", "", "cosign public key (cosign.pub)")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+	cmd.Flags().BoolVar(&noAttestations, "signatures-only", false, "check signatures only, not the attestations")
 	return cmd
 }

@@ -88,6 +88,20 @@ func VerifyAttestations(ctx context.Context, d name.Digest, pubPath string, opts
 		return nil, err
 	}
 	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+	// Nothing attached at all is "missing", not a verification failure.
+	se, err := ociremote.SignedEntity(d, co.RegistryClientOpts...)
+	if err != nil {
+		return nil, err
+	}
+	attached, err := se.Attestations()
+	if err != nil {
+		return nil, err
+	}
+	if list, err := attached.Get(); err != nil {
+		return nil, err
+	} else if len(list) == 0 {
+		return nil, nil
+	}
 	atts, _, err := cosign.VerifyImageAttestations(ctx, d, co)
 	if err != nil {
 		return nil, err
