@@ -25,7 +25,7 @@ bin/dorisarm publish --build "${work}/out" --repo "${repo}" --epoch 1700000000 -
 export COSIGN_PASSWORD=e2e
 rm -rf "${work}/keys"
 bin/dorisarm keygen --out "${work}/keys"
-bin/dorisarm sign --key "${work}/keys/cosign.key" "${repo}/doris-be:2.1.8"
+bin/dorisarm sign --key "${work}/keys/cosign.key" --build "${work}/out" "${repo}/doris-be:2.1.8"
 bin/dorisarm verify --key "${work}/keys/cosign.pub" "${repo}/doris-be:2.1.8"
 fail=0
 for d in $(bin/dorisarm sign --key "${work}/keys/cosign.key" "${repo}/doris-be:2.1.8" | awk '{print $2}'); do
@@ -33,6 +33,15 @@ for d in $(bin/dorisarm sign --key "${work}/keys/cosign.key" "${repo}/doris-be:2
         echo "cosign verify ok: ${d}"
     else
         echo "cosign verify FAILED: ${d}"; cat "${work}/cosign.err"; fail=1
+    fi
+done
+# The attestations of one platform manifest, as cosign sees them.
+d=$(bin/dorisarm sign --key "${work}/keys/cosign.key" "${repo}/doris-be:2.1.8" | awk 'NR==2 {print $2}')
+for type in spdxjson slsaprovenance1 https://dorisarm.dev/attestations/scan/v1; do
+    if .cache/bin/cosign verify-attestation --key "${work}/keys/cosign.pub" --type "${type}" --insecure-ignore-tlog=true --allow-http-registry "${d}" >/dev/null 2>"${work}/cosign.err"; then
+        echo "cosign verify-attestation --type ${type} ok: ${d}"
+    else
+        echo "cosign verify-attestation --type ${type} FAILED: ${d}"; cat "${work}/cosign.err"; fail=1
     fi
 done
 # A key cosign did not sign with must be refused.
