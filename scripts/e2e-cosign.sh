@@ -13,14 +13,9 @@ if [[ ! -x .cache/bin/cosign ]]; then
 fi
 go build -o bin/dorisarm ./cmd/dorisarm
 bin/dorisarm build --target generic-armv8,x86_64 --out "${work}/out" --cache "${work}/cache" >/dev/null 2>"${work}/build.err" || { cat "${work}/build.err"; exit 1; }
-reg=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-printf 'version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' "${reg}/data" "${port}" >"${reg}/config.yml"
-docker-registry serve "${reg}/config.yml" >/dev/null 2>&1 &
-pid=$!
-trap 'kill ${pid} 2>/dev/null; rm -rf "${reg}"' EXIT
-for _ in $(seq 100); do curl -fs "http://127.0.0.1:${port}/v2/" >/dev/null && break; sleep 0.05; done
-repo="127.0.0.1:${port}/doris"
+. scripts/registry.sh
+start_registry
+repo="${REGISTRY}/doris"
 bin/dorisarm publish --build "${work}/out" --repo "${repo}" --epoch 1700000000 --base scratch
 export COSIGN_PASSWORD=e2e
 rm -rf "${work}/keys"
