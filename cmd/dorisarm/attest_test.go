@@ -46,7 +46,7 @@ func TestVerifyRefusesAFailingScan(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	checks, err := verifyAttestations(ctx, ref, pub)
+	checks, err := sign.VerifyAttestationsOf(ctx, ref, pub)
 	if err != nil {
 		t.Fatal(err)
 	}

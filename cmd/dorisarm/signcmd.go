@@ -151,7 +151,7 @@ digest, with a clean scan. Exit status 1 if any check fails.`,
 				return badInput(err)
 			}
 			if !noAttestations {
-				more, err := verifyAttestations(cmd.Context(), ref, key)
+				more, err := sign.VerifyAttestationsOf(cmd.Context(), ref, key, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 				if err != nil {
 					return badInput(err)
 				}
