@@ -11,7 +11,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
-	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci"
+	ociempty "github.com/sigstore/cosign/v2/pkg/oci/empty"
 	ocimutate "github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
@@ -66,7 +67,7 @@ func (s *Signer) Attest(ctx context.Context, d name.Digest, predicateType string
 	if err != nil {
 		return err
 	}
-	se, err = ocimutate.AttachAttestationToEntity(se, att, ocimutate.WithReplaceOp(cremote.NewReplaceOp(predicateType)))
+	se, err = ocimutate.AttachAttestationToEntity(se, att, ocimutate.WithReplaceOp(replaceType(predicateType)))
 	if err != nil {
 		return err
 	}
@@ -108,22 +109,8 @@ func VerifyAttestations(ctx context.Context, d name.Digest, pubPath string, opts
 	}
 	var out []Statement
 	for _, a := range atts {
-		pl, err := a.Payload()
+		st, err := statementOf(a)
 		if err != nil {
-			return nil, err
-		}
-		var env struct {
-			Payload string `json:"payload"`
-		}
-		if err := json.Unmarshal(pl, &env); err != nil {
-			return nil, err
-		}
-		raw, err := base64.StdEncoding.DecodeString(env.Payload)
-		if err != nil {
-			return nil, err
-		}
-		var st statement
-		if err := json.Unmarshal(raw, &st); err != nil {
 			return nil, err
 		}
 		sub := ""
@@ -133,4 +120,44 @@ func VerifyAttestations(ctx context.Context, d name.Digest, pubPath string, opts
 		out = append(out, Statement{PredicateType: st.PredicateType, Subject: sub, Predicate: st.Predicate})
 	}
 	return out, nil
+}
+
+// replaceType keeps one attestation per predicate type: the new one
+// replaces those of its type (quietly, unlike cosign's own ReplaceOp).
+type replaceType string
+
+func (r replaceType) Replace(sigs oci.Signatures, n oci.Signature) (oci.Signatures, error) {
+	list, err := sigs.Get()
+	if err != nil {
+		return nil, err
+	}
+	var keep []oci.Signature
+	for _, s := range list {
+		if st, _ := statementOf(s); st.PredicateType != string(r) {
+			keep = append(keep, s)
+		}
+	}
+	return ocimutate.AppendSignatures(ociempty.Signatures(), false, append(keep, n)...)
+}
+
+// statementOf reads the in-toto statement inside an attestation (a DSSE
+// envelope).
+func statementOf(s oci.Signature) (statement, error) {
+	var st statement
+	pl, err := s.Payload()
+	if err != nil {
+		return st, err
+	}
+	var env struct {
+		Payload string `json:"payload"`
+	}
+	if err := json.Unmarshal(pl, &env); err != nil {
+		return st, err
+	}
+	raw, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		return st, err
+	}
+	err = json.Unmarshal(raw, &st)
+	return st, err
 }

@@ -1,0 +1,190 @@
+// Package promote copies a verified release image from one repository to
+// another by digest: the gates run on the digest the source tag named at
+// verification, everything is copied by digest (manifests, blobs, cosign
+// signatures and attestations), and the destination tag is written last.
+package promote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/hashicorp/go-version"
+
+	"github.com/dorisarm/dorisarm/internal/sign"
+)
+
+// VersionAnnotation is where images say which Doris version they hold.
+const VersionAnnotation = "org.opencontainers.image.version"
+
+// Plan is a checked promotion: what will be copied where.
+type Plan struct {
+	Src     name.Digest   `json:"source"`
+	Dst     name.Tag      `json:"destination"`
+	Version string        `json:"version"`
+	Digests []name.Digest `json:"digests"` // the manifest and, for an index, its children
+	// Companions are the cosign signature and attestation tags to copy.
+	Companions []string     `json:"companions"`
+	Checks     []sign.Check `json:"checks"`
+	// Replaces is the digest the destination tag points to now, if any.
+	Replaces string `json:"replaces,omitempty"`
+	Floating bool   `json:"floating"`
+}
+
+// Options are how a promotion is checked and run.
+type Options struct {
+	PubKey string // cosign.pub the release must be signed with
+	Remote []remote.Option
+}
+
+// GateError is a promotion refused by a gate.
+type GateError struct{ Reason string }
+
+func (e *GateError) Error() string { return "promotion refused: " + e.Reason }
+
+// Check resolves src to a digest, verifies it (signatures, attestations,
+// clean scans) and applies the tag gates for dst. Nothing is written.
+func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*Plan, error) {
+	ro := append([]remote.Option{remote.WithContext(ctx)}, o.Remote...)
+	desc, err := remote.Get(src, ro...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", src, err)
+	}
+	p := &Plan{Src: src.Context().Digest(desc.Digest.String()), Dst: dst}
+	p.Version = annotation(desc.Manifest, VersionAnnotation)
+
+	// Verify the digest, never the tag: a tag moved meanwhile changes nothing.
+	sigs, err := sign.VerifySignatures(ctx, p.Src, o.PubKey, o.Remote...)
+	if err != nil {
+		return nil, err
+	}
+	atts, err := sign.VerifyAttestationsOf(ctx, p.Src, o.PubKey, o.Remote...)
+	if err != nil {
+		return nil, err
+	}
+	p.Checks = append(sigs, atts...)
+	for _, c := range p.Checks {
+		if !c.OK {
+			return p, &GateError{Reason: fmt.Sprintf("%s: %s", c.What, c.Why)}
+		}
+	}
+	if p.Digests, err = sign.Digests(ctx, p.Src, o.Remote...); err != nil {
+		return nil, err
+	}
+	for _, d := range p.Digests {
+		hex := strings.ReplaceAll(d.DigestStr(), ":", "-")
+		for _, suffix := range []string{".sig", ".att"} {
+			t := src.Context().Tag(hex + suffix)
+			if _, err := remote.Head(t, ro...); err == nil {
+				p.Companions = append(p.Companions, t.TagStr())
+			} else if !notFound(err) {
+				return nil, err
+			}
+		}
+	}
+
+	// Tag gates.
+	p.Floating = floating(dst.TagStr(), p.Version)
+	cur, err := remote.Get(dst, ro...)
+	switch {
+	case err != nil && !notFound(err):
+		return nil, fmt.Errorf("%s: %v", dst, err)
+	case err == nil && cur.Digest.String() != p.Src.DigestStr():
+		p.Replaces = cur.Digest.String()
+		if !p.Floating {
+			return p, &GateError{Reason: fmt.Sprintf("%s already points to %s; release tags are immutable (promote to a new tag)", dst, cur.Digest)}
+		}
+		old := annotation(cur.Manifest, VersionAnnotation)
+		if older(p.Version, old) {
+			return p, &GateError{Reason: fmt.Sprintf("%s would move backwards from %s to %s", dst, old, p.Version)}
+		}
+	}
+	if dst.TagStr() == "latest" {
+		v, err := version.NewVersion(p.Version)
+		if err != nil {
+			return p, &GateError{Reason: fmt.Sprintf("latest needs a version; %s has %q in %s", p.Src, p.Version, VersionAnnotation)}
+		}
+		if v.Prerelease() != "" {
+			return p, &GateError{Reason: fmt.Sprintf("%s is a pre-release; pre-releases never become latest", p.Version)}
+		}
+	}
+	return p, nil
+}
+
+// Execute copies everything by digest, then the signature and attestation
+// tags, then writes the destination tag: on any failure the destination
+// tag is as it was.
+func Execute(ctx context.Context, p *Plan, o Options) error {
+	ro := append([]remote.Option{remote.WithContext(ctx)}, o.Remote...)
+	desc, err := remote.Get(p.Src, ro...)
+	if err != nil {
+		return err
+	}
+	dstDigest := p.Dst.Context().Digest(p.Src.DigestStr())
+	var tg remote.Taggable
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return err
+		}
+		if err := remote.WriteIndex(dstDigest, idx, ro...); err != nil {
+			return fmt.Errorf("copying %s (the destination tag was not moved): %v", p.Src, err)
+		}
+		tg = idx
+	} else {
+		img, err := desc.Image()
+		if err != nil {
+			return err
+		}
+		if err := remote.Write(dstDigest, img, ro...); err != nil {
+			return fmt.Errorf("copying %s (the destination tag was not moved): %v", p.Src, err)
+		}
+		tg = img
+	}
+	for _, c := range p.Companions {
+		img, err := remote.Image(p.Src.Context().Tag(c), ro...)
+		if err != nil {
+			return err
+		}
+		if err := remote.Write(p.Dst.Context().Tag(c), img, ro...); err != nil {
+			return fmt.Errorf("copying %s (the destination tag was not moved): %v", c, err)
+		}
+	}
+	return remote.Tag(p.Dst, tg, ro...)
+}
+
+// floating reports whether tag may move between releases: latest, or a
+// prefix of the image's version (2.1 for 2.1.8). Full versions and
+// version-target tags are immutable.
+func floating(tag, ver string) bool {
+	if tag == "latest" {
+		return true
+	}
+	return ver != "" && tag != ver && strings.HasPrefix(ver, tag+".")
+}
+
+// older reports whether version a sorts before b (go-version semantics).
+func older(a, b string) bool {
+	va, err1 := version.NewVersion(a)
+	vb, err2 := version.NewVersion(b)
+	return err1 == nil && err2 == nil && va.LessThan(vb)
+}
+
+func annotation(manifest []byte, key string) string {
+	var m v1.IndexManifest // images and indexes both carry top-level annotations
+	if err := json.Unmarshal(manifest, &m); err != nil {
+		return ""
+	}
+	return m.Annotations[key]
+}
+
+func notFound(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && te.StatusCode == 404
+}

@@ -1,0 +1,222 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/dorisarm/dorisarm/internal/image"
+	"github.com/dorisarm/dorisarm/internal/sign"
+)
+
+// faulty fails requests while on, every nth one.
+type faulty struct {
+	h     http.Handler
+	n     atomic.Int64
+	count atomic.Int64
+}
+
+func (f *faulty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if n := f.n.Load(); n > 0 && f.count.Add(1)%n == 0 {
+		http.Error(w, "fault", http.StatusInternalServerError)
+		return
+	}
+	f.h.ServeHTTP(w, r)
+}
+
+type env struct {
+	t        *testing.T
+	host     string
+	f        *faulty
+	signer   *sign.Signer
+	pub      string
+	otherPub string
+	other    *sign.Signer
+}
+
+func newEnv(t *testing.T) *env {
+	f := &faulty{h: registry.New(registry.Logger(log.New(io.Discard, "", 0)))}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	priv, pub, _ := sign.Keygen(dir, []byte("pw"))
+	opriv, opub, _ := sign.Keygen(filepath.Join(dir, "o"), []byte("pw"))
+	s, err := sign.LoadSigner(priv, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := sign.LoadSigner(opriv, []byte("pw"))
+	return &env{t: t, host: strings.TrimPrefix(srv.URL, "http://"), f: f, signer: s, pub: pub, otherPub: opub, other: o}
+}
+
+func (e *env) ref(s string) name.Reference {
+	r, err := name.ParseReference(e.host + "/" + s)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+func (e *env) tag(s string) name.Tag {
+	r, err := name.NewTag(e.host + "/" + s)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+// push writes a release image of version ver made from a build, signs it
+// with s and attests it; scan is the scan predicate ("" for none).
+func (e *env) push(ref, ver string, s *sign.Signer, scan string) v1.Hash {
+	e.t.Helper()
+	img, _ := random.Image(300, 1)
+	img = mutate.Annotations(img, map[string]string{VersionAnnotation: ver, image.AnnBuild: "sha256:" + strings.Repeat("a", 64)}).(v1.Image)
+	r := e.ref(ref)
+	if err := remote.Write(r, img); err != nil {
+		e.t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	ctx := context.Background()
+	if s != nil {
+		if _, err := s.Sign(ctx, r); err != nil {
+			e.t.Fatal(err)
+		}
+		preds := map[string]string{sign.PredicateSPDX: `{}`, sign.PredicateSLSA1: `{}`}
+		if scan != "" {
+			preds[sign.PredicateScan] = scan
+		}
+		for typ, p := range preds {
+			if err := s.Attest(ctx, r.Context().Digest(d.String()), typ, []byte(p)); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+	}
+	return d
+}
+
+const clean = `{"summary":{"clean":true,"violations":0}}`
+
+func (e *env) digestOf(t name.Tag) string {
+	desc, err := remote.Get(t)
+	if err != nil {
+		return ""
+	}
+	return desc.Digest.String()
+}
+
+func TestPromoteCopiesByDigestWithSignatures(t *testing.T) {
+	e := newEnv(t)
+	d := e.push("staging/doris-be:2.1.8-rc1", "2.1.8", e.signer, clean)
+	ctx := context.Background()
+	dst := e.tag("release/doris-be:2.1.8")
+	p, err := Check(ctx, e.ref("staging/doris-be:2.1.8-rc1"), dst, Options{PubKey: e.pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Companions) != 2 {
+		t.Errorf("companions: %v", p.Companions)
+	}
+	// The source tag moves after the check: the verified digest is promoted.
+	e.push("staging/doris-be:2.1.8-rc1", "2.1.8", nil, "")
+	if err := Execute(ctx, p, Options{PubKey: e.pub}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.digestOf(dst); got != d.String() {
+		t.Fatalf("destination has %s, want the verified %s", got, d)
+	}
+	// Signatures and attestations came along: the destination verifies.
+	if _, err := Check(ctx, dst, dst, Options{PubKey: e.pub}); err != nil {
+		t.Errorf("verify at the destination: %v", err)
+	}
+}
+
+func TestGates(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.push("staging/unsigned:1", "2.1.8", nil, "")
+	e.push("staging/otherkey:1", "2.1.8", e.other, clean)
+	e.push("staging/noscan:1", "2.1.8", e.signer, "")
+	e.push("staging/badscan:1", "2.1.8", e.signer, `{"summary":{"clean":false,"violations":3}}`)
+	e.push("staging/rc:1", "2.1.9-rc1", e.signer, clean)
+	e.push("staging/old:1", "2.1.7", e.signer, clean)
+	e.push("staging/good:1", "2.1.8", e.signer, clean)
+	taken := e.push("release/doris-be:2.1.8", "2.1.8", e.signer, clean)
+	newer := e.push("release/doris-be:2.1", "2.1.8", e.signer, clean)
+
+	for _, c := range []struct {
+		src, dst, want string
+	}{
+		{"staging/unsigned:1", "release/doris-be:x1", "no signatures found"},
+		{"staging/otherkey:1", "release/doris-be:x2", "no signature by this key"},
+		{"staging/noscan:1", "release/doris-be:x3", "missing"},
+		{"staging/badscan:1", "release/doris-be:x4", "3 violation(s)"},
+		{"staging/rc:1", "release/doris-be:latest", "pre-releases never become latest"},
+		{"staging/old:1", "release/doris-be:2.1", "backwards from 2.1.8 to 2.1.7"},
+		{"staging/good:1", "release/doris-be:2.1.8", "immutable"},
+	} {
+		dst := e.tag(c.dst)
+		before := e.digestOf(dst)
+		_, err := Check(ctx, e.ref(c.src), dst, Options{PubKey: e.pub})
+		var ge *GateError
+		if !errors.As(err, &ge) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s -> %s: %v, want a refusal with %q", c.src, c.dst, err, c.want)
+		}
+		if after := e.digestOf(dst); after != before {
+			t.Errorf("%s -> %s: the destination moved", c.src, c.dst)
+		}
+	}
+	if e.digestOf(e.tag("release/doris-be:2.1.8")) != taken.String() || e.digestOf(e.tag("release/doris-be:2.1")) != newer.String() {
+		t.Error("a refused promotion moved a tag")
+	}
+	// Forward on a floating tag, and a release to latest, are allowed.
+	e.push("staging/next:1", "2.1.9", e.signer, clean)
+	for _, dst := range []string{"release/doris-be:2.1", "release/doris-be:latest"} {
+		p, err := Check(ctx, e.ref("staging/next:1"), e.tag(dst), Options{PubKey: e.pub})
+		if err != nil {
+			t.Fatalf("%s: %v", dst, err)
+		}
+		if err := Execute(ctx, p, Options{PubKey: e.pub}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFaults: with requests failing, a promotion completes or leaves the
+// destination tag as it was.
+func TestFaults(t *testing.T) {
+	for n := int64(2); n <= 9; n++ {
+		e := newEnv(t)
+		ctx := context.Background()
+		old := e.push("release/doris-be:2.1", "2.1.7", e.signer, clean)
+		d := e.push("staging/doris-be:rc", "2.1.8", e.signer, clean)
+		dst := e.tag("release/doris-be:2.1")
+		p, err := Check(ctx, e.ref("staging/doris-be:rc"), dst, Options{PubKey: e.pub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.f.n.Store(n)
+		err = Execute(ctx, p, Options{PubKey: e.pub, Remote: []remote.Option{remote.WithRetryBackoff(remote.Backoff{Steps: 1})}})
+		e.f.n.Store(0)
+		got := e.digestOf(dst)
+		if err == nil && got != d.String() {
+			t.Errorf("n=%d: promotion succeeded but the tag is %s", n, got)
+		}
+		if err != nil && got != old.String() {
+			t.Errorf("n=%d: failed promotion (%v) left the tag at %s, not the old %s", n, err, got, old)
+		}
+	}
+}
