@@ -196,16 +196,47 @@ func TestPublishToRealRegistry(t *testing.T) {
 		t.Errorf("the base layer was uploaded, not mounted: %d bytes with base, %d without", withBase.Uploaded, noBase.Uploaded)
 	}
 
-	signAndVerify(t, repo+"/doris-be:2.1.8", out, 3, 2)
+	keys := signAndVerify(t, repo+"/doris-be:2.1.8", out, 3, 2)
+
+	// Promote the signed index from doris/ to release/: dry run first.
+	pub, key := filepath.Join(keys, "cosign.pub"), filepath.Join(keys, "cosign.key")
+	dst := addr + "/release/doris-be:2.1.8"
+	stdout, errOut, code := run(t, "promote", "--key", pub, repo+"/doris-be:2.1.8", dst)
+	if code != 0 || !strings.Contains(stdout, "dry run: nothing written") {
+		t.Fatalf("promote dry run: exit %d\n%s%s", code, stdout, errOut)
+	}
+	if _, err := remote.Head(mustRef(t, dst)); err == nil {
+		t.Fatal("the dry run wrote the destination tag")
+	}
+	os.Setenv("COSIGN_PASSWORD", "demo")
+	defer os.Unsetenv("COSIGN_PASSWORD")
+	stdout, errOut, code = run(t, "promote", "--key", pub, "--sign-key", key, "--yes", repo+"/doris-be:2.1.8", dst)
+	if code != 0 || !strings.Contains(stdout, "promoted ") {
+		t.Fatalf("promote: exit %d\n%s%s", code, stdout, errOut)
+	}
+	src, _ := remote.Head(mustRef(t, repo+"/doris-be:2.1.8"))
+	got, _ := remote.Head(mustRef(t, dst))
+	if got == nil || got.Digest != src.Digest {
+		t.Fatalf("the destination does not hold the source digest: %v", got)
+	}
+	stdout, _, code = run(t, "verify", "--key", pub, dst)
+	if code != 0 || strings.Count(stdout, "ok    ") != 3+6 {
+		t.Errorf("verify at the destination: exit %d\n%s", code, stdout)
+	}
+	// The release tag is immutable now: another digest is refused.
+	_, errOut, code = run(t, "promote", "--key", pub, "--yes", repo+"/doris-be:2.1.8-x86_64", dst)
+	if code != 1 || !strings.Contains(errOut, "immutable") {
+		t.Errorf("re-pointing a release tag: exit %d %s", code, errOut)
+	}
 }
 
 // signAndVerify signs and attests ref with a fresh key and checks dorisarm
 // verify: every signature and attestation ok with the key, exit 1 with
 // another key. want is the number of digests (an index and its manifests),
 // fromBuilds the number of them made from builds (3 attestations each).
-func signAndVerify(t *testing.T, ref, out string, want, fromBuilds int) {
+func signAndVerify(t *testing.T, ref, out string, want, fromBuilds int) (keys string) {
 	t.Helper()
-	keys := t.TempDir()
+	keys = t.TempDir()
 	os.Setenv("COSIGN_PASSWORD", "demo")
 	defer os.Unsetenv("COSIGN_PASSWORD")
 	for _, dir := range []string{keys, filepath.Join(keys, "other")} {
@@ -236,6 +267,7 @@ func signAndVerify(t *testing.T, ref, out string, want, fromBuilds int) {
 	if code != 1 || strings.Count(stdout, "FAIL") != want+3*fromBuilds {
 		t.Errorf("verify with another key: exit %d\n%s", code, stdout)
 	}
+	return keys
 }
 
 func TestPublishBadInput(t *testing.T) {
@@ -255,6 +287,9 @@ func TestPublishBadInput(t *testing.T) {
 		{[]string{"verify", "--key", filepath.Join(dir, "none.pub"), "127.0.0.1:1/doris/x:1"}, "none.pub", 2},
 		{[]string{"verify", "--key", "k.pub", "Not A Ref"}, "Not A Ref", 2},
 		{[]string{"keygen", "--out", dir}, "set COSIGN_PASSWORD", 2},
+		{[]string{"promote", "a/b:1", "a/c:1"}, "--key is required", 2},
+		{[]string{"promote", "--key", "k.pub", "a/b:1"}, "give SRC and DST, or --file", 2},
+		{[]string{"promote", "--key", "k.pub", "--file", filepath.Join(dir, "none.yaml")}, "none.yaml", 2},
 	}
 	for _, c := range cases {
 		_, errOut, code := run(t, c.args...)

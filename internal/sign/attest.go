@@ -45,6 +45,16 @@ type subject struct {
 // as a cosign attestation, DSSE-signed with the signer's key. An earlier
 // attestation of the same predicate type is replaced.
 func (s *Signer) Attest(ctx context.Context, d name.Digest, predicateType string, predicate []byte) error {
+	return s.attest(ctx, d, predicateType, predicate, true)
+}
+
+// AttestAdd attaches an attestation beside those of the same type (records
+// that accumulate, such as promotions).
+func (s *Signer) AttestAdd(ctx context.Context, d name.Digest, predicateType string, predicate []byte) error {
+	return s.attest(ctx, d, predicateType, predicate, false)
+}
+
+func (s *Signer) attest(ctx context.Context, d name.Digest, predicateType string, predicate []byte, replace bool) error {
 	if !json.Valid(predicate) {
 		return fmt.Errorf("%s predicate for %s is not JSON", predicateType, d)
 	}
@@ -67,7 +77,11 @@ func (s *Signer) Attest(ctx context.Context, d name.Digest, predicateType string
 	if err != nil {
 		return err
 	}
-	se, err = ocimutate.AttachAttestationToEntity(se, att, ocimutate.WithReplaceOp(replaceType(predicateType)))
+	var mopts []ocimutate.SignOption
+	if replace {
+		mopts = append(mopts, ocimutate.WithReplaceOp(replaceType(predicateType)))
+	}
+	se, err = ocimutate.AttachAttestationToEntity(se, att, mopts...)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/user"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/spf13/cobra"
+
+	"github.com/dorisarm/dorisarm/internal/promote"
+	"github.com/dorisarm/dorisarm/internal/sign"
+)
+
+// PredicatePromotion is the predicate type of promotion records.
+const predicatePromotion = "https://dorisarm.dev/attestations/promotion/v1"
+
+func newPromoteCmd(g *globals) *cobra.Command {
+	var pub, signKey, file string
+	var yes, insecure bool
+	cmd := &cobra.Command{
+		Use:   "promote [SRC DST | --file promotions.yaml]",
+		Short: "Promote a verified release image to a release tag, by digest",
+		Long: `promote resolves SRC to its digest, verifies it with --key (signatures on every
+manifest; SBOM, provenance and a clean scan attestation on every build-made
+one), checks the destination tag, and with --yes copies everything by digest
+(index, manifests, blobs, cosign signatures and attestations) and writes the
+tag last. Without --yes it prints the plan and writes nothing.
+
+Gates: unsigned, wrongly signed, missing attestations or a scan with
+violations refuse; a release tag (2.1.8, 2.1.8-kunpeng920) that already
+points elsewhere refuses; a floating tag (latest, 2.1) never moves back in
+version order, and pre-releases never become latest. With --sign-key the
+promotion (who, when, source, destination, digest) is attached as a signed
+attestation. --file takes reviewed promotions: sources by digest, their tags.`,
+		Example: `  dorisarm promote --key keys/cosign.pub 127.0.0.1:5000/staging/doris-be:2.1.8-rc1 127.0.0.1:5000/release/doris-be:2.1.8
+  dorisarm promote --key keys/cosign.pub --sign-key keys/cosign.key --yes --file promotions.yaml`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if pub == "" {
+				return usageErr("--key is required: the cosign.pub the release is signed with")
+			}
+			var nopts []name.Option
+			if insecure {
+				nopts = append(nopts, name.Insecure)
+			}
+			var todo []*promote.Promotion
+			switch {
+			case file != "" && len(args) == 0:
+				ps, err := promote.LoadFile(file, nopts...)
+				if err != nil {
+					return badInput(err)
+				}
+				todo = ps
+			case file == "" && len(args) == 2:
+				src, err := name.ParseReference(args[0], nopts...)
+				if err != nil {
+					return usageErr("%s: %v", args[0], err)
+				}
+				dst, err := name.NewTag(args[1], nopts...)
+				if err != nil {
+					return usageErr("%s: %v", args[1], err)
+				}
+				todo = []*promote.Promotion{{Source: src.String(), Dst: []name.Tag{dst}}}
+			default:
+				return usageErr("give SRC and DST, or --file promotions.yaml")
+			}
+			var signer *sign.Signer
+			if signKey != "" {
+				pw, err := password()
+				if err != nil {
+					return err
+				}
+				if signer, err = sign.LoadSigner(signKey, pw, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+					return badInput(err)
+				}
+			}
+			o := promote.Options{PubKey: pub, Remote: []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}}
+			ctx := cmd.Context()
+			// Check everything before writing anything.
+			var plans []*promote.Plan
+			for _, p := range todo {
+				src, err := name.ParseReference(p.Source, nopts...)
+				if err != nil {
+					return usageErr("%s: %v", p.Source, err)
+				}
+				for _, dst := range p.Dst {
+					plan, err := promote.Check(ctx, src, dst, o)
+					if plan != nil {
+						for _, c := range plan.Checks {
+							status := "ok  "
+							if !c.OK {
+								status = "FAIL"
+							}
+							fmt.Fprintf(g.stdout, "%s  %s\n", status, c.What)
+						}
+					}
+					if err != nil {
+						if _, ok := err.(*promote.GateError); ok {
+							return &exitError{code: exitCheck, err: fmt.Errorf("%s -> %s: %v; nothing was promoted", p.Source, dst, err)}
+						}
+						return err
+					}
+					plans = append(plans, plan)
+				}
+			}
+			for _, plan := range plans {
+				move := "new tag"
+				if plan.Replaces != "" {
+					move = "moves from " + plan.Replaces
+				}
+				fmt.Fprintf(g.stdout, "plan  %s -> %s (%s, %d manifests, %d signature/attestation tags, %s)\n", plan.Src, plan.Dst, plan.Version, len(plan.Digests), len(plan.Companions), move)
+			}
+			if !yes {
+				fmt.Fprintln(g.stdout, "dry run: nothing written; run again with --yes to promote")
+				return nil
+			}
+			for _, plan := range plans {
+				if err := promote.Execute(ctx, plan, o); err != nil {
+					return &exitError{code: exitCheck, err: fmt.Errorf("%s -> %s: %v", plan.Src, plan.Dst, err)}
+				}
+				fmt.Fprintf(g.stdout, "promoted %s -> %s\n", plan.Src, plan.Dst)
+				if signer != nil {
+					rec, _ := json.Marshal(map[string]string{
+						"promoter": promoter(), "time": time.Now().UTC().Format(time.RFC3339),
+						"source": plan.Src.String(), "destination": plan.Dst.String(), "digest": plan.Src.DigestStr(),
+					})
+					d := plan.Dst.Context().Digest(plan.Src.DigestStr())
+					if err := signer.AttestAdd(ctx, d, predicatePromotion, rec); err != nil {
+						return &exitError{code: exitCheck, err: fmt.Errorf("recording the promotion of %s: %v", d, err)}
+					}
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&pub, "key", "", "cosign public key (cosign.pub) the release must be signed with")
+	cmd.Flags().StringVar(&signKey, "sign-key", "", "cosign private key to sign the promotion record with ($COSIGN_PASSWORD)")
+	cmd.Flags().StringVar(&file, "file", "", "promotions file: [{source: REPO@sha256:..., tags: [REPO:TAG, ...]}]")
+	cmd.Flags().BoolVar(&yes, "yes", false, "promote (without it: print the plan, write nothing)")
+	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+	return cmd
+}
+
+// promoter names who promotes: the CI actor, else the local user.
+func promoter() string {
+	if a := os.Getenv("GITHUB_ACTOR"); a != "" {
+		return "github:" + a
+	}
+	if u, err := user.Current(); err == nil {
+		h, _ := os.Hostname()
+		return u.Username + "@" + h
+	}
+	return "unknown"
+}
