@@ -39,6 +39,14 @@ for type in spdxjson slsaprovenance1 https://dorisarm.dev/attestations/scan/v1; 
         echo "cosign verify-attestation --type ${type} FAILED: ${d}"; cat "${work}/cosign.err"; fail=1
     fi
 done
+# Promote to a release repository and let cosign verify it there.
+bin/dorisarm promote --key "${work}/keys/cosign.pub" --sign-key "${work}/keys/cosign.key" --yes "${repo}/doris-be:2.1.8" "${REGISTRY}/release/doris-be:2.1.8"
+if .cache/bin/cosign verify --key "${work}/keys/cosign.pub" --insecure-ignore-tlog=true --allow-http-registry "${REGISTRY}/release/doris-be:2.1.8" >/dev/null 2>"${work}/cosign.err" &&
+    .cache/bin/cosign verify-attestation --key "${work}/keys/cosign.pub" --type spdxjson --insecure-ignore-tlog=true --allow-http-registry "${REGISTRY}/release/doris-be@${d#*@}" >/dev/null 2>>"${work}/cosign.err"; then
+    echo "cosign verify ok at the destination: ${REGISTRY}/release/doris-be:2.1.8"
+else
+    echo "cosign verify FAILED at the destination"; cat "${work}/cosign.err"; fail=1
+fi
 # A key cosign did not sign with must be refused.
 bin/dorisarm keygen --out "${work}/keys/other" >/dev/null
 if .cache/bin/cosign verify --key "${work}/keys/other/cosign.pub" --insecure-ignore-tlog=true --allow-http-registry "${repo}/doris-be:2.1.8" >/dev/null 2>&1; then
