@@ -28,9 +28,22 @@ type faulty struct {
 	h     http.Handler
 	n     atomic.Int64
 	count atomic.Int64
+	flip  atomic.Bool // corrupt manifests of the flip repository
 }
 
 func (f *faulty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.flip.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/flip/manifests/sha256:") {
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		body[len(body)/2] ^= 1 // one bit of the manifest, in transit or at rest
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(body)
+		return
+	}
 	if n := f.n.Load(); n > 0 && f.count.Add(1)%n == 0 {
 		http.Error(w, "fault", http.StatusInternalServerError)
 		return
@@ -218,5 +231,22 @@ func TestFaults(t *testing.T) {
 		if err != nil && got != old.String() {
 			t.Errorf("n=%d: failed promotion (%v) left the tag at %s, not the old %s", n, err, got, old)
 		}
+	}
+}
+
+// TestFlippedManifestBit: a manifest that does not match its digest is
+// refused before anything is written.
+func TestFlippedManifestBit(t *testing.T) {
+	e := newEnv(t)
+	e.push("staging/flip:1", "2.1.8", e.signer, clean)
+	e.f.flip.Store(true)
+	dst := e.tag("release/doris-be:2.1.8")
+	_, err := Check(context.Background(), e.ref("staging/flip:1"), dst, Options{PubKey: e.pub})
+	if err == nil || !strings.Contains(err.Error(), "digest") {
+		t.Fatalf("a corrupted manifest: %v, want a digest mismatch", err)
+	}
+	e.f.flip.Store(false)
+	if e.digestOf(dst) != "" {
+		t.Error("something was written at the destination")
 	}
 }
