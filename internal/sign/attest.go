@@ -72,7 +72,7 @@ func (s *Signer) attest(ctx context.Context, d name.Digest, predicateType string
 	if err != nil {
 		return err
 	}
-	ro := []ociremote.Option{ociremote.WithRemoteOptions(append([]remote.Option{remote.WithContext(ctx)}, s.opts...)...)}
+	ro := ociOpts(ctx, s.opts)
 	se, err := ociremote.SignedEntity(d, ro...)
 	if err != nil {
 		return err

@@ -100,7 +100,7 @@ func (s *Signer) signOne(ctx context.Context, d name.Digest) error {
 	if err != nil {
 		return err
 	}
-	ro := []ociremote.Option{ociremote.WithRemoteOptions(append([]remote.Option{remote.WithContext(ctx)}, s.opts...)...)}
+	ro := ociOpts(ctx, s.opts)
 	se, err := ociremote.SignedEntity(d, ro...)
 	if err != nil {
 		return err
@@ -190,7 +190,7 @@ func checkOpts(ctx context.Context, pubPath string, opts ...remote.Option) (*cos
 		IgnoreTlog:         true,
 		IgnoreSCT:          true,
 		ClaimVerifier:      cosign.SimpleClaimVerifier,
-		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(append([]remote.Option{remote.WithContext(ctx)}, opts...)...)},
+		RegistryClientOpts: ociOpts(ctx, opts),
 	}, nil
 }
 
@@ -200,4 +200,9 @@ func explain(err error) string {
 		return "no signature by this key: " + err.Error()
 	}
 	return err.Error()
+}
+
+// ociOpts are cosign's registry options for go-containerregistry's.
+func ociOpts(ctx context.Context, opts []remote.Option) []ociremote.Option {
+	return []ociremote.Option{ociremote.WithRemoteOptions(append([]remote.Option{remote.WithContext(ctx)}, opts...)...)}
 }
