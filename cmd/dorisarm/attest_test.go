@@ -46,7 +46,7 @@ func TestVerifyRefusesAFailingScan(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	checks, err := sign.VerifyAttestationsOf(ctx, ref, pub)
+	checks, err := sign.VerifyAttestationsOf(ctx, ref, sign.Trust{Key: pub})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,8 @@ import (
 const predicatePromotion = "https://dorisarm.dev/attestations/promotion/v1"
 
 func newPromoteCmd(g *globals) *cobra.Command {
-	var pub, signKey, file string
+	var tf trustFlags
+	var signKey, file string
 	var yes, insecure bool
 	cmd := &cobra.Command{
 		Use:   "promote [SRC DST | --file promotions.yaml]",
@@ -40,8 +41,9 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 		Example: `  dorisarm promote --key keys/cosign.pub 127.0.0.1:5000/staging/doris-be:2.1.8-rc1 127.0.0.1:5000/release/doris-be:2.1.8
   dorisarm promote --key keys/cosign.pub --sign-key keys/cosign.key --yes --file promotions.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if pub == "" {
-				return usageErr("--key is required: the cosign.pub the release is signed with")
+			trust, err := tf.trust()
+			if err != nil {
+				return err
 			}
 			var nopts []name.Option
 			if insecure {
@@ -78,7 +80,7 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 					return badInput(err)
 				}
 			}
-			o := promote.Options{PubKey: pub, Remote: []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}}
+			o := promote.Options{Trust: trust, Remote: []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}}
 			ctx := cmd.Context()
 			// Check everything before writing anything.
 			var plans []*promote.Plan
@@ -137,7 +139,7 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&pub, "key", "", "cosign public key (cosign.pub) the release must be signed with")
+	tf.add(cmd)
 	cmd.Flags().StringVar(&signKey, "sign-key", "", "cosign private key to sign the promotion record with ($COSIGN_PASSWORD)")
 	cmd.Flags().StringVar(&file, "file", "", "promotions file: [{source: REPO@sha256:..., tags: [REPO:TAG, ...]}]")
 	cmd.Flags().BoolVar(&yes, "yes", false, "promote (without it: print the plan, write nothing)")

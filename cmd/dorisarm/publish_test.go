@@ -287,7 +287,8 @@ func TestPublishBadInput(t *testing.T) {
 		{[]string{"verify", "--key", filepath.Join(dir, "none.pub"), "127.0.0.1:1/doris/x:1"}, "none.pub", 2},
 		{[]string{"verify", "--key", "k.pub", "Not A Ref"}, "Not A Ref", 2},
 		{[]string{"keygen", "--out", dir}, "set COSIGN_PASSWORD", 2},
-		{[]string{"promote", "a/b:1", "a/c:1"}, "--key is required", 2},
+		{[]string{"promote", "a/b:1", "a/c:1"}, "give --key cosign.pub, or --certificate-identity", 2},
+		{[]string{"verify", "--key", "k.pub", "--certificate-identity", "x", "a/b:1"}, "not both", 2},
 		{[]string{"promote", "--key", "k.pub", "a/b:1"}, "give SRC and DST, or --file", 2},
 		{[]string{"promote", "--key", "k.pub", "--file", filepath.Join(dir, "none.yaml")}, "none.yaml", 2},
 	}

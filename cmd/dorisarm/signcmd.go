@@ -125,33 +125,52 @@ build's files for its target (predicate type ` + sign.PredicateScan + `).`,
 	return cmd
 }
 
+// trustFlags are how verify and promote are told whom to trust.
+type trustFlags struct{ t sign.Trust }
+
+func (f *trustFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.t.Key, "key", "", "cosign public key (cosign.pub) the release is signed with")
+	cmd.Flags().StringVar(&f.t.Identity, "certificate-identity", "", "keyless: the signer's identity in its Fulcio certificate (e.g. the release workflow's URL)")
+	cmd.Flags().StringVar(&f.t.Issuer, "certificate-oidc-issuer", "", "keyless: the OIDC issuer (e.g. https://token.actions.githubusercontent.com)")
+}
+
+func (f *trustFlags) trust() (sign.Trust, error) {
+	if err := f.t.Validate(); err != nil {
+		return sign.Trust{}, usageErr("%v", err)
+	}
+	return f.t, nil
+}
+
 func newVerifyCmd(g *globals) *cobra.Command {
-	var key string
+	var tf trustFlags
 	var insecure, noAttestations bool
 	cmd := &cobra.Command{
 		Use:   "verify REF",
 		Short: "Check the cosign signatures of an image or index and every manifest in it",
 		Long: `verify resolves REF to its digest and checks, one line each, that it and (for
-an index) every platform manifest carry a signature by --key, and that every
+an index) every platform manifest carry a signature by --key (or, keyless,
+by --certificate-identity from --certificate-oidc-issuer, with its Rekor
+entry), and that every
 manifest made from a build (io.dorisarm.build.digest) carries an SPDX SBOM, a
 SLSA provenance and a scan attestation signed by that key about exactly its
 digest, with a clean scan. Exit status 1 if any check fails.`,
 		Example: "  dorisarm verify --key keys/cosign.pub 127.0.0.1:5000/doris/doris-be:2.1.8",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if key == "" {
-				return usageErr("--key is required (a cosign.pub)")
+			trust, err := tf.trust()
+			if err != nil {
+				return err
 			}
 			ref, err := registryRef(args[0], insecure)
 			if err != nil {
 				return err
 			}
-			checks, err := sign.VerifySignatures(cmd.Context(), ref, key, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+			checks, err := sign.VerifySignatures(cmd.Context(), ref, trust, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 			if err != nil {
 				return badInput(err)
 			}
 			if !noAttestations {
-				more, err := sign.VerifyAttestationsOf(cmd.Context(), ref, key, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+				more, err := sign.VerifyAttestationsOf(cmd.Context(), ref, trust, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 				if err != nil {
 					return badInput(err)
 				}
@@ -172,7 +191,7 @@ digest, with a clean scan. Exit status 1 if any check fails.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&key, "key", "", "cosign public key (cosign.pub)")
+	tf.add(cmd)
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
 	cmd.Flags().BoolVar(&noAttestations, "signatures-only", false, "check signatures only, not the attestations")
 	return cmd

@@ -39,7 +39,7 @@ type Plan struct {
 
 // Options are how a promotion is checked and run.
 type Options struct {
-	PubKey string // cosign.pub the release must be signed with
+	Trust  sign.Trust // what the release must be signed with
 	Remote []remote.Option
 }
 
@@ -60,11 +60,11 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 	p.Version = annotation(desc.Manifest, VersionAnnotation)
 
 	// Verify the digest, never the tag: a tag moved meanwhile changes nothing.
-	sigs, err := sign.VerifySignatures(ctx, p.Src, o.PubKey, o.Remote...)
+	sigs, err := sign.VerifySignatures(ctx, p.Src, o.Trust, o.Remote...)
 	if err != nil {
 		return nil, err
 	}
-	atts, err := sign.VerifyAttestationsOf(ctx, p.Src, o.PubKey, o.Remote...)
+	atts, err := sign.VerifyAttestationsOf(ctx, p.Src, o.Trust, o.Remote...)
 	if err != nil {
 		return nil, err
 	}

@@ -136,7 +136,7 @@ func TestPromoteCopiesByDigestWithSignatures(t *testing.T) {
 	d := e.push("staging/doris-be:2.1.8-rc1", "2.1.8", e.signer, clean)
 	ctx := context.Background()
 	dst := e.tag("release/doris-be:2.1.8")
-	p, err := Check(ctx, e.ref("staging/doris-be:2.1.8-rc1"), dst, Options{PubKey: e.pub})
+	p, err := Check(ctx, e.ref("staging/doris-be:2.1.8-rc1"), dst, Options{Trust: sign.Trust{Key: e.pub}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,14 +145,14 @@ func TestPromoteCopiesByDigestWithSignatures(t *testing.T) {
 	}
 	// The source tag moves after the check: the verified digest is promoted.
 	e.push("staging/doris-be:2.1.8-rc1", "2.1.8", nil, "")
-	if err := Execute(ctx, p, Options{PubKey: e.pub}); err != nil {
+	if err := Execute(ctx, p, Options{Trust: sign.Trust{Key: e.pub}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.digestOf(dst); got != d.String() {
 		t.Fatalf("destination has %s, want the verified %s", got, d)
 	}
 	// Signatures and attestations came along: the destination verifies.
-	if _, err := Check(ctx, dst, dst, Options{PubKey: e.pub}); err != nil {
+	if _, err := Check(ctx, dst, dst, Options{Trust: sign.Trust{Key: e.pub}}); err != nil {
 		t.Errorf("verify at the destination: %v", err)
 	}
 }
@@ -183,7 +183,7 @@ func TestGates(t *testing.T) {
 	} {
 		dst := e.tag(c.dst)
 		before := e.digestOf(dst)
-		_, err := Check(ctx, e.ref(c.src), dst, Options{PubKey: e.pub})
+		_, err := Check(ctx, e.ref(c.src), dst, Options{Trust: sign.Trust{Key: e.pub}})
 		var ge *GateError
 		if !errors.As(err, &ge) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s -> %s: %v, want a refusal with %q", c.src, c.dst, err, c.want)
@@ -198,11 +198,11 @@ func TestGates(t *testing.T) {
 	// Forward on a floating tag, and a release to latest, are allowed.
 	e.push("staging/next:1", "2.1.9", e.signer, clean)
 	for _, dst := range []string{"release/doris-be:2.1", "release/doris-be:latest"} {
-		p, err := Check(ctx, e.ref("staging/next:1"), e.tag(dst), Options{PubKey: e.pub})
+		p, err := Check(ctx, e.ref("staging/next:1"), e.tag(dst), Options{Trust: sign.Trust{Key: e.pub}})
 		if err != nil {
 			t.Fatalf("%s: %v", dst, err)
 		}
-		if err := Execute(ctx, p, Options{PubKey: e.pub}); err != nil {
+		if err := Execute(ctx, p, Options{Trust: sign.Trust{Key: e.pub}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -217,12 +217,12 @@ func TestFaults(t *testing.T) {
 		old := e.push("release/doris-be:2.1", "2.1.7", e.signer, clean)
 		d := e.push("staging/doris-be:rc", "2.1.8", e.signer, clean)
 		dst := e.tag("release/doris-be:2.1")
-		p, err := Check(ctx, e.ref("staging/doris-be:rc"), dst, Options{PubKey: e.pub})
+		p, err := Check(ctx, e.ref("staging/doris-be:rc"), dst, Options{Trust: sign.Trust{Key: e.pub}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.f.n.Store(n)
-		err = Execute(ctx, p, Options{PubKey: e.pub, Remote: []remote.Option{remote.WithRetryBackoff(remote.Backoff{Steps: 1})}})
+		err = Execute(ctx, p, Options{Trust: sign.Trust{Key: e.pub}, Remote: []remote.Option{remote.WithRetryBackoff(remote.Backoff{Steps: 1})}})
 		e.f.n.Store(0)
 		got := e.digestOf(dst)
 		if err == nil && got != d.String() {
@@ -241,7 +241,7 @@ func TestFlippedManifestBit(t *testing.T) {
 	e.push("staging/flip:1", "2.1.8", e.signer, clean)
 	e.f.flip.Store(true)
 	dst := e.tag("release/doris-be:2.1.8")
-	_, err := Check(context.Background(), e.ref("staging/flip:1"), dst, Options{PubKey: e.pub})
+	_, err := Check(context.Background(), e.ref("staging/flip:1"), dst, Options{Trust: sign.Trust{Key: e.pub}})
 	if err == nil || !strings.Contains(err.Error(), "digest") {
 		t.Fatalf("a corrupted manifest: %v, want a digest mismatch", err)
 	}

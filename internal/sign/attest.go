@@ -96,9 +96,9 @@ type Statement struct {
 }
 
 // VerifyAttestations returns the statements attached to d whose DSSE
-// signature verifies with the public key at pubPath and whose subject is d.
-func VerifyAttestations(ctx context.Context, d name.Digest, pubPath string, opts ...remote.Option) ([]Statement, error) {
-	co, err := checkOpts(ctx, pubPath, opts...)
+// signature verifies with trust and whose subject is d.
+func VerifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ...remote.Option) ([]Statement, error) {
+	co, err := trust.checkOpts(ctx, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func BuildDigest(ctx context.Context, d name.Digest, opts ...remote.Option) (str
 // VerifyAttestationsOf checks every manifest ref covers that was made from a
 // build: the three attestations exist, are signed by the key, are about its
 // digest, and the scan is clean.
-func VerifyAttestationsOf(ctx context.Context, ref name.Reference, pub string, opts ...remote.Option) ([]Check, error) {
+func VerifyAttestationsOf(ctx context.Context, ref name.Reference, trust Trust, opts ...remote.Option) ([]Check, error) {
 	ds, err := Digests(ctx, ref, opts...)
 	if err != nil {
 		return nil, err
@@ -43,7 +43,7 @@ func VerifyAttestationsOf(ctx context.Context, ref name.Reference, pub string, o
 		if bd == "" {
 			continue // an index, or an image not made from one build (the shared FE)
 		}
-		sts, verr := VerifyAttestations(ctx, d, pub, opts...)
+		sts, verr := VerifyAttestations(ctx, d, trust, opts...)
 		byType := map[string]Statement{}
 		for _, st := range sts {
 			if st.Subject == d.DigestStr() {

@@ -147,8 +147,8 @@ type Check struct {
 
 // VerifySignatures checks that every digest ref covers carries a valid
 // signature by the public key at pubPath.
-func VerifySignatures(ctx context.Context, ref name.Reference, pubPath string, opts ...remote.Option) ([]Check, error) {
-	co, err := checkOpts(ctx, pubPath, opts...)
+func VerifySignatures(ctx context.Context, ref name.Reference, trust Trust, opts ...remote.Option) ([]Check, error) {
+	co, err := trust.checkOpts(ctx, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -170,28 +170,60 @@ func VerifySignatures(ctx context.Context, ref name.Reference, pubPath string, o
 	return checks, nil
 }
 
-// checkOpts are cosign's verification options for a key pair, without a
-// transparency log (key-based signing here does not upload to Rekor).
-func checkOpts(ctx context.Context, pubPath string, opts ...remote.Option) (*cosign.CheckOpts, error) {
-	data, err := os.ReadFile(pubPath)
+// Trust is what signatures must verify against: a cosign public key, or
+// (keyless) the identity and OIDC issuer in a Fulcio certificate, checked
+// against the Sigstore trusted root with the Rekor log entry.
+type Trust struct {
+	Key      string // cosign.pub
+	Identity string // certificate identity, e.g. https://github.com/ORG/REPO/.github/workflows/release.yml@refs/tags/v1
+	Issuer   string // OIDC issuer, e.g. https://token.actions.githubusercontent.com
+}
+
+// Validate says what is missing or contradictory.
+func (t Trust) Validate() error {
+	switch {
+	case t.Key != "" && (t.Identity != "" || t.Issuer != ""):
+		return fmt.Errorf("give a key or a certificate identity and issuer, not both")
+	case t.Key == "" && (t.Identity == "" || t.Issuer == ""):
+		return fmt.Errorf("give --key cosign.pub, or --certificate-identity and --certificate-oidc-issuer for keyless signatures")
+	}
+	return nil
+}
+
+// trustedRoot fetches the Sigstore trusted root (TUF); a variable for tests.
+var trustedRoot = cosign.TrustedRoot
+
+// checkOpts are cosign's verification options. With a key there is no
+// transparency log (key-based signing here does not upload to Rekor);
+// keyless signatures need the trusted root, the SCT and the log entry.
+func (t Trust) checkOpts(ctx context.Context, opts ...remote.Option) (*cosign.CheckOpts, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	co := &cosign.CheckOpts{ClaimVerifier: cosign.SimpleClaimVerifier, RegistryClientOpts: ociOpts(ctx, opts)}
+	if t.Key == "" {
+		tm, err := trustedRoot()
+		if err != nil {
+			return nil, fmt.Errorf("keyless verification needs the Sigstore trusted root: %v", err)
+		}
+		co.TrustedMaterial = tm
+		co.Identities = []cosign.Identity{{Subject: t.Identity, Issuer: t.Issuer}}
+		return co, nil
+	}
+	data, err := os.ReadFile(t.Key)
 	if err != nil {
 		return nil, err
 	}
 	pk, err := cryptoutils.UnmarshalPEMToPublicKey(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a public key: %v", pubPath, err)
+		return nil, fmt.Errorf("%s: not a public key: %v", t.Key, err)
 	}
 	v, err := signature.LoadVerifier(pk, crypto.SHA256)
 	if err != nil {
 		return nil, err
 	}
-	return &cosign.CheckOpts{
-		SigVerifier:        v,
-		IgnoreTlog:         true,
-		IgnoreSCT:          true,
-		ClaimVerifier:      cosign.SimpleClaimVerifier,
-		RegistryClientOpts: ociOpts(ctx, opts),
-	}, nil
+	co.SigVerifier, co.IgnoreTlog, co.IgnoreSCT = v, true, true
+	return co, nil
 }
 
 func explain(err error) string {

@@ -2,6 +2,7 @@ package sign
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/sigstore-go/pkg/root"
 )
 
 func registryHost(t *testing.T) string {
@@ -43,7 +45,7 @@ func TestSignAndVerifyIndex(t *testing.T) {
 	ctx := context.Background()
 
 	// Unsigned: every check fails.
-	checks, err := VerifySignatures(ctx, ref, pub)
+	checks, err := VerifySignatures(ctx, ref, Trust{Key: pub})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func TestSignAndVerifyIndex(t *testing.T) {
 	if len(signed) != 3 {
 		t.Fatalf("signed %d digests, want the index and its 2 manifests", len(signed))
 	}
-	checks, _ = VerifySignatures(ctx, ref, pub)
+	checks, _ = VerifySignatures(ctx, ref, Trust{Key: pub})
 	for _, c := range checks {
 		if !c.OK {
 			t.Errorf("%s: %s", c.What, c.Why)
@@ -72,7 +74,7 @@ func TestSignAndVerifyIndex(t *testing.T) {
 	}
 	// Another key's public half does not verify.
 	_, otherPub, _ := Keygen(filepath.Join(dir, "other"), []byte("x"))
-	checks, _ = VerifySignatures(ctx, ref, otherPub)
+	checks, _ = VerifySignatures(ctx, ref, Trust{Key: otherPub})
 	for _, c := range checks {
 		if c.OK {
 			t.Errorf("%s verified with another key", c.What)
@@ -120,7 +122,7 @@ func TestAttestAndVerify(t *testing.T) {
 	if err := s.Attest(ctx, d, PredicateSPDX, []byte(`{"spdxVersion":"SPDX-2.3"}`)); err != nil {
 		t.Fatal(err)
 	}
-	sts, err := VerifyAttestations(ctx, d, pub)
+	sts, err := VerifyAttestations(ctx, d, Trust{Key: pub})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,39 @@ func TestAttestAndVerify(t *testing.T) {
 	if len(sts) != 2 || got[PredicateScan] != `{"clean":true}` || got[PredicateSPDX] == "" {
 		t.Errorf("attestations: %v", got)
 	}
-	if _, err := VerifyAttestations(ctx, d, otherPub); err == nil {
+	if _, err := VerifyAttestations(ctx, d, Trust{Key: otherPub}); err == nil {
 		t.Error("attestations verified with another key")
+	}
+}
+
+func TestTrustConfiguration(t *testing.T) {
+	for _, c := range []struct {
+		t    Trust
+		want string
+	}{
+		{Trust{}, "give --key cosign.pub, or --certificate-identity"},
+		{Trust{Identity: "x"}, "give --key cosign.pub, or --certificate-identity"},
+		{Trust{Key: "k", Issuer: "i"}, "not both"},
+	} {
+		if err := c.t.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.t, err, c.want)
+		}
+	}
+	// Keyless: identity and issuer matched, the log and SCT required, the
+	// trusted root fetched (stubbed: it needs the network).
+	saved := trustedRoot
+	defer func() { trustedRoot = saved }()
+	trustedRoot = func() (root.TrustedMaterial, error) { return nil, errors.New("no network") }
+	kl := Trust{Identity: "https://github.com/dorisarm/dorisarm/.github/workflows/release.yml@refs/tags/v1", Issuer: "https://token.actions.githubusercontent.com"}
+	if _, err := kl.checkOpts(context.Background()); err == nil || !strings.Contains(err.Error(), "trusted root") {
+		t.Errorf("keyless without the trusted root: %v", err)
+	}
+	trustedRoot = func() (root.TrustedMaterial, error) { return &root.BaseTrustedMaterial{}, nil }
+	co, err := kl.checkOpts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if co.IgnoreTlog || co.IgnoreSCT || co.SigVerifier != nil || len(co.Identities) != 1 || co.Identities[0].Subject != kl.Identity || co.Identities[0].Issuer != kl.Issuer || co.TrustedMaterial == nil {
+		t.Errorf("keyless check options: %+v", co)
 	}
 }
