@@ -45,7 +45,7 @@ func newAttester(g *globals, dir string) (*attester, error) {
 
 // attest attaches the SBOM, provenance and scan attestations to d when d
 // was made from one of the builds; it returns the predicate types attached.
-func (a *attester) attest(ctx context.Context, s *sign.Signer, d name.Digest) ([]string, error) {
+func (a *attester) attest(ctx context.Context, s releaseSigner, d name.Digest) ([]string, error) {
 	bd, err := sign.BuildDigest(ctx, d, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 	if err != nil || bd == "" {
 		return nil, err

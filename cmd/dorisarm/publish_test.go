@@ -282,7 +282,8 @@ func TestPublishBadInput(t *testing.T) {
 		{[]string{"image", "build", "--build", dir, "--out", "/tmp/x"}, "want oci:DIR", 2},
 		{[]string{"image", "inspect", "oci:" + dir}, "want oci:DIR:NAME:TAG", 2},
 		{[]string{"publish", "--build", dir, "--repo", "r/d", "--password-stdin"}, "needs --username", 2},
-		{[]string{"sign", "127.0.0.1:1/doris/x:1"}, "--key is required", 2},
+		{[]string{"sign", "127.0.0.1:1/doris/x:1"}, "give --key cosign.key", 2},
+		{[]string{"sign", "--key", "k", "--keyless", "127.0.0.1:1/doris/x:1"}, "give --key cosign.key", 2},
 		{[]string{"sign", "--key", "k", "127.0.0.1:1/doris/x:1"}, "set COSIGN_PASSWORD", 2},
 		{[]string{"verify", "--key", filepath.Join(dir, "none.pub"), "127.0.0.1:1/doris/x:1"}, "none.pub", 2},
 		{[]string{"verify", "--key", "k.pub", "Not A Ref"}, "Not A Ref", 2},
@@ -291,6 +292,13 @@ func TestPublishBadInput(t *testing.T) {
 		{[]string{"verify", "--key", "k.pub", "--certificate-identity", "x", "a/b:1"}, "not both", 2},
 		{[]string{"promote", "--key", "k.pub", "a/b:1"}, "give SRC and DST, or --file", 2},
 		{[]string{"promote", "--key", "k.pub", "--file", filepath.Join(dir, "none.yaml")}, "none.yaml", 2},
+	}
+	if os.Getenv("SIGSTORE_ID_TOKEN") == "" && os.Getenv("ACTIONS_ID_TOKEN_REQUEST_URL") == "" {
+		cases = append(cases, struct {
+			args []string
+			want string
+			code int
+		}{[]string{"sign", "--keyless", "127.0.0.1:1/doris/x:1"}, "id-token: write", 2})
 	}
 	for _, c := range cases {
 		_, errOut, code := run(t, c.args...)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -58,9 +59,16 @@ func newKeygenCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// releaseSigner signs and attests: with a key (sign.Signer) or keyless.
+type releaseSigner interface {
+	Sign(ctx context.Context, ref name.Reference) ([]name.Digest, error)
+	Attest(ctx context.Context, d name.Digest, predicateType string, predicate []byte) error
+}
+
 func newSignCmd(g *globals) *cobra.Command {
 	var key, buildDir string
-	var insecure bool
+	var insecure, keyless bool
+	var kl sign.Keyless
 	cmd := &cobra.Command{
 		Use:   "sign REF",
 		Short: "Sign an image or index by digest (an index and every manifest in it), as cosign does",
@@ -74,24 +82,38 @@ made from a build also gets three attestations, signed with the same key and
 stored as cosign stores them: an SPDX 2.3 SBOM (Doris, every third-party
 package with its checksums, every patch), SLSA provenance v1 (matrix, recipe,
 source, patches, compiler, flags, PGO profile) and the scan report of the
-build's files for its target (predicate type ` + sign.PredicateScan + `).`,
-		Example: "  COSIGN_PASSWORD=... dorisarm sign --key keys/cosign.key 127.0.0.1:5000/doris/doris-be:2.1.8",
+build's files for its target (predicate type ` + sign.PredicateScan + `).
+
+--keyless signs with a short-lived Fulcio certificate for the CI's OIDC
+identity instead of a key, every signature and attestation logged in Rekor
+(cosign's own keyless code). It needs the network and an OIDC token: GitHub
+Actions with "permissions: id-token: write" provides one; elsewhere pass
+--identity-token or $SIGSTORE_ID_TOKEN. Verify such releases with
+--certificate-identity and --certificate-oidc-issuer.`,
+		Example: `  COSIGN_PASSWORD=... dorisarm sign --key keys/cosign.key --build out 127.0.0.1:5000/doris/doris-be:2.1.8
+  dorisarm sign --keyless --build out ghcr.io/ORG/doris/doris-be:2.1.8     # in GitHub Actions`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if key == "" {
-				return usageErr("--key is required (a cosign.key; dorisarm keygen writes one)")
+			if (key == "") == !keyless {
+				return usageErr("give --key cosign.key (dorisarm keygen writes one), or --keyless")
 			}
 			ref, err := registryRef(args[0], insecure)
 			if err != nil {
 				return err
 			}
-			pw, err := password()
-			if err != nil {
-				return err
-			}
-			s, err := sign.LoadSigner(key, pw, remote.WithAuthFromKeychain(authn.DefaultKeychain))
-			if err != nil {
-				return badInput(err)
+			var s releaseSigner
+			if keyless {
+				if s, err = sign.NewKeylessSigner(kl, os.Getenv, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+					return usageErr("%v", err)
+				}
+			} else {
+				pw, err := password()
+				if err != nil {
+					return err
+				}
+				if s, err = sign.LoadSigner(key, pw, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+					return badInput(err)
+				}
 			}
 			var att *attester
 			if buildDir != "" {
@@ -120,6 +142,11 @@ build's files for its target (predicate type ` + sign.PredicateScan + `).`,
 		},
 	}
 	cmd.Flags().StringVar(&key, "key", "", "cosign private key (cosign.key)")
+	cmd.Flags().BoolVar(&keyless, "keyless", false, "sign with a Fulcio certificate for the CI's OIDC identity, logged in Rekor")
+	cmd.Flags().StringVar(&kl.FulcioURL, "fulcio-url", "", "keyless: Fulcio (default https://fulcio.sigstore.dev)")
+	cmd.Flags().StringVar(&kl.RekorURL, "rekor-url", "", "keyless: Rekor (default https://rekor.sigstore.dev)")
+	cmd.Flags().StringVar(&kl.OIDCIssuer, "oidc-issuer", "", "keyless: OIDC issuer (default https://oauth2.sigstore.dev/auth)")
+	cmd.Flags().StringVar(&kl.IDToken, "identity-token", "", "keyless: an OIDC token (default $SIGSTORE_ID_TOKEN, or GitHub Actions' own)")
 	cmd.Flags().StringVar(&buildDir, "build", "", "attest the images made from the builds in this dorisarm build --out directory")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
 	return cmd

@@ -172,3 +172,31 @@ func TestTrustConfiguration(t *testing.T) {
 		t.Errorf("keyless check options: %+v", co)
 	}
 }
+
+func TestKeylessConfiguration(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	if _, err := (Keyless{}).KeyOpts(getenv); err == nil || !strings.Contains(err.Error(), "id-token: write") {
+		t.Errorf("no token anywhere: %v", err)
+	}
+	env["ACTIONS_ID_TOKEN_REQUEST_URL"] = "https://pipelines.actions.githubusercontent.com/x"
+	ko, err := (Keyless{}).KeyOpts(getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ko.FulcioURL != "https://fulcio.sigstore.dev" || ko.RekorURL != "https://rekor.sigstore.dev" || ko.OIDCIssuer != "https://oauth2.sigstore.dev/auth" || !ko.SkipConfirmation || ko.IDToken != "" {
+		t.Errorf("GitHub Actions defaults: %+v", ko)
+	}
+	delete(env, "ACTIONS_ID_TOKEN_REQUEST_URL")
+	env["SIGSTORE_ID_TOKEN"] = "tok"
+	ko, err = (Keyless{FulcioURL: "https://fulcio.internal", RekorURL: "http://127.0.0.1:3000"}).KeyOpts(getenv)
+	if err != nil || ko.IDToken != "tok" || ko.FulcioURL != "https://fulcio.internal" || ko.RekorURL != "http://127.0.0.1:3000" {
+		t.Errorf("private instance with a token from the environment: %+v %v", ko, err)
+	}
+	if _, err := (Keyless{RekorURL: "http://rekor.example.com"}).KeyOpts(getenv); err == nil || !strings.Contains(err.Error(), "--rekor-url") {
+		t.Errorf("plain http Rekor: %v", err)
+	}
+	if ko, _ := (Keyless{IDToken: "flag"}).KeyOpts(getenv); ko.IDToken != "flag" {
+		t.Errorf("--identity-token must win over the environment: %q", ko.IDToken)
+	}
+}
