@@ -92,7 +92,7 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 --certificate-identity and --certificate-oidc-issuer.`,
 		Example: `  COSIGN_PASSWORD=... dorisarm sign --key keys/cosign.key --build out 127.0.0.1:5000/doris/doris-be:2.1.8
   dorisarm sign --keyless --build out ghcr.io/ORG/doris/doris-be:2.1.8     # in GitHub Actions`,
-		Args:    cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (key == "") == !keyless {
 				return usageErr("give --key cosign.key (dorisarm keygen writes one), or --keyless")
