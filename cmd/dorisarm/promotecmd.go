@@ -114,7 +114,7 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 				if plan.Replaces != "" {
 					move = "moves from " + plan.Replaces
 				}
-				fmt.Fprintf(g.stdout, "plan  %s -> %s (%s, %d manifests, %d signature/attestation tags, %s)\n", plan.Src, plan.Dst, plan.Version, len(plan.Digests), len(plan.Companions), move)
+				fmt.Fprintf(g.stdout, "plan  %s -> %s (%s, %d manifests, %d bytes, %d signature/attestation tags, %s)\n", plan.Src, plan.Dst, plan.Version, len(plan.Digests), plan.Bytes, len(plan.Companions), move)
 			}
 			if !yes {
 				fmt.Fprintln(g.stdout, "dry run: nothing written; run again with --yes to promote")

@@ -32,6 +32,8 @@ type Plan struct {
 	// Companions are the cosign signature and attestation tags to copy.
 	Companions []string     `json:"companions"`
 	Checks     []sign.Check `json:"checks"`
+	// Bytes is the size of everything copied: manifests, configs, layers.
+	Bytes int64 `json:"bytes"`
 	// Replaces is the digest the destination tag points to now, if any.
 	Replaces string `json:"replaces,omitempty"`
 	Floating bool   `json:"floating"`
@@ -76,6 +78,13 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 	}
 	if p.Digests, err = sign.Digests(ctx, p.Src, o.Remote...); err != nil {
 		return nil, err
+	}
+	for _, d := range p.Digests {
+		n, err := size(d, ro)
+		if err != nil {
+			return nil, err
+		}
+		p.Bytes += n
 	}
 	for _, d := range p.Digests {
 		hex := strings.ReplaceAll(d.DigestStr(), ":", "-")
@@ -187,4 +196,25 @@ func annotation(manifest []byte, key string) string {
 func notFound(err error) bool {
 	var te *transport.Error
 	return errors.As(err, &te) && te.StatusCode == 404
+}
+
+// size is the bytes of a manifest and, for an image, its config and layers.
+func size(d name.Digest, ro []remote.Option) (int64, error) {
+	desc, err := remote.Get(d, ro...)
+	if err != nil {
+		return 0, err
+	}
+	n := int64(len(desc.Manifest))
+	if desc.MediaType.IsIndex() {
+		return n, nil
+	}
+	var m v1.Manifest
+	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
+		return 0, err
+	}
+	n += m.Config.Size
+	for _, l := range m.Layers {
+		n += l.Size
+	}
+	return n, nil
 }

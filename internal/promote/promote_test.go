@@ -143,6 +143,9 @@ func TestPromoteCopiesByDigestWithSignatures(t *testing.T) {
 	if len(p.Companions) != 2 {
 		t.Errorf("companions: %v", p.Companions)
 	}
+	if p.Bytes < 300 { // the random layer alone is 300 bytes
+		t.Errorf("plan bytes: %d", p.Bytes)
+	}
 	// The source tag moves after the check: the verified digest is promoted.
 	e.push("staging/doris-be:2.1.8-rc1", "2.1.8", nil, "")
 	if err := Execute(ctx, p, Options{Trust: sign.Trust{Key: e.pub}}); err != nil {
