@@ -174,8 +174,10 @@ func (m *Dorisarm) Scan(
 
 // Release builds the targets side by side, scans each build with its own
 // target's policy and, given repo, publishes the release images there
-// (REGISTRY/PATH; credentials from registryConfig, a docker config.json).
-// Signing and promotion join the chain when dorisarm sign/promote land.
+// (REGISTRY/PATH; credentials from registryConfig, a docker config.json)
+// and signs and attests them: with signingKey (a cosign.key, its password
+// in signingPassword) or, with keyless, the CI's OIDC identity (idToken).
+// Promotion stays a separate, reviewed step (dorisarm promote).
 func (m *Dorisarm) Release(
 	ctx context.Context,
 	source *dagger.Directory,
@@ -194,6 +196,17 @@ func (m *Dorisarm) Release(
 	base string,
 	// +optional
 	epoch string,
+	// the Doris version of the release (its image tags), needed to sign
+	// +optional
+	version string,
+	// +optional
+	signingKey *dagger.Secret,
+	// +optional
+	signingPassword *dagger.Secret,
+	// +optional
+	keyless bool,
+	// +optional
+	idToken *dagger.Secret,
 ) (string, error) {
 	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, "")
 	if err != nil {
@@ -229,10 +242,40 @@ func (m *Dorisarm) Release(
 	if epoch != "" { // else the source tree's last commit (needs its .git)
 		args = append(args, "--epoch", epoch)
 	}
-	pub, err := ctr.WithExec(args).Stdout(ctx)
+	ctr = ctr.WithExec(args)
+	pub, err := ctr.Stdout(ctx)
 	if err != nil {
 		return "", err
 	}
 	report.WriteString("\n```\n" + pub + "```\n")
+	if signingKey == nil && !keyless {
+		return report.String(), nil
+	}
+	if version == "" {
+		return "", fmt.Errorf("version is required to sign: the Doris version of the release (e.g. 2.1.8)")
+	}
+	for _, image := range []string{"doris-be", "doris-fe"} {
+		sargs := []string{"dorisarm", "sign", "--build", outDir}
+		sctr := ctr
+		if keyless {
+			sargs = append(sargs, "--keyless")
+			if idToken != nil {
+				sctr = sctr.WithSecretVariable("SIGSTORE_ID_TOKEN", idToken)
+			}
+		} else {
+			sctr = sctr.WithMountedSecret("/run/secrets/cosign.key", signingKey)
+			if signingPassword != nil {
+				sctr = sctr.WithSecretVariable("COSIGN_PASSWORD", signingPassword)
+			} else {
+				sctr = sctr.WithEnvVariable("COSIGN_PASSWORD", "")
+			}
+			sargs = append(sargs, "--key", "/run/secrets/cosign.key")
+		}
+		signed, err := sctr.WithExec(append(sargs, repo+"/"+image+":"+version)).Stdout(ctx)
+		if err != nil {
+			return "", err
+		}
+		report.WriteString("\n```\n" + signed + "```\n")
+	}
 	return report.String(), nil
 }

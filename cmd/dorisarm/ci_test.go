@@ -31,51 +31,66 @@ func TestDaggerModuleCommands(t *testing.T) {
 		if !ok || fn.Body == nil {
 			continue
 		}
-		var cmdLine []string
-		var extra [][]string
+		cmds := map[string][]string{} // variable -> the command line it holds
+		words := func(elts []ast.Expr) []string {
+			if len(elts) < 2 {
+				return nil
+			}
+			first, ok1 := literal(elts[0])
+			_, ok2 := literal(elts[1])
+			if !ok1 || !ok2 || first != "dorisarm" {
+				return nil // not a command line (e.g. a cache key)
+			}
+			var w []string
+			for _, e := range elts {
+				if s, ok := literal(e); ok {
+					w = append(w, s)
+				}
+			}
+			return w
+		}
 		ast.Inspect(fn.Body, func(n ast.Node) bool {
 			switch n := n.(type) {
-			case *ast.CompositeLit:
-				if len(n.Elts) < 2 {
-					return true
-				}
-				first, ok1 := literal(n.Elts[0])
-				_, ok2 := literal(n.Elts[1])
-				if !ok1 || !ok2 || first != "dorisarm" {
-					return true // not a command line (e.g. a cache key)
-				}
-				var words []string
-				for _, e := range n.Elts {
-					if s, ok := literal(e); ok {
-						words = append(words, s)
+			case *ast.AssignStmt:
+				if len(n.Lhs) == 1 && len(n.Rhs) == 1 {
+					if id, ok := n.Lhs[0].(*ast.Ident); ok {
+						if cl, ok := n.Rhs[0].(*ast.CompositeLit); ok {
+							if w := words(cl.Elts); w != nil {
+								cmds[id.Name] = w
+							}
+						}
 					}
 				}
-				cmdLine = words
-				lines = append(lines, words)
+			case *ast.CompositeLit:
+				if w := words(n.Elts); w != nil {
+					lines = append(lines, w)
+				}
 			case *ast.CallExpr:
 				id, ok := n.Fun.(*ast.Ident)
 				if !ok || id.Name != "append" || len(n.Args) < 2 {
 					return true
 				}
-				if a, ok := n.Args[0].(*ast.Ident); !ok || a.Name != "args" {
+				v, ok := n.Args[0].(*ast.Ident)
+				if !ok {
 					return true
 				}
-				var words []string
+				base, ok := cmds[v.Name]
+				if !ok {
+					if strings.HasSuffix(v.Name, "args") {
+						t.Errorf("ci/main.go: %s appends to %s, which holds no dorisarm command line", fn.Name.Name, v.Name)
+					}
+					return true
+				}
+				var extra []string
 				for _, e := range n.Args[1:] {
 					if s, ok := literal(e); ok {
-						words = append(words, s)
+						extra = append(extra, s)
 					}
 				}
-				extra = append(extra, words)
+				lines = append(lines, append(append([]string{}, base[:2]...), extra...))
 			}
 			return true
 		})
-		if len(extra) > 0 && cmdLine == nil {
-			t.Errorf("ci/main.go: %s appends %v to args but builds no dorisarm command line", fn.Name.Name, extra)
-		}
-		for _, e := range extra {
-			lines = append(lines, append(append([]string{}, cmdLine[:2]...), e...))
-		}
 	}
 	if len(lines) < 4 {
 		t.Fatalf("found only %d dorisarm command lines in ci/main.go", len(lines))
