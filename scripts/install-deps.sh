@@ -27,6 +27,12 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 
+# Go tools the tests use, pinned, into .cache/bin (a few seconds).
+tools_bin="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.cache/bin"
+if [ ! -x "${tools_bin}/actionlint" ]; then
+  GOBIN="${tools_bin}" go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.7
+fi
+
 missing=()
 for p in "${host_pkgs[@]}" "${arm64_pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

@@ -158,6 +158,7 @@ type trustFlags struct{ t sign.Trust }
 func (f *trustFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.t.Key, "key", "", "cosign public key (cosign.pub) the release is signed with")
 	cmd.Flags().StringVar(&f.t.Identity, "certificate-identity", "", "keyless: the signer's identity in its Fulcio certificate (e.g. the release workflow's URL)")
+	cmd.Flags().StringVar(&f.t.IdentityRegexp, "certificate-identity-regexp", "", "keyless: a regular expression the signer's identity must match")
 	cmd.Flags().StringVar(&f.t.Issuer, "certificate-oidc-issuer", "", "keyless: the OIDC issuer (e.g. https://token.actions.githubusercontent.com)")
 }
 

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -176,16 +177,23 @@ func VerifySignatures(ctx context.Context, ref name.Reference, trust Trust, opts
 type Trust struct {
 	Key      string // cosign.pub
 	Identity string // certificate identity, e.g. https://github.com/ORG/REPO/.github/workflows/release.yml@refs/tags/v1
-	Issuer   string // OIDC issuer, e.g. https://token.actions.githubusercontent.com
+	// IdentityRegexp matches the identity instead (e.g. any release tag).
+	IdentityRegexp string
+	Issuer         string // OIDC issuer, e.g. https://token.actions.githubusercontent.com
 }
 
 // Validate says what is missing or contradictory.
 func (t Trust) Validate() error {
 	switch {
-	case t.Key != "" && (t.Identity != "" || t.Issuer != ""):
+	case t.Key != "" && (t.Identity != "" || t.IdentityRegexp != "" || t.Issuer != ""):
 		return fmt.Errorf("give a key or a certificate identity and issuer, not both")
-	case t.Key == "" && (t.Identity == "" || t.Issuer == ""):
-		return fmt.Errorf("give --key cosign.pub, or --certificate-identity and --certificate-oidc-issuer for keyless signatures")
+	case t.Key == "" && ((t.Identity == "") == (t.IdentityRegexp == "") || t.Issuer == ""):
+		return fmt.Errorf("give --key cosign.pub, or --certificate-identity (or --certificate-identity-regexp) and --certificate-oidc-issuer for keyless signatures")
+	}
+	if t.IdentityRegexp != "" {
+		if _, err := regexp.Compile(t.IdentityRegexp); err != nil {
+			return fmt.Errorf("--certificate-identity-regexp: %v", err)
+		}
 	}
 	return nil
 }
@@ -207,7 +215,7 @@ func (t Trust) checkOpts(ctx context.Context, opts ...remote.Option) (*cosign.Ch
 			return nil, fmt.Errorf("keyless verification needs the Sigstore trusted root: %v", err)
 		}
 		co.TrustedMaterial = tm
-		co.Identities = []cosign.Identity{{Subject: t.Identity, Issuer: t.Issuer}}
+		co.Identities = []cosign.Identity{{Subject: t.Identity, SubjectRegExp: t.IdentityRegexp, Issuer: t.Issuer}}
 		return co, nil
 	}
 	data, err := os.ReadFile(t.Key)

@@ -149,6 +149,8 @@ func TestTrustConfiguration(t *testing.T) {
 		{Trust{}, "give --key cosign.pub, or --certificate-identity"},
 		{Trust{Identity: "x"}, "give --key cosign.pub, or --certificate-identity"},
 		{Trust{Key: "k", Issuer: "i"}, "not both"},
+		{Trust{Identity: "x", IdentityRegexp: "y", Issuer: "i"}, "give --key cosign.pub, or --certificate-identity"},
+		{Trust{IdentityRegexp: "(", Issuer: "i"}, "--certificate-identity-regexp"},
 	} {
 		if err := c.t.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.t, err, c.want)

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode"
+
+	"gopkg.in/yaml.v3"
+)
+
+// TestWorkflowsLint runs actionlint (installed by scripts/install-deps.sh
+// into .cache/bin) over .github/workflows.
+func TestWorkflowsLint(t *testing.T) {
+	bin := filepath.Join(repo, ".cache", "bin", "actionlint")
+	if _, err := os.Stat(bin); err != nil {
+		t.Skip("actionlint not installed (scripts/install-deps.sh)")
+	}
+	files, _ := filepath.Glob(filepath.Join(repo, ".github", "workflows", "*.yml"))
+	if len(files) < 4 {
+		t.Fatalf("workflows: %v", files)
+	}
+	if out, err := exec.Command(bin, files...).CombinedOutput(); err != nil {
+		t.Fatalf("actionlint: %v\n%s", err, out)
+	}
+}
+
+// TestWorkflowsCallRealThings checks what the workflows call: every `dagger
+// call FUNCTION --flag` names a function of the Dagger module and its
+// parameters, and every dorisarm command line names real flags.
+func TestWorkflowsCallRealThings(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, filepath.Join(repo, "ci", "main.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := map[string]map[string]bool{} // kebab function -> kebab params
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Recv == nil || !fn.Name.IsExported() {
+			continue
+		}
+		ps := map[string]bool{}
+		for _, field := range fn.Type.Params.List {
+			for _, n := range field.Names {
+				ps[kebab(n.Name)] = true
+			}
+		}
+		params[kebab(fn.Name.Name)] = ps
+	}
+	root := newRoot()
+	files, _ := filepath.Glob(filepath.Join(repo, ".github", "workflows", "*.yml"))
+	calls := 0
+	for _, file := range files {
+		data, _ := os.ReadFile(file)
+		var wf struct {
+			Jobs map[string]struct {
+				Steps []struct {
+					Uses string            `yaml:"uses"`
+					With map[string]string `yaml:"with"`
+				} `yaml:"steps"`
+			} `yaml:"jobs"`
+		}
+		if err := yaml.Unmarshal(data, &wf); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, job := range wf.Jobs {
+			for _, st := range job.Steps {
+				if !strings.HasPrefix(st.Uses, "dagger/dagger-for-github") || st.With["verb"] != "call" {
+					continue
+				}
+				words := strings.Fields(st.With["args"])
+				fn, ok := params[words[0]]
+				if !ok {
+					t.Errorf("%s: dagger call %s: the module has no such function", file, words[0])
+					continue
+				}
+				calls++
+				for _, w := range words[1:] {
+					if w == "export" {
+						break // a call on the returned directory
+					}
+					if name, ok := strings.CutPrefix(w, "--"); ok {
+						name, _, _ = strings.Cut(name, "=")
+						if !fn[name] {
+							t.Errorf("%s: dagger call %s --%s: no such parameter", file, words[0], name)
+						}
+					}
+				}
+			}
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			i := strings.Index(line, "./cmd/dorisarm ")
+			if i < 0 {
+				continue
+			}
+			// A command continued over lines with backslashes.
+			text := string(data)[strings.Index(string(data), line):]
+			end := strings.Index(text, "\"$SOURCE\"")
+			if end < 0 {
+				end = len(line)
+			}
+			words := strings.Fields(strings.ReplaceAll(text[len(line[:i])+len("./cmd/dorisarm "):end], "\\", ""))
+			cmd, rest, err := root.Find(words)
+			if err != nil || cmd == root {
+				t.Errorf("%s: dorisarm %v: no such command", file, words)
+				continue
+			}
+			calls++
+			for _, w := range rest {
+				if name, ok := strings.CutPrefix(w, "--"); ok && cmd.Flags().Lookup(name) == nil {
+					t.Errorf("%s: dorisarm %s --%s: no such flag", file, cmd.Name(), name)
+				}
+			}
+		}
+	}
+	if calls < 3 {
+		t.Errorf("found only %d calls in the workflows", calls)
+	}
+}
+
+func kebab(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('-')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
