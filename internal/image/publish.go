@@ -148,6 +148,7 @@ func Publish(ctx context.Context, repo string, rel []Tagged, o PublishOptions) (
 	}
 	// What each tag holds and what the registry lacks.
 	seen := map[string]bool{}
+	checker := &blobChecker{rt: counter, auth: o.Auth}
 	for _, x := range ts {
 		blobs, err := blobsOf(x.t)
 		if err != nil {
@@ -163,7 +164,7 @@ func Publish(ctx context.Context, repo string, rel []Tagged, o PublishOptions) (
 			seen[key] = true
 			var ok bool
 			err := retry(ctx, func() (err error) {
-				ok, err = blobExists(ctx, x.tag.Context().Digest(b.Digest.String()), counter, o.Auth)
+				ok, err = checker.exists(ctx, x.tag.Context().Digest(b.Digest.String()))
 				return err
 			})
 			if err != nil {
@@ -245,21 +246,45 @@ func blobsOf(t Tagged) ([]v1.Descriptor, error) {
 	return out, nil
 }
 
-// blobExists asks the registry (HEAD /v2/<repo>/blobs/<digest>) whether it
-// has a blob. Manifests are asked for under /manifests/.
-func blobExists(ctx context.Context, d name.Digest, rt http.RoundTripper, auth authn.Authenticator) (bool, error) {
+// blobChecker asks registries which blobs they have, with one
+// authenticated client per repository.
+type blobChecker struct {
+	rt      http.RoundTripper
+	auth    authn.Authenticator
+	clients map[string]*http.Client
+}
+
+func (c *blobChecker) client(ctx context.Context, repo name.Repository) (*http.Client, error) {
+	if cl, ok := c.clients[repo.String()]; ok {
+		return cl, nil
+	}
+	auth := c.auth
 	if auth == nil {
-		a, err := authn.DefaultKeychain.Resolve(d.Context())
+		a, err := authn.DefaultKeychain.Resolve(repo)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		auth = a
 	}
-	tr, err := transport.NewWithContext(ctx, d.Context().Registry, auth, rt, []string{d.Context().Scope(transport.PullScope)})
+	tr, err := transport.NewWithContext(ctx, repo.Registry, auth, c.rt, []string{repo.Scope(transport.PullScope)})
 	if err != nil {
-		return false, &transientError{fmt.Sprintf("%s: %v", d.Context().Registry, err)}
+		return nil, &transientError{fmt.Sprintf("%s: %v", repo.Registry, err)}
 	}
-	client := &http.Client{Transport: tr}
+	if c.clients == nil {
+		c.clients = map[string]*http.Client{}
+	}
+	cl := &http.Client{Transport: tr}
+	c.clients[repo.String()] = cl
+	return cl, nil
+}
+
+// exists asks the registry (HEAD /v2/<repo>/blobs/<digest>) whether it
+// has a blob. Manifests are asked for under /manifests/.
+func (c *blobChecker) exists(ctx context.Context, d name.Digest) (bool, error) {
+	client, err := c.client(ctx, d.Context())
+	if err != nil {
+		return false, err
+	}
 	for _, kind := range []string{"blobs", "manifests"} {
 		u := fmt.Sprintf("%s://%s/v2/%s/%s/%s", d.Context().Registry.Scheme(), d.Context().RegistryStr(), d.Context().RepositoryStr(), kind, d.DigestStr())
 		req, err := http.NewRequestWithContext(ctx, http.MethodHead, u, nil)
