@@ -193,16 +193,9 @@ digest, with a clean scan. Exit status 1 if any check fails.`,
 			if err != nil {
 				return err
 			}
-			checks, err := sign.VerifySignatures(cmd.Context(), ref, trust, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+			_, checks, err := sign.Verify(cmd.Context(), ref, trust, noAttestations, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 			if err != nil {
 				return badInput(err)
-			}
-			if !noAttestations {
-				more, err := sign.VerifyAttestationsOf(cmd.Context(), ref, trust, remote.WithAuthFromKeychain(authn.DefaultKeychain))
-				if err != nil {
-					return badInput(err)
-				}
-				checks = append(checks, more...)
 			}
 			failed := 0
 			for _, c := range checks {

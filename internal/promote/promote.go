@@ -62,22 +62,13 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 	p.Version = annotation(desc.Manifest, VersionAnnotation)
 
 	// Verify the digest, never the tag: a tag moved meanwhile changes nothing.
-	sigs, err := sign.VerifySignatures(ctx, p.Src, o.Trust, o.Remote...)
-	if err != nil {
+	if p.Digests, p.Checks, err = sign.Verify(ctx, p.Src, o.Trust, false, o.Remote...); err != nil {
 		return nil, err
 	}
-	atts, err := sign.VerifyAttestationsOf(ctx, p.Src, o.Trust, o.Remote...)
-	if err != nil {
-		return nil, err
-	}
-	p.Checks = append(sigs, atts...)
 	for _, c := range p.Checks {
 		if !c.OK {
 			return p, &GateError{Reason: fmt.Sprintf("%s: %s", c.What, c.Why)}
 		}
-	}
-	if p.Digests, err = sign.Digests(ctx, p.Src, o.Remote...); err != nil {
-		return nil, err
 	}
 	for _, d := range p.Digests {
 		n, err := size(d, ro)

@@ -34,6 +34,10 @@ func VerifyAttestationsOf(ctx context.Context, ref name.Reference, trust Trust, 
 	if err != nil {
 		return nil, err
 	}
+	return attestationChecks(ctx, ds, trust, opts...)
+}
+
+func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts ...remote.Option) ([]Check, error) {
 	var checks []Check
 	for _, d := range ds {
 		bd, err := BuildDigest(ctx, d, opts...)

@@ -149,14 +149,32 @@ type Check struct {
 // VerifySignatures checks that every digest ref covers carries a valid
 // signature by the public key at pubPath.
 func VerifySignatures(ctx context.Context, ref name.Reference, trust Trust, opts ...remote.Option) ([]Check, error) {
+	_, checks, err := Verify(ctx, ref, trust, true, opts...)
+	return checks, err
+}
+
+// Verify resolves ref once and checks the signature of every digest it
+// covers and, unless signaturesOnly, the attestations of every build-made
+// manifest (see VerifyAttestationsOf). It returns the digests it checked.
+func Verify(ctx context.Context, ref name.Reference, trust Trust, signaturesOnly bool, opts ...remote.Option) ([]name.Digest, []Check, error) {
+	// The key (or trusted root) first: a bad key is bad input whatever the registry says.
 	co, err := trust.checkOpts(ctx, opts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ds, err := Digests(ctx, ref, opts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	checks := signatureChecks(ctx, ds, co)
+	if signaturesOnly {
+		return ds, checks, nil
+	}
+	more, err := attestationChecks(ctx, ds, trust, opts...)
+	return ds, append(checks, more...), err
+}
+
+func signatureChecks(ctx context.Context, ds []name.Digest, co *cosign.CheckOpts) []Check {
 	var checks []Check
 	for _, d := range ds {
 		c := Check{What: "signature of " + d.String()}
@@ -168,7 +186,7 @@ func VerifySignatures(ctx context.Context, ref name.Reference, trust Trust, opts
 		}
 		checks = append(checks, c)
 	}
-	return checks, nil
+	return checks
 }
 
 // Trust is what signatures must verify against: a cosign public key, or
