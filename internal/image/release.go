@@ -167,21 +167,19 @@ func releaseImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, version
 		byTarget[b.Record.Cell.Target] = b
 	}
 	if spec.Shared {
-		// One image for every target: made from the index target of the
-		// first ISA that has a build, checked to be the same everywhere.
-		var first *Build
-		for _, b := range builds {
-			if first == nil {
-				b := b
-				first = &b
-				continue
-			}
-			same, err := sameTree(filepath.Join(first.Dir, spec.From), filepath.Join(b.Dir, spec.From))
+		// One image for every target, checked to be the same everywhere
+		// and made, for each ISA, from the first build of that ISA.
+		first, err := treeID(filepath.Join(builds[0].Dir, spec.From))
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range builds[1:] {
+			id, err := treeID(filepath.Join(b.Dir, spec.From))
 			if err != nil {
 				return nil, err
 			}
-			if !same {
-				return nil, fmt.Errorf("image %s is shared by all targets, but %s/ of %s differs from %s's; rebuild them from the same source", name, spec.From, b.Record.Cell.Target, first.Record.Cell.Target)
+			if id != first {
+				return nil, fmt.Errorf("image %s is shared by all targets, but %s/ of %s differs from %s's; rebuild them from the same source", name, spec.From, b.Record.Cell.Target, builds[0].Record.Cell.Target)
 			}
 		}
 		for _, isa := range isas {
@@ -378,23 +376,12 @@ func mergeEnv(base, set []string) []string {
 	return out
 }
 
-// sameTree reports whether two directories hold the same files.
-func sameTree(a, b string) (bool, error) {
-	la, err := Layer(a, "/x", time.Unix(0, 0))
+// treeID identifies a directory's files, modes and links (the digest of
+// its layer tar, uncompressed, with fixed dates).
+func treeID(dir string) (v1.Hash, error) {
+	l, err := Layer(dir, "/x", time.Unix(0, 0))
 	if err != nil {
-		return false, err
+		return v1.Hash{}, err
 	}
-	lb, err := Layer(b, "/x", time.Unix(0, 0))
-	if err != nil {
-		return false, err
-	}
-	da, err := la.DiffID()
-	if err != nil {
-		return false, err
-	}
-	db, err := lb.DiffID()
-	if err != nil {
-		return false, err
-	}
-	return da == db, nil
+	return l.DiffID()
 }
