@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/recipe"
@@ -122,6 +123,7 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 		return err
 	}
 	r.rec.Outputs = outs
+	r.rec.Seconds = time.Since(r.start).Seconds()
 	if err := r.rec.write(filepath.Join(stage, RecordFile)); err != nil {
 		return err
 	}

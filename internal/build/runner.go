@@ -61,6 +61,7 @@ func (e *StepError) Unwrap() error { return e.Err }
 var ErrGate = errors.New("build does not fit its target")
 
 type runner struct {
+	start               time.Time
 	in                  Input
 	opts                Options
 	cache               *Cache
@@ -113,6 +114,7 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	}
 	defer unlock()
 	start := time.Now()
+	r.start = start
 	if rec, ok := upToDate(in.Plan, Dir(opts.Out, p.Cell.Doris, p.Cell.Target)); ok {
 		// Same plan keys as the published build, whose files are unchanged:
 		// nothing to do, not even the smoke run and scan it already passed.
