@@ -75,16 +75,21 @@ func (f Finding) Violation() bool { return f.Severity == SevError && f.Allowed =
 
 // Summary counts the scan.
 type Summary struct {
-	Files      int            `json:"files"`
-	ELF        int            `json:"elf"`
-	Bytes      int64          `json:"bytes"`
-	TextBytes  int64          `json:"text_bytes"`
-	Violations int            `json:"violations"`
-	Allowed    int            `json:"allowed"`
-	Unreadable int            `json:"unreadable"`
-	ByKind     map[string]int `json:"by_kind,omitempty"`
-	Machines   map[string]int `json:"machines,omitempty"`
-	Features   map[string]int `json:"features,omitempty"`
-	GlibcMax   string         `json:"glibc_max,omitempty"`
-	Clean      bool           `json:"clean"`
+	Files      int   `json:"files"`
+	ELF        int   `json:"elf"`
+	Bytes      int64 `json:"bytes"`
+	TextBytes  int64 `json:"text_bytes"`
+	Violations int   `json:"violations"`
+	Allowed    int   `json:"allowed"`
+	// AllowedByKind counts the waived findings by kind.
+	AllowedByKind map[string]int `json:"allowed_by_kind,omitempty"`
+	Unreadable    int            `json:"unreadable"`
+	ByKind        map[string]int `json:"by_kind,omitempty"`
+	Machines      map[string]int `json:"machines,omitempty"`
+	Features      map[string]int `json:"features,omitempty"` // extension → instructions, guarded and waived ones included
+	Guarded       map[string]int `json:"guarded,omitempty"`  // of which behind a run-time check
+	Waived        map[string]int `json:"waived,omitempty"`   // of which outside the CPU, waived by the allow file
+	GlibcMax      string         `json:"glibc_max,omitempty"`
+	GlibcxxMax    string         `json:"glibcxx_max,omitempty"`
+	Clean         bool           `json:"clean"`
 }

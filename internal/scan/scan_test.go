@@ -231,6 +231,17 @@ int main(void) { __atomic_fetch_add(&counter, 1, __ATOMIC_ACQ_REL); return (int)
 	if r := scan(t, policy(t, "graviton3"), filepath.Join(dir, "libsve.so")); !r.Summary.Clean {
 		t.Errorf("graviton3 allows SVE: %+v", r.Findings)
 	}
+	// Waived by an allow file: the summary says how many SVE instructions were waived.
+	allow := filepath.Join(dir, "allow.yaml")
+	write(t, allow, "exceptions:\n  - {path: \""+got.Path+"\", kind: isa-extension, feature: sve, reason: test}\n")
+	exc, err := LoadAllow(allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := Scan(context.Background(), []string{filepath.Join(dir, "libsve.so")}, policy(t, "kunpeng920"), Options{Allow: exc})
+	if s := w.Summary; !s.Clean || s.AllowedByKind[KindISA] != 1 || s.Waived["sve"] != got.Count || s.Features["sve"] < got.Count || s.Guarded["sve"] != 0 {
+		t.Errorf("waived SVE in the summary: %+v (finding counted %d at %q) %v", s, got.Count, got.Path, w.Warnings)
+	}
 
 	r = scan(t, policy(t, "generic-armv8"), filepath.Join(dir, "atomic"))
 	lse := 0
@@ -247,6 +258,9 @@ int main(void) { __atomic_fetch_add(&counter, 1, __ATOMIC_ACQ_REL); return (int)
 	}
 	if fl := r.Files[0]; fl.Guarded["lse"] == 0 || fl.Features["lse"] != fl.Guarded["lse"] {
 		t.Errorf("file counts: features %v guarded %v", fl.Features, fl.Guarded)
+	}
+	if s := r.Summary; s.Guarded["lse"] != r.Files[0].Guarded["lse"] || s.Waived["lse"] != 0 || s.GlibcxxMax != "" {
+		t.Errorf("summary counts: %+v", s)
 	}
 }
 

@@ -664,6 +664,7 @@ func (w *walker) finish() {
 	})
 	s := &r.Summary
 	s.ByKind, s.Machines, s.Features = map[string]int{}, map[string]int{}, map[string]int{}
+	s.Guarded, s.Waived, s.AllowedByKind = map[string]int{}, map[string]int{}, map[string]int{}
 	for _, f := range r.Files {
 		if f.Format == "elf" {
 			s.ELF++
@@ -673,8 +674,14 @@ func (w *walker) finish() {
 		for k, v := range f.Features {
 			s.Features[k] += v
 		}
+		for k, v := range f.Guarded {
+			s.Guarded[k] += v
+		}
 		if cmpVersion(f.GlibcMax, s.GlibcMax) > 0 {
 			s.GlibcMax = f.GlibcMax
+		}
+		if cmpVersion(f.Glibcxx, s.GlibcxxMax) > 0 {
+			s.GlibcxxMax = f.Glibcxx
 		}
 	}
 	for _, f := range r.Findings {
@@ -687,6 +694,10 @@ func (w *walker) finish() {
 			s.ByKind[f.Kind]++
 		} else if f.Allowed != "" {
 			s.Allowed++
+			s.AllowedByKind[f.Kind]++
+			if f.Kind == KindISA && !f.Guarded {
+				s.Waived[f.Feature] += f.Count
+			}
 		}
 	}
 	s.Clean = s.Violations == 0
