@@ -216,6 +216,9 @@ func componentsOf(p source.Package) []string {
 // treeComponent is the component name of patches on the tree itself.
 const treeComponent = "doris"
 
+// CellInfoOf is what a build record says about its cell.
+func CellInfoOf(c matrix.Cell, version string) CellInfo { return cellInfo(c, version) }
+
 func cellInfo(c matrix.Cell, version string) CellInfo {
 	return CellInfo{
 		Doris: version, Series: c.Doris.Series, Target: c.Target.Name, CPU: c.CPU.Name, OS: c.OS.ID, ISA: c.ISA.Name,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/dorisarm/dorisarm/internal/build"
 )
@@ -138,13 +139,31 @@ func Provenance(rec *build.Record, builderID string) ([]byte, error) {
 				"lto":        rec.Cell.LTO,
 				"pgoProfile": rec.PGOProfile,
 				"build":      rec.ContentDigest(),
+				"patches":    patchIDs(rec),
 			},
 			"resolvedDependencies": deps,
 		},
 		"runDetails": map[string]any{
-			"builder":  map[string]string{"id": builderID},
-			"metadata": map[string]any{"invocationId": rec.ContentDigest(), "finishedOn": rec.Finished.UTC().Format("2006-01-02T15:04:05Z")},
+			"builder": map[string]string{"id": builderID},
+			"metadata": map[string]any{
+				"invocationId": rec.ContentDigest(),
+				"startedOn":    rec.Finished.Add(-time.Duration(rec.Seconds * float64(time.Second))).UTC().Format(time.RFC3339),
+				"finishedOn":   rec.Finished.UTC().Format(time.RFC3339),
+			},
+			// How much of the build came from the step cache: the release report shows it.
+			"byproducts": []map[string]any{{
+				"name":        "step-cache",
+				"annotations": map[string]int{"hits": len(rec.Cache.Hits), "misses": len(rec.Cache.Misses)},
+			}},
 		},
 	}
 	return json.Marshal(pred)
+}
+
+func patchIDs(rec *build.Record) []string {
+	ids := make([]string, 0, len(rec.Patches))
+	for _, p := range rec.Patches {
+		ids = append(ids, p.ID)
+	}
+	return ids
 }
