@@ -302,7 +302,7 @@ for loopback registries; --insecure allows it elsewhere.`,
 				return usageErr("--repo is required: REGISTRY/PATH or oci:DIR")
 			}
 			if format != "table" && format != "json" {
-				return usageErr("--format %q: want table or json", format)
+				return checkFormat(format, "table", "json")
 			}
 			var auth authn.Authenticator
 			if passwordStdin {
@@ -362,7 +362,7 @@ for loopback registries; --insecure allows it elsewhere.`,
 	cmd.Flags().StringVar(&username, "username", "", "registry user (with --password-stdin)")
 	cmd.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read the registry password from standard input")
 	cmd.Flags().IntVar(&jobs, "jobs", 4, "blobs uploaded at once")
-	cmd.Flags().StringVar(&format, "format", "table", "table or json")
+	formatFlag(cmd, &format, "table", "table or json")
 	return cmd
 }
 

@@ -110,7 +110,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}{
 		{[]string{"plan"}, "--target is required"},
 		{[]string{"plan", "--target", "kunpeng930"}, `unknown target "kunpeng930"`},
-		{[]string{"plan", "--target", "kunpeng920", "--format", "xml"}, `--format "xml"`},
+		{[]string{"plan", "--target", "kunpeng920", "--format", "xml"}, `--output/--format "xml"`},
 		{[]string{"plan", "--target", "kunpeng920", "--compiler", "icc"}, `does not list compiler "icc"`},
 		{[]string{"plan", "--target", "kunpeng920", "--doris", "1.2.3"}, "not in any supported series"},
 		{[]string{"plan", "--target", "kunpeng920", "--source", "/nonexistent"}, "not a directory"},

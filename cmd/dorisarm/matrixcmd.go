@@ -76,7 +76,7 @@ func newMatrixCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
+	formatFlag(cmd, &format, "table", "output format: table or json")
 	return cmd
 }
 

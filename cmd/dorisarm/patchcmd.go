@@ -126,7 +126,7 @@ func newPatchListCmd(g *globals, pg *patchGlobals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&doris, "doris", "", "only patches for this Doris version")
 	cmd.Flags().StringVar(&target, "target", "", "only patches selected for this target")
-	cmd.Flags().StringVar(&format, "format", "table", "table or json")
+	formatFlag(cmd, &format, "table", "table or json")
 	return cmd
 }
 
@@ -238,7 +238,7 @@ func newPatchCheckCmd(g *globals, pg *patchGlobals, apply bool) *cobra.Command {
 	cmd.Flags().StringVar(&component, "component", "", "the component (directory name under the patch dir)")
 	cmd.Flags().StringVar(&ver, "version", "", "the component's version")
 	cmd.Flags().StringVar(&target, "target", "", "only patches selected for this target")
-	cmd.Flags().StringVar(&format, "format", "table", "table or json")
+	formatFlag(cmd, &format, "table", "table or json")
 	return cmd
 }
 

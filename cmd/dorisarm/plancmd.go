@@ -223,7 +223,7 @@ with a content-addressed cache key. The same inputs give the same bytes.`,
 		},
 	}
 	o.flags(cmd, "a merged PGO profile collected on real hardware (skips training)")
-	cmd.Flags().StringVar(&o.format, "format", "table", "output format: table or json")
+	formatFlag(cmd, &o.format, "table", "output format: table or json")
 	return cmd
 }
 

@@ -118,7 +118,14 @@ func checkFormat(f string, allowed ...string) error {
 			return nil
 		}
 	}
-	return usageErr("--format %q: use one of %s", f, strings.Join(allowed, ", "))
+	return usageErr("--output/--format %q: use one of %s", f, strings.Join(allowed, ", "))
+}
+
+// formatFlag registers --output (-o), and --format as another name for it,
+// on one variable: every command that prints data takes --output json.
+func formatFlag(cmd *cobra.Command, p *string, def, usage string) {
+	cmd.Flags().StringVarP(p, "output", "o", def, usage)
+	cmd.Flags().StringVar(p, "format", def, "the same as --output")
 }
 
 func execOutput(name string, args ...string) (string, error) {

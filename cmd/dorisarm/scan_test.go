@@ -51,7 +51,7 @@ func TestScanCommand(t *testing.T) {
 	}{
 		{[]string{"scan", "--target", "kunpeng920", "/no/such/dir"}, "scan input /no/such/dir"},
 		{[]string{"scan", "--target", "nope", tree}, `unknown target "nope"`},
-		{[]string{"scan", "--format", "xml", tree}, `--format "xml"`},
+		{[]string{"scan", "-o", "xml", tree}, `--output/--format "xml"`},
 		{[]string{"scan"}, "requires at least 1 arg"},
 		{[]string{"scan", "--allow", filepath.Join(dir, "x.c"), tree}, "x.c:1:1"},
 	} {

@@ -73,7 +73,7 @@ Without --target it reports what it found. Exit status: 0 clean, 1 violations,
 		},
 	}
 	cmd.Flags().StringVar(&target, "target", "", "the target whose policy applies (see dorisarm matrix)")
-	cmd.Flags().StringVar(&format, "format", "table", "output: "+strings.Join(scan.Formats, ", "))
+	formatFlag(cmd, &format, "table", "output: "+strings.Join(scan.Formats, ", "))
 	cmd.Flags().StringVar(&allowFile, "allow", "", "reviewed exceptions (YAML: exceptions: [{path, kind, feature, reason}])")
 	cmd.Flags().IntVar(&opts.MaxDepth, "max-depth", opts.MaxDepth, "archive nesting to follow")
 	cmd.Flags().Int64Var(&opts.MaxBytes, "max-bytes", opts.MaxBytes, "bytes to read out of archives, in all")
