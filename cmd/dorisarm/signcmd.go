@@ -70,7 +70,7 @@ func newSignCmd(g *globals) *cobra.Command {
 	var insecure, keyless bool
 	var kl sign.Keyless
 	cmd := &cobra.Command{
-		Use:   "sign REF",
+		Use:   "sign REF...",
 		Short: "Sign an image or index by digest (an index and every manifest in it), as cosign does",
 		Long: `sign resolves REF to its digest and signs it with a cosign key: for an index,
 the index and every platform manifest. Signatures are stored as cosign stores
@@ -91,17 +91,23 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 --identity-token or $SIGSTORE_ID_TOKEN. Verify such releases with
 --certificate-identity and --certificate-oidc-issuer.`,
 		Example: `  COSIGN_PASSWORD=... dorisarm sign --key keys/cosign.key --build out 127.0.0.1:5000/doris/doris-be:2.1.8
-  dorisarm sign --keyless --build out ghcr.io/ORG/doris/doris-be:2.1.8     # in GitHub Actions`,
-		Args: cobra.ExactArgs(1),
+  dorisarm sign --keyless --build out ghcr.io/ORG/doris/doris-be:2.1.8     # in GitHub Actions
+  dorisarm sign --key keys/cosign.key --build out 127.0.0.1:5000/doris/doris-be:2.1.8 127.0.0.1:5000/doris/doris-be:2.1.8-kunpeng920`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (key == "") == !keyless {
 				return usageErr("give --key cosign.key (dorisarm keygen writes one), or --keyless")
 			}
-			ref, err := registryRef(args[0], insecure)
-			if err != nil {
-				return err
+			var refs []name.Reference
+			for _, a := range args {
+				ref, err := registryRef(a, insecure)
+				if err != nil {
+					return err
+				}
+				refs = append(refs, ref)
 			}
 			var s releaseSigner
+			var err error
 			if keyless {
 				if s, err = sign.NewKeylessSigner(kl, os.Getenv, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
 					return usageErr("%v", err)
@@ -121,11 +127,20 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 					return err
 				}
 			}
-			ds, err := s.Sign(cmd.Context(), ref)
-			if err != nil {
-				return &exitError{code: exitCheck, err: err}
+			var ds []name.Digest
+			for _, ref := range refs {
+				got, err := s.Sign(cmd.Context(), ref)
+				if err != nil {
+					return &exitError{code: exitCheck, err: err}
+				}
+				ds = append(ds, got...)
 			}
+			seen := map[string]bool{}
 			for _, d := range ds {
+				if seen[d.String()] {
+					continue // an index and a per-target tag share a manifest
+				}
+				seen[d.String()] = true
 				fmt.Fprintf(g.stdout, "signed %s\n", d)
 				if att == nil {
 					continue
