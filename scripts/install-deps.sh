@@ -16,6 +16,7 @@ host_pkgs=(
   qemu-user
   docker-registry
   make cmake patch unzip zstd file libssl-dev bc time curl python3
+  chromium chromium-driver
 )
 arm64_pkgs=(
   libssl-dev:arm64

@@ -48,7 +48,7 @@ Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
 	root.PersistentFlags().StringVar(&g.matrixFile, "matrix", matrix.DefaultFile, "the build matrix")
-	root.AddCommand(newVersionCmd(g), newMatrixCmd(g), newPlanCmd(g), newSourcesCmd(g), newPatchCmd(g), newScanCmd(g), newBuildCmd(g), newCacheCmd(g), newImageCmd(g), newPublishCmd(g), newKeygenCmd(g), newSignCmd(g), newVerifyCmd(g), newPromoteCmd(g))
+	root.AddCommand(newVersionCmd(g), newMatrixCmd(g), newPlanCmd(g), newSourcesCmd(g), newPatchCmd(g), newScanCmd(g), newBuildCmd(g), newCacheCmd(g), newImageCmd(g), newPublishCmd(g), newKeygenCmd(g), newSignCmd(g), newVerifyCmd(g), newPromoteCmd(g), newReportCmd(g))
 	return root
 }
 

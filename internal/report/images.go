@@ -1,0 +1,252 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/dorisarm/dorisarm/internal/image"
+)
+
+// Store is where a release's images are: a registry repository prefix
+// (host/path, holding host/path/doris-be and so on) or an OCI layout.
+type Store interface {
+	String() string
+	// Tags lists the tags of an image name (doris-be).
+	Tags(ctx context.Context, image string) ([]string, error)
+	// Get reads one tag.
+	Get(ctx context.Context, image, tag string) (*Found, error)
+	// Digest is the registry reference of a digest in image's repository;
+	// false for stores that cannot hold signatures.
+	Digest(image, digest string) (name.Digest, bool)
+}
+
+// Found is an image or index read from a store.
+type Found struct {
+	Ref         string
+	Digest      string
+	Size        int64
+	Platforms   int
+	Annotations map[string]string
+}
+
+// OpenStore opens oci:DIR or a registry prefix (host[:port]/path);
+// insecure allows plain HTTP to registries not on loopback.
+func OpenStore(loc string, insecure bool, opts ...remote.Option) (Store, error) {
+	if dir, ok := strings.CutPrefix(loc, "oci:"); ok {
+		lp, err := layout.FromPath(dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s: not an OCI layout (%v): write one with dorisarm image build --out oci:DIR", loc, err)
+		}
+		return &layoutStore{loc: loc, path: lp}, nil
+	}
+	if strings.ContainsAny(loc, ":@") && strings.Contains(loc[strings.LastIndex(loc, "/")+1:], ":") {
+		return nil, fmt.Errorf("%s: want a repository prefix without a tag (e.g. 127.0.0.1:5000/release), or oci:DIR", loc)
+	}
+	var nopts []name.Option
+	if insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	if _, err := name.NewRepository(loc+"/x", nopts...); err != nil {
+		return nil, fmt.Errorf("%s: not a registry repository prefix: %v", loc, err)
+	}
+	return &registryStore{prefix: strings.TrimSuffix(loc, "/"), opts: opts, nopts: nopts}, nil
+}
+
+type registryStore struct {
+	prefix string
+	opts   []remote.Option
+	nopts  []name.Option
+}
+
+func (s *registryStore) String() string { return s.prefix }
+
+func (s *registryStore) repo(img string) (name.Repository, error) {
+	return name.NewRepository(s.prefix+"/"+img, s.nopts...)
+}
+
+func (s *registryStore) Tags(ctx context.Context, img string) ([]string, error) {
+	r, err := s.repo(img)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := remote.List(r, append([]remote.Option{remote.WithContext(ctx)}, s.opts...)...)
+	var te *transport.Error
+	if errors.As(err, &te) && te.StatusCode == 404 {
+		return nil, nil
+	}
+	return tags, err
+}
+
+func (s *registryStore) Get(ctx context.Context, img, tag string) (*Found, error) {
+	r, err := s.repo(img)
+	if err != nil {
+		return nil, err
+	}
+	ref := r.Tag(tag)
+	desc, err := remote.Get(ref, append([]remote.Option{remote.WithContext(ctx)}, s.opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	f := &Found{Ref: ref.String(), Digest: desc.Digest.String()}
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return nil, err
+		}
+		return f, f.fromIndex(idx)
+	}
+	img1, err := desc.Image()
+	if err != nil {
+		return nil, err
+	}
+	return f, f.fromImage(img1)
+}
+
+func (s *registryStore) Digest(img, digest string) (name.Digest, bool) {
+	r, err := s.repo(img)
+	if err != nil {
+		return name.Digest{}, false
+	}
+	d, err := name.NewDigest(r.String()+"@"+digest, s.nopts...)
+	return d, err == nil
+}
+
+type layoutStore struct {
+	loc  string
+	path layout.Path
+}
+
+func (s *layoutStore) String() string { return s.loc }
+
+func (s *layoutStore) entries() ([]v1.Descriptor, v1.ImageIndex, error) {
+	top, err := s.path.ImageIndex()
+	if err != nil {
+		return nil, nil, err
+	}
+	im, err := top.IndexManifest()
+	if err != nil {
+		return nil, nil, err
+	}
+	return im.Manifests, top, nil
+}
+
+func (s *layoutStore) Tags(_ context.Context, img string) ([]string, error) {
+	ds, _, err := s.entries()
+	if err != nil {
+		return nil, err
+	}
+	var tags []string
+	for _, d := range ds {
+		if n, t, ok := strings.Cut(d.Annotations[image.RefName], ":"); ok && n == img {
+			tags = append(tags, t)
+		}
+	}
+	return tags, nil
+}
+
+func (s *layoutStore) Get(_ context.Context, img, tag string) (*Found, error) {
+	ds, top, err := s.entries()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		if d.Annotations[image.RefName] != img+":"+tag {
+			continue
+		}
+		f := &Found{Ref: s.loc + ":" + img + ":" + tag, Digest: d.Digest.String()}
+		if d.MediaType.IsIndex() {
+			idx, err := top.ImageIndex(d.Digest)
+			if err != nil {
+				return nil, err
+			}
+			return f, f.fromIndex(idx)
+		}
+		i, err := top.Image(d.Digest)
+		if err != nil {
+			return nil, err
+		}
+		return f, f.fromImage(i)
+	}
+	return nil, fmt.Errorf("%s has no %s:%s", s.loc, img, tag)
+}
+
+func (s *layoutStore) Digest(string, string) (name.Digest, bool) { return name.Digest{}, false }
+
+func (f *Found) fromImage(img v1.Image) error {
+	m, err := img.Manifest()
+	if err != nil {
+		return err
+	}
+	raw, err := img.RawManifest()
+	if err != nil {
+		return err
+	}
+	f.Size += int64(len(raw)) + m.Config.Size
+	for _, l := range m.Layers {
+		f.Size += l.Size
+	}
+	if f.Annotations == nil {
+		f.Annotations = m.Annotations
+	}
+	return nil
+}
+
+func (f *Found) fromIndex(idx v1.ImageIndex) error {
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	raw, err := idx.RawManifest()
+	if err != nil {
+		return err
+	}
+	f.Size += int64(len(raw))
+	f.Annotations = im.Annotations
+	if f.Annotations == nil {
+		f.Annotations = map[string]string{}
+	}
+	for _, d := range im.Manifests {
+		child, err := idx.Image(d.Digest)
+		if err != nil {
+			return err
+		}
+		var c Found
+		if err := c.fromImage(child); err != nil {
+			return err
+		}
+		f.Size += c.Size
+		f.Platforms++
+	}
+	return nil
+}
+
+// releaseTags are the tags of one Doris version: v itself and v-<target>.
+func releaseTags(tags []string, v string) []string {
+	var out []string
+	for _, t := range tags {
+		if t == v || strings.HasPrefix(t, v+"-") {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// manifestTarget is the target a per-target image says it was built for.
+func manifestTarget(ann map[string]string) string { return ann[image.AnnTarget] }
+
+func decode[T any](raw json.RawMessage) (T, error) {
+	var v T
+	err := json.Unmarshal(raw, &v)
+	return v, err
+}

@@ -1,0 +1,312 @@
+// Package report turns a release (its build records, or its signed images
+// and their attestations) into plain data, and that data into Markdown and a
+// self-contained HTML page.
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/dorisarm/dorisarm/internal/build"
+	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/scan"
+)
+
+// Report is one release: every target's build and image.
+type Report struct {
+	// From is what the report was made from: a build directory or an image reference.
+	From string `json:"from"`
+	// Images is where the images were looked up ("" when not).
+	Images string `json:"images,omitempty"`
+	// Trust says what signatures were checked against ("" when not checked).
+	Trust   string   `json:"trust,omitempty"`
+	Doris   []string `json:"doris"`
+	Targets []Target `json:"targets"`
+	// Shared are the release's images that belong to no single target: the
+	// multi-arch index and images shared by every target (the FE).
+	Shared []Image `json:"shared,omitempty"`
+	Totals Totals  `json:"totals"`
+	// Problems are what does not add up: images without builds.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Totals sum the targets.
+type Totals struct {
+	Targets    int     `json:"targets"`
+	Clean      int     `json:"scans_clean"`
+	Signed     int     `json:"signed"`
+	Attested   int     `json:"attested"`
+	CacheHits  int     `json:"cache_hits"`
+	CacheSteps int     `json:"cache_steps"`
+	Seconds    float64 `json:"build_seconds"`
+	ImageBytes int64   `json:"image_bytes"`
+}
+
+// HitRate is the share of steps that came from the cache, in percent.
+func (t Totals) HitRate() float64 { return percent(t.CacheHits, t.CacheSteps) }
+
+// Target is one target's build and image.
+type Target struct {
+	Doris       string `json:"doris"`
+	Target      string `json:"target"`
+	Description string `json:"description,omitempty"`
+	CPU         string `json:"cpu"`
+	OS          string `json:"os"`
+	ISA         string `json:"isa"`
+	March       string `json:"march,omitempty"`
+	// Tune is the -mtune= or -mcpu= the compiler was given ("" when neither).
+	Tune            string   `json:"tune,omitempty"`
+	Compiler        string   `json:"compiler"`
+	CompilerVersion string   `json:"compiler_version"`
+	Flags           string   `json:"flags"`
+	PGO             bool     `json:"pgo"`
+	LTO             string   `json:"lto,omitempty"`
+	Patches         []string `json:"patches"`
+	// Extensions are the CPU's allowed extensions and every extension the
+	// build's code uses.
+	Extensions []Extension `json:"extensions"`
+	// Glibc is the newest glibc symbol version the build needs; GlibcMax the target OS's.
+	Glibc    string `json:"glibc_required,omitempty"`
+	GlibcMax string `json:"glibc_max"`
+	Glibcxx  string `json:"glibcxx_required,omitempty"`
+	// GlibcWaived: the allow file waived the scan's glibc findings.
+	GlibcWaived bool `json:"glibc_waived,omitempty"`
+	// Scanned is false when the build skipped its scan.
+	Scanned    bool    `json:"scanned"`
+	Clean      bool    `json:"scan_clean"`
+	Violations int     `json:"violations"`
+	Smoke      string  `json:"smoke,omitempty"`
+	CacheHits  int     `json:"cache_hits"`
+	CacheSteps int     `json:"cache_steps"`
+	Seconds    float64 `json:"build_seconds"`
+	BuildID    string  `json:"build_digest"`
+	Image      *Image  `json:"image,omitempty"`
+	// Problems are what does not add up: no image, an image of another build.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// HitRate is the share of the build's steps that came from the cache, in percent.
+func (t Target) HitRate() float64 { return percent(t.CacheHits, t.CacheSteps) }
+
+// GlibcOK reports whether the build's glibc need fits the target OS.
+// A need the allow file waived is not a failure; the report says so.
+func (t Target) GlibcOK() bool {
+	return t.Glibc == "" || versionLE(t.Glibc, t.GlibcMax) || t.GlibcWaived
+}
+
+// Extension is one ISA extension of a target.
+type Extension struct {
+	Name string `json:"name"`
+	// Allowed: the target CPU has it. Enabled: -march turns it on.
+	Allowed bool `json:"allowed"`
+	Enabled bool `json:"enabled"`
+	// Instructions found in code that runs unconditionally, behind a
+	// run-time check, and outside the CPU but waived by the allow file.
+	Unguarded int `json:"unguarded"`
+	Guarded   int `json:"guarded"`
+	Waived    int `json:"waived"`
+}
+
+// Total is every instruction of the extension found.
+func (e Extension) Total() int { return e.Unguarded + e.Guarded + e.Waived }
+
+// Bad reports whether the extension is used where the CPU cannot run it.
+func (e Extension) Bad() bool { return !e.Allowed && e.Unguarded > 0 }
+
+// Image is one published image or index.
+type Image struct {
+	Ref    string `json:"ref"`
+	Digest string `json:"digest"`
+	// Size is what a pull downloads: manifest, config and layers (for an
+	// index, each platform's).
+	Size         int64  `json:"size"`
+	Platforms    int    `json:"platforms,omitempty"`
+	Signature    Status `json:"signature"`
+	Attestations Status `json:"attestations"`
+	// BuildID is the image's io.dorisarm.build.digest ("" for shared images).
+	BuildID string `json:"build_digest,omitempty"`
+}
+
+// Status of a signature or attestation check.
+type Status struct {
+	State  string `json:"state"` // verified, failed, not checked, none
+	Detail string `json:"detail,omitempty"`
+}
+
+const (
+	Verified   = "verified"
+	Failed     = "failed"
+	NotChecked = "not checked"
+	None       = "none"
+)
+
+// FromRecord is a target as its build record tells it.
+func FromRecord(rec *build.Record) Target {
+	t := Target{
+		Doris: rec.Cell.Doris, Target: rec.Cell.Target, Description: rec.Cell.Description,
+		CPU: rec.Cell.CPU, OS: rec.Cell.OS, ISA: rec.Cell.ISA, March: rec.Cell.March,
+		Compiler: rec.Compiler.Name, CompilerVersion: rec.Compiler.Version,
+		PGO: rec.Cell.PGO, LTO: rec.Cell.LTO, GlibcMax: rec.Cell.Glibc,
+		CacheHits: len(rec.Cache.Hits), CacheSteps: len(rec.Cache.Hits) + len(rec.Cache.Misses),
+		Seconds: rec.Seconds, BuildID: rec.ContentDigest(),
+	}
+	flags := rec.Flags[ReleasePhase(rec.Flags)]
+	t.Flags = strings.Join(flags, " ")
+	t.Tune = tuneOf(flags)
+	for _, p := range rec.Patches {
+		t.Patches = append(t.Patches, p.ID)
+	}
+	t.applyScan(rec.Cell, rec.Scan)
+	pass, fail := 0, 0
+	for _, s := range rec.Smoke {
+		if s.Exit == 0 && s.Signal == "" {
+			pass++
+		} else {
+			fail++
+		}
+	}
+	if len(rec.Smoke) > 0 {
+		t.Smoke = fmt.Sprintf("%d passed", pass)
+		if fail > 0 {
+			t.Smoke += fmt.Sprintf(", %d failed", fail)
+		}
+		if m := rec.Smoke[0].Model; m != "" {
+			t.Smoke += " under qemu -cpu " + m
+		}
+	}
+	return t
+}
+
+// ReleasePhase is the phase whose flags made the shipped binaries: the
+// optimized PGO phase when there is one.
+func ReleasePhase(flags map[string][]string) string {
+	if _, ok := flags["pgo"]; ok {
+		return "pgo"
+	}
+	return "release"
+}
+
+func tuneOf(flags []string) string {
+	for _, f := range flags {
+		for _, p := range []string{"-mcpu=", "-mtune="} {
+			if v, ok := strings.CutPrefix(f, p); ok {
+				return p + v
+			}
+		}
+	}
+	return ""
+}
+
+// applyScan fills the ISA, glibc and scan columns from a scan summary.
+func (t *Target) applyScan(c plan.CellInfo, s *scan.Summary) {
+	allowed, enabled := set(c.Allowed), set(c.Enabled)
+	names := map[string]bool{}
+	for _, a := range c.Allowed {
+		names[a] = true
+	}
+	if s != nil {
+		t.Scanned, t.Clean, t.Violations = true, s.Clean, s.Violations
+		t.Glibc, t.Glibcxx = s.GlibcMax, s.GlibcxxMax
+		t.GlibcWaived = s.AllowedByKind[scan.KindGlibc] > 0
+		for f, n := range s.Features {
+			if n > 0 {
+				names[f] = true
+			}
+		}
+	}
+	t.Extensions = nil
+	for n := range names {
+		e := Extension{Name: n, Allowed: allowed[n], Enabled: enabled[n]}
+		if s != nil {
+			e.Guarded, e.Waived = s.Guarded[n], s.Waived[n]
+			e.Unguarded = max(s.Features[n]-e.Guarded-e.Waived, 0)
+		}
+		t.Extensions = append(t.Extensions, e)
+	}
+	// Allowed ones first, then the rest; each group by name.
+	sort.Slice(t.Extensions, func(i, j int) bool {
+		a, b := t.Extensions[i], t.Extensions[j]
+		if a.Allowed != b.Allowed {
+			return a.Allowed
+		}
+		return a.Name < b.Name
+	})
+}
+
+// Total recomputes the totals.
+func (r *Report) Total() {
+	t := Totals{Targets: len(r.Targets)}
+	vs := map[string]bool{}
+	for _, x := range r.Targets {
+		vs[x.Doris] = true
+		if x.Clean {
+			t.Clean++
+		}
+		t.CacheHits += x.CacheHits
+		t.CacheSteps += x.CacheSteps
+		t.Seconds += x.Seconds
+		if x.Image != nil {
+			t.ImageBytes += x.Image.Size
+			if x.Image.Signature.State == Verified {
+				t.Signed++
+			}
+			if x.Image.Attestations.State == Verified {
+				t.Attested++
+			}
+		}
+	}
+	for _, s := range r.Shared {
+		t.ImageBytes += s.Size
+	}
+	r.Doris = r.Doris[:0]
+	for v := range vs {
+		r.Doris = append(r.Doris, v)
+	}
+	sort.Strings(r.Doris)
+	r.Totals = t
+}
+
+// Sort orders targets by Doris version, then as the matrix names them.
+func (r *Report) Sort() {
+	sort.SliceStable(r.Targets, func(i, j int) bool {
+		a, b := r.Targets[i], r.Targets[j]
+		if a.Doris != b.Doris {
+			return a.Doris < b.Doris
+		}
+		return a.Target < b.Target
+	})
+}
+
+func set(xs []string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+func percent(n, of int) float64 {
+	if of == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(of)
+}
+
+// versionLE compares dotted numeric versions (2.28 <= 2.36).
+func versionLE(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(as), len(bs)); i++ {
+		var x, y int
+		if i < len(as) {
+			fmt.Sscan(as[i], &x)
+		}
+		if i < len(bs) {
+			fmt.Sscan(bs[i], &y)
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return true
+}
