@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The main job on the bundled sample (examples/minidoris), start to end:
+# build every target (cross compilers, patches, PGO+ThinLTO, smoke runs under
+# qemu, the scan gate), rebuild (nothing to do), scan, publish the release to
+# a staging repository of a docker-registry this script starts on loopback
+# (and stops at the end), sign and attest it with a throw-away cosign key,
+# verify it, promote it to a release repository, and write the release
+# report (Markdown, HTML and, when Chromium is installed, a screenshot).
+# Run by `make demo` after the dependencies are installed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+out=${DEMO_OUT:-out/demo}
+cache=${DEMO_CACHE:-.cache/demo}
+bin=bin/dorisarm
+version=2.1.8
+t0=$(date +%s.%N)
+
+step() { printf '\n== %s\n' "$*"; }
+elapsed() { printf '%.1f' "$(echo "$(date +%s.%N) - ${t0}" | bc)"; }
+
+step "the matrix: every cell, its CPU, OS, compilers and -march"
+${bin} matrix
+
+step "plans (kunpeng920 shown; --target all plans every cell)"
+${bin} plan --target kunpeng920
+${bin} plan --target all --output json >"${out}.plans.json.tmp" && mkdir -p "${out}" && mv "${out}.plans.json.tmp" "${out}/plans.json"
+
+step "build every target"
+${bin} build --target all --out "${out}" --cache "${cache}"
+
+step "build again: nothing to do"
+${bin} build --target all --out "${out}" --cache "${cache}"
+
+step "scan the kunpeng920 build (Markdown report)"
+${bin} scan --target kunpeng920 --allow recipes/minidoris-scan-allow.yaml --format markdown "${out}/${version}/kunpeng920" >"${out}/scan-kunpeng920.md"
+echo "wrote ${out}/scan-kunpeng920.md"
+
+step "the graviton3 build (SVE) scanned for kunpeng920 must fail"
+rc=0
+${bin} scan --target kunpeng920 --allow recipes/minidoris-scan-allow.yaml "${out}/${version}/graviton3" >"${out}/scan-graviton3-as-kunpeng920.txt" || rc=$?
+grep -E '^(be/|  ERROR|[0-9]+ files)' "${out}/scan-graviton3-as-kunpeng920.txt" | head -8
+if [[ ${rc} -ne 1 ]]; then echo "expected exit 1 (violations), got ${rc}" >&2; exit 1; fi
+echo "exit 1, as it should"
+
+step "images as an OCI layout"
+${bin} image build --build "${out}" --out "oci:${out}/images" --base scratch
+${bin} image inspect "oci:${out}/images:doris-be:${version}"
+
+step "a docker-registry on loopback for staging and release"
+. scripts/registry.sh
+start_registry
+staging="${REGISTRY}/staging"
+release="${REGISTRY}/release"
+echo "registry ${REGISTRY} (stopped when the demo ends)"
+
+step "publish to ${staging}"
+${bin} publish --build "${out}" --repo "${staging}" --base scratch
+
+step "a throw-away cosign key; sign and attest every image"
+rm -rf "${out}/keys"
+export COSIGN_PASSWORD=demo-only
+${bin} keygen --out "${out}/keys"
+tags=(doris-be:${version} doris-fe:${version})
+for t in $(${bin} matrix --output json | python3 -c 'import json,sys; print(" ".join(sorted({c["target"] for c in json.load(sys.stdin)})))'); do
+    tags+=("doris-be:${version}-${t}")
+done
+refs=()
+for t in "${tags[@]}"; do refs+=("${staging}/${t}"); done
+${bin} sign --key "${out}/keys/cosign.key" --build "${out}" "${refs[@]}"
+
+step "verify the staging release"
+${bin} verify --key "${out}/keys/cosign.pub" "${staging}/doris-be:${version}"
+
+step "promote staging -> release, by digest, every gate checked"
+for t in "${tags[@]}"; do
+    ${bin} promote --key "${out}/keys/cosign.pub" --sign-key "${out}/keys/cosign.key" --yes "${staging}/${t}" "${release}/${t}"
+done
+
+step "the release report"
+${bin} report --release "${out}" --images "${release}" --key "${out}/keys/cosign.pub" \
+    --markdown "${out}/report.md" --html "${out}/report.html"
+${bin} report --release "${release}/doris-be:${version}" --recipe recipes/minidoris.yaml --key "${out}/keys/cosign.pub" --output json >"${out}/report-from-registry.json"
+echo "wrote ${out}/report-from-registry.json (the same release, read from the registry's attestations alone)"
+shot=""
+if command -v chromium >/dev/null 2>&1; then
+    shot="${out}/report.png"
+    if bash scripts/screenshot.sh "${out}/report.html" "${shot}"; then
+        echo "wrote ${shot}"
+    else
+        shot=""
+    fi
+fi
+sed -n '1,/^## Images/p' "${out}/report.md" | sed '$d'
+
+step "done in $(elapsed) s; where everything is"
+cat <<EOF
+  builds          ${out}/${version}/<target>/  (each with dorisarm-build.json)
+  plans           ${out}/plans.json
+  scan reports    ${out}/scan-kunpeng920.md, ${out}/scan-graviton3-as-kunpeng920.txt
+  images          oci:${out}/images (OCI layout)
+  signing key     ${out}/keys/cosign.key, cosign.pub (throw-away, password demo-only)
+  release report  ${out}/report.md, ${out}/report.html${shot:+, ${shot}}
+  from registry   ${out}/report-from-registry.json
+  step cache      ${cache}
+The registry (${REGISTRY}) is stopped now; publish to your own with
+  ${bin} publish --build ${out} --repo REGISTRY/PATH
+EOF
