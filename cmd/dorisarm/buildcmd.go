@@ -32,7 +32,7 @@ func isTerminal(f *os.File) bool {
 func newBuildCmd(g *globals) *cobra.Command {
 	o := &planOptions{}
 	var opts build.Options
-	var allowFile string
+	var allowFile, format string
 	var cacheMax int64
 	cmd := &cobra.Command{
 		Use:   "build",
@@ -48,9 +48,13 @@ Every step's result is cached under its plan key: a rebuild with nothing
 changed runs no compiler; changing one patch reruns only the steps after it.`,
 		Example: `  dorisarm build --target kunpeng920
   dorisarm build --target all --out out
+  dorisarm build --target all -o json | jq '.[] | {target, seconds, cache_hits}'
   dorisarm build --source ~/src/doris --mirror /srv/doris-thirdparty --target graviton3 --pgo-profile tpch.profdata`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format, "text", "json"); err != nil {
+				return err
+			}
 			if allowFile != "" {
 				exc, err := scan.LoadAllow(allowFile)
 				if err != nil {
@@ -67,6 +71,19 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			defer stop()
 			opts.Progress = build.NewProgress(g.stderr, isTerminal(os.Stderr))
 			var failed []string
+			type result struct {
+				Target     string  `json:"target"`
+				Doris      string  `json:"doris"`
+				Dir        string  `json:"dir"`
+				State      string  `json:"state"` // built, up to date, failed
+				Compiler   string  `json:"compiler,omitempty"`
+				Steps      int     `json:"steps,omitempty"`
+				CacheHits  int     `json:"cache_hits"`
+				CacheSteps int     `json:"cache_steps"`
+				Seconds    float64 `json:"seconds"`
+				Error      string  `json:"error,omitempty"`
+			}
+			results := []result{}
 			for _, p := range ps {
 				pol, err := scan.PolicyFor(p.m, p.plan.Cell.Target)
 				if err != nil {
@@ -79,6 +96,16 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 					}
 					fmt.Fprintln(g.stderr, "dorisarm: "+err.Error())
 					failed = append(failed, p.plan.Cell.Target)
+					results = append(results, result{Target: p.plan.Cell.Target, Doris: p.plan.Cell.Doris, Dir: build.Dir(opts.Out, p.plan.Cell.Doris, p.plan.Cell.Target), State: "failed", Error: err.Error()})
+					continue
+				}
+				results = append(results, result{Target: rec.Cell.Target, Doris: rec.Cell.Doris, Dir: build.Dir(opts.Out, rec.Cell.Doris, rec.Cell.Target),
+					State: "built", Compiler: rec.Compiler.Name + " " + rec.Compiler.Version, Steps: len(rec.Steps),
+					CacheHits: len(rec.Cache.Hits), CacheSteps: len(rec.Cache.Hits) + len(rec.Cache.Misses), Seconds: rec.Seconds})
+				if rec.UpToDate {
+					results[len(results)-1].State = "up to date"
+				}
+				if format == "json" {
 					continue
 				}
 				if rec.UpToDate {
@@ -92,6 +119,11 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			if cacheMax > 0 {
 				c := &build.Cache{Dir: opts.Cache}
 				if _, err := c.Prune(cacheMax); err != nil {
+					return err
+				}
+			}
+			if format == "json" {
+				if err := printJSON(g.stdout, results); err != nil {
 					return err
 				}
 			}
@@ -109,19 +141,23 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 	cmd.Flags().StringVar(&allowFile, "allow", "", "reviewed scan exceptions")
 	cmd.Flags().BoolVar(&opts.NoScan, "no-scan", false, "publish without the scan gate (recorded in the build record)")
 	cmd.Flags().Int64Var(&cacheMax, "cache-max-size", 0, "after building, prune the cache to this many bytes (least recently used first)")
+	formatFlag(cmd, &format, "text", "text or json (one entry per target; progress stays on stderr)")
 	return cmd
 }
 
 func newCacheCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "cache", Short: "Inspect and prune the step cache"}
-	var dir string
+	cmd := &cobra.Command{Use: "cache", Short: "Inspect and prune the step cache", Example: "  dorisarm cache prune --max-size 20000000000"}
+	var dir, format string
 	var maxSize int64
 	prune := &cobra.Command{
 		Use:     "prune",
 		Short:   "Remove least recently used cache entries until the cache fits --max-size",
-		Example: "  dorisarm cache prune --max-size 20000000000",
+		Example: "  dorisarm cache prune --max-size 20000000000\n  dorisarm cache prune --cache .cache/demo --max-size 0 -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format, "text", "json"); err != nil {
+				return err
+			}
 			c := &build.Cache{Dir: dir}
 			removed, err := c.Prune(maxSize)
 			if err != nil {
@@ -132,11 +168,15 @@ func newCacheCmd(g *globals) *cobra.Command {
 				freed += e.Bytes
 			}
 			left, _ := c.Entries()
+			if format == "json" {
+				return printJSON(g.stdout, map[string]int64{"removed_entries": int64(len(removed)), "removed_bytes": freed, "entries_left": int64(len(left))})
+			}
 			fmt.Fprintf(g.stdout, "removed %d entries (%d bytes); %d left\n", len(removed), freed, len(left))
 			return nil
 		},
 	}
 	prune.Flags().Int64Var(&maxSize, "max-size", 10<<30, "bytes the cache may keep")
+	formatFlag(prune, &format, "text", "text or json")
 	cmd.PersistentFlags().StringVar(&dir, "cache", defaultCacheDir(), "the cache directory")
 	cmd.AddCommand(prune)
 	return cmd

@@ -228,9 +228,10 @@ func imageFromLayout(dir string, p v1.Platform) (v1.Image, error) {
 }
 
 func newImageCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "image", Short: "Assemble and inspect release images"}
+	cmd := &cobra.Command{Use: "image", Short: "Assemble and inspect release images",
+		Example: "  dorisarm image build --build out --out oci:out/images --base scratch\n  dorisarm image inspect oci:out/images:doris-be:2.1.8"}
 	o := &releaseOptions{}
-	var out string
+	var out, format string
 	buildCmd := &cobra.Command{
 		Use:   "build",
 		Short: "Assemble the images of every build under --build into an OCI layout",
@@ -243,6 +244,9 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
   SOURCE_DATE_EPOCH=1717000000 dorisarm image build --build out --out oci:out/images --base oci:/srv/bases/ubuntu-22.04`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format, "table", "json"); err != nil {
+				return err
+			}
 			dir, ok := strings.CutPrefix(out, "oci:")
 			if !ok || dir == "" {
 				return usageErr("--out %q: want oci:DIR (use dorisarm publish for registries)", out)
@@ -254,11 +258,32 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
 			if err := image.WriteLayout(dir, rel); err != nil {
 				return err
 			}
+			if format == "json" {
+				type row struct {
+					Ref    string `json:"ref"`
+					Kind   string `json:"kind"`
+					Digest string `json:"digest"`
+				}
+				rows := []row{}
+				for _, t := range rel {
+					d, err := t.Digest()
+					if err != nil {
+						return err
+					}
+					kind := "image"
+					if t.Index != nil {
+						kind = "index"
+					}
+					rows = append(rows, row{Ref: out + ":" + t.Repo + ":" + t.Tag, Kind: kind, Digest: d.String()})
+				}
+				return printJSON(g.stdout, rows)
+			}
 			return printRelease(g.stdout, rel)
 		},
 	}
 	o.flags(buildCmd)
 	buildCmd.Flags().StringVar(&out, "out", "oci:out/images", "where the images go: oci:DIR")
+	formatFlag(buildCmd, &format, "table", "table or json")
 	cmd.AddCommand(buildCmd, newInspectCmd(g))
 	return cmd
 }
@@ -368,44 +393,140 @@ for loopback registries; --insecure allows it elsewhere.`,
 
 func newInspectCmd(g *globals) *cobra.Command {
 	var insecure bool
+	var format string
 	cmd := &cobra.Command{
 		Use:   "inspect REF",
 		Short: "Print what an image or index says about itself: platforms, target, CPU, flags, digests",
 		Example: `  dorisarm image inspect 127.0.0.1:5000/doris/doris-be:2.1.8
-  dorisarm image inspect oci:out/images:doris-be:2.1.8-kunpeng920`,
+  dorisarm image inspect oci:out/images:doris-be:2.1.8-kunpeng920
+  dorisarm image inspect oci:out/images:doris-be:2.1.8 -o json | jq '.manifests[].annotations["io.dorisarm.target"]'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, "text", "json"); err != nil {
+				return err
+			}
 			idx, img, ref, err := openRef(args[0], insecure)
 			if err != nil {
 				return badInput(err)
 			}
-			w := g.stdout
+			var in inspected
 			if idx != nil {
-				d, _ := idx.Digest()
-				im, err := idx.IndexManifest()
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(w, "%s\nindex %s\n", ref, d)
-				printAnnotations(w, "  ", im.Annotations)
-				for _, m := range im.Manifests {
-					fmt.Fprintf(w, "  %s  %s\n", m.Platform, m.Digest)
-					printAnnotations(w, "    ", m.Annotations)
-					child, err := idx.Image(m.Digest)
-					if err == nil {
-						printImage(w, "    ", child)
-					}
-				}
-				return nil
+				in, err = inspectIndex(ref, idx)
+			} else {
+				in, err = inspectImage(img)
+				in.Ref = ref
 			}
-			d, _ := img.Digest()
-			fmt.Fprintf(w, "%s\nimage %s\n", ref, d)
-			printImage(w, "  ", img)
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				return printJSON(g.stdout, in)
+			}
+			in.print(g.stdout, "")
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+	formatFlag(cmd, &format, "text", "text or json")
 	return cmd
+}
+
+// inspected is what image inspect shows of an image or an index.
+type inspected struct {
+	Ref         string            `json:"ref,omitempty"`
+	Kind        string            `json:"kind"`
+	Digest      string            `json:"digest"`
+	Platform    string            `json:"platform,omitempty"`
+	Layers      int               `json:"layers,omitempty"`
+	Size        int64             `json:"compressed_size,omitempty"`
+	Created     string            `json:"created,omitempty"`
+	Entrypoint  []string          `json:"entrypoint,omitempty"`
+	WorkingDir  string            `json:"workdir,omitempty"`
+	Ports       []string          `json:"ports,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Manifests   []inspected       `json:"manifests,omitempty"`
+}
+
+func inspectIndex(ref string, idx v1.ImageIndex) (inspected, error) {
+	d, err := idx.Digest()
+	if err != nil {
+		return inspected{}, err
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return inspected{}, err
+	}
+	in := inspected{Ref: ref, Kind: "index", Digest: d.String(), Annotations: im.Annotations}
+	for _, m := range im.Manifests {
+		child, err := idx.Image(m.Digest)
+		if err != nil {
+			return inspected{}, err
+		}
+		c, err := inspectImage(child)
+		if err != nil {
+			return inspected{}, err
+		}
+		if m.Platform != nil {
+			c.Platform = m.Platform.String()
+		}
+		// The index's descriptor annotations (target, CPU) over the image's own.
+		for k, v := range m.Annotations {
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			c.Annotations[k] = v
+		}
+		in.Manifests = append(in.Manifests, c)
+	}
+	return in, nil
+}
+
+func inspectImage(img v1.Image) (inspected, error) {
+	d, err := img.Digest()
+	if err != nil {
+		return inspected{}, err
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return inspected{}, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return inspected{}, err
+	}
+	plat := cf.OS + "/" + cf.Architecture
+	if cf.Variant != "" {
+		plat += "/" + cf.Variant
+	}
+	in := inspected{Kind: "image", Digest: d.String(), Platform: plat, Layers: len(m.Layers), Created: cf.Created.UTC().Format(time.RFC3339),
+		Entrypoint: cf.Config.Entrypoint, WorkingDir: cf.Config.WorkingDir, Ports: sortedKeys(cf.Config.ExposedPorts), Annotations: m.Annotations}
+	for _, l := range m.Layers {
+		in.Size += l.Size
+	}
+	return in, nil
+}
+
+func (in inspected) print(w io.Writer, indent string) {
+	if in.Ref != "" {
+		fmt.Fprintf(w, "%s%s\n", indent, in.Ref)
+	}
+	if in.Kind == "index" {
+		fmt.Fprintf(w, "%sindex %s\n", indent, in.Digest)
+		printAnnotations(w, indent+"  ", in.Annotations)
+		for _, m := range in.Manifests {
+			fmt.Fprintf(w, "%s  %s  %s\n", indent, m.Platform, m.Digest)
+			m.printImage(w, indent+"    ")
+		}
+		return
+	}
+	fmt.Fprintf(w, "%simage %s\n", indent, in.Digest)
+	in.printImage(w, indent+"  ")
+}
+
+func (in inspected) printImage(w io.Writer, indent string) {
+	fmt.Fprintf(w, "%splatform %s, %d layers, %d bytes compressed, created %s\n", indent, in.Platform, in.Layers, in.Size, in.Created)
+	fmt.Fprintf(w, "%sentrypoint %v, workdir %s, ports %s\n", indent, in.Entrypoint, in.WorkingDir, strings.Join(in.Ports, " "))
+	printAnnotations(w, indent, in.Annotations)
 }
 
 // openRef opens oci:DIR:NAME:TAG (an OCI layout entry by ref name) or a
@@ -463,30 +584,6 @@ func openRef(s string, insecure bool) (v1.ImageIndex, v1.Image, string, error) {
 	}
 	img, err := desc.Image()
 	return nil, img, ref.String(), err
-}
-
-func printImage(w io.Writer, indent string, img v1.Image) {
-	m, err := img.Manifest()
-	if err != nil {
-		fmt.Fprintf(w, "%serror: %v\n", indent, err)
-		return
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		fmt.Fprintf(w, "%serror: %v\n", indent, err)
-		return
-	}
-	plat := cf.OS + "/" + cf.Architecture
-	if cf.Variant != "" {
-		plat += "/" + cf.Variant
-	}
-	var size int64
-	for _, l := range m.Layers {
-		size += l.Size
-	}
-	fmt.Fprintf(w, "%splatform %s, %d layers, %d bytes compressed, created %s\n", indent, plat, len(m.Layers), size, cf.Created.UTC().Format(time.RFC3339))
-	fmt.Fprintf(w, "%sentrypoint %v, workdir %s, ports %s\n", indent, cf.Config.Entrypoint, cf.Config.WorkingDir, strings.Join(sortedKeys(cf.Config.ExposedPorts), " "))
-	printAnnotations(w, indent, m.Annotations)
 }
 
 func printAnnotations(w io.Writer, indent string, ann map[string]string) {

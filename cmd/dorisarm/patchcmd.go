@@ -42,6 +42,8 @@ func newPatchCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "patch",
 		Short: "List, check, apply, create and refresh patch series",
+		Example: `  dorisarm patch list --target kunpeng920
+  dorisarm patch check --source thirdparty/src/bitshuffle-0.5.1 --component bitshuffle --version 0.5.1 --target kunpeng920`,
 		Long: `Patches live in <patches>/<component>/NNNN-name.patch: a DEP-3 header
 (Description, Author, Origin, Forwarded, Last-Update) with dorisarm's fields
 Applies-To (component and version constraint), Targets (target names, all,
@@ -177,7 +179,21 @@ func printResult(g *globals, r *patch.Result, format string) {
 	counts := map[patch.Status]int{}
 	for _, h := range r.Hunks {
 		counts[h.Status]++
-		fmt.Fprintln(g.stdout, h.String())
+		line := h.String()
+		if g.color {
+			// Colour the status after the hunk's name: red when it failed,
+			// green when it applied as written, plain otherwise.
+			prefix := fmt.Sprintf("%s %s hunk #%d: ", h.Patch, h.File, h.Hunk)
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				switch h.Status {
+				case patch.Failed:
+					line = prefix + g.status(false, "", rest)
+				case patch.Clean, patch.Created, patch.Deleted:
+					line = prefix + g.status(true, rest, "")
+				}
+			}
+		}
+		fmt.Fprintln(g.stdout, line)
 	}
 	fmt.Fprintf(g.stdout, "%d hunks: %d clean, %d offset, %d fuzz, %d created, %d deleted, %d failed\n", len(r.Hunks),
 		counts[patch.Clean], counts[patch.Offset], counts[patch.Fuzz], counts[patch.Created], counts[patch.Deleted], counts[patch.Failed])
@@ -268,6 +284,7 @@ func newPatchNewCmd(g *globals, pg *patchGlobals) *cobra.Command {
 	var h patch.Header
 	var source, component, ver, pristine, targets string
 	var ignore []string
+	var format string
 	cmd := &cobra.Command{
 		Use:   "new NAME",
 		Short: "Write a new patch from the edits in a source tree",
@@ -280,6 +297,9 @@ header filled in. Edit Description and Evidence before committing.`,
       --source thirdparty/src/bitshuffle-0.5.1 --targets kunpeng920`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, "text", "json"); err != nil {
+				return err
+			}
 			name := args[0]
 			if !patchNameRE.MatchString(name) {
 				return usageErr("patch name %q: use lower-case letters, digits, dots and dashes", name)
@@ -329,13 +349,17 @@ header filled in. Edit Description and Evidence before committing.`,
 			if err := writeNew(path, text); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "wrote %s (%d files changed)\n", path, len(changes))
 			if h.Description == "" || h.Evidence == "" {
 				fmt.Fprintln(g.stderr, "note: fill in Description and Evidence (the TODO lines) before committing")
 			}
+			if format == "json" {
+				return printJSON(g.stdout, map[string]any{"patch": path, "files_changed": len(changes)})
+			}
+			fmt.Fprintf(g.stdout, "wrote %s (%d files changed)\n", path, len(changes))
 			return nil
 		},
 	}
+	formatFlag(cmd, &format, "text", "text or json")
 	cmd.Flags().StringVar(&source, "source", "", "the edited source tree")
 	cmd.Flags().StringVar(&component, "component", "", "the component the patch is for")
 	cmd.Flags().StringVar(&ver, "version", "", "the component version the patch is written against (Applies-To: C = V)")
@@ -362,7 +386,7 @@ func writeNew(path string, data []byte) error {
 }
 
 func newPatchRefreshCmd(g *globals, pg *patchGlobals) *cobra.Command {
-	var source string
+	var source, format string
 	cmd := &cobra.Command{
 		Use:   "refresh NAME",
 		Short: "Re-anchor a patch that applies with offset or fuzz to a new upstream version",
@@ -373,6 +397,9 @@ touched and the failing hunks are shown.`,
 		Example: "  dorisarm patch refresh scalar-bitshuffle --source thirdparty/src/bitshuffle-0.5.2",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, "table", "json"); err != nil {
+				return err
+			}
 			if source == "" {
 				return usageErr("--source is required")
 			}
@@ -388,11 +415,19 @@ touched and the failing hunks are shown.`,
 			if err != nil {
 				return badInput(err)
 			}
-			printResult(g, res, "table")
+			if format == "table" {
+				printResult(g, res, "table")
+			}
 			if !res.OK() {
+				if format == "json" {
+					printResult(g, res, "json")
+				}
 				return &exitError{code: exitCheck, err: fmt.Errorf("%s does not apply to %s; fix it by hand (nothing written)", p.ID(), source)}
 			}
 			if !changed {
+				if format == "json" {
+					return printJSON(g.stdout, map[string]any{"patch": p.Path, "refreshed": false, "result": res})
+				}
 				fmt.Fprintf(g.stdout, "%s already applies cleanly; left as it is\n", p.ID())
 				return nil
 			}
@@ -406,11 +441,15 @@ touched and the failing hunks are shown.`,
 			if err := os.Rename(tmp, p.Path); err != nil {
 				return err
 			}
+			if format == "json" {
+				return printJSON(g.stdout, map[string]any{"patch": p.Path, "refreshed": true, "result": res})
+			}
 			fmt.Fprintf(g.stdout, "refreshed %s\n", p.Path)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&source, "source", "", "the new upstream source tree")
+	formatFlag(cmd, &format, "table", "table or json")
 	return cmd
 }
 

@@ -21,7 +21,7 @@ const predicatePromotion = "https://dorisarm.dev/attestations/promotion/v1"
 
 func newPromoteCmd(g *globals) *cobra.Command {
 	var tf trustFlags
-	var signKey, file string
+	var signKey, file, format string
 	var yes, insecure bool
 	cmd := &cobra.Command{
 		Use:   "promote [SRC DST | --file promotions.yaml]",
@@ -41,6 +41,25 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 		Example: `  dorisarm promote --key keys/cosign.pub 127.0.0.1:5000/staging/doris-be:2.1.8-rc1 127.0.0.1:5000/release/doris-be:2.1.8
   dorisarm promote --key keys/cosign.pub --sign-key keys/cosign.key --yes --file promotions.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, "text", "json"); err != nil {
+				return err
+			}
+			text := format == "text"
+			type outcome struct {
+				Plans    []*promote.Plan `json:"plans"`
+				Promoted bool            `json:"promoted"`
+				Refused  string          `json:"refused,omitempty"`
+			}
+			var res outcome
+			emit := func() error {
+				if text {
+					return nil
+				}
+				if res.Plans == nil {
+					res.Plans = []*promote.Plan{}
+				}
+				return printJSON(g.stdout, res)
+			}
 			trust, err := tf.trust()
 			if err != nil {
 				return err
@@ -91,17 +110,20 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 				}
 				for _, dst := range p.Dst {
 					plan, err := promote.Check(ctx, src, dst, o)
-					if plan != nil {
+					if plan != nil && text {
 						for _, c := range plan.Checks {
-							status := "ok  "
-							if !c.OK {
-								status = "FAIL"
-							}
-							fmt.Fprintf(g.stdout, "%s  %s\n", status, c.What)
+							fmt.Fprintf(g.stdout, "%s  %s\n", g.status(c.OK, "ok  ", "FAIL"), c.What)
 						}
 					}
 					if err != nil {
 						if _, ok := err.(*promote.GateError); ok {
+							if plan != nil {
+								res.Plans = append(res.Plans, plan)
+							}
+							res.Refused = fmt.Sprintf("%s -> %s: %v", p.Source, dst, err)
+							if err := emit(); err != nil {
+								return err
+							}
 							return &exitError{code: exitCheck, err: fmt.Errorf("%s -> %s: %v; nothing was promoted", p.Source, dst, err)}
 						}
 						return err
@@ -109,22 +131,29 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 					plans = append(plans, plan)
 				}
 			}
+			res.Plans = plans
 			for _, plan := range plans {
 				move := "new tag"
 				if plan.Replaces != "" {
 					move = "moves from " + plan.Replaces
 				}
-				fmt.Fprintf(g.stdout, "plan  %s -> %s (%s, %d manifests, %d bytes, %d signature/attestation tags, %s)\n", plan.Src, plan.Dst, plan.Version, len(plan.Digests), plan.Bytes, len(plan.Companions), move)
+				if text {
+					fmt.Fprintf(g.stdout, "plan  %s -> %s (%s, %d manifests, %d bytes, %d signature/attestation tags, %s)\n", plan.Src, plan.Dst, plan.Version, len(plan.Digests), plan.Bytes, len(plan.Companions), move)
+				}
 			}
 			if !yes {
-				fmt.Fprintln(g.stdout, "dry run: nothing written; run again with --yes to promote")
-				return nil
+				if text {
+					fmt.Fprintln(g.stdout, "dry run: nothing written; run again with --yes to promote")
+				}
+				return emit()
 			}
 			for _, plan := range plans {
 				if err := promote.Execute(ctx, plan, o); err != nil {
 					return &exitError{code: exitCheck, err: fmt.Errorf("%s -> %s: %v", plan.Src, plan.Dst, err)}
 				}
-				fmt.Fprintf(g.stdout, "promoted %s -> %s\n", plan.Src, plan.Dst)
+				if text {
+					fmt.Fprintf(g.stdout, "promoted %s -> %s\n", plan.Src, plan.Dst)
+				}
 				if signer != nil {
 					rec, _ := json.Marshal(map[string]string{
 						"promoter": promoter(), "time": time.Now().UTC().Format(time.RFC3339),
@@ -136,7 +165,8 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 					}
 				}
 			}
-			return nil
+			res.Promoted = true
+			return emit()
 		},
 	}
 	tf.add(cmd)
@@ -144,6 +174,7 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 	cmd.Flags().StringVar(&file, "file", "", "promotions file: [{source: REPO@sha256:..., tags: [REPO:TAG, ...]}]")
 	cmd.Flags().BoolVar(&yes, "yes", false, "promote (without it: print the plan, write nothing)")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+	formatFlag(cmd, &format, "text", "text or json")
 	return cmd
 }
 

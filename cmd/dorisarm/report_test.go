@@ -92,8 +92,10 @@ func TestReportFromBuildsAndRegistry(t *testing.T) {
 	publish(t, "--build", out, "--repo", repo)
 	keys := filepath.Join(dir, "keys")
 	t.Setenv("COSIGN_PASSWORD", "report-test")
-	if _, errOut, code := run(t, "keygen", "--out", keys); code != 0 {
-		t.Fatal(errOut)
+	stdout, errOut, code := run(t, "keygen", "--out", keys, "-o", "json")
+	var kg map[string]string
+	if code != 0 || json.Unmarshal([]byte(stdout), &kg) != nil || kg["public_key"] != filepath.Join(keys, "cosign.pub") {
+		t.Fatalf("keygen -o json: exit %d %s %s", code, stdout, errOut)
 	}
 	pub, key := filepath.Join(keys, "cosign.pub"), filepath.Join(keys, "cosign.key")
 	unsigned := reportJSON(t, 1, "--release", out, "--images", repo, "--key", pub)
@@ -106,8 +108,45 @@ func TestReportFromBuildsAndRegistry(t *testing.T) {
 	for _, tag := range []string{"doris-be:2.1.8", "doris-fe:2.1.8", "doris-be:2.1.8-generic-armv8", "doris-be:2.1.8-kunpeng920"} {
 		refs = append(refs, repo+"/"+tag)
 	}
-	if _, errOut, code := run(t, append([]string{"sign", "--key", key, "--build", out}, refs...)...); code != 0 {
-		t.Fatalf("sign: %s", errOut)
+	stdout, errOut, code = run(t, append([]string{"sign", "-o", "json", "--key", key, "--build", out}, refs...)...)
+	var signedDigests []struct {
+		Digest       string
+		Attestations []string
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &signedDigests) != nil {
+		t.Fatalf("sign: exit %d %s %s", code, stdout, errOut)
+	}
+	// The BE index and its one platform (generic-armv8; no x86_64 here), the
+	// FE index and its one platform, the kunpeng920 image: each once, the
+	// two builds' images with three attestations.
+	attested := 0
+	for _, d := range signedDigests {
+		if len(d.Attestations) == 3 {
+			attested++
+		}
+	}
+	if len(signedDigests) != 5 || attested != 2 {
+		t.Errorf("sign -o json: %+v", signedDigests)
+	}
+	stdout, _, code = run(t, "verify", "-o", "json", "--key", pub, repo+"/doris-be:2.1.8-kunpeng920")
+	var ver struct {
+		Checks []struct{ OK bool }
+		Failed int
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &ver) != nil || len(ver.Checks) != 4 || ver.Failed != 0 {
+		t.Errorf("verify -o json: exit %d %s", code, stdout)
+	}
+	stdout, _, code = run(t, "promote", "-o", "json", "--key", pub, "--yes", repo+"/doris-be:2.1.8-kunpeng920", addr+"/release/doris-be:2.1.8-kunpeng920")
+	var prom struct {
+		Plans []struct {
+			Source, Destination string
+			Bytes               int64
+		}
+		Promoted bool
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &prom) != nil || !prom.Promoted || len(prom.Plans) != 1 || prom.Plans[0].Bytes == 0 ||
+		!strings.HasSuffix(prom.Plans[0].Destination, "/release/doris-be:2.1.8-kunpeng920") {
+		t.Errorf("promote -o json: exit %d %s", code, stdout)
 	}
 	html := filepath.Join(dir, "report.html")
 	if _, errOut, code := run(t, "report", "--release", out, "--images", repo, "--key", pub, "--html", html, "--markdown", filepath.Join(dir, "report.md")); code != 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +23,41 @@ type globals struct {
 	matrixFile string
 	stdout     io.Writer
 	stderr     io.Writer
+	colorMode  string
+	color      bool // colour stdout's status words (see useColor)
+}
+
+// useColor decides whether to colour: --color always or never wins;
+// auto colours a terminal unless NO_COLOR is set to anything (no-color.org)
+// or TERM is dumb.
+func useColor(mode string, getenv func(string) string, tty bool) (bool, error) {
+	switch mode {
+	case "always":
+		return true, nil
+	case "never":
+		return false, nil
+	case "auto", "":
+		return tty && getenv("NO_COLOR") == "" && getenv("TERM") != "dumb", nil
+	}
+	return false, usageErr("--color %q: use auto, always or never", mode)
+}
+
+const (
+	ansiGreen = "\033[32m"
+	ansiRed   = "\033[31m"
+	ansiReset = "\033[0m"
+)
+
+// status is a check's status word, coloured when colour is on.
+func (g *globals) status(ok bool, okWord, failWord string) string {
+	w, c := okWord, ansiGreen
+	if !ok {
+		w, c = failWord, ansiRed
+	}
+	if !g.color {
+		return w
+	}
+	return c + w + ansiReset
 }
 
 func (g *globals) loadMatrix() (*matrix.Matrix, error) {
@@ -42,12 +78,21 @@ func newRoot() *cobra.Command {
 patches/ into builds of Apache Doris for Kunpeng, Graviton, Ampere and generic
 ARMv8 servers.
 
+Every command that prints data takes --output json (-o json). Status words
+are coloured on a terminal unless $NO_COLOR is set (or --color never).
+
 Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
 	root.PersistentFlags().StringVar(&g.matrixFile, "matrix", matrix.DefaultFile, "the build matrix")
+	root.PersistentFlags().StringVar(&g.colorMode, "color", "auto", "colour status words: auto (a terminal without $NO_COLOR), always or never")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		var err error
+		g.color, err = useColor(g.colorMode, os.Getenv, isTerminal(os.Stdout))
+		return err
+	}
 	root.AddCommand(newVersionCmd(g), newMatrixCmd(g), newPlanCmd(g), newSourcesCmd(g), newPatchCmd(g), newScanCmd(g), newBuildCmd(g), newCacheCmd(g), newImageCmd(g), newPublishCmd(g), newKeygenCmd(g), newSignCmd(g), newVerifyCmd(g), newPromoteCmd(g), newReportCmd(g))
 	return root
 }
@@ -73,20 +118,37 @@ func versionString() string {
 }
 
 func newVersionCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print dorisarm's version",
-		Args:  cobra.NoArgs,
+	var format string
+	cmd := &cobra.Command{
+		Use:     "version",
+		Short:   "Print dorisarm's version",
+		Example: "  dorisarm version\n  dorisarm version -o json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format, "text", "json"); err != nil {
+				return err
+			}
 			bi, _ := debug.ReadBuildInfo()
 			goVer := ""
 			if bi != nil {
 				goVer = bi.GoVersion
 			}
+			if format == "json" {
+				return printJSON(g.stdout, map[string]string{"version": versionString(), "go": goVer})
+			}
 			fmt.Fprintf(g.stdout, "dorisarm %s (%s)\n", versionString(), goVer)
 			return nil
 		},
 	}
+	formatFlag(cmd, &format, "text", "text or json")
+	return cmd
+}
+
+// printJSON writes v as indented JSON: what --output json prints.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // table writes aligned columns.

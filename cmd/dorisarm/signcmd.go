@@ -36,13 +36,16 @@ func registryRef(s string, insecure bool) (name.Reference, error) {
 }
 
 func newKeygenCmd(g *globals) *cobra.Command {
-	var out string
+	var out, format string
 	cmd := &cobra.Command{
 		Use:     "keygen",
 		Short:   "Write a cosign-format key pair (cosign.key, encrypted with $COSIGN_PASSWORD, and cosign.pub)",
 		Example: "  COSIGN_PASSWORD=... dorisarm keygen --out keys",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format, "text", "json"); err != nil {
+				return err
+			}
 			pw, err := password()
 			if err != nil {
 				return err
@@ -51,11 +54,15 @@ func newKeygenCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return badInput(err)
 			}
+			if format == "json" {
+				return printJSON(g.stdout, map[string]string{"private_key": priv, "public_key": pub})
+			}
 			fmt.Fprintf(g.stdout, "wrote %s and %s\n", priv, pub)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", ".", "directory for cosign.key and cosign.pub")
+	formatFlag(cmd, &format, "text", "text or json")
 	return cmd
 }
 
@@ -66,7 +73,7 @@ type releaseSigner interface {
 }
 
 func newSignCmd(g *globals) *cobra.Command {
-	var key, buildDir string
+	var key, buildDir, format string
 	var insecure, keyless bool
 	var kl sign.Keyless
 	cmd := &cobra.Command{
@@ -95,6 +102,9 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
   dorisarm sign --key keys/cosign.key --build out 127.0.0.1:5000/doris/doris-be:2.1.8 127.0.0.1:5000/doris/doris-be:2.1.8-kunpeng920`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, "text", "json"); err != nil {
+				return err
+			}
 			if (key == "") == !keyless {
 				return usageErr("give --key cosign.key (dorisarm keygen writes one), or --keyless")
 			}
@@ -135,13 +145,21 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 				}
 				ds = append(ds, got...)
 			}
+			type signed struct {
+				Digest       string   `json:"digest"`
+				Attestations []string `json:"attestations"`
+			}
+			done := []signed{}
 			seen := map[string]bool{}
 			for _, d := range ds {
 				if seen[d.String()] {
 					continue // an index and a per-target tag share a manifest
 				}
 				seen[d.String()] = true
-				fmt.Fprintf(g.stdout, "signed %s\n", d)
+				done = append(done, signed{Digest: d.String(), Attestations: []string{}})
+				if format == "text" {
+					fmt.Fprintf(g.stdout, "signed %s\n", d)
+				}
 				if att == nil {
 					continue
 				}
@@ -149,9 +167,15 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 				if err != nil {
 					return &exitError{code: exitCheck, err: fmt.Errorf("attesting %s: %v", d, err)}
 				}
+				done[len(done)-1].Attestations = append(done[len(done)-1].Attestations, kinds...)
 				for _, k := range kinds {
-					fmt.Fprintf(g.stdout, "attested %s %s\n", d, k)
+					if format == "text" {
+						fmt.Fprintf(g.stdout, "attested %s %s\n", d, k)
+					}
 				}
+			}
+			if format == "json" {
+				return printJSON(g.stdout, done)
 			}
 			return nil
 		},
@@ -163,6 +187,7 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 	cmd.Flags().StringVar(&kl.OIDCIssuer, "oidc-issuer", "", "keyless: OIDC issuer (default https://oauth2.sigstore.dev/auth)")
 	cmd.Flags().StringVar(&kl.IDToken, "identity-token", "", "keyless: an OIDC token (default $SIGSTORE_ID_TOKEN, or GitHub Actions' own)")
 	cmd.Flags().StringVar(&buildDir, "build", "", "attest the images made from the builds in this dorisarm build --out directory")
+	formatFlag(cmd, &format, "text", "text or json")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
 	return cmd
 }
@@ -187,6 +212,7 @@ func (f *trustFlags) trust() (sign.Trust, error) {
 func newVerifyCmd(g *globals) *cobra.Command {
 	var tf trustFlags
 	var insecure, noAttestations bool
+	var format string
 	cmd := &cobra.Command{
 		Use:   "verify REF",
 		Short: "Check the cosign signatures of an image or index and every manifest in it",
@@ -197,9 +223,14 @@ entry), and that every
 manifest made from a build (io.dorisarm.build.digest) carries an SPDX SBOM, a
 SLSA provenance and a scan attestation signed by that key about exactly its
 digest, with a clean scan. Exit status 1 if any check fails.`,
-		Example: "  dorisarm verify --key keys/cosign.pub 127.0.0.1:5000/doris/doris-be:2.1.8",
-		Args:    cobra.ExactArgs(1),
+		Example: `  dorisarm verify --key keys/cosign.pub 127.0.0.1:5000/doris/doris-be:2.1.8
+  dorisarm verify --certificate-identity-regexp '^https://github.com/ORG/REPO/' --certificate-oidc-issuer https://token.actions.githubusercontent.com ghcr.io/ORG/doris/doris-be:2.1.8
+  dorisarm verify --key keys/cosign.pub -o json 127.0.0.1:5000/doris/doris-be:2.1.8 | jq '.checks[] | select(.ok | not)'`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format, "text", "json"); err != nil {
+				return err
+			}
 			trust, err := tf.trust()
 			if err != nil {
 				return err
@@ -214,11 +245,20 @@ digest, with a clean scan. Exit status 1 if any check fails.`,
 			}
 			failed := 0
 			for _, c := range checks {
-				if c.OK {
-					fmt.Fprintf(g.stdout, "ok    %s\n", c.What)
-				} else {
+				if !c.OK {
 					failed++
-					fmt.Fprintf(g.stdout, "FAIL  %s: %s\n", c.What, c.Why)
+				}
+				switch {
+				case format == "json":
+				case c.OK:
+					fmt.Fprintf(g.stdout, "%s    %s\n", g.status(true, "ok", ""), c.What)
+				default:
+					fmt.Fprintf(g.stdout, "%s  %s: %s\n", g.status(false, "", "FAIL"), c.What, c.Why)
+				}
+			}
+			if format == "json" {
+				if err := printJSON(g.stdout, map[string]any{"ref": ref.String(), "checks": checks, "failed": failed}); err != nil {
+					return err
 				}
 			}
 			if failed > 0 {
@@ -230,5 +270,6 @@ digest, with a clean scan. Exit status 1 if any check fails.`,
 	tf.add(cmd)
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
 	cmd.Flags().BoolVar(&noAttestations, "signatures-only", false, "check signatures only, not the attestations")
+	formatFlag(cmd, &format, "text", "text or json")
 	return cmd
 }

@@ -14,6 +14,8 @@ func newSourcesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sources",
 		Short: "List and pin the third-party archives a tree declares",
+		Example: `  dorisarm sources list
+  dorisarm sources lock --source ~/src/doris --mirror /srv/doris-thirdparty`,
 	}
 	cmd.AddCommand(newSourcesListCmd(g), newSourcesLockCmd(g))
 	return cmd
@@ -81,12 +83,16 @@ func sortedISAs[V any](m map[string]V) []string {
 
 func newSourcesListCmd(g *globals) *cobra.Command {
 	o := &treeOptions{}
+	var format string
 	cmd := &cobra.Command{
 		Use:     "list",
 		Short:   "List the tree's third-party packages and whether each archive is pinned",
-		Example: "  dorisarm sources list\n  dorisarm sources list --source ~/src/doris",
+		Example: "  dorisarm sources list\n  dorisarm sources list --source ~/src/doris\n  dorisarm sources list -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format, "table", "json"); err != nil {
+				return err
+			}
 			tree, _, err := o.resolve(g)
 			if err != nil {
 				return err
@@ -94,6 +100,20 @@ func newSourcesListCmd(g *globals) *cobra.Command {
 			pkgs, lock, _, _, err := allPackages(g, tree, o)
 			if err != nil {
 				return err
+			}
+			if format == "json" {
+				type row struct {
+					Entry   string `json:"entry"`
+					Version string `json:"version"`
+					Archive string `json:"archive"`
+					MD5     string `json:"md5"`
+					SHA256  string `json:"sha256,omitempty"`
+				}
+				rows := []row{}
+				for _, p := range pkgs {
+					rows = append(rows, row{p.Entry, p.Version, p.Name, p.MD5, lock.Archives[p.Name].SHA256})
+				}
+				return printJSON(g.stdout, rows)
 			}
 			rows := [][]string{{"ENTRY", "VERSION", "ARCHIVE", "MD5", "SHA256 (lock)"}}
 			for _, p := range pkgs {
@@ -108,12 +128,13 @@ func newSourcesListCmd(g *globals) *cobra.Command {
 		},
 	}
 	o.flags(cmd)
+	formatFlag(cmd, &format, "table", "table or json")
 	return cmd
 }
 
 func newSourcesLockCmd(g *globals) *cobra.Command {
 	o := &treeOptions{}
-	var mirror string
+	var mirror, format string
 	var update bool
 	cmd := &cobra.Command{
 		Use:   "lock",
@@ -126,6 +147,9 @@ whose sha256 differs from an existing pin, and writes the recipe's lock file.`,
   dorisarm sources lock --source ~/src/doris --mirror /srv/doris-thirdparty`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format, "text", "json"); err != nil {
+				return err
+			}
 			tree, _, err := o.resolve(g)
 			if err != nil {
 				return err
@@ -145,11 +169,15 @@ whose sha256 differs from an existing pin, and writes the recipe's lock file.`,
 			if err := out.Write(lockPath); err != nil {
 				return err
 			}
+			if format == "json" {
+				return printJSON(g.stdout, map[string]any{"lock": lockPath, "archives": out.Archives})
+			}
 			fmt.Fprintf(g.stdout, "pinned %d archives in %s\n", len(pkgs), lockPath)
 			return nil
 		},
 	}
 	o.flags(cmd)
+	formatFlag(cmd, &format, "text", "text or json")
 	cmd.Flags().StringVar(&mirror, "mirror", "", "where the archives are (default: the recipe's mirror)")
 	cmd.Flags().BoolVar(&update, "update", false, "accept archives whose sha256 changed from the pin")
 	return cmd

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// walk visits every command under c.
+func walk(c *cobra.Command, fn func(*cobra.Command)) {
+	fn(c)
+	for _, s := range c.Commands() {
+		walk(s, fn)
+	}
+}
+
+func isCompletion(c *cobra.Command) bool {
+	for p := c; p != nil; p = p.Parent() {
+		if p.Name() == "completion" {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEveryCommandHasExamplesAndJSON: --help shows examples on every
+// command, and every command that prints something takes --output json.
+func TestEveryCommandHasExamplesAndJSON(t *testing.T) {
+	root := newRoot()
+	root.InitDefaultCompletionCmd()
+	n := 0
+	walk(root, func(c *cobra.Command) {
+		if c == root || c.Hidden || c.Name() == "help" || isCompletion(c) {
+			return
+		}
+		n++
+		if c.Example == "" {
+			t.Errorf("%s has no examples in --help", c.CommandPath())
+		}
+		if !c.Runnable() {
+			return
+		}
+		f := c.Flags().Lookup("output")
+		if f == nil || f.Shorthand != "o" {
+			t.Errorf("%s has no --output/-o", c.CommandPath())
+			return
+		}
+		if c.Flags().Lookup("format") == nil {
+			t.Errorf("%s lost --format, the older name of --output", c.CommandPath())
+		}
+	})
+	if n < 20 {
+		t.Errorf("only %d commands walked", n)
+	}
+}
+
+// TestJSONOutputs runs the commands that need no build, registry or key
+// with -o json and decodes what they print.
+func TestJSONOutputs(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"version", "-o", "json"},
+		{"matrix", "-o", "json"},
+		{"plan", "--target", "kunpeng920", "-o", "json"},
+		{"sources", "list", "-o", "json"},
+		{"patch", "list", "--patches", "examples/minidoris/patches", "-o", "json"},
+		{"cache", "prune", "--cache", dir, "--max-size", "0", "-o", "json"},
+		{"scan", "--target", "kunpeng920", "-o", "json", "examples/minidoris/be"},
+	} {
+		stdout, errOut, code := run(t, args...)
+		var v any
+		if code != 0 || json.Unmarshal([]byte(stdout), &v) != nil || v == nil {
+			t.Errorf("%v: exit %d, not JSON:\n%s\n%s", args, code, stdout, errOut)
+		}
+	}
+	stdout, _, _ := run(t, "version", "-o", "json")
+	var ver map[string]string
+	if json.Unmarshal([]byte(stdout), &ver); ver["version"] == "" || !strings.HasPrefix(ver["go"], "go1.") {
+		t.Errorf("version json: %s", stdout)
+	}
+}
+
+func TestUseColor(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	for _, c := range []struct {
+		mode string
+		env  func(string) string
+		tty  bool
+		want bool
+	}{
+		{"auto", env(), true, true},
+		{"auto", env(), false, false},
+		{"auto", env("NO_COLOR", "1"), true, false},
+		{"auto", env("NO_COLOR", ""), true, true}, // set but empty does not count (no-color.org)
+		{"auto", env("TERM", "dumb"), true, false},
+		{"always", env("NO_COLOR", "1"), false, true}, // the command line overrides the environment
+		{"never", env(), true, false},
+	} {
+		if got, err := useColor(c.mode, c.env, c.tty); err != nil || got != c.want {
+			t.Errorf("useColor(%s, tty %v): %v %v, want %v", c.mode, c.tty, got, err, c.want)
+		}
+	}
+	if _, _, code := run(t, "version", "--color", "sometimes"); code != 2 {
+		t.Errorf("--color sometimes: exit %d", code)
+	}
+}
+
+// ptyRun runs dorisarm with its stdout on a terminal (script(1) makes one).
+func ptyRun(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script(1) not installed")
+	}
+	line := bin
+	for _, a := range args {
+		line += " '" + a + "'"
+	}
+	cmd := exec.Command("script", "-qec", line, "/dev/null")
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), env...)
+	out, _ := cmd.Output()
+	return string(out)
+}
+
+// TestNoColor: on a terminal the status words are coloured, with NO_COLOR
+// they are not; piped output never is.
+func TestNoColor(t *testing.T) {
+	// patch check prints a status word per hunk: the sample's bitshuffle patch
+	// against the sample's bitshuffle archive.
+	dir := t.TempDir()
+	if out, err := exec.Command("tar", "-xzf", filepath.Join(repo, "examples/minidoris/thirdparty/mirror/bitshuffle-0.5.1.tar.gz"), "-C", dir).CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v %s", err, out)
+	}
+	src, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(src) != 1 {
+		t.Fatalf("archive holds %v", src)
+	}
+	args := []string{"patch", "check", "--patches", "examples/minidoris/patches", "--target", "kunpeng920", "--source", src[0], "--component", "bitshuffle", "--version", "0.5.1"}
+	if out, errOut, code := run(t, args...); code != 0 || !strings.Contains(out, ": clean") {
+		t.Fatalf("patch check: exit %d\n%s%s", code, out, errOut)
+	}
+	colored := ptyRun(t, []string{"NO_COLOR=", "TERM=xterm"}, args...)
+	plain := ptyRun(t, []string{"NO_COLOR=1", "TERM=xterm"}, args...)
+	piped, _, _ := run(t, args...)
+	if !strings.Contains(colored, "\x1b[3") {
+		t.Errorf("no colour on a terminal:\n%q", colored)
+	}
+	if strings.Contains(plain, "\x1b[3") || strings.Contains(piped, "\x1b[") {
+		t.Errorf("colour despite NO_COLOR or a pipe:\n%q\n%q", plain, piped)
+	}
+}
