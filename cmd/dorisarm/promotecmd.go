@@ -22,7 +22,7 @@ const predicatePromotion = "https://dorisarm.dev/attestations/promotion/v1"
 func newPromoteCmd(g *globals) *cobra.Command {
 	var tf trustFlags
 	var signKey, file, format string
-	var yes, insecure bool
+	var yes, insecure, rollback bool
 	cmd := &cobra.Command{
 		Use:   "promote [SRC DST | --file promotions.yaml]",
 		Short: "Promote a verified release image to a release tag, by digest",
@@ -35,11 +35,13 @@ tag last. Without --yes it prints the plan and writes nothing.
 Gates: unsigned, wrongly signed, missing attestations or a scan with
 violations refuse; a release tag (2.1.8, 2.1.8-kunpeng920) that already
 points elsewhere refuses; a floating tag (latest, 2.1) never moves back in
-version order, and pre-releases never become latest. With --sign-key the
+version order (unless --rollback, for the way back from a bad release), and
+pre-releases never become latest. With --sign-key the
 promotion (who, when, source, destination, digest) is attached as a signed
 attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 		Example: `  dorisarm promote --key keys/cosign.pub 127.0.0.1:5000/staging/doris-be:2.1.8-rc1 127.0.0.1:5000/release/doris-be:2.1.8
-  dorisarm promote --key keys/cosign.pub --sign-key keys/cosign.key --yes --file promotions.yaml`,
+  dorisarm promote --key keys/cosign.pub --sign-key keys/cosign.key --yes --file promotions.yaml
+  dorisarm promote --key keys/cosign.pub --rollback --yes 127.0.0.1:5000/release/doris-be:2.1.7 127.0.0.1:5000/release/doris-be:2.1`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, "text", "json"); err != nil {
 				return err
@@ -99,7 +101,7 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 					return badInput(err)
 				}
 			}
-			o := promote.Options{Trust: trust, Remote: []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}}
+			o := promote.Options{Trust: trust, Remote: []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}, Rollback: rollback}
 			ctx := cmd.Context()
 			// Check everything before writing anything.
 			var plans []*promote.Plan
@@ -137,6 +139,9 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 				if plan.Replaces != "" {
 					move = "moves from " + plan.Replaces
 				}
+				if plan.RollsBack != "" {
+					move = fmt.Sprintf("rolls back from %s (%s)", plan.RollsBack, plan.Replaces)
+				}
 				if text {
 					fmt.Fprintf(g.stdout, "plan  %s -> %s (%s, %d manifests, %d bytes, %d signature/attestation tags, %s)\n", plan.Src, plan.Dst, plan.Version, len(plan.Digests), plan.Bytes, len(plan.Companions), move)
 				}
@@ -158,6 +163,7 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 					rec, _ := json.Marshal(map[string]string{
 						"promoter": promoter(), "time": time.Now().UTC().Format(time.RFC3339),
 						"source": plan.Src.String(), "destination": plan.Dst.String(), "digest": plan.Src.DigestStr(),
+						"replaces": plan.Replaces, "rolls_back_from": plan.RollsBack,
 					})
 					d := plan.Dst.Context().Digest(plan.Src.DigestStr())
 					if err := signer.AttestAdd(ctx, d, predicatePromotion, rec); err != nil {
@@ -173,6 +179,7 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 	cmd.Flags().StringVar(&signKey, "sign-key", "", "cosign private key to sign the promotion record with ($COSIGN_PASSWORD)")
 	cmd.Flags().StringVar(&file, "file", "", "promotions file: [{source: REPO@sha256:..., tags: [REPO:TAG, ...]}]")
 	cmd.Flags().BoolVar(&yes, "yes", false, "promote (without it: print the plan, write nothing)")
+	cmd.Flags().BoolVar(&rollback, "rollback", false, "let a floating tag (latest, 2.1) move back to an older, still verified release")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
 	formatFlag(cmd, &format, "text", "text or json")
 	return cmd

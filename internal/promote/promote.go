@@ -37,12 +37,18 @@ type Plan struct {
 	// Replaces is the digest the destination tag points to now, if any.
 	Replaces string `json:"replaces,omitempty"`
 	Floating bool   `json:"floating"`
+	// RollsBack is the newer version a roll-back moves the floating tag away from.
+	RollsBack string `json:"rolls_back_from,omitempty"`
 }
 
 // Options are how a promotion is checked and run.
 type Options struct {
 	Trust  sign.Trust // what the release must be signed with
 	Remote []remote.Option
+	// Rollback lets a floating tag (latest, 2.1) move back to an older
+	// version: the way back from a bad release. Every signature and
+	// attestation gate still holds, and release tags stay immutable.
+	Rollback bool
 }
 
 // GateError is a promotion refused by a gate.
@@ -102,7 +108,10 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 		}
 		old := annotation(cur.Manifest, VersionAnnotation)
 		if older(p.Version, old) {
-			return p, &GateError{Reason: fmt.Sprintf("%s would move backwards from %s to %s", dst, old, p.Version)}
+			if !o.Rollback {
+				return p, &GateError{Reason: fmt.Sprintf("%s would move backwards from %s to %s (a deliberate roll-back takes --rollback)", dst, old, p.Version)}
+			}
+			p.RollsBack = old
 		}
 	}
 	if dst.TagStr() == "latest" {

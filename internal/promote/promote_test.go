@@ -198,6 +198,26 @@ func TestGates(t *testing.T) {
 	if e.digestOf(e.tag("release/doris-be:2.1.8")) != taken.String() || e.digestOf(e.tag("release/doris-be:2.1")) != newer.String() {
 		t.Error("a refused promotion moved a tag")
 	}
+	// A deliberate roll-back moves a floating tag back, never a release tag,
+	// and never past the signature gates.
+	opts := Options{Trust: sign.Trust{Key: e.pub}, Rollback: true}
+	if _, err := Check(ctx, e.ref("staging/good:1"), e.tag("release/doris-be:2.1.8"), opts); err == nil || !strings.Contains(err.Error(), "immutable") {
+		t.Errorf("roll-back of a release tag: %v", err)
+	}
+	if _, err := Check(ctx, e.ref("staging/unsigned:1"), e.tag("release/doris-be:2.1"), opts); err == nil {
+		t.Error("roll-back to an unsigned image was allowed")
+	}
+	p, err := Check(ctx, e.ref("staging/old:1"), e.tag("release/doris-be:2.1"), opts)
+	if err != nil || p.RollsBack != "2.1.8" {
+		t.Fatalf("roll-back: %v %+v", err, p)
+	}
+	if err := Execute(ctx, p, opts); err != nil {
+		t.Fatal(err)
+	}
+	if e.digestOf(e.tag("release/doris-be:2.1")) != e.digestOf(e.tag("staging/old:1")) {
+		t.Error("the roll-back did not move 2.1")
+	}
+
 	// Forward on a floating tag, and a release to latest, are allowed.
 	e.push("staging/next:1", "2.1.9", e.signer, clean)
 	for _, dst := range []string{"release/doris-be:2.1", "release/doris-be:latest"} {
