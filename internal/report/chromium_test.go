@@ -189,6 +189,13 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if bg := w.css(`#ext-2\.1\.8-kunpeng920 tr[data-ext="sve"] td`, "background-color"); bg != "rgba(255, 235, 233, 1)" && bg != "rgb(255, 235, 233)" {
 		t.Errorf("SVE on kunpeng920 is not a red row: %s", bg)
 	}
+	// A waived glibc need is amber, a fitting one green.
+	if c := w.css(`tr[data-target="kunpeng920"] td.glibc`, "color"); c != "rgba(191, 135, 0, 1)" && c != "rgb(191, 135, 0)" {
+		t.Errorf("a waived glibc need is not amber: %s", c)
+	}
+	if c := w.css(`tr[data-target="graviton3"] td.glibc`, "color"); c != "rgba(26, 127, 55, 1)" && c != "rgb(26, 127, 55)" {
+		t.Errorf("a fitting glibc need is not green: %s", c)
+	}
 	if bg := w.css(`#ext-2\.1\.8-kunpeng920 tr[data-ext="aes"] td`, "background-color"); strings.Contains(bg, "255, 235, 233") {
 		t.Errorf("aes on kunpeng920 is a red row")
 	}

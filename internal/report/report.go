@@ -95,6 +95,18 @@ func (t Target) GlibcOK() bool {
 	return t.Glibc == "" || versionLE(t.Glibc, t.GlibcMax) || t.GlibcWaived
 }
 
+// GlibcState is ok (fits the OS), waived (too new, waived by the allow
+// file) or bad.
+func (t Target) GlibcState() string {
+	switch {
+	case t.Glibc == "" || versionLE(t.Glibc, t.GlibcMax):
+		return "ok"
+	case t.GlibcWaived:
+		return "waived"
+	}
+	return "bad"
+}
+
 // Extension is one ISA extension of a target.
 type Extension struct {
 	Name string `json:"name"`

@@ -80,7 +80,7 @@ func TestFromRecord(t *testing.T) {
 		t.Errorf("smoke: %q", k.Smoke)
 	}
 	// The glibc need is beyond Kylin's 2.28 but waived: not a failure, and said so.
-	if k.Glibc != "2.36" || !k.GlibcWaived || !k.GlibcOK() || glibc(k) != "2.36 / 2.28 (waived)" {
+	if k.Glibc != "2.36" || !k.GlibcWaived || !k.GlibcOK() || glibc(k) != "2.36 / 2.28 (waived)" || k.GlibcState() != "waived" {
 		t.Errorf("glibc: %+v", k)
 	}
 	ext := map[string]Extension{}
@@ -120,7 +120,7 @@ func TestFromRecord(t *testing.T) {
 	// A glibc need beyond the OS, not waived, fails.
 	rec = kunpengRecord()
 	rec.Scan.AllowedByKind = nil
-	if n := FromRecord(rec); n.GlibcOK() {
+	if n := FromRecord(rec); n.GlibcOK() || n.GlibcState() != "bad" {
 		t.Error("glibc 2.36 on a 2.28 OS passes")
 	}
 }
