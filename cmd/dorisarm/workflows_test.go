@@ -94,18 +94,24 @@ func TestWorkflowsCallRealThings(t *testing.T) {
 				}
 			}
 		}
-		for _, line := range strings.Split(string(data), "\n") {
+		lines := strings.Split(string(data), "\n")
+		for n, line := range lines {
 			i := strings.Index(line, "./cmd/dorisarm ")
 			if i < 0 {
 				continue
 			}
 			// A command continued over lines with backslashes.
-			text := string(data)[strings.Index(string(data), line):]
-			end := strings.Index(text, "\"$SOURCE\"")
-			if end < 0 {
-				end = len(line)
+			text := line[i+len("./cmd/dorisarm "):]
+			for k := n; strings.HasSuffix(strings.TrimSpace(lines[k]), "\\") && k+1 < len(lines); k++ {
+				text += " " + lines[k+1]
 			}
-			words := strings.Fields(strings.ReplaceAll(text[len(line[:i])+len("./cmd/dorisarm "):end], "\\", ""))
+			var words []string
+			for _, w := range strings.Fields(strings.ReplaceAll(text, "\\", "")) {
+				if strings.HasPrefix(w, "\"") || strings.HasPrefix(w, "$") {
+					continue // an argument from the environment, not a flag
+				}
+				words = append(words, w)
+			}
 			cmd, rest, err := root.Find(words)
 			if err != nil || cmd == root {
 				t.Errorf("%s: dorisarm %v: no such command", file, words)
@@ -113,7 +119,9 @@ func TestWorkflowsCallRealThings(t *testing.T) {
 			}
 			calls++
 			for _, w := range rest {
-				if name, ok := strings.CutPrefix(w, "--"); ok && cmd.Flags().Lookup(name) == nil {
+				name, ok := strings.CutPrefix(w, "--")
+				name, _, _ = strings.Cut(name, "=")
+				if ok && cmd.Flags().Lookup(name) == nil {
 					t.Errorf("%s: dorisarm %s --%s: no such flag", file, cmd.Name(), name)
 				}
 			}
