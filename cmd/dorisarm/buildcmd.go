@@ -55,6 +55,9 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			if err := checkFormat(format, "text", "json"); err != nil {
 				return err
 			}
+			if cacheMax < 0 {
+				return usageErr("--cache-max-size %d: give the bytes the cache may keep after the build", cacheMax)
+			}
 			if allowFile != "" {
 				exc, err := scan.LoadAllow(allowFile)
 				if err != nil {
@@ -157,6 +160,9 @@ func newCacheCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format, "text", "json"); err != nil {
 				return err
+			}
+			if maxSize < 0 {
+				return usageErr("--max-size %d: give the bytes the cache may keep (0 empties it)", maxSize)
 			}
 			c := &build.Cache{Dir: dir}
 			removed, err := c.Prune(maxSize)

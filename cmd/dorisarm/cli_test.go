@@ -163,3 +163,31 @@ func TestNoColor(t *testing.T) {
 		t.Errorf("colour despite NO_COLOR or a pipe:\n%q\n%q", plain, piped)
 	}
 }
+
+// TestExitStatus: bad input and usage exit 2 with a message that says what
+// to do, across the commands.
+func TestExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"verify", "127.0.0.1:1/x/y:z"}, "give --key"},
+		{[]string{"sign", "127.0.0.1:1/x/y:z"}, "give --key"},
+		{[]string{"promote"}, "give --key"},
+		{[]string{"image", "inspect", "oci:" + dir + ":a:b"}, "index.json"},
+		{[]string{"cache", "prune", "--cache", dir, "--max-size", "-1"}, "--max-size -1"},
+		{[]string{"build", "--cache-max-size", "-5", "--target", "kunpeng920"}, "--cache-max-size -5"},
+		{[]string{"publish"}, "--repo is required"},
+		{[]string{"scan", "--target", "nope", "."}, "unknown target \"nope\""},
+		{[]string{"report", "--release"}, "flag needs an argument"},
+		{[]string{"version", "extra"}, "unknown command"},
+		{[]string{"matrix", "--color", "bad"}, "use auto, always or never"},
+		{[]string{"keygen", "-o", "yaml"}, "--output/--format \"yaml\""},
+	} {
+		_, errOut, code := run(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d %q, want 2 and %q", c.args, code, errOut, c.want)
+		}
+	}
+}
