@@ -259,22 +259,9 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
 				return err
 			}
 			if format == "json" {
-				type row struct {
-					Ref    string `json:"ref"`
-					Kind   string `json:"kind"`
-					Digest string `json:"digest"`
-				}
-				rows := []row{}
-				for _, t := range rel {
-					d, err := t.Digest()
-					if err != nil {
-						return err
-					}
-					kind := "image"
-					if t.Index != nil {
-						kind = "index"
-					}
-					rows = append(rows, row{Ref: out + ":" + t.Repo + ":" + t.Tag, Kind: kind, Digest: d.String()})
+				rows, err := releaseRows(out, rel)
+				if err != nil {
+					return err
 				}
 				return printJSON(g.stdout, rows)
 			}
@@ -288,18 +275,38 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
 	return cmd
 }
 
-func printRelease(w io.Writer, rel []image.Tagged) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+// releaseRow is one image or index of a release as image build prints it.
+type releaseRow struct {
+	Ref    string `json:"ref"`
+	Kind   string `json:"kind"` // image or index
+	Digest string `json:"digest"`
+}
+
+// releaseRows are rel's tags under prefix (oci:DIR or REGISTRY/PATH).
+func releaseRows(prefix string, rel []image.Tagged) ([]releaseRow, error) {
+	rows := []releaseRow{}
 	for _, t := range rel {
 		d, err := t.Digest()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		kind := "image"
 		if t.Index != nil {
 			kind = "index"
 		}
-		fmt.Fprintf(tw, "%s:%s\t%s\t%s\n", t.Repo, t.Tag, kind, d)
+		rows = append(rows, releaseRow{Ref: prefix + ":" + t.Repo + ":" + t.Tag, Kind: kind, Digest: d.String()})
+	}
+	return rows, nil
+}
+
+func printRelease(w io.Writer, rel []image.Tagged) error {
+	rows, err := releaseRows("", rel)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", strings.TrimPrefix(r.Ref, ":"), r.Kind, r.Digest)
 	}
 	return tw.Flush()
 }

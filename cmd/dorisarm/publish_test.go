@@ -4,15 +4,11 @@ import (
 	"archive/tar"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -23,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/dorisarm/dorisarm/internal/image"
+
+	"github.com/dorisarm/dorisarm/internal/testproc"
 )
 
 // startRegistry runs the real docker-registry (distribution) on a free
@@ -33,32 +31,12 @@ func startRegistry(t *testing.T) string {
 	if err != nil {
 		t.Skip("docker-registry not installed (scripts/install-deps.sh)")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testproc.FreeAddr(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n", filepath.Join(dir, "data"), addr)), 0o644)
-	cmd := exec.Command(bin, "serve", cfg)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for i := 0; ; i++ {
-		resp, err := http.Get("http://" + addr + "/v2/")
-		if err == nil {
-			resp.Body.Close()
-			return addr
-		}
-		if i > 100 {
-			t.Fatalf("docker-registry did not start on %s: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testproc.Serve(t, "http://"+addr+"/v2/", bin, "serve", cfg)
+	return addr
 }
 
 type publishReport struct {

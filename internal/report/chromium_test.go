@@ -6,14 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/dorisarm/dorisarm/internal/testproc"
 )
 
 // webDriver is the little of the W3C WebDriver protocol the test needs,
@@ -95,29 +95,10 @@ func startChromium(t *testing.T) *webDriver {
 	if err != nil {
 		t.Skip("chromium not installed (scripts/install-deps.sh)")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(driver, fmt.Sprintf("--port=%d", port))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	w := &webDriver{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	for i := 0; ; i++ {
-		resp, err := http.Get(w.base + "/status")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if i > 200 {
-			t.Fatalf("chromedriver did not start: %v", err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	addr := testproc.FreeAddr(t)
+	_, port, _ := strings.Cut(addr, ":")
+	w := &webDriver{t: t, base: "http://" + addr}
+	testproc.Serve(t, w.base+"/status", driver, "--port="+port)
 	// Headless and off the network: this machine's is closed, and Chromium
 	// otherwise keeps trying to reach Google's services.
 	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
