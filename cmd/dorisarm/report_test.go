@@ -12,6 +12,7 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/build"
 	"github.com/dorisarm/dorisarm/internal/report"
+	"github.com/dorisarm/dorisarm/internal/testproc"
 )
 
 func reportJSON(t *testing.T, wantCode int, args ...string) *report.Report {
@@ -173,6 +174,37 @@ func TestReportFromBuildsAndRegistry(t *testing.T) {
 	}
 	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), "<!DOCTYPE html>") || strings.Contains(string(b), "<script") || strings.Contains(string(b), "http://") {
 		t.Errorf("HTML page: %v (self-contained: no scripts, no fetched resources)", err)
+	}
+
+	// The page as Chromium renders it shows the same numbers as the data.
+	w := testproc.Chromium(t)
+	w.Open("file://" + html)
+	for sel, want := range map[string]string{
+		"#total-targets":  "2",
+		"#total-signed":   "2/2",
+		"#total-attested": "2/2",
+		"#total-hitrate":  report.Percent(100 * float64(hits) / float64(steps)),
+		"#total-bytes":    report.Bytes(signed.Totals.ImageBytes),
+	} {
+		if got := w.Text(sel); got != want {
+			t.Errorf("rendered report: %s shows %q, want %q", sel, got, want)
+		}
+	}
+	for _, x := range signed.Targets {
+		row := `tr[data-target="` + x.Target + `"] `
+		rec, _ := build.ReadRecord(filepath.Join(out, "2.1.8", x.Target, build.RecordFile))
+		if got := w.Text(row + "td.compiler"); got != rec.Compiler.Name+" "+rec.Compiler.Version {
+			t.Errorf("%s compiler shows %q", x.Target, got)
+		}
+		if got := w.Text(row + "td.digest"); !strings.HasPrefix(x.Image.Digest, got) || len(got) < 19 {
+			t.Errorf("%s digest shows %q, the registry has %s", x.Target, got, x.Image.Digest)
+		}
+		if got := w.Text(row + "td.signature"); got != "verified" {
+			t.Errorf("%s signature shows %q", x.Target, got)
+		}
+	}
+	if p := os.Getenv("DORISARM_SCREENSHOT"); p != "" {
+		os.WriteFile(p, w.Screenshot(), 0o644)
 	}
 
 	// The same release as an OCI layout: the same digests (reproducible
