@@ -51,8 +51,27 @@ func TestVersionAndCompletion(t *testing.T) {
 	if out, _, code := run(t, "version"); code != 0 || !strings.HasPrefix(out, "dorisarm ") {
 		t.Errorf("version: %d %q", code, out)
 	}
-	if out, _, code := run(t, "completion", "bash"); code != 0 || !strings.Contains(out, "dorisarm") {
-		t.Errorf("completion: %d", code)
+	for _, sh := range []string{"bash", "zsh", "fish", "powershell"} {
+		if out, _, code := run(t, "completion", sh); code != 0 || !strings.Contains(out, "dorisarm") {
+			t.Errorf("completion %s: %d", sh, code)
+		}
+	}
+	// Target and compiler names come from the matrix, lists included.
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "build", "--target", "grav"}, []string{"graviton2", "graviton3", "graviton4"}},
+		{[]string{"__complete", "plan", "--target", "kunpeng920,gen"}, []string{"kunpeng920,generic-armv8"}},
+		{[]string{"__complete", "build", "--target", "a"}, []string{"ampere-altra", "all"}},
+		{[]string{"__complete", "scan", "--target", "a"}, []string{"ampere-altra"}},
+		{[]string{"__complete", "build", "--compiler", ""}, []string{"bisheng-clang", "clang", "gcc"}},
+	} {
+		out, _, code := run(t, c.args...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != 0 || len(lines) == 0 || strings.Join(lines[:len(lines)-1], " ") != strings.Join(c.want, " ") || lines[len(lines)-1] != ":4" {
+			t.Errorf("%v: %q, want %v and :4 (no file completion)", c.args, out, c.want)
+		}
 	}
 }
 

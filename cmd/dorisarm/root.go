@@ -94,7 +94,44 @@ Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
 		return err
 	}
 	root.AddCommand(newVersionCmd(g), newMatrixCmd(g), newPlanCmd(g), newSourcesCmd(g), newPatchCmd(g), newScanCmd(g), newBuildCmd(g), newCacheCmd(g), newImageCmd(g), newPublishCmd(g), newKeygenCmd(g), newSignCmd(g), newVerifyCmd(g), newPromoteCmd(g), newReportCmd(g))
+	registerCompletions(root, g)
 	return root
+}
+
+// registerCompletions completes --target and --compiler from the matrix
+// (--matrix, as given on the command line being completed).
+func registerCompletions(c *cobra.Command, g *globals) {
+	names := func(list func(*matrix.Matrix) []string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			m, err := matrix.Load(g.matrixFile)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			// --target a,b,<TAB>: complete the last name of the list.
+			prefix := toComplete[:strings.LastIndex(toComplete, ",")+1]
+			var out []string
+			for _, n := range list(m) {
+				if strings.HasPrefix(prefix+n, toComplete) {
+					out = append(out, prefix+n)
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		}
+	}
+	targets := names(func(m *matrix.Matrix) []string { return m.TargetNames() })
+	if c.Name() == "plan" || c.Name() == "build" { // they take lists and all
+		targets = names(func(m *matrix.Matrix) []string { return append(m.TargetNames(), "all") })
+	}
+	compilers := names(func(m *matrix.Matrix) []string { return sortedISAs(m.Compilers) })
+	if c.Flags().Lookup("target") != nil {
+		c.RegisterFlagCompletionFunc("target", targets)
+	}
+	if c.Flags().Lookup("compiler") != nil {
+		c.RegisterFlagCompletionFunc("compiler", compilers)
+	}
+	for _, s := range c.Commands() {
+		registerCompletions(s, g)
+	}
 }
 
 type flagError struct{ err error }
