@@ -66,6 +66,9 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if c := w.CSS(`tr[data-target="kunpeng920"] td.glibc`, "color"); c != "rgba(191, 135, 0, 1)" && c != "rgb(191, 135, 0)" {
 		t.Errorf("a waived glibc need is not amber: %s", c)
 	}
+	if c := w.CSS(`#ext-2\.1\.8-kunpeng920 tr[data-ext="aes"] td.waived`, "color"); strings.Contains(c, "191, 135, 0") {
+		t.Errorf("an extension's waived count is amber like a waived glibc need: %s", c)
+	}
 	if c := w.CSS(`tr[data-target="graviton3"] td.glibc`, "color"); c != "rgba(26, 127, 55, 1)" && c != "rgb(26, 127, 55)" {
 		t.Errorf("a fitting glibc need is not green: %s", c)
 	}
