@@ -3,7 +3,7 @@
 # headless Chromium and save what it shows. The flags keep Chromium off the
 # network (this machine's is closed) and out of the user's profile.
 set -euo pipefail
-page=$1 png=$2 width=${3:-1800} height=${4:-2400}
+page=$1 png=$2 width=${3:-1800} height=${4:-4200}
 profile=$(mktemp -d)
 trap 'rm -rf "${profile}"' EXIT
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \

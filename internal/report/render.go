@@ -130,7 +130,11 @@ func (r *Report) Markdown(w io.Writer) error {
 		if len(x.Patches) > 0 {
 			p("Patches: %s\n\n", "`"+strings.Join(x.Patches, "`, `")+"`")
 		}
-		p("| extension | on CPU | in -march | unguarded | guarded | waived |\n|---|---|---|---|---|---|\n")
+		if len(x.Extensions) == 0 {
+			p("No ISA extension counts: the scanner classifies AArch64 instructions only.\n")
+		} else {
+			p("| extension | on CPU | in -march | unguarded | guarded | waived |\n|---|---|---|---|---|---|\n")
+		}
 		for _, e := range x.Extensions {
 			mark := ""
 			if e.Bad() {

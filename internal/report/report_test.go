@@ -161,6 +161,21 @@ func TestTotalsAndMarkdown(t *testing.T) {
 			t.Errorf("html lacks %q", s)
 		}
 	}
+	// A target with no extension counts (x86_64) says so instead of an empty table.
+	x86 := FromRecord(&build.Record{Cell: plan.CellInfo{Doris: "2.1.8", Target: "x86_64", ISA: "x86_64", Glibc: "2.17"}, Scan: &scan.Summary{Clean: true}})
+	one := &Report{From: "out", Targets: []Target{x86}}
+	one.Total()
+	b.Reset()
+	one.Markdown(&b)
+	if !strings.Contains(b.String(), "No ISA extension counts") || strings.Contains(b.String(), "| extension |") {
+		t.Errorf("x86_64 markdown:\n%s", b.String())
+	}
+	b.Reset()
+	one.HTML(&b)
+	if !strings.Contains(b.String(), "No ISA extension counts") || strings.Contains(b.String(), `class="extensions"`) {
+		t.Error("x86_64 html has an empty extension table")
+	}
+
 	// Text from the data is escaped, never markup.
 	r.Targets[0].Description = `<img src=x onerror=alert(1)>`
 	b.Reset()
