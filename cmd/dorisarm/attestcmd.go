@@ -38,7 +38,11 @@ func newAttester(g *globals, dir string) (*attester, error) {
 	}
 	a := &attester{g: g, m: m, builds: map[string]image.Build{}}
 	for _, b := range bs {
-		a.builds[b.Record.ContentDigest()] = b
+		d := b.Record.ContentDigest()
+		if other, ok := a.builds[d]; ok {
+			return nil, fmt.Errorf("%s and %s have the same build digest %s: their images could not be told apart", other.Dir, b.Dir, d)
+		}
+		a.builds[d] = b
 	}
 	return a, nil
 }

@@ -219,11 +219,16 @@ func sortPatches(ps []*patch.Patch) {
 }
 
 // ContentDigest identifies what a build is, leaving out when and how fast
-// it ran: sha256 over its plan step keys and its output files. Two builds
-// of the same plan with the same outputs have the same content digest,
-// whatever their timings and cache hits; images carry it.
+// it ran: sha256 over its cell (Doris version and target), plan step keys
+// and output files. Two builds of the same cell and plan with the same
+// outputs have the same content digest, whatever their timings and cache
+// hits; images carry it.
 func (r *Record) ContentDigest() string {
 	h := sha256.New()
+	// The cell first: two targets with the same CPU and flags (graviton2 and
+	// ampere-altra) share every step and output, but are different builds,
+	// with their own images and provenance.
+	fmt.Fprintf(h, "cell %s %s\n", r.Cell.Doris, r.Cell.Target)
 	for _, s := range r.Steps {
 		fmt.Fprintf(h, "step %s %s\n", s.ID, s.Key)
 	}
