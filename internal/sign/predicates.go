@@ -147,8 +147,8 @@ func Provenance(rec *build.Record, builderID string) ([]byte, error) {
 			"builder": map[string]string{"id": builderID},
 			"metadata": map[string]any{
 				"invocationId": rec.ContentDigest(),
-				"startedOn":    rec.Finished.Add(-time.Duration(rec.Seconds * float64(time.Second))).UTC().Format(time.RFC3339),
-				"finishedOn":   rec.Finished.UTC().Format(time.RFC3339),
+				"startedOn":    rec.Finished.Add(-time.Duration(rec.Seconds * float64(time.Second))).UTC().Format(time.RFC3339Nano),
+				"finishedOn":   rec.Finished.UTC().Format(time.RFC3339Nano),
 			},
 			// How much of the build came from the step cache: the release report shows it.
 			"byproducts": []map[string]any{{
