@@ -49,7 +49,7 @@ func OpenStore(loc string, insecure bool, opts ...remote.Option) (Store, error) 
 		}
 		return &layoutStore{loc: loc, path: lp}, nil
 	}
-	if strings.ContainsAny(loc, ":@") && strings.Contains(loc[strings.LastIndex(loc, "/")+1:], ":") {
+	if i := strings.LastIndex(loc, "/"); strings.Contains(loc, "@") || i >= 0 && strings.Contains(loc[i+1:], ":") {
 		return nil, fmt.Errorf("%s: want a repository prefix without a tag (e.g. 127.0.0.1:5000/release), or oci:DIR", loc)
 	}
 	var nopts []name.Option

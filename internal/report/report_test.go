@@ -201,3 +201,20 @@ func TestVersionLE(t *testing.T) {
 		t.Error("Bytes")
 	}
 }
+
+func TestOpenStore(t *testing.T) {
+	for loc, ok := range map[string]bool{
+		"127.0.0.1:5000":                   true, // a registry's root
+		"127.0.0.1:5000/release":           true,
+		"ghcr.io/org/doris":                true,
+		"127.0.0.1:5000/release/doris:2.1": false, // a tag, not a prefix
+		"ghcr.io/org/doris@sha256:abc":     false,
+		"oci:" + t.TempDir():               false, // no layout there
+		"Not A Registry/UPPER":             false,
+	} {
+		_, err := OpenStore(loc, false)
+		if (err == nil) != ok {
+			t.Errorf("OpenStore(%q): %v, want ok=%v", loc, err, ok)
+		}
+	}
+}
