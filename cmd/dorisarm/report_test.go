@@ -106,6 +106,18 @@ func TestReportFromBuildsAndRegistry(t *testing.T) {
 		t.Errorf("unsigned release: %+v", unsigned.Totals)
 	}
 
+	// From the registry alone, unsigned: rows from the annotations, every
+	// target a problem, exit 1 (not bad input).
+	unsignedReg := reportJSON(t, 1, "--release", repo+"/doris-be:2.1.8", "--key", pub)
+	if len(unsignedReg.Targets) != 4 || unsignedReg.Totals.Signed != 0 {
+		t.Errorf("unsigned release from the registry: %+v", unsignedReg.Totals)
+	}
+	for _, x := range unsignedReg.Targets {
+		if len(x.Problems) != 1 || !strings.Contains(x.Problems[0], "no verified provenance") || x.CPU == "" || x.Compiler == "" {
+			t.Errorf("unsigned %s: %+v", x.Target, x)
+		}
+	}
+
 	// Signed and attested: every image verified, digests and sizes the registry's.
 	var refs []string
 	for _, tag := range []string{"doris-be:2.1.8", "doris-fe:2.1.8", "doris-be:2.1.8-generic-armv8", "doris-be:2.1.8-kunpeng920", "doris-be:2.1.8-graviton2", "doris-be:2.1.8-ampere-altra"} {

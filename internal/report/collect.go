@@ -57,7 +57,9 @@ func FromRegistry(ctx context.Context, m *matrix.Matrix, version string, o Optio
 		return nil, fmt.Errorf("a report from a registry reads the images' attestations: give --key cosign.pub, or --certificate-identity and --certificate-oidc-issuer")
 	}
 	r := &Report{From: o.Store.String(), Images: o.Store.String()}
-	mk := func(f *Found, sts []sign.Statement) (*Target, error) { return targetFromImage(m, f, sts) }
+	mk := func(f *Found, im *Image, sts []sign.Statement) (*Target, error) {
+		return targetFromImage(m, version, f, im, sts)
+	}
 	if err := r.attach(ctx, o, []string{version}, mk); err != nil {
 		return nil, err
 	}
@@ -86,7 +88,7 @@ func (r *Report) describeTrust(o Options) {
 
 // attach finds every image of each version in o.Store and hangs it on its
 // target (made by mk when the report has no targets of its own).
-func (r *Report) attach(ctx context.Context, o Options, versions []string, mk func(*Found, []sign.Statement) (*Target, error)) error {
+func (r *Report) attach(ctx context.Context, o Options, versions []string, mk func(*Found, *Image, []sign.Statement) (*Target, error)) error {
 	for _, img := range o.Images {
 		tags, err := o.Store.Tags(ctx, img)
 		if err != nil {
@@ -108,7 +110,7 @@ func (r *Report) attach(ctx context.Context, o Options, versions []string, mk fu
 				}
 				t := r.target(v, target)
 				if t == nil && mk != nil {
-					if t, err = mk(f, sts); err != nil {
+					if t, err = mk(f, im, sts); err != nil {
 						return fmt.Errorf("%s: %v", f.Ref, err)
 					}
 					r.Targets = append(r.Targets, *t)
@@ -225,8 +227,10 @@ type provenance struct {
 }
 
 // targetFromImage rebuilds a target's row from its image: the signed
-// provenance and scan, and the matrix for what the target allows.
-func targetFromImage(m *matrix.Matrix, f *Found, sts []sign.Statement) (*Target, error) {
+// provenance and scan, and the matrix for what the target allows. An image
+// without verified attestations still gets a row, from its annotations,
+// with the reason as a problem.
+func targetFromImage(m *matrix.Matrix, version string, f *Found, im *Image, sts []sign.Statement) (*Target, error) {
 	var prov *provenance
 	var rep *scan.Report
 	for _, st := range sts {
@@ -249,7 +253,7 @@ func targetFromImage(m *matrix.Matrix, f *Found, sts []sign.Statement) (*Target,
 		}
 	}
 	if prov == nil {
-		return nil, fmt.Errorf("no verified provenance attestation (sign it with dorisarm sign --build)")
+		return unattested(m, version, f, im)
 	}
 	ep, ip := prov.BuildDefinition.ExternalParameters, prov.BuildDefinition.InternalParameters
 	series, err := m.SeriesFor(ep.Doris)
@@ -286,6 +290,34 @@ func targetFromImage(m *matrix.Matrix, f *Found, sts []sign.Statement) (*Target,
 		sum = &rep.Summary
 	}
 	t.applyScan(cell, sum)
+	return t, nil
+}
+
+// unattested is the row of an image whose attestations did not verify:
+// what its annotations claim, which nothing vouches for.
+func unattested(m *matrix.Matrix, version string, f *Found, im *Image) (*Target, error) {
+	target := manifestTarget(f.Annotations)
+	series, err := m.SeriesFor(version)
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.Cell(series.Series, target)
+	if err != nil {
+		return nil, err
+	}
+	cell := plan.CellInfoOf(c, version)
+	t := &Target{
+		Doris: version, Target: target, Description: cell.Description, CPU: cell.CPU, OS: cell.OS, ISA: cell.ISA,
+		March: cell.March, GlibcMax: cell.Glibc, PGO: f.Annotations[image.AnnPGO] == "true", LTO: f.Annotations[image.AnnLTO],
+		BuildID: f.Annotations[image.AnnBuild],
+	}
+	t.Compiler, t.CompilerVersion, _ = strings.Cut(f.Annotations[image.AnnCompiler], " ")
+	why := im.Attestations.Detail
+	if why == "" {
+		why = im.Attestations.State
+	}
+	t.Problems = append(t.Problems, "no verified provenance or scan attestation, so the row shows only what the image's annotations claim: "+why)
+	t.applyScan(cell, nil)
 	return t, nil
 }
 
