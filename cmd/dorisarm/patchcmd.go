@@ -13,6 +13,7 @@ import (
 	goversion "github.com/hashicorp/go-version"
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/patch"
 )
 
@@ -434,11 +435,7 @@ touched and the failing hunks are shown.`,
 			if _, err := patch.Parse(p.Path, text); err != nil {
 				return fmt.Errorf("refreshed patch does not validate (nothing written): %v", err)
 			}
-			tmp := p.Path + ".tmp"
-			if err := os.WriteFile(tmp, text, 0o644); err != nil {
-				return err
-			}
-			if err := os.Rename(tmp, p.Path); err != nil {
+			if err := fsutil.WriteFileAtomic(p.Path, text, 0o644); err != nil {
 				return err
 			}
 			if format == "json" {

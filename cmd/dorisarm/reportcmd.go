@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/build"
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/report"
@@ -145,7 +146,7 @@ another build.`,
 				return err
 			}
 			if mdFile != "" {
-				if err := writeAtomic(mdFile, md.Bytes()); err != nil {
+				if err := writeReport(mdFile, md.Bytes()); err != nil {
 					return err
 				}
 			}
@@ -154,7 +155,7 @@ another build.`,
 				if err := rep.HTML(&h); err != nil {
 					return err
 				}
-				if err := writeAtomic(htmlFile, h.Bytes()); err != nil {
+				if err := writeReport(htmlFile, h.Bytes()); err != nil {
 					return err
 				}
 			}
@@ -260,28 +261,10 @@ func failures(r *report.Report) []string {
 	return append(bad, r.Problems...)
 }
 
-// writeAtomic writes a file whole or not at all.
-func writeAtomic(path string, data []byte) error {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+// writeReport writes a report file whole, making its directory.
+func writeReport(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return fsutil.WriteFileAtomic(path, data, 0o644)
 }

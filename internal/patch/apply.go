@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 )
 
 // Status is how a hunk applied.
@@ -497,7 +499,7 @@ func writeAll(root string, files map[string]*fileState, res *Result) error {
 			st := files[done[i]]
 			full := filepath.Join(root, filepath.FromSlash(done[i]))
 			if st.existed {
-				_ = writeFileAtomic(full, st.orig, st.mode)
+				_ = fsutil.WriteFileAtomic(full, st.orig, st.mode)
 			} else {
 				_ = os.Remove(full)
 			}
@@ -519,7 +521,7 @@ func writeAll(root string, files map[string]*fileState, res *Result) error {
 				}
 			}
 			if err = os.MkdirAll(filepath.Dir(full), 0o755); err == nil {
-				err = writeFileAtomic(full, fromLines(st.lines, st.eol), st.mode)
+				err = fsutil.WriteFileAtomic(full, fromLines(st.lines, st.eol), st.mode)
 			}
 		}
 		if err != nil {
@@ -530,25 +532,4 @@ func writeAll(root string, files map[string]*fileState, res *Result) error {
 	}
 	res.Files = names
 	return nil
-}
-
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".dorisarm-patch-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), mode); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 )
 
 // LockEntry pins one archive by content.
@@ -53,11 +55,7 @@ func (l *Lock) Write(path string) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return fsutil.WriteFileAtomic(path, append(data, '\n'), 0o644)
 }
 
 // Names returns the pinned archive names in order.
