@@ -159,31 +159,24 @@ func (o Options) check(ctx context.Context, img string, f *Found) (sig, att Stat
 		why := "an OCI layout holds no signatures: publish and sign the release to check them"
 		return Status{State: NotChecked, Detail: why}, Status{State: NotChecked, Detail: why}, nil
 	}
-	_, checks, err := sign.Verify(ctx, d, *o.Trust, false, o.Remote...)
+	res, err := sign.VerifyRelease(ctx, d, *o.Trust, false, o.Remote...)
 	if err != nil {
 		return Status{State: Failed, Detail: err.Error()}, Status{State: Failed, Detail: err.Error()}, nil
 	}
-	sig = summarize(checks, "signature of ", "signature(s)")
-	att = summarize(checks, "attestation ", "attestation(s): SPDX SBOM, SLSA provenance, scan")
+	sig = summarize(res.Signatures, "signature(s)")
 	if !fromBuild {
-		att = Status{State: None, Detail: "not made from one build"}
-		return sig, att, nil
+		return sig, Status{State: None, Detail: "not made from one build"}, nil
 	}
+	att = summarize(res.Attestations, "attestation(s): SPDX SBOM, SLSA provenance, scan")
 	if att.State == Verified {
-		sts, err = sign.VerifyAttestations(ctx, d, *o.Trust, o.Remote...)
-		if err != nil {
-			att = Status{State: Failed, Detail: err.Error()}
-		}
+		sts = res.Statements[f.Digest]
 	}
 	return sig, att, sts
 }
 
-func summarize(checks []sign.Check, prefix, what string) Status {
+func summarize(checks []sign.Check, what string) Status {
 	n := 0
 	for _, c := range checks {
-		if !strings.HasPrefix(c.What, prefix) {
-			continue
-		}
 		if !c.OK {
 			return Status{State: Failed, Detail: c.What + ": " + c.Why}
 		}

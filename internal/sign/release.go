@@ -34,20 +34,27 @@ func VerifyAttestationsOf(ctx context.Context, ref name.Reference, trust Trust, 
 	if err != nil {
 		return nil, err
 	}
-	return attestationChecks(ctx, ds, trust, opts...)
+	checks, _, err := attestationChecks(ctx, ds, trust, opts...)
+	return checks, err
 }
 
-func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts ...remote.Option) ([]Check, error) {
+// attestationChecks checks the attestations of every build-made manifest
+// in ds and returns the statements that verified, by manifest digest.
+func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts ...remote.Option) ([]Check, map[string][]Statement, error) {
 	var checks []Check
+	verified := map[string][]Statement{}
 	for _, d := range ds {
 		bd, err := BuildDigest(ctx, d, opts...)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if bd == "" {
 			continue // an index, or an image not made from one build (the shared FE)
 		}
 		sts, verr := VerifyAttestations(ctx, d, trust, opts...)
+		if verr == nil {
+			verified[d.DigestStr()] = sts
+		}
 		byType := map[string]Statement{}
 		for _, st := range sts {
 			if st.Subject == d.DigestStr() {
@@ -79,5 +86,5 @@ func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts 
 			checks = append(checks, c)
 		}
 	}
-	return checks, nil
+	return checks, verified, nil
 }

@@ -153,25 +153,50 @@ func VerifySignatures(ctx context.Context, ref name.Reference, trust Trust, opts
 	return checks, err
 }
 
+// Result is what VerifyRelease checked.
+type Result struct {
+	Digests      []name.Digest // ref's digest and, for an index, its manifests'
+	Signatures   []Check
+	Attestations []Check
+	// Statements are the verified attestation statements of each
+	// build-made manifest, by its digest (sha256:…).
+	Statements map[string][]Statement
+}
+
+// Checks are the signature checks, then the attestation checks.
+func (r *Result) Checks() []Check {
+	return append(append([]Check{}, r.Signatures...), r.Attestations...)
+}
+
 // Verify resolves ref once and checks the signature of every digest it
 // covers and, unless signaturesOnly, the attestations of every build-made
 // manifest (see VerifyAttestationsOf). It returns the digests it checked.
 func Verify(ctx context.Context, ref name.Reference, trust Trust, signaturesOnly bool, opts ...remote.Option) ([]name.Digest, []Check, error) {
+	r, err := VerifyRelease(ctx, ref, trust, signaturesOnly, opts...)
+	if r == nil {
+		return nil, nil, err
+	}
+	return r.Digests, r.Checks(), err
+}
+
+// VerifyRelease is Verify keeping the signature and attestation checks
+// apart, with the attestation statements it verified.
+func VerifyRelease(ctx context.Context, ref name.Reference, trust Trust, signaturesOnly bool, opts ...remote.Option) (*Result, error) {
 	// The key (or trusted root) first: a bad key is bad input whatever the registry says.
 	co, err := trust.checkOpts(ctx, opts...)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	ds, err := Digests(ctx, ref, opts...)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	checks := signatureChecks(ctx, ds, co)
+	r := &Result{Digests: ds, Signatures: signatureChecks(ctx, ds, co)}
 	if signaturesOnly {
-		return ds, checks, nil
+		return r, nil
 	}
-	more, err := attestationChecks(ctx, ds, trust, opts...)
-	return ds, append(checks, more...), err
+	r.Attestations, r.Statements, err = attestationChecks(ctx, ds, trust, opts...)
+	return r, err
 }
 
 func signatureChecks(ctx context.Context, ds []name.Digest, co *cosign.CheckOpts) []Check {
