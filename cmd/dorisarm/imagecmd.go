@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -369,9 +368,7 @@ for loopback registries; --insecure allows it elsewhere.`,
 				return &exitError{code: exitCheck, err: err}
 			}
 			if format == "json" {
-				enc := json.NewEncoder(g.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				return printJSON(g.stdout, rep)
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			var wouldUpload int64
@@ -602,13 +599,4 @@ func printAnnotations(w io.Writer, indent string, ann map[string]string) {
 	for _, k := range keys {
 		fmt.Fprintf(w, "%s%s=%s\n", indent, k, ann[k])
 	}
-}
-
-func sortedKeys(m map[string]struct{}) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

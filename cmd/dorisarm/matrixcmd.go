@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -59,9 +58,7 @@ func newMatrixCmd(g *globals) *cobra.Command {
 				})
 			}
 			if format == "json" {
-				b, _ := json.MarshalIndent(cells, "", "  ")
-				fmt.Fprintln(g.stdout, string(b))
-				return nil
+				return printJSON(g.stdout, cells)
 			}
 			rows := [][]string{{"CELL", "CPU", "OS", "GLIBC", "PAGE", "COMPILERS", "-MARCH", "PGO", "LTO", "OPENSSL", "QEMU"}}
 			for _, c := range cells {

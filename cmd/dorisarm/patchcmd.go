@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/user"
@@ -114,9 +113,7 @@ func newPatchListCmd(g *globals, pg *patchGlobals) *cobra.Command {
 				rows = append(rows, row{p.ID(), p.Component, p.Component + " " + p.AppliesTo, targets, p.Summary(), p.SHA256})
 			}
 			if format == "json" {
-				b, _ := json.MarshalIndent(rows, "", "  ")
-				fmt.Fprintln(g.stdout, string(b))
-				return nil
+				return printJSON(g.stdout, rows)
 			}
 			out := [][]string{{"PATCH", "COMPONENT", "APPLIES-TO", "TARGETS", "WHY"}}
 			for _, r := range rows {
@@ -173,8 +170,7 @@ func selectFor(g *globals, s *patch.Series, component, ver, target string) ([]*p
 
 func printResult(g *globals, r *patch.Result, format string) {
 	if format == "json" {
-		b, _ := json.MarshalIndent(r, "", "  ")
-		fmt.Fprintln(g.stdout, string(b))
+		printJSON(g.stdout, r)
 		return
 	}
 	counts := map[patch.Status]int{}
@@ -188,9 +184,9 @@ func printResult(g *globals, r *patch.Result, format string) {
 			if rest, ok := strings.CutPrefix(line, prefix); ok {
 				switch h.Status {
 				case patch.Failed:
-					line = prefix + g.status(false, "", rest)
+					line = prefix + g.paint(false, rest)
 				case patch.Clean, patch.Created, patch.Deleted:
-					line = prefix + g.status(true, rest, "")
+					line = prefix + g.paint(true, rest)
 				}
 			}
 		}

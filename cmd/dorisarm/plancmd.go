@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -203,14 +202,14 @@ with a content-addressed cache key. The same inputs give the same bytes.`,
 				return err
 			}
 			if o.format == "json" {
-				var b []byte
-				if len(plans) == 1 {
-					b, _ = plans[0].JSON()
-				} else {
-					b, _ = json.MarshalIndent(plans, "", "  ")
-					b = append(b, '\n')
+				if len(plans) != 1 {
+					return printJSON(g.stdout, plans)
 				}
-				_, err := g.stdout.Write(b)
+				b, err := plans[0].JSON()
+				if err != nil {
+					return err
+				}
+				_, err = g.stdout.Write(b)
 				return err
 			}
 			for i, p := range plans {

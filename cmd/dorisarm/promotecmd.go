@@ -114,7 +114,11 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 					plan, err := promote.Check(ctx, src, dst, o)
 					if plan != nil && text {
 						for _, c := range plan.Checks {
-							fmt.Fprintf(g.stdout, "%s  %s\n", g.status(c.OK, "ok  ", "FAIL"), c.What)
+							word := "ok  "
+							if !c.OK {
+								word = "FAIL"
+							}
+							fmt.Fprintf(g.stdout, "%s  %s\n", g.paint(c.OK, word), c.What)
 						}
 					}
 					if err != nil {

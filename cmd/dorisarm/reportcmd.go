@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -174,9 +173,7 @@ another build.`,
 			}
 			switch {
 			case format == "json":
-				enc := json.NewEncoder(g.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
+				if err := printJSON(g.stdout, rep); err != nil {
 					return err
 				}
 			case mdFile == "":

@@ -48,16 +48,16 @@ const (
 	ansiReset = "\033[0m"
 )
 
-// status is a check's status word, coloured when colour is on.
-func (g *globals) status(ok bool, okWord, failWord string) string {
-	w, c := okWord, ansiGreen
-	if !ok {
-		w, c = failWord, ansiRed
-	}
+// paint colours a status word green (ok) or red when colour is on.
+func (g *globals) paint(ok bool, word string) string {
 	if !g.color {
-		return w
+		return word
 	}
-	return c + w + ansiReset
+	c := ansiGreen
+	if !ok {
+		c = ansiRed
+	}
+	return c + word + ansiReset
 }
 
 func (g *globals) loadMatrix() (*matrix.Matrix, error) {
@@ -122,7 +122,7 @@ func registerCompletions(c *cobra.Command, g *globals) {
 	if c.Name() == "plan" || c.Name() == "build" { // they take lists and all
 		targets = names(func(m *matrix.Matrix) []string { return append(m.TargetNames(), "all") })
 	}
-	compilers := names(func(m *matrix.Matrix) []string { return sortedISAs(m.Compilers) })
+	compilers := names(func(m *matrix.Matrix) []string { return sortedKeys(m.Compilers) })
 	if c.Flags().Lookup("target") != nil {
 		c.RegisterFlagCompletionFunc("target", targets)
 	}

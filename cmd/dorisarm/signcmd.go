@@ -251,9 +251,9 @@ digest, with a clean scan. Exit status 1 if any check fails.`,
 				switch {
 				case format == "json":
 				case c.OK:
-					fmt.Fprintf(g.stdout, "%s    %s\n", g.status(true, "ok", ""), c.What)
+					fmt.Fprintf(g.stdout, "%s    %s\n", g.paint(true, "ok"), c.What)
 				default:
-					fmt.Fprintf(g.stdout, "%s  %s: %s\n", g.status(false, "", "FAIL"), c.What, c.Why)
+					fmt.Fprintf(g.stdout, "%s  %s: %s\n", g.paint(false, "FAIL"), c.What, c.Why)
 				}
 			}
 			if format == "json" {

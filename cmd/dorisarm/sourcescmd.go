@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -49,7 +50,7 @@ func allPackages(g *globals, tree string, o *treeOptions) ([]source.Package, *so
 	}
 	seen := map[string]bool{}
 	var pkgs []source.Package
-	for _, isa := range sortedISAs(m.ISAs) {
+	for _, isa := range sortedKeys(m.ISAs) {
 		ps, err := source.ReadPackages(tree, r, isa)
 		if err != nil {
 			return nil, nil, "", "", badInput(err)
@@ -66,18 +67,13 @@ func allPackages(g *globals, tree string, o *treeOptions) ([]source.Package, *so
 	return pkgs, lock, lockPath, r.Thirdparty.Mirror, badInput(err)
 }
 
-func sortedISAs[V any](m map[string]V) []string {
-	var out []string
+// sortedKeys are a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
 	}
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
+	sort.Strings(out)
 	return out
 }
 
