@@ -121,7 +121,7 @@ func (r *Report) attach(ctx context.Context, o Options, versions []string, mk fu
 					r.Problems = append(r.Problems, fmt.Sprintf("%s is an image for %s, which has no build here", f.Ref, target))
 					r.Shared = append(r.Shared, *im)
 				case im.BuildID != t.BuildID:
-					t.Problems = append(t.Problems, fmt.Sprintf("%s was made from build %s, not from this build (%s): rebuild the images", f.Ref, short(im.BuildID), short(t.BuildID)))
+					t.Problems = append(t.Problems, fmt.Sprintf("%s was made from build %s, not from this build (%s): rebuild the images", f.Ref, shortDigest(im.BuildID), shortDigest(t.BuildID)))
 					t.Image = im
 				default:
 					t.Image = im
@@ -312,11 +312,4 @@ func unattested(m *matrix.Matrix, version string, f *Found, im *Image) (*Target,
 	t.Problems = append(t.Problems, "no verified provenance or scan attestation, so the row shows only what the image's annotations claim: "+why)
 	t.applyScan(cell, nil)
 	return t, nil
-}
-
-func short(d string) string {
-	if _, h, ok := strings.Cut(d, ":"); ok && len(h) > 12 {
-		return h[:12]
-	}
-	return d
 }

@@ -55,7 +55,7 @@ func glibc(t Target) string {
 		need = "none"
 	}
 	s := need + " / " + t.GlibcMax
-	if t.GlibcWaived && !versionLE(need, t.GlibcMax) {
+	if t.GlibcState() == "waived" {
 		s += " (waived)"
 	}
 	return s

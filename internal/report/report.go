@@ -91,15 +91,13 @@ func (t Target) HitRate() float64 { return percent(t.CacheHits, t.CacheSteps) }
 
 // GlibcOK reports whether the build's glibc need fits the target OS.
 // A need the allow file waived is not a failure; the report says so.
-func (t Target) GlibcOK() bool {
-	return t.Glibc == "" || versionLE(t.Glibc, t.GlibcMax) || t.GlibcWaived
-}
+func (t Target) GlibcOK() bool { return t.GlibcState() != "bad" }
 
 // GlibcState is ok (fits the OS), waived (too new, waived by the allow
 // file) or bad.
 func (t Target) GlibcState() string {
 	switch {
-	case t.Glibc == "" || versionLE(t.Glibc, t.GlibcMax):
+	case scan.CompareVersions(t.Glibc, t.GlibcMax) <= 0:
 		return "ok"
 	case t.GlibcWaived:
 		return "waived"
@@ -303,22 +301,4 @@ func percent(n, of int) float64 {
 		return 0
 	}
 	return 100 * float64(n) / float64(of)
-}
-
-// versionLE compares dotted numeric versions (2.28 <= 2.36).
-func versionLE(a, b string) bool {
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < max(len(as), len(bs)); i++ {
-		var x, y int
-		if i < len(as) {
-			fmt.Sscan(as[i], &x)
-		}
-		if i < len(bs) {
-			fmt.Sscan(bs[i], &y)
-		}
-		if x != y {
-			return x < y
-		}
-	}
-	return true
 }

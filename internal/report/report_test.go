@@ -185,12 +185,12 @@ func TestTotalsAndMarkdown(t *testing.T) {
 	}
 }
 
-func TestVersionLE(t *testing.T) {
+func TestVersionOrderAndFormats(t *testing.T) {
 	for _, c := range []struct {
 		a, b string
 		le   bool
 	}{{"2.28", "2.36", true}, {"2.36", "2.28", false}, {"2.3", "2.28", true}, {"2.28", "2.28", true}, {"2.28.1", "2.28", false}} {
-		if versionLE(c.a, c.b) != c.le {
+		if le := scan.CompareVersions(c.a, c.b) <= 0; le != c.le {
 			t.Errorf("%s <= %s: want %v", c.a, c.b, c.le)
 		}
 	}

@@ -386,21 +386,21 @@ func (a *analyzed) dynamic(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	// Highest GLIBC_ and GLIBCXX_ versions this object needs, and who needs them.
 	var glibc, glibcxx string
 	for _, dep := range di.verNeed {
-		if v, ok := strings.CutPrefix(dep, "GLIBC_"); ok && isVersion(v) && cmpVersion(v, glibc) > 0 {
+		if v, ok := strings.CutPrefix(dep, "GLIBC_"); ok && isVersion(v) && CompareVersions(v, glibc) > 0 {
 			glibc = v
 		}
-		if v, ok := strings.CutPrefix(dep, "GLIBCXX_"); ok && isVersion(v) && cmpVersion(v, glibcxx) > 0 {
+		if v, ok := strings.CutPrefix(dep, "GLIBCXX_"); ok && isVersion(v) && CompareVersions(v, glibcxx) > 0 {
 			glibcxx = v
 		}
 	}
 	a.file.GlibcMax, a.file.Glibcxx = glibc, glibcxx
 	// The symbols behind a violation are named; ImportedSymbols is only read then.
-	if pol != nil && glibc != "" && cmpVersion(glibc, pol.GlibcMax) > 0 {
+	if pol != nil && glibc != "" && CompareVersions(glibc, pol.GlibcMax) > 0 {
 		imported, _ := f.ImportedSymbols()
 		a.findings = append(a.findings, Finding{Kind: KindGlibc, Severity: SevError, Path: a.file.Path, Feature: "GLIBC_" + glibc,
 			Detail: fmt.Sprintf("needs GLIBC_%s but %s has glibc %s: %s", glibc, pol.OS, pol.GlibcMax, newerSymbols(imported, "GLIBC_", pol.GlibcMax))})
 	}
-	if pol != nil && pol.GlibcxxMax != "" && glibcxx != "" && cmpVersion(glibcxx, pol.GlibcxxMax) > 0 {
+	if pol != nil && pol.GlibcxxMax != "" && glibcxx != "" && CompareVersions(glibcxx, pol.GlibcxxMax) > 0 {
 		imported, _ := f.ImportedSymbols()
 		a.findings = append(a.findings, Finding{Kind: KindGlibcxx, Severity: SevError, Path: a.file.Path, Feature: "GLIBCXX_" + glibcxx,
 			Detail: fmt.Sprintf("links libstdc++ dynamically and needs GLIBCXX_%s but %s's libstdc++ has %s (link it with -static-libstdc++): %s",
@@ -414,7 +414,7 @@ func newerSymbols(imported []elf.ImportedSymbol, prefix, ceiling string) string 
 	var names []string
 	for _, s := range imported {
 		v, ok := strings.CutPrefix(s.Version, prefix)
-		if ok && isVersion(v) && cmpVersion(v, ceiling) > 0 && !seen[s.Name] {
+		if ok && isVersion(v) && CompareVersions(v, ceiling) > 0 && !seen[s.Name] {
 			seen[s.Name] = true
 			names = append(names, s.Name+"@"+s.Version)
 		}
@@ -438,8 +438,9 @@ func isVersion(v string) bool {
 	return v != ""
 }
 
-// cmpVersion compares dotted numeric versions; "" is the smallest.
-func cmpVersion(a, b string) int {
+// CompareVersions compares dotted numeric versions (glibc's 2.28 < 2.36);
+// "" is the smallest.
+func CompareVersions(a, b string) int {
 	if a == b {
 		return 0
 	}

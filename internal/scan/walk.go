@@ -677,10 +677,10 @@ func (w *walker) finish() {
 		for k, v := range f.Guarded {
 			s.Guarded[k] += v
 		}
-		if cmpVersion(f.GlibcMax, s.GlibcMax) > 0 {
+		if CompareVersions(f.GlibcMax, s.GlibcMax) > 0 {
 			s.GlibcMax = f.GlibcMax
 		}
-		if cmpVersion(f.Glibcxx, s.GlibcxxMax) > 0 {
+		if CompareVersions(f.Glibcxx, s.GlibcxxMax) > 0 {
 			s.GlibcxxMax = f.Glibcxx
 		}
 	}
