@@ -249,20 +249,13 @@ func targetFromImage(m *matrix.Matrix, version string, f *Found, im *Image, sts 
 		return unattested(m, version, f, im)
 	}
 	ep, ip := prov.BuildDefinition.ExternalParameters, prov.BuildDefinition.InternalParameters
-	series, err := m.SeriesFor(ep.Doris)
+	cell, err := cellOf(m, ep.Doris, ep.Target)
 	if err != nil {
 		return nil, err
 	}
-	c, err := m.Cell(series.Series, ep.Target)
-	if err != nil {
-		return nil, err
-	}
-	cell := plan.CellInfoOf(c, ep.Doris)
-	t := &Target{
-		Doris: ep.Doris, Target: ep.Target, Description: cell.Description, CPU: cell.CPU, OS: cell.OS, ISA: cell.ISA,
-		March: cell.March, Compiler: ip.Compiler.Name, CompilerVersion: ip.Compiler.Version, PGO: ip.PGO, LTO: ip.LTO,
-		GlibcMax: cell.Glibc, Patches: ip.Patches, BuildID: ip.Build,
-	}
+	t := fromCell(cell)
+	t.Compiler, t.CompilerVersion, t.PGO, t.LTO = ip.Compiler.Name, ip.Compiler.Version, ip.PGO, ip.LTO
+	t.Patches, t.BuildID = ip.Patches, ip.Build
 	phases := map[string][]string{}
 	for ph, fl := range ip.Flags {
 		phases[ph] = strings.Fields(fl)
@@ -283,27 +276,18 @@ func targetFromImage(m *matrix.Matrix, version string, f *Found, im *Image, sts 
 		sum = &rep.Summary
 	}
 	t.applyScan(cell, sum)
-	return t, nil
+	return &t, nil
 }
 
 // unattested is the row of an image whose attestations did not verify:
 // what its annotations claim, which nothing vouches for.
 func unattested(m *matrix.Matrix, version string, f *Found, im *Image) (*Target, error) {
-	target := manifestTarget(f.Annotations)
-	series, err := m.SeriesFor(version)
+	cell, err := cellOf(m, version, manifestTarget(f.Annotations))
 	if err != nil {
 		return nil, err
 	}
-	c, err := m.Cell(series.Series, target)
-	if err != nil {
-		return nil, err
-	}
-	cell := plan.CellInfoOf(c, version)
-	t := &Target{
-		Doris: version, Target: target, Description: cell.Description, CPU: cell.CPU, OS: cell.OS, ISA: cell.ISA,
-		March: cell.March, GlibcMax: cell.Glibc, PGO: f.Annotations[image.AnnPGO] == "true", LTO: f.Annotations[image.AnnLTO],
-		BuildID: f.Annotations[image.AnnBuild],
-	}
+	t := fromCell(cell)
+	t.PGO, t.LTO, t.BuildID = f.Annotations[image.AnnPGO] == "true", f.Annotations[image.AnnLTO], f.Annotations[image.AnnBuild]
 	t.Compiler, t.CompilerVersion, _ = strings.Cut(f.Annotations[image.AnnCompiler], " ")
 	why := im.Attestations.Detail
 	if why == "" {
@@ -311,5 +295,18 @@ func unattested(m *matrix.Matrix, version string, f *Found, im *Image) (*Target,
 	}
 	t.Problems = append(t.Problems, "no verified provenance or scan attestation, so the row shows only what the image's annotations claim: "+why)
 	t.applyScan(cell, nil)
-	return t, nil
+	return &t, nil
+}
+
+// cellOf is what the matrix says of a Doris version and target.
+func cellOf(m *matrix.Matrix, version, target string) (plan.CellInfo, error) {
+	series, err := m.SeriesFor(version)
+	if err != nil {
+		return plan.CellInfo{}, err
+	}
+	c, err := m.Cell(series.Series, target)
+	if err != nil {
+		return plan.CellInfo{}, err
+	}
+	return plan.CellInfoOf(c, version), nil
 }

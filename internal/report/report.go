@@ -153,14 +153,10 @@ const (
 
 // FromRecord is a target as its build record tells it.
 func FromRecord(rec *build.Record) Target {
-	t := Target{
-		Doris: rec.Cell.Doris, Target: rec.Cell.Target, Description: rec.Cell.Description,
-		CPU: rec.Cell.CPU, OS: rec.Cell.OS, ISA: rec.Cell.ISA, March: rec.Cell.March,
-		Compiler: rec.Compiler.Name, CompilerVersion: rec.Compiler.Version,
-		PGO: rec.Cell.PGO, LTO: rec.Cell.LTO, GlibcMax: rec.Cell.Glibc,
-		CacheHits: len(rec.Cache.Hits), CacheSteps: len(rec.Cache.Hits) + len(rec.Cache.Misses),
-		Seconds: rec.Seconds, BuildID: rec.ContentDigest(),
-	}
+	t := fromCell(rec.Cell)
+	t.Compiler, t.CompilerVersion = rec.Compiler.Name, rec.Compiler.Version
+	t.CacheHits, t.CacheSteps = len(rec.Cache.Hits), len(rec.Cache.Hits)+len(rec.Cache.Misses)
+	t.Seconds, t.BuildID = rec.Seconds, rec.ContentDigest()
 	flags := rec.Flags[ReleasePhase(rec.Flags)]
 	t.Flags = strings.Join(flags, " ")
 	t.Tune = tuneOf(flags)
@@ -186,6 +182,14 @@ func FromRecord(rec *build.Record) Target {
 		}
 	}
 	return t
+}
+
+// fromCell starts a target's row with what its cell says.
+func fromCell(c plan.CellInfo) Target {
+	return Target{
+		Doris: c.Doris, Target: c.Target, Description: c.Description, CPU: c.CPU, OS: c.OS, ISA: c.ISA,
+		March: c.March, PGO: c.PGO, LTO: c.LTO, GlibcMax: c.Glibc,
+	}
 }
 
 // ReleasePhase is the phase whose flags made the shipped binaries: the
