@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -72,7 +71,7 @@ func (a *attester) attest(ctx context.Context, s releaseSigner, d name.Digest) (
 		return nil, err
 	}
 	opts := scan.DefaultOptions()
-	rf := filepath.Join(a.g.repoDir(), "recipes", rec.Recipe.Name+".yaml")
+	rf := a.g.recipeFile(rec.Recipe.Name)
 	if r, err := recipe.Load(rf); err == nil && r.ScanAllow != "" {
 		if opts.Allow, err = scan.LoadAllow(r.Path(r.ScanAllow)); err != nil {
 			return nil, err

@@ -55,7 +55,7 @@ func (o *releaseOptions) release(g *globals) ([]image.Tagged, error) {
 	}
 	rf := o.recipeFile
 	if rf == "" {
-		rf = filepath.Join(g.repoDir(), "recipes", builds[0].Record.Recipe.Name+".yaml")
+		rf = g.recipeFile(builds[0].Record.Recipe.Name)
 	}
 	r, err := recipe.Load(rf)
 	if err != nil {

@@ -87,7 +87,7 @@ another build.`,
 						return badInput(err)
 					}
 					if recipeFile == "" {
-						recipeFile = filepath.Join(g.repoDir(), "recipes", recs[0].Recipe.Name+".yaml")
+						recipeFile = g.recipeFile(recs[0].Recipe.Name)
 					}
 					if o.Images, err = imageNames(recipeFile); err != nil {
 						return badInput(err)

@@ -69,6 +69,11 @@ func (g *globals) loadMatrix() (*matrix.Matrix, error) {
 // sample are found relative to it.
 func (g *globals) repoDir() string { return filepath.Dir(g.matrixFile) }
 
+// recipeFile is where the recipe a build record names lives.
+func (g *globals) recipeFile(name string) string {
+	return filepath.Join(g.repoDir(), "recipes", name+".yaml")
+}
+
 func newRoot() *cobra.Command {
 	g := &globals{stdout: os.Stdout, stderr: os.Stderr}
 	root := &cobra.Command{
