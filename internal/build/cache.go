@@ -214,6 +214,12 @@ func untar(r io.Reader, root string) error {
 		if err != nil {
 			return err
 		}
+		if h.Typeflag == tar.TypeXGlobalHeader || h.Typeflag == 'V' {
+			// Metadata about the archive (a PAX global header, as git
+			// archive writes first, or a GNU volume label), not an entry:
+			// its name is no path in the tree.
+			continue
+		}
 		rel := filepath.Clean(filepath.FromSlash(h.Name))
 		if strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
 			return fmt.Errorf("cache entry names %q outside the tree", h.Name)
@@ -232,7 +238,7 @@ func untar(r io.Reader, root string) error {
 			if err := os.Symlink(h.Linkname, full); err != nil {
 				return err
 			}
-		case tar.TypeReg:
+		case tar.TypeReg, tar.TypeCont:
 			os.RemoveAll(full)
 			if err := writeFile(full, tr, os.FileMode(h.Mode)&0o7777, h.ModTime); err != nil {
 				return err

@@ -38,7 +38,7 @@ func (h Header) render() string {
 		return k + ": " + strings.Join(lines, "\n ") + "\n"
 	}
 	var b strings.Builder
-	b.WriteString(field("Description", h.Description, "TODO one line saying what this changes\n TODO why, in a few lines"))
+	b.WriteString(field("Description", h.Description, "TODO one line saying what this changes\nTODO why, in a few lines"))
 	b.WriteString(field("Author", h.Author, "TODO name <email>"))
 	b.WriteString(field("Origin", h.Origin, "vendor, dorisarm"))
 	b.WriteString(field("Forwarded", h.Forwarded, "no"))
@@ -101,18 +101,37 @@ func ChangesFromGit(dir string) ([]Change, error) {
 	return changes, nil
 }
 
-// IsGit reports whether dir is inside a git work tree.
+// IsGit reports whether dir is a git checkout of its source: inside a git
+// work tree and with files of its own tracked. An archive unpacked inside a
+// checkout is not: Doris's thirdparty/src/<pkg>/ sits in the Doris checkout,
+// ignored by it, and its pristine copy is the archive beside it.
 func IsGit(dir string) bool {
 	out, err := exec.Command("git", "-C", dir, "rev-parse", "--is-inside-work-tree").Output()
-	return err == nil && strings.TrimSpace(string(out)) == "true"
+	if err != nil || strings.TrimSpace(string(out)) != "true" {
+		return false
+	}
+	out, err = exec.Command("git", "-C", dir, "ls-files", "-z", "--", ".").Output()
+	return err == nil && len(out) > 0
 }
 
-// DefaultIgnore are build products a source tree picks up while being worked on.
-var DefaultIgnore = []string{"*.o", "*.a", "*.so", "*.so.*", "build", "build-*", "patched_mark*", ".dorisarm*"}
+// DefaultIgnore are build products a source tree picks up while being worked
+// on: objects and libraries, build directories (doris_build is where Doris's
+// build-thirdparty.sh builds each package) and download-thirdparty.sh's
+// patched_mark. A pattern ending in "/" matches directories only, so
+// build-*/ leaves out build-aarch64/ but not Doris's build-thirdparty.sh.
+var DefaultIgnore = []string{"*.o", "*.a", "*.so", "*.so.*", "build/", "build-*/", "doris_build/", "patched_mark*", ".dorisarm*"}
 
+// ignored reports whether a pattern matches a component of rel: a pattern
+// ending in "/" one of its directories, any other any component.
 func ignored(rel string, patterns []string) bool {
-	for _, part := range strings.Split(rel, "/") {
+	parts := strings.Split(rel, "/")
+	for i, part := range parts {
+		dir := i < len(parts)-1
 		for _, p := range patterns {
+			p, dirOnly := strings.CutSuffix(p, "/")
+			if dirOnly && !dir {
+				continue
+			}
 			if ok, _ := path.Match(p, part); ok {
 				return true
 			}
@@ -123,6 +142,9 @@ func ignored(rel string, patterns []string) bool {
 
 // ChangesFromPristine compares an edited tree with its pristine copy (a
 // directory, or a .tar.gz/.tgz archive whose single top directory holds it).
+// As with .gitignore, the ignore patterns leave out only files the pristine
+// copy lacks: an edit to, or the removal of, one of its own files is always
+// in the diff (lz4 ships a build/ directory; Doris a build-thirdparty.sh).
 func ChangesFromPristine(dir, pristine string, ignore []string) ([]Change, error) {
 	old, err := readPristine(pristine)
 	if err != nil {
@@ -141,11 +163,11 @@ func ChangesFromPristine(dir, pristine string, ignore []string) ([]Change, error
 	}
 	var changes []Change
 	for n := range names {
-		if ignored(n, ignore) {
-			continue
-		}
 		o, okO := old[n]
 		c, okC := cur[n]
+		if !okO && ignored(n, ignore) {
+			continue
+		}
 		if okO && okC && bytes.Equal(o, c) {
 			continue
 		}
@@ -157,6 +179,9 @@ func ChangesFromPristine(dir, pristine string, ignore []string) ([]Change, error
 			ch.New = c
 		}
 		if bytes.IndexByte(ch.Old, 0) >= 0 || bytes.IndexByte(ch.New, 0) >= 0 {
+			if okO {
+				return nil, fmt.Errorf("%s is binary and differs from the pristine copy; patches carry text only (restore it)", n)
+			}
 			return nil, fmt.Errorf("%s is binary; patches carry text only (add it to --ignore if it is a build product)", n)
 		}
 		changes = append(changes, ch)
@@ -187,6 +212,40 @@ func readTree(dir string) (map[string][]byte, error) {
 
 // maxPristine bounds what an archive may expand to.
 const maxPristine = 2 << 30
+
+// typeGNUVolume is GNU tar's volume label ('V'): its name is a label, not a path.
+const typeGNUVolume = 'V'
+
+// isMetadata reports whether a tar header describes the archive rather than
+// an entry in it. git archive (and so every GitHub tag archive) starts with a
+// PAX global header, a 'g' entry named pax_global_header whose records hold
+// the commit id; Go's archive/tar returns it from Next like an entry.
+func isMetadata(h *tar.Header) bool {
+	return h.Typeflag == tar.TypeXGlobalHeader || h.Typeflag == typeGNUVolume
+}
+
+// isRegular reports whether a tar entry carries a regular file's content:
+// besides '0' (archive/tar maps the pre-POSIX '\x00' to it, or to a
+// directory when the name ends in a slash), contiguous files ('7', a
+// regular file to every tar but the one that wrote it) and GNU sparse files
+// (archive/tar expands their holes).
+func isRegular(h *tar.Header) bool {
+	switch h.Typeflag {
+	case tar.TypeReg, tar.TypeCont, tar.TypeGNUSparse:
+		return true
+	}
+	return false
+}
+
+// entryPath cleans an archive entry's name. It is "." for the archive's
+// root ("./") and an error for a name that is absolute or climbs out.
+func entryPath(name string) (string, error) {
+	clean := path.Clean(strings.TrimPrefix(name, "./"))
+	if path.IsAbs(name) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("entry %q names a path outside the archive", name)
+	}
+	return clean, nil
+}
 
 func readPristine(p string) (map[string][]byte, error) {
 	st, err := os.Stat(p)
@@ -220,7 +279,16 @@ func readPristine(p string) (map[string][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", p, err)
 		}
-		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		if isMetadata(h) {
+			continue
+		}
+		name, err := entryPath(h.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", p, err)
+		}
+		if name == "." {
+			continue
+		}
 		first, rest, _ := strings.Cut(name, "/")
 		if top == "" {
 			top = first
@@ -228,18 +296,43 @@ func readPristine(p string) (map[string][]byte, error) {
 		if first != top {
 			return nil, fmt.Errorf("%s: entries outside the single top directory %s/ (found %s)", p, top, h.Name)
 		}
-		if h.Typeflag != tar.TypeReg || rest == "" {
+		if rest == "" {
 			continue
 		}
-		total += h.Size
-		if total > maxPristine {
-			return nil, fmt.Errorf("%s: expands to more than %d bytes", p, int64(maxPristine))
+		switch {
+		case isRegular(h):
+			if h.Size < 0 {
+				return nil, fmt.Errorf("%s: %s: negative size", p, h.Name)
+			}
+			total += h.Size
+			if total > maxPristine {
+				return nil, fmt.Errorf("%s: expands to more than %d bytes", p, int64(maxPristine))
+			}
+			data, err := io.ReadAll(io.LimitReader(tr, h.Size))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %v", p, h.Name, err)
+			}
+			out[rest] = data
+		case h.Typeflag == tar.TypeLink:
+			// A hard link unpacks to a regular file with its target's
+			// content; the target is an earlier entry of the same tree.
+			target, err := entryPath(h.Linkname)
+			if err != nil {
+				return nil, fmt.Errorf("%s: hard link %s: %v", p, h.Name, err)
+			}
+			tfirst, trest, _ := strings.Cut(target, "/")
+			if tfirst != top || trest == "" {
+				return nil, fmt.Errorf("%s: hard link %s points outside the top directory %s/ (to %s)", p, h.Name, top, h.Linkname)
+			}
+			data, ok := out[trest]
+			if !ok {
+				return nil, fmt.Errorf("%s: hard link %s points to %s, not an earlier regular file", p, h.Name, h.Linkname)
+			}
+			out[rest] = data
 		}
-		data, err := io.ReadAll(io.LimitReader(tr, h.Size))
-		if err != nil {
-			return nil, err
-		}
-		out[rest] = data
+	}
+	if top == "" {
+		return nil, fmt.Errorf("%s: no entries", p)
 	}
 	return out, nil
 }
@@ -263,6 +356,8 @@ func FindPristineArchive(dir string) (string, error) {
 	return "", fmt.Errorf("%s is not a git checkout and no archive beside it unpacks to %s/; pass --pristine DIR|ARCHIVE", dir, base)
 }
 
+// topDir returns the top directory of a .tar.gz archive's first entry
+// (metadata such as git's pax_global_header is not an entry), or "".
 func topDir(archive string) string {
 	f, err := os.Open(archive)
 	if err != nil {
@@ -273,12 +368,25 @@ func topDir(archive string) string {
 	if err != nil {
 		return ""
 	}
-	h, err := tar.NewReader(zr).Next()
-	if err != nil {
-		return ""
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return ""
+		}
+		if isMetadata(h) {
+			continue
+		}
+		name, err := entryPath(h.Name)
+		if err != nil {
+			return ""
+		}
+		if name == "." {
+			continue
+		}
+		first, _, _ := strings.Cut(name, "/")
+		return first
 	}
-	first, _, _ := strings.Cut(strings.TrimPrefix(h.Name, "./"), "/")
-	return first
 }
 
 // NextNumber returns the next free patch number of a component's series.

@@ -607,7 +607,15 @@ func (w *walker) tar(r io.Reader, name string, depth int, jar *jarInfo) {
 		if w.ctx.Err() != nil {
 			return
 		}
-		if h.Typeflag != tar.TypeReg {
+		switch h.Typeflag {
+		case tar.TypeReg, tar.TypeCont, tar.TypeGNUSparse:
+			// A regular file's content: '7' (contiguous) is a regular file
+			// to every other tar; archive/tar expands sparse files' holes.
+		default:
+			// Directories, links, devices, and metadata that archive/tar
+			// returns like an entry: git archive's PAX global header ('g',
+			// named pax_global_header, holding the commit id) and GNU
+			// volume labels ('V') describe the archive, not a member.
 			continue
 		}
 		mpath := name + "!/" + strings.TrimPrefix(h.Name, "./")
