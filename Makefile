@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build test vet fmt demo clean fuzz bench bench-scan bench-build bench-image e2e
+.PHONY: all deps build test vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real e2e
 
 all: build
 
@@ -47,6 +47,12 @@ bench-scan: deps
 bench-build: deps
 	bash scripts/bench-build.sh
 
+# Real Apache Doris third-party packages (snappy, lz4, bzip2, bitshuffle from
+# ../shared/corpus) built with Doris's own scripts for each target: cold and
+# no-op times.
+bench-real: deps
+	bash scripts/bench-real.sh
+
 # Build and publish the sample release to a real docker-registry: first
 # publish, unchanged re-publish and a one-target change, in seconds and bytes.
 bench-image: deps
@@ -66,6 +72,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzAnalyzeELF -fuzztime $(FUZZTIME) ./internal/scan
 	$(GO) test -run XXX -fuzz FuzzReadAr -fuzztime $(FUZZTIME) ./internal/scan
 	$(GO) test -run XXX -fuzz FuzzWalkMemory -fuzztime $(FUZZTIME) ./internal/scan
+	$(GO) test -run XXX -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./internal/pgo
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -17,6 +17,14 @@ host_pkgs=(
   docker-registry
   make cmake patch unzip zstd file libssl-dev bc time curl python3
   chromium chromium-driver
+  # What Apache Doris's own thirdparty scripts need (build-thirdparty.sh
+  # checks cmake, byacc, flex, automake and libtool; packages use the rest).
+  byacc flex bison automake autoconf libtool pkg-config ninja-build
+  xz-utils bzip2 zip python-is-python3
+  # Runs target programs a cross build starts where dorisarm's exec shim cannot be compiled.
+  proot
+  # Clang's native profile runtime (PGO profiles made in tests).
+  libclang-rt-16-dev
 )
 arm64_pkgs=(
   libssl-dev:arm64

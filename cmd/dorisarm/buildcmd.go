@@ -49,7 +49,9 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 		Example: `  dorisarm build --target kunpeng920
   dorisarm build --target all --out out
   dorisarm build --target all -o json | jq '.[] | {target, seconds, cache_hits}'
-  dorisarm build --source ~/src/doris --mirror /srv/doris-thirdparty --target graviton3 --pgo-profile tpch.profdata`,
+  dorisarm build --source ~/src/doris --mirror /srv/doris-thirdparty --target graviton3 --pgo-profile tpch.profdata
+  dorisarm build --source ~/src/doris --mirror /srv/doris-thirdparty --target kunpeng920 --packages snappy,lz4,bzip,bitshuffle
+  dorisarm build --source ~/src/doris --mirror /srv/doris-thirdparty --target graviton3 --packages all --keep-going`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format, "text", "json"); err != nil {
@@ -142,6 +144,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 	cmd.Flags().IntVar(&opts.Jobs, "jobs", 2, "parallel jobs inside a step")
 	cmd.Flags().StringVar(&opts.Mirror, "mirror", "", "third-party archive mirror: DIR, file:// or http(s):// (default: the recipe's)")
 	cmd.Flags().StringVar(&allowFile, "allow", "", "reviewed scan exceptions")
+	cmd.Flags().BoolVar(&opts.KeepGoing, "keep-going", false, "after a package fails, build every package that does not need it, then report each failure")
 	cmd.Flags().BoolVar(&opts.NoScan, "no-scan", false, "publish without the scan gate (recorded in the build record)")
 	cmd.Flags().Int64Var(&cacheMax, "cache-max-size", 0, "after building, prune the cache to this many bytes (least recently used first)")
 	formatFlag(cmd, &format, "text", "text or json (one entry per target; progress stays on stderr)")

@@ -6,12 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/patch"
+	"github.com/dorisarm/dorisarm/internal/pgo"
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/source"
@@ -23,6 +25,7 @@ type treeOptions struct {
 	source     string
 	recipeFile string
 	doris      string
+	packages   []string // sources lock --packages
 }
 
 func (o *treeOptions) flags(cmd *cobra.Command) {
@@ -82,6 +85,7 @@ type planOptions struct {
 	targets    string
 	compiler   string
 	pgoProfile string
+	packages   []string
 	format     string
 }
 
@@ -92,6 +96,7 @@ func (o *planOptions) flags(cmd *cobra.Command, profileHelp string) {
 	cmd.Flags().StringVar(&o.targets, "target", "", "target name, comma-separated names, or all")
 	cmd.Flags().StringVar(&o.compiler, "compiler", "", "use this compiler of the target's list instead of the first installed")
 	cmd.Flags().StringVar(&o.pgoProfile, "pgo-profile", "", profileHelp)
+	cmd.Flags().StringSliceVar(&o.packages, "packages", nil, "only these third-party packages (names as vars.sh or build-thirdparty.sh spell them, any case) and what they need; no BE, no FE")
 }
 
 // planned is a plan with what building it takes.
@@ -153,7 +158,12 @@ func makePlanned(g *globals, o *planOptions) ([]planned, error) {
 	}
 	profile := ""
 	if o.pgoProfile != "" {
-		if profile, err = source.FileDigest(o.pgoProfile); err != nil {
+		if st, err := os.Stat(o.pgoProfile); err == nil && st.IsDir() {
+			profile, err = source.TreeDigest(o.pgoProfile, nil)
+		} else {
+			profile, err = source.FileDigest(o.pgoProfile)
+		}
+		if err != nil {
 			return nil, usageErr("--pgo-profile: %v", err)
 		}
 	}
@@ -171,7 +181,13 @@ func makePlanned(g *globals, o *planOptions) ([]planned, error) {
 			}
 			return nil, badInput(err)
 		}
-		p, err := plan.Make(plan.Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock, Profile: profile})
+		if o.pgoProfile != "" && cell.Target.PGO {
+			// A profile the compiler cannot read fails the build late, with "bad magic".
+			if _, err := pgo.Validate(o.pgoProfile, tc.Compiler.Dialect); err != nil {
+				return nil, usageErr("--pgo-profile for %s (%s %s): %v", t, tc.Compiler.Name, tc.Identity.Version, err)
+			}
+		}
+		p, err := plan.Make(plan.Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock, Profile: profile, Packages: o.packages})
 		if err != nil {
 			return nil, badInput(err)
 		}
@@ -257,20 +273,42 @@ func printPlan(w io.Writer, p *plan.Plan) {
 		if cmd == "" && (s.Kind == plan.KindPatch || s.Kind == plan.KindPatchTree) {
 			var ids []string
 			for id := range s.Inputs {
-				ids = append(ids, id)
+				if id != "tree" {
+					ids = append(ids, id)
+				}
 			}
+			sort.Strings(ids)
 			cmd = "apply " + strings.Join(ids, " ")
 		}
 		if cmd == "" && s.Kind == plan.KindMerge {
 			cmd = "keep " + strings.Join(s.Outputs, " ") + " (GCC .gcda profile)"
 		}
+		if cmd == "" && s.Kind == plan.KindUnpack {
+			cmd = "unpack " + s.Inputs["archive"]
+			if n := countPrefix(s.Inputs, "doris_patch."); n > 0 {
+				cmd += fmt.Sprintf(" + %d of the tree's own patches", n)
+			}
+		}
 		if s.Kind == plan.KindCollect {
 			cmd = "collect " + s.Inputs["outputs"] + " -> $OUT"
+			if t := s.Inputs["thirdparty"]; t != "" {
+				cmd = "collect " + t + " -> $OUT/thirdparty/installed"
+			}
 		}
 		rows = append(rows, []string{"  " + s.ID, s.Kind, s.Phase, s.Key[:12], cmd})
 	}
 	table(w, rows)
 	fmt.Fprintf(w, "  %d steps\n", len(p.Steps))
+}
+
+func countPrefix(m map[string]string, prefix string) int {
+	n := 0
+	for k := range m {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
 }
 
 func short(s string) string {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/source"
 )
 
@@ -62,12 +63,43 @@ func allPackages(g *globals, tree string, o *treeOptions) ([]source.Package, *so
 			}
 		}
 	}
+	if funcs, err := source.BuildFunctions(filepath.Join(tree, r.Thirdparty.Build[0])); err == nil {
+		source.ResolveBuilds(pkgs, funcs, r, r.Thirdparty.Build[0])
+	}
+	if len(o.packages) > 0 {
+		sel, err := plan.SelectPackages(pkgs, r, o.packages)
+		if err != nil {
+			return nil, nil, "", "", badInput(err)
+		}
+		var keep []source.Package
+		for _, p := range pkgs {
+			if sel[p.Entry] {
+				keep = append(keep, p)
+			}
+		}
+		pkgs = keep
+	}
 	lockPath := r.Path(r.Lock)
 	lock, err := source.ReadLock(lockPath)
 	return pkgs, lock, lockPath, r.Thirdparty.Mirror, badInput(err)
 }
 
 // sortedKeys are a map's keys in order.
+// missingOf are the archives of pkgs the lock lists as missing.
+func missingOf(l *source.Lock, pkgs []source.Package) []string {
+	want := map[string]bool{}
+	for _, p := range pkgs {
+		want[p.Name] = true
+	}
+	var out []string
+	for _, m := range l.Missing {
+		if want[m] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -162,13 +194,19 @@ whose sha256 differs from an existing pin, and writes the recipe's lock file.`,
 			if err != nil {
 				return &exitError{code: exitCheck, err: fmt.Errorf("nothing written to %s:\n%v", lockPath, err)}
 			}
+			if m := missingOf(out, pkgs); len(m) == len(pkgs) {
+				return &exitError{code: exitCheck, err: fmt.Errorf("nothing written to %s: %s has none of the %d archives (is --mirror right?)", lockPath, mir, len(pkgs))}
+			}
 			if err := out.Write(lockPath); err != nil {
 				return err
 			}
 			if format == "json" {
 				return printJSON(g.stdout, map[string]any{"lock": lockPath, "archives": out.Archives})
 			}
-			fmt.Fprintf(g.stdout, "pinned %d archives in %s\n", len(pkgs), lockPath)
+			fmt.Fprintf(g.stdout, "pinned %d archives in %s\n", len(pkgs)-len(missingOf(out, pkgs)), lockPath)
+			if m := missingOf(out, pkgs); len(m) > 0 {
+				fmt.Fprintf(g.stderr, "warning: %d archive(s) are not in %s and stay unpinned (listed under \"missing\" in the lock): %s\n", len(m), mir, strings.Join(m, ", "))
+			}
 			return nil
 		},
 	}
@@ -176,5 +214,6 @@ whose sha256 differs from an existing pin, and writes the recipe's lock file.`,
 	formatFlag(cmd, &format, "text", "text or json")
 	cmd.Flags().StringVar(&mirror, "mirror", "", "where the archives are (default: the recipe's mirror)")
 	cmd.Flags().BoolVar(&update, "update", false, "accept archives whose sha256 changed from the pin")
+	cmd.Flags().StringSliceVar(&o.packages, "packages", nil, "only these packages (as vars.sh or build-thirdparty.sh name them) and what they need")
 	return cmd
 }

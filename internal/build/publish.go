@@ -30,13 +30,25 @@ func (r *runner) staging() string {
 
 // collect copies the steps' outputs (output/be → be) and the recipe's extra
 // files into a staging directory next to the final one.
-func (r *runner) collect(_ plan.Step, log io.Writer) error {
+func (r *runner) collect(s plan.Step, log io.Writer) error {
 	stage := r.staging()
 	if err := os.RemoveAll(stage); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(stage, 0o755); err != nil {
 		return err
+	}
+	if inst := s.Inputs["thirdparty"]; inst != "" {
+		// --packages: the third-party install tree is the build's output.
+		src := filepath.Join(r.src, filepath.FromSlash(inst))
+		if _, err := os.Stat(src); err != nil {
+			return fmt.Errorf("no package installed anything into %s", inst)
+		}
+		if err := copyTree(src, filepath.Join(stage, "thirdparty", "installed"), nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "collected %s -> thirdparty/installed\n", inst)
+		return nil
 	}
 	for _, name := range r.in.Recipe.StepNames() {
 		for _, o := range r.in.Recipe.Steps[name].Outputs {
@@ -85,7 +97,11 @@ func (r *runner) collect(_ plan.Step, log io.Writer) error {
 func (r *runner) gate(ctx context.Context, log io.Writer) error {
 	stage := r.staging()
 	target := r.in.Plan.Cell.Target
-	for _, cmd := range r.in.Recipe.Smoke {
+	smoke := r.in.Recipe.Smoke
+	if len(r.in.Plan.Only) > 0 {
+		smoke = nil // third-party packages alone: libraries, nothing to run
+	}
+	for _, cmd := range smoke {
 		res, err := r.smoke(ctx, stage, cmd)
 		r.rec.Smoke = append(r.rec.Smoke, res)
 		fmt.Fprintf(log, "smoke %v under %s: exit %d %s\n%s\n", cmd, res.Model, res.Exit, res.Signal, res.Output)

@@ -29,9 +29,12 @@ type Options struct {
 	Jobs       int    // parallel jobs inside a step (make -j)
 	Mirror     string // where third-party archives come from (dir, file:// or http(s)://)
 	PGOProfile string // a profile collected elsewhere (the plan then skips training)
-	Allow      []scan.Exception
-	NoScan     bool // skip the scan gate (reported as skipped in the record)
-	Progress   *Progress
+	// KeepGoing builds every third-party package it can after one fails and
+	// reports each failure (as a *PackagesError); nothing is published then.
+	KeepGoing bool
+	Allow     []scan.Exception
+	NoScan    bool // skip the scan gate (reported as skipped in the record)
+	Progress  *Progress
 }
 
 // Input is everything a cell's build needs besides the plan.
@@ -69,6 +72,8 @@ type runner struct {
 	profileDir, profile string
 	ltoCache            string
 	homes               map[string]*toolchain.Wrappers
+	shims               map[string]toolchain.Shim // per phase: how steps run target programs
+	hostPath            string                    // PATH as dorisarm found it
 	rec                 *Record
 	warn                func(string)
 }
@@ -126,14 +131,35 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 		return nil, err
 	}
 	opts.Progress.Begin(p.Cell.Target, len(p.Steps))
+	pe := &PackagesError{Target: p.Cell.Target}
+	blocked := map[string]string{} // step → the failed package it waits for
 	for i, s := range p.Steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if opts.KeepGoing {
+			if why := blockedBy(s, blocked); why != "" {
+				blocked[s.ID] = why
+				if s.Kind == plan.KindThirdparty {
+					pe.Skipped = append(pe.Skipped, strings.TrimPrefix(s.ID, "thirdparty:")+" (needs "+why+")")
+				}
+				continue
+			}
+		}
 		if err := r.step(ctx, i, s); err != nil {
+			if opts.KeepGoing && ctx.Err() == nil && isPackageStep(s) {
+				pkg := s.ID[strings.Index(s.ID, ":")+1:]
+				pe.Failed = append(pe.Failed, PackageFailure{Package: pkg, Step: s.ID, Err: err})
+				blocked[s.ID] = pkg
+				continue
+			}
 			opts.Progress.End(p.Cell.Target, false)
 			return nil, err
 		}
+	}
+	if len(pe.Failed) > 0 {
+		opts.Progress.End(p.Cell.Target, false)
+		return nil, pe
 	}
 	r.rec.Seconds = time.Since(start).Seconds()
 	opts.Progress.End(p.Cell.Target, true)
@@ -154,7 +180,18 @@ func (r *runner) prepare() error {
 	if err := copyTree(r.in.Tree, r.src, ignore); err != nil {
 		return fmt.Errorf("copying %s: %v", r.in.Tree, err)
 	}
+	if pf := r.in.Recipe.Thirdparty.PatchesFrom; pf != "" {
+		// dorisarm fetched, unpacked and patched every package already; the
+		// tree's build script still calls its download script first, which
+		// would fetch every archive again (from the internet).
+		stub := "#!/bin/sh\necho 'dorisarm: third-party archives are fetched, verified, unpacked and patched by dorisarm; " + filepath.Base(pf) + " does nothing here'\n"
+		if err := os.WriteFile(filepath.Join(r.src, filepath.FromSlash(pf)), []byte(stub), 0o755); err != nil {
+			return err
+		}
+	}
 	tc := r.in.TC
+	r.hostPath = os.Getenv("PATH")
+	r.shims = map[string]toolchain.Shim{}
 	for phase := range r.in.Plan.Phases {
 		o := toolchain.FlagOptions{Phase: toolchain.Release, LTOCache: r.ltoCache}
 		switch phase {
@@ -186,14 +223,18 @@ func (r *runner) prepare() error {
 			return err
 		}
 		r.homes[phase] = w
+		if r.shims[phase], err = tc.ExecShim(w, ""); err != nil {
+			return err
+		}
 		r.rec.Flags[phase] = f.Compile()
 	}
-	if r.opts.PGOProfile != "" {
+	if r.opts.PGOProfile != "" && r.in.Plan.Cell.PGO && len(r.in.Plan.Only) == 0 {
+		r.rec.PGOProfile = r.in.Plan.Step("build:" + r.in.Recipe.PGO.Step).Inputs["profile"]
 		if tc.Compiler.Dialect == "clang" {
-			r.rec.PGOProfile = r.in.Plan.Step("build:" + r.in.Recipe.PGO.Step).Inputs["profile"]
 			return copyFile(r.opts.PGOProfile, r.profile)
 		}
-		return fmt.Errorf("--pgo-profile takes a merged .profdata for clang; for gcc, build with training")
+		// GCC: the .gcda directory of a -fprofile-generate run, in the profile directory.
+		return copyTree(r.opts.PGOProfile, r.profileDir, nil)
 	}
 	return nil
 }
@@ -211,6 +252,8 @@ func (r *runner) expand(s, phase string) string {
 	).Replace(s)
 }
 
+// env is a step's environment: dorisarm's own, the toolchain's (the cross
+// environment), the step's, and PATH with the phase's compiler home first.
 func (r *runner) env(s plan.Step) []string {
 	env := os.Environ()
 	for _, e := range r.in.Plan.Toolchain.Env {
@@ -219,7 +262,20 @@ func (r *runner) env(s plan.Step) []string {
 	for _, e := range s.Env {
 		env = append(env, r.expand(e, s.Phase))
 	}
-	return env
+	env = append(env, r.shim(s).Env...)
+	return append(env, "PATH="+r.expand("$TOOLCHAIN/$PHASE/bin", s.Phase)+string(os.PathListSeparator)+r.hostPath)
+}
+
+// shim is how a step runs target programs (its phase's compiler home).
+func (r *runner) shim(s plan.Step) toolchain.Shim {
+	ph := s.Phase
+	if ph == "" {
+		ph = plan.PhaseThirdparty
+	}
+	if sh, ok := r.shims[ph]; ok {
+		return sh
+	}
+	return r.shims[plan.PhaseRelease]
 }
 
 // step runs one plan step, or restores it from the cache.
@@ -285,8 +341,20 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 	case plan.KindPatch:
 		dir := r.expand(s.Outputs[0], "")
 		return r.applyPatches(s, dir, log)
-	case plan.KindUnpack, plan.KindThirdparty:
+	case plan.KindUnpack:
+		if len(s.Command) == 0 {
+			return r.unpack(ctx, s, log)
+		}
 		return r.command(ctx, s, s.Command, r.env(s), log)
+	case plan.KindThirdparty:
+		before, err := takeSnapshot(r.installDir(), nil)
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		if err := r.command(ctx, s, s.Command, r.env(s), log); err != nil {
+			return err
+		}
+		return r.checkInstalled(s, before, log)
 	case plan.KindBuild:
 		if s.Phase == plan.PhasePGO {
 			for _, d := range r.in.Recipe.PGO.Clean {
@@ -345,6 +413,10 @@ func (r *runner) command(ctx context.Context, s plan.Step, argv []string, env []
 	args := make([]string, len(argv))
 	for i, a := range argv {
 		args[i] = r.expand(a, s.Phase)
+	}
+	if p := r.shim(s).Prefix; len(p) > 0 {
+		// Target programs the step starts run under qemu on the target's CPU model.
+		args = append(append([]string{}, p...), args...)
 	}
 	return r.run(ctx, args[0], args[1:], env, r.src, log)
 }

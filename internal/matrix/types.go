@@ -34,6 +34,9 @@ type ISA struct {
 	ELFMachine     int         `yaml:"elf_machine"`
 	OCI            OCIPlatform `yaml:"oci"`
 	CMakeProcessor string      `yaml:"cmake_processor"`
+	// GNUType is the canonical GNU system type (config.sub output) autoconf
+	// uses for this ISA as --host or --build, e.g. aarch64-unknown-linux-gnu.
+	GNUType string `yaml:"gnu_type"`
 	// PageSize fixes the page size on ISAs where it does not vary by kernel
 	// (4 KiB on x86-64); 0 means the OS decides (aarch64: 4, 16 or 64 KiB).
 	PageSize int `yaml:"page_size"`

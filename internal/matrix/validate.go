@@ -83,6 +83,9 @@ func (m *Matrix) validate() error {
 		if isa.Triple == "" {
 			c.fail(isa.Pos, "isa %s: triple is required (e.g. aarch64-linux-gnu)", n)
 		}
+		if strings.Count(isa.GNUType, "-") < 2 {
+			c.fail(isa.Keys.At("gnu_type", isa.Pos), "isa %s: gnu_type must be the canonical GNU system type autoconf uses (cpu-vendor-os, e.g. aarch64-unknown-linux-gnu)", n)
+		}
 		if isa.ELFMachine <= 0 {
 			c.fail(isa.Keys.At("elf_machine", isa.Pos), "isa %s: elf_machine must be the ELF e_machine number (183 for aarch64)", n)
 		}

@@ -28,6 +28,9 @@ type Inputs struct {
 	// Profile is the digest of a PGO profile collected elsewhere (--pgo-profile);
 	// when set, the plan uses it instead of training.
 	Profile string
+	// Packages, when set, limits the plan to these third-party packages and
+	// what they depend on (no BE, no FE).
+	Packages []string
 }
 
 // Placeholders the runner substitutes.
@@ -77,17 +80,39 @@ func Make(in Inputs) (*Plan, error) {
 			tpIgnore = append(tpIgnore, rel)
 		}
 	}
-	if p.Source.Scripts, err = source.TreeDigest(filepath.Join(in.Tree, tpDir), tpIgnore); err != nil {
+	if p.Source.Scripts, err = scriptsDigest(in.Tree, tpDir, tpIgnore, r.Thirdparty.Reads); err != nil {
 		return nil, err
 	}
 	p.Source.Version = in.Version
 
-	// Packages, as the tree declares them for the target machine.
+	// Packages, as the tree declares them for the target machine, with the
+	// build function and the tree's own patches its scripts give each.
 	pkgs, err := source.ReadPackages(in.Tree, r, c.ISA.Name)
 	if err != nil {
 		return nil, err
 	}
+	if err := treeFacts(in, pkgs); err != nil {
+		return nil, err
+	}
 	p.Packages = pkgs
+	var only map[string]bool
+	if len(in.Packages) > 0 {
+		if only, err = SelectPackages(pkgs, r, in.Packages); err != nil {
+			return nil, err
+		}
+		p.Packages = nil // the plan, and so the build record, lists what it builds
+		for _, pk := range pkgs {
+			if only[pk.Entry] {
+				p.Only = append(p.Only, pk.Entry)
+				p.Packages = append(p.Packages, pk)
+			}
+		}
+	}
+	for _, pk := range pkgs {
+		if pk.NoBuild != "" && !recipeMarked(r, pk.Entry) && (only == nil || only[pk.Entry]) {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s has no build step: %s (its archive is still fetched and unpacked)", pk.Entry, pk.NoBuild))
+		}
+	}
 
 	// Patches: the tree is component "doris"; each package answers to its names.
 	versions := map[string]string{treeComponent: in.Version}
@@ -123,6 +148,9 @@ func Make(in Inputs) (*Plan, error) {
 	}
 	p.Phases[PhaseThirdparty] = flagList(tp)
 	pgo := c.Target.PGO
+	if pgo && len(in.Packages) > 0 {
+		pgo = false // --packages builds no BE, the only PGO step
+	}
 	if pgo {
 		if r.PGO.Step == "" {
 			return nil, fmt.Errorf("target %s uses PGO but recipe %s has no pgo section", c.Target.Name, r.Name)
@@ -186,13 +214,18 @@ func Make(in Inputs) (*Plan, error) {
 	// 1. dorisarm's patches on the tree itself.
 	var treeNeeds []string
 	if pts := byComponent[treeComponent]; len(pts) > 0 {
-		p.Steps = append(p.Steps, Step{ID: "patch:" + treeComponent, Kind: KindPatchTree, Inputs: patchInputs(pts)})
+		in := patchInputs(pts)
+		in["tree"] = p.Source.Digest // what it patches
+		p.Steps = append(p.Steps, Step{ID: "patch:" + treeComponent, Kind: KindPatchTree, Inputs: in})
 		treeNeeds = []string{"patch:" + treeComponent}
 	}
 	// 2. Fetch, unpack and patch each package; build it.
 	unpackCmd := r.Thirdparty.Unpack
 	var allThirdparty []string
 	for _, pk := range pkgs {
+		if only != nil && !only[pk.Entry] {
+			continue
+		}
 		fin := map[string]string{"archive": pk.Name, "md5": pk.MD5, "url": pk.URL}
 		if e, ok := in.Lock.Archives[pk.Name]; ok {
 			fin["sha256"] = e.SHA256
@@ -204,12 +237,22 @@ func Make(in Inputs) (*Plan, error) {
 
 		pctx := ctx
 		pctx.Package, pctx.Build = pk.Entry, pk.Build
-		cmd, err := expand(unpackCmd, pctx)
-		if err != nil {
-			return nil, fmt.Errorf("recipe %s: thirdparty.unpack: %v", r.Name, err)
+		unpack := Step{ID: "unpack:" + pk.Entry, Kind: KindUnpack, Needs: []string{"fetch:" + pk.Entry}}
+		if r.Thirdparty.PatchesFrom != "" {
+			// dorisarm unpacks, then applies the tree's own patches for the
+			// package: it reads the archive and those patches, nothing else.
+			unpack.Inputs = unpackInputs(pk)
+		} else {
+			// The tree's own unpack command runs the tree's (patched) scripts.
+			unpack.Needs = append(unpack.Needs, treeNeeds...)
+			cmd, err := expand(unpackCmd, pctx)
+			if err != nil {
+				return nil, fmt.Errorf("recipe %s: thirdparty.unpack: %v", r.Name, err)
+			}
+			unpack.Command = cmd
+			unpack.Inputs = map[string]string{"scripts": p.Source.Scripts}
 		}
-		p.Steps = append(p.Steps, Step{ID: "unpack:" + pk.Entry, Kind: KindUnpack, Command: cmd,
-			Needs: append([]string{"fetch:" + pk.Entry}, treeNeeds...), Inputs: map[string]string{"scripts": p.Source.Scripts}})
+		p.Steps = append(p.Steps, unpack)
 		last := "unpack:" + pk.Entry
 		for _, comp := range componentsOf(pk) {
 			if pts := byComponent[comp]; len(pts) > 0 && comp != treeComponent {
@@ -237,6 +280,9 @@ func Make(in Inputs) (*Plan, error) {
 		for _, d := range r.Thirdparty.Deps[pk.Entry] {
 			if dp, ok := findPackage(pkgs, d); ok && dp.Build != "" {
 				needs = append(needs, "thirdparty:"+d)
+			} else if ok {
+				// Sources another package's build reads (RAGEL for HYPERSCAN).
+				needs = append(needs, "unpack:"+d)
 			}
 		}
 		p.Steps = append(p.Steps, Step{ID: "thirdparty:" + pk.Entry, Kind: KindThirdparty, Phase: PhaseThirdparty,
@@ -250,7 +296,12 @@ func Make(in Inputs) (*Plan, error) {
 
 	// 3. The tree's own steps (BE, FE), the PGO step in phases.
 	var built []string
-	for _, name := range r.StepNames() {
+	steps := r.StepNames()
+	if only != nil {
+		steps = nil // third-party packages only: no BE, no FE
+		built = allThirdparty
+	}
+	for _, name := range steps {
 		st := r.Steps[name]
 		needs := append([]string{}, treeNeeds...)
 		for _, n := range st.Needs {
@@ -311,7 +362,13 @@ func Make(in Inputs) (*Plan, error) {
 
 	// 4. Collect and scan.
 	collectIn := map[string]string{"outputs": strings.Join(r.Outputs, " ")}
+	if only != nil {
+		collectIn = map[string]string{"thirdparty": r.Thirdparty.Install}
+	}
 	for i, rule := range r.Collect {
+		if only != nil {
+			break
+		}
 		when, err := recipe.Expand(rule.When, ctx)
 		if err != nil {
 			return nil, fmt.Errorf("recipe %s: collect[%d].when: %v", r.Name, i, err)

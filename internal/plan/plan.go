@@ -41,17 +41,20 @@ const (
 
 // Plan is one cell's build.
 type Plan struct {
-	Schema    int                 `json:"schema"`
-	Cell      CellInfo            `json:"cell"`
-	Matrix    string              `json:"matrix_digest"`
-	Recipe    RecipeInfo          `json:"recipe"`
-	Source    SourceInfo          `json:"source"`
-	Toolchain ToolchainInfo       `json:"toolchain"`
-	Packages  []source.Package    `json:"packages"`
-	Patches   []PatchRef          `json:"patches"`
-	Warnings  []string            `json:"warnings,omitempty"`
-	Steps     []Step              `json:"steps"`
-	Phases    map[string][]string `json:"phases"` // flag phase → compile flags
+	Schema    int              `json:"schema"`
+	Cell      CellInfo         `json:"cell"`
+	Matrix    string           `json:"matrix_digest"`
+	Recipe    RecipeInfo       `json:"recipe"`
+	Source    SourceInfo       `json:"source"`
+	Toolchain ToolchainInfo    `json:"toolchain"`
+	Packages  []source.Package `json:"packages"`
+	Patches   []PatchRef       `json:"patches"`
+	Warnings  []string         `json:"warnings,omitempty"`
+	// Only lists the third-party packages built when the plan is for some
+	// packages alone (--packages): no BE, no FE.
+	Only   []string            `json:"only,omitempty"`
+	Steps  []Step              `json:"steps"`
+	Phases map[string][]string `json:"phases"` // flag phase → compile flags
 }
 
 // CellInfo is the resolved cell.
@@ -167,13 +170,15 @@ func (p *Plan) computeKeys() error {
 			Compiler *toolchain.Identity `json:"compiler,omitempty"`
 			Flags    []string            `json:"flags,omitempty"`
 			Cache    []string            `json:"cmake_cache,omitempty"`
-		}{Schema, s.ID, s.Kind, s.Phase, s.Command, s.Env, s.Inputs, s.Outputs, needKeys, nil, nil, nil}
+			CrossEnv string              `json:"cross_env,omitempty"`
+		}{Schema, s.ID, s.Kind, s.Phase, s.Command, s.Env, s.Inputs, s.Outputs, needKeys, nil, nil, nil, ""}
 		if s.Phase != "" || s.Kind == KindThirdparty || s.Kind == KindBuild {
 			id := p.Toolchain.Compiler
 			id.Path = "" // where it is installed does not change what it makes
 			material.Compiler = &id
 			material.Flags = p.Phases[s.Phase]
 			material.Cache = p.Toolchain.CMakeCache
+			material.CrossEnv = toolchain.CrossEnvVersion
 			material.Env = append(append([]string{}, p.Toolchain.Env...), s.Env...)
 		}
 		b, err := json.Marshal(material)

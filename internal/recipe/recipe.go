@@ -101,15 +101,24 @@ type Thirdparty struct {
 	SrcDir  string   `yaml:"source_dir"`
 	Install string   `yaml:"install_dir"`
 	Mirror  string   `yaml:"mirror"`
-	// BuildNames maps a TP_ARCHIVES entry to the name build-thirdparty.sh takes
-	// when it is not simply the lower-case entry; "" means the entry has no
-	// build of its own (a header, a jar, sources another package builds).
-	BuildNames map[string]string            `yaml:"build_names"`
-	Deps       map[string][]string          `yaml:"deps"`
-	Env        map[string]map[string]string `yaml:"env"`
-	Versions   map[string]string            `yaml:"versions"`
-	Pos        datafile.Pos
-	Keys       datafile.Keys
+	// BuildNames maps a TP_ARCHIVES entry to the names of the build function
+	// build-thirdparty.sh may have for it, when that is not simply the
+	// lower-case entry: the first one the script defines is used; an empty
+	// list means the entry has no build of its own (sources another package builds).
+	BuildNames map[string][]string `yaml:"build_names"`
+	// PatchesFrom, instead of Unpack, has dorisarm unpack each archive itself
+	// and apply the tree's own patches for it as this script (Doris's
+	// download-thirdparty.sh) would: its patch section is read, not run.
+	PatchesFrom string `yaml:"patches_from"`
+	// Reads are files outside the third-party directory its scripts read
+	// (Doris's build-thirdparty.sh sources env.sh and custom_env.sh): part
+	// of every third-party step's cache key, present or not.
+	Reads    []string                     `yaml:"reads"`
+	Deps     map[string][]string          `yaml:"deps"`
+	Env      map[string]map[string]string `yaml:"env"`
+	Versions map[string]string            `yaml:"versions"`
+	Pos      datafile.Pos
+	Keys     datafile.Keys
 }
 
 // PGO says how a target that asks for profile-guided optimisation trains.
@@ -231,10 +240,13 @@ func (r *Recipe) validate() error {
 	for _, kv := range []struct {
 		key string
 		ok  bool
-	}{{"vars", tp.Vars != ""}, {"list", tp.List != ""}, {"unpack", len(tp.Unpack) > 0}, {"build", len(tp.Build) > 0}, {"source_dir", tp.SrcDir != ""}, {"install_dir", tp.Install != ""}} {
+	}{{"vars", tp.Vars != ""}, {"list", tp.List != ""}, {"unpack or patches_from", len(tp.Unpack) > 0 || tp.PatchesFrom != ""}, {"build", len(tp.Build) > 0}, {"source_dir", tp.SrcDir != ""}, {"install_dir", tp.Install != ""}} {
 		if !kv.ok {
 			fail(r.Keys.At("thirdparty", r.Pos), "recipe %s: thirdparty.%s is required", r.Name, kv.key)
 		}
+	}
+	if len(tp.Unpack) > 0 && tp.PatchesFrom != "" {
+		fail(tp.Keys.At("patches_from", tp.Pos), "recipe %s: thirdparty has both unpack and patches_from: keep one (patches_from: dorisarm unpacks and applies the tree's own patches; unpack: a command does both)", r.Name)
 	}
 	for pkg, deps := range tp.Deps {
 		for _, d := range deps {

@@ -96,3 +96,9 @@ func fileSHA256(path string) (string, error) {
 func Under(rel, p string) bool {
 	return rel == p || strings.HasPrefix(rel, p+"/")
 }
+
+// StringDigest is the sha256 of s, in the form the other digests take.
+func StringDigest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,7 +29,13 @@ type LockEntry struct {
 // Lock is recipes/<name>.lock: archive file name → pinned content.
 type Lock struct {
 	Archives map[string]LockEntry `json:"archives"`
+	// Missing are archives the tree declares that the mirror did not have
+	// when the lock was written: not pinned, so not yet vouched for.
+	Missing []string `json:"missing,omitempty"`
 }
+
+// ErrMissing is an archive the mirror does not have.
+var ErrMissing = errors.New("not in the mirror")
 
 // ReadLock reads a lock file; a missing file is an empty lock.
 func ReadLock(path string) (*Lock, error) {
@@ -81,6 +88,10 @@ func Open(mirror, name string) (io.ReadCloser, error) {
 		if err != nil {
 			return nil, fmt.Errorf("fetch %s: %v", u, err)
 		}
+		if resp.StatusCode == http.StatusNotFound {
+			resp.Body.Close()
+			return nil, fmt.Errorf("fetch %s: %s: %w", u, resp.Status, ErrMissing)
+		}
 		if resp.StatusCode != http.StatusOK {
 			resp.Body.Close()
 			return nil, fmt.Errorf("fetch %s: %s", u, resp.Status)
@@ -94,8 +105,11 @@ func Open(mirror, name string) (io.ReadCloser, error) {
 		mirror = u.Path
 	}
 	f, err := os.Open(filepath.Join(mirror, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("archive %s is not in mirror %s: %w", name, mirror, ErrMissing)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("archive %s is not in mirror %s: %v", name, mirror, err)
+		return nil, fmt.Errorf("archive %s: mirror %s: %v", name, mirror, err)
 	}
 	return f, nil
 }
@@ -127,20 +141,30 @@ func Verify(p Package, got LockEntry, l *Lock) (warning string, err error) {
 }
 
 // LockPackages fetches every package from the mirror, checks each against the
-// tree's MD5 and any existing pin, and returns the lock with their entries.
-// Nothing is written; a mismatch is an error.
+// tree's MD5 and any existing pin, and returns the lock with their entries;
+// archives the mirror lacks are listed in Missing. Nothing is written; a
+// mismatch is an error.
 func LockPackages(l *Lock, pkgs []Package, mirror string, update bool) (*Lock, error) {
 	out := &Lock{Archives: map[string]LockEntry{}}
 	for k, v := range l.Archives {
 		out.Archives[k] = v
 	}
 	var errs []string
+	missing := map[string]bool{}
+	for _, m := range l.Missing {
+		missing[m] = true
+	}
 	for _, p := range pkgs {
 		rc, err := Open(mirror, p.Name)
+		if errors.Is(err, ErrMissing) {
+			missing[p.Name] = true
+			continue
+		}
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}
+		delete(missing, p.Name)
 		got, err := Sum(rc)
 		rc.Close()
 		if err != nil {
@@ -160,5 +184,11 @@ func LockPackages(l *Lock, pkgs []Package, mirror string, update bool) (*Lock, e
 	if len(errs) > 0 {
 		return nil, errors.New(strings.Join(errs, "\n"))
 	}
+	for m := range missing {
+		if _, pinned := out.Archives[m]; !pinned {
+			out.Missing = append(out.Missing, m)
+		}
+	}
+	sort.Strings(out.Missing)
 	return out, nil
 }

@@ -25,6 +25,13 @@ type Package struct {
 	MD5     string `json:"md5"`
 	Version string `json:"version"`
 	Build   string `json:"build,omitempty"` // build-thirdparty.sh name; "" for no build of its own
+	// NoBuild says why a package has no build step (Build is "").
+	NoBuild string `json:"no_build,omitempty"`
+	// Patches are the tree's own patches for it, as its download script applies them.
+	Patches []DorisPatch `json:"doris_patches,omitempty"`
+	// Unsupported are other commands the download script runs for it
+	// (downloads, helper scripts), which dorisarm does not run.
+	Unsupported []string `json:"unsupported,omitempty"`
 }
 
 // varsScript sources vars.sh with uname answering for the target machine, so
@@ -92,7 +99,10 @@ func ReadPackages(tree string, r *recipe.Recipe, machine string) ([]Package, err
 		p.Version = packageVersion(p, r.Thirdparty.Versions)
 		p.Build = strings.ToLower(p.Entry)
 		if b, ok := r.Thirdparty.BuildNames[p.Entry]; ok {
-			p.Build = b
+			p.Build = ""
+			if len(b) > 0 {
+				p.Build = b[0]
+			}
 		}
 		pkgs = append(pkgs, p)
 	}

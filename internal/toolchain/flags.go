@@ -219,6 +219,8 @@ type Wrappers struct {
 	CC, CXX string
 	Log     string // one line per compiler invocation
 	Tools   map[string]string
+	// ExecLib is the compiled exec shim (cross builds), "" where it could not be built.
+	ExecLib string
 }
 
 // Env is the environment a Doris-style build of the cell runs with.
@@ -237,5 +239,5 @@ func (tc *Toolchain) Env(w *Wrappers, f Flags) []string {
 	for _, role := range sortedRoles(w.Tools) {
 		env = append(env, strings.ToUpper(role)+"="+w.Tools[role])
 	}
-	return env
+	return append(env, tc.crossEnv(w)...)
 }

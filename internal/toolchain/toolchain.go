@@ -41,6 +41,9 @@ type Identity struct {
 	Version string `json:"version"` // parsed version, e.g. 12.2.0
 	Banner  string `json:"banner"`  // first line of `cc --version`
 	Digest  string `json:"digest"`  // sha256 of the C compiler binary
+	// Tools are the sha256 of the C++ driver and of each tool (ar, ld, ...)
+	// by role: part of every compile step's cache key.
+	Tools map[string]string `json:"tools,omitempty"`
 }
 
 // Toolchain is a resolved compiler installation for one cell.
@@ -51,6 +54,8 @@ type Toolchain struct {
 	Home     string
 	CC, CXX  string
 	Cross    bool
+	// Host is the build machine's ISA (its triple and GNU type for autoconf).
+	Host *matrix.ISA
 	// Tools maps a tool role (ar, nm, objcopy, strip, ld, ranlib, profdata) to a path.
 	Tools map[string]string
 	// Notes record decisions the user should know about (e.g. -mtune dropped).
@@ -103,6 +108,7 @@ func Resolve(m *matrix.Matrix, cell matrix.Cell, opts Options) (*Toolchain, erro
 			miss.Tried = append(miss.Tried, err.Error())
 			continue
 		}
+		tc.Host = m.ISAs[HostISA()]
 		for _, skipped := range miss.Tried {
 			tc.Notes = append(tc.Notes, "preferred compiler skipped: "+skipped)
 		}
@@ -143,6 +149,15 @@ func probe(cell matrix.Cell, cc *matrix.Compiler, getenv func(string) string) (*
 		return nil, fmt.Errorf("%s: %v", cc.Name, err)
 	}
 	id.Name, id.Dialect = cc.Name, cc.Dialect
+	id.Tools = map[string]string{}
+	for role, p := range tc.Tools {
+		if id.Tools[role], err = binaryDigest(p); err != nil {
+			return nil, fmt.Errorf("%s: %v", cc.Name, err)
+		}
+	}
+	if id.Tools["c++"], err = binaryDigest(tc.CXX); err != nil {
+		return nil, fmt.Errorf("%s: %v", cc.Name, err)
+	}
 	tc.Identity = id
 	cs, _ := version.NewConstraint(cc.Version)
 	v, err := version.NewVersion(id.Version)
@@ -200,21 +215,28 @@ func identify(cc string) (Identity, error) {
 	if id.Version == "" {
 		return Identity{}, fmt.Errorf("cannot read a version from %q", id.Banner)
 	}
-	real, err := filepath.EvalSymlinks(cc)
-	if err != nil {
+	if id.Digest, err = binaryDigest(cc); err != nil {
 		return Identity{}, err
+	}
+	return id, nil
+}
+
+// binaryDigest is the sha256 of the file a tool's path resolves to.
+func binaryDigest(p string) (string, error) {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
 	}
 	f, err := os.Open(real)
 	if err != nil {
-		return Identity{}, err
+		return "", err
 	}
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return Identity{}, err
+		return "", err
 	}
-	id.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
-	return id, nil
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // ErrNoPGO is returned when profile flags are asked of a target without PGO.

@@ -299,7 +299,8 @@ func TestBiShengHome(t *testing.T) {
 	bin := filepath.Join(home, "bin")
 	os.MkdirAll(bin, 0o755)
 	for name, real := range map[string]string{"clang": "clang-16", "clang++": "clang++-16", "llvm-ar": "llvm-ar-16", "llvm-nm": "llvm-nm-16",
-		"llvm-objcopy": "llvm-objcopy-16", "llvm-strip": "llvm-strip-16", "ld.lld": "ld.lld-16", "llvm-ranlib": "llvm-ranlib-16", "llvm-profdata": "llvm-profdata-16"} {
+		"llvm-objcopy": "llvm-objcopy-16", "llvm-strip": "llvm-strip-16", "ld.lld": "ld.lld-16", "llvm-ranlib": "llvm-ranlib-16", "llvm-profdata": "llvm-profdata-16",
+		"llvm-objdump": "llvm-objdump-16", "llvm-readelf": "llvm-readelf-16"} {
 		p, err := exec.LookPath(real)
 		if err != nil {
 			t.Skip(err)

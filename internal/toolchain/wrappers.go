@@ -42,6 +42,9 @@ func (tc *Toolchain) WriteWrappers(dir string, f Flags, log string) (*Wrappers, 
 		}
 		w.Tools[role] = link
 	}
+	if err := tc.writeCrossEnv(w); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 

@@ -1,0 +1,182 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/scan"
+	"github.com/dorisarm/dorisarm/internal/unpack"
+)
+
+// PackageFailure is one third-party package that did not build.
+type PackageFailure struct {
+	Package, Step string
+	Err           error
+}
+
+// PackagesError is a --keep-going build in which some packages failed.
+type PackagesError struct {
+	Target  string
+	Failed  []PackageFailure
+	Skipped []string // packages not built because one they need failed
+}
+
+func (e *PackagesError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d package(s) failed; nothing was published", e.Target, len(e.Failed))
+	for _, f := range e.Failed {
+		err, log := f.Err, ""
+		var se *StepError
+		if errors.As(err, &se) {
+			err, log = se.Err, " (log: "+se.Log+")"
+		}
+		fmt.Fprintf(&b, "\n  %s, step %s%s:\n    %s", f.Package, f.Step, log, strings.ReplaceAll(err.Error(), "\n", "\n    "))
+	}
+	if len(e.Skipped) > 0 {
+		fmt.Fprintf(&b, "\n  not built: %s", strings.Join(e.Skipped, ", "))
+	}
+	return b.String()
+}
+
+// isPackageStep reports whether a step belongs to one third-party package.
+func isPackageStep(s plan.Step) bool {
+	switch s.Kind {
+	case plan.KindFetch, plan.KindUnpack, plan.KindPatch, plan.KindThirdparty:
+		return true
+	}
+	return false
+}
+
+// blockedBy names the failed package a step waits for, or "".
+func blockedBy(s plan.Step, blocked map[string]string) string {
+	for _, n := range s.Needs {
+		if why, ok := blocked[n]; ok {
+			return why
+		}
+	}
+	return ""
+}
+
+func (r *runner) installDir() string {
+	return filepath.Join(r.src, filepath.FromSlash(r.in.Recipe.Thirdparty.Install))
+}
+
+// unpack is dorisarm's own unpack of one package: the verified archive into
+// the tree's source directory, then the tree's own patches for it, applied
+// with GNU patch as its download script does, and its patched_mark.
+func (r *runner) unpack(ctx context.Context, s plan.Step, log io.Writer) error {
+	if u := s.Inputs["unsupported"]; u != "" {
+		return fmt.Errorf("%s's download script also runs, for this package:\n  %s\ndorisarm runs only its patch commands and never the network; put what these fetch into the mirror and add a patch or recipe step instead",
+			r.in.Recipe.Thirdparty.PatchesFrom, strings.ReplaceAll(u, "\n", "\n  "))
+	}
+	srcDir := filepath.Join(r.src, filepath.FromSlash(r.in.Recipe.Thirdparty.SrcDir))
+	archive := filepath.Join(srcDir, s.Inputs["archive"])
+	source := s.Inputs["source"]
+	if source == "" {
+		fmt.Fprintf(log, "%s is used as it is (no <PKG>_SOURCE to unpack to)\n", s.Inputs["archive"])
+		return nil
+	}
+	dest := filepath.Join(srcDir, source)
+	if !strings.HasPrefix(dest, srcDir+string(filepath.Separator)) {
+		return fmt.Errorf("source directory %q is outside %s", source, srcDir)
+	}
+	if err := os.RemoveAll(dest); err != nil {
+		return err
+	}
+	if !unpack.Supported(archive) {
+		return fmt.Errorf("%s: not an archive dorisarm unpacks (.tar.gz, .tgz, .tar.xz, .tar.bz2, .tar, .zip)", s.Inputs["archive"])
+	}
+	tops, err := unpack.Archive(archive, srcDir, unpack.DefaultLimits)
+	if err != nil {
+		return err
+	}
+	sort.Strings(tops)
+	fmt.Fprintf(log, "unpacked %s: %s\n", s.Inputs["archive"], strings.Join(tops, " "))
+	if st, err := os.Stat(dest); err != nil || !st.IsDir() {
+		return fmt.Errorf("%s unpacked to %s, not to %s as vars.sh says", s.Inputs["archive"], strings.Join(tops, ", "), source)
+	}
+	var keys []string
+	for k := range s.Inputs {
+		if strings.HasPrefix(k, "doris_patch.") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f := strings.Fields(s.Inputs[k])
+		if len(f) < 3 {
+			return fmt.Errorf("bad patch input %q", s.Inputs[k])
+		}
+		args, file := f[:len(f)-2], f[len(f)-2]
+		fh, err := os.Open(filepath.Join(r.src, filepath.FromSlash(file)))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "$ patch %s < %s\n", strings.Join(args, " "), file)
+		cmd := exec.CommandContext(ctx, "patch", append([]string{"--batch", "--forward"}, args...)...)
+		cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = dest, fh, log, log
+		err = cmd.Run()
+		fh.Close()
+		if err != nil {
+			return fmt.Errorf("the tree's own %s does not apply to %s: %v (see the log)", file, source, err)
+		}
+	}
+	return os.WriteFile(filepath.Join(dest, "patched_mark"), nil, 0o644)
+}
+
+// checkInstalled fails a third-party step that installed an object for
+// another machine: a package that fell back to a host tool (a Makefile's
+// CC=gcc, an unprefixed ld) is caught where it happened, naming it.
+func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) error {
+	after, err := takeSnapshot(r.installDir(), nil)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	changed, _ := diff(before, after)
+	var paths []string
+	for _, c := range changed {
+		p := filepath.Join(r.installDir(), filepath.FromSlash(c))
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	rep, err := scan.Scan(context.Background(), paths, r.in.Policy, scan.Options{})
+	if err != nil {
+		return err
+	}
+	var foreign []string
+	for _, f := range rep.Findings {
+		if f.Kind == scan.KindForeignArch {
+			rel, _ := filepath.Rel(r.src, f.Path)
+			if rel == "" || strings.HasPrefix(rel, "..") {
+				rel = f.Path
+			}
+			foreign = append(foreign, rel+": "+f.Detail)
+		}
+	}
+	fmt.Fprintf(log, "checked %d installed file(s) for foreign objects: %d found\n", len(paths), len(foreign))
+	if len(foreign) > 0 {
+		sort.Strings(foreign)
+		if len(foreign) > 20 {
+			foreign = append(foreign[:20], fmt.Sprintf("… and %d more", len(foreign)-20))
+		}
+		return fmt.Errorf("package %s installed objects for another machine (it used a host tool instead of the target's):\n  %s",
+			strings.TrimPrefix(s.ID, "thirdparty:"), strings.Join(foreign, "\n  "))
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package plan
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/source"
+)
+
+// treeFacts completes the packages with what the tree's own scripts say:
+// the build function build-thirdparty.sh has for each, and the patches its
+// download script applies to each (recipes with thirdparty.patches_from).
+func treeFacts(in Inputs, pkgs []source.Package) error {
+	r := in.Recipe
+	script := r.Thirdparty.Build[0]
+	if funcs, err := source.BuildFunctions(filepath.Join(in.Tree, script)); err == nil {
+		source.ResolveBuilds(pkgs, funcs, r, script)
+	}
+	if r.Thirdparty.PatchesFrom == "" {
+		return nil
+	}
+	tp, err := source.ReadTreePatches(in.Tree, r, r.Thirdparty.PatchesFrom, in.Cell.ISA.Name)
+	if err != nil {
+		return err
+	}
+	for i := range pkgs {
+		if pkgs[i].Source == "" {
+			continue
+		}
+		pkgs[i].Patches = tp.BySource[pkgs[i].Source]
+		pkgs[i].Unsupported = tp.Other[pkgs[i].Source]
+	}
+	return nil
+}
+
+// recipeMarked reports whether the recipe says the entry has no build of its own.
+func recipeMarked(r *recipe.Recipe, entry string) bool {
+	names, ok := r.Thirdparty.BuildNames[entry]
+	return ok && len(names) == 0
+}
+
+// SelectPackages resolves names (TP_ARCHIVES entries or build-thirdparty.sh
+// names, any case) to entries, with everything they depend on.
+func SelectPackages(pkgs []source.Package, r *recipe.Recipe, names []string) (map[string]bool, error) {
+	byName := map[string]string{}
+	for _, pk := range pkgs {
+		byName[strings.ToLower(pk.Entry)] = pk.Entry
+	}
+	for _, pk := range pkgs {
+		if pk.Build != "" {
+			if _, taken := byName[pk.Build]; !taken {
+				byName[pk.Build] = pk.Entry
+			}
+		}
+	}
+	sel := map[string]bool{}
+	var visit func(entry string)
+	visit = func(entry string) {
+		if sel[entry] {
+			return
+		}
+		sel[entry] = true
+		for _, d := range r.Thirdparty.Deps[entry] {
+			if _, ok := findPackage(pkgs, d); ok {
+				visit(d)
+			}
+		}
+	}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		entry, ok := byName[strings.ToLower(n)]
+		if !ok {
+			var known []string
+			for _, pk := range pkgs {
+				if pk.Build != "" {
+					known = append(known, strings.ToLower(pk.Entry))
+				}
+			}
+			sort.Strings(known)
+			return nil, fmt.Errorf("--packages: %q is not a package of this tree's %s (packages with a build: %s)", n, r.Thirdparty.Vars, strings.Join(known, ", "))
+		}
+		pk, _ := findPackage(pkgs, entry)
+		if pk.Build == "" {
+			return nil, fmt.Errorf("--packages: %s cannot be built on its own: %s", entry, pk.NoBuild)
+		}
+		visit(entry)
+	}
+	if len(sel) == 0 {
+		return nil, fmt.Errorf("--packages: no package named")
+	}
+	return sel, nil
+}
+
+// unpackInputs are what dorisarm's own unpack of a package reads: the
+// archive (through its fetch step's key), where it unpacks to and the
+// tree's patches for it, by content.
+func unpackInputs(pk source.Package) map[string]string {
+	in := map[string]string{"unpacker": "dorisarm/1", "archive": pk.Name, "source": pk.Source}
+	for i, dp := range pk.Patches {
+		in[fmt.Sprintf("doris_patch.%03d", i)] = dp.Args + " " + dp.File + " " + dp.SHA256
+	}
+	if len(pk.Unsupported) > 0 {
+		in["unsupported"] = strings.Join(pk.Unsupported, "\n")
+	}
+	return in
+}
+
+// scriptsDigest identifies what third-party steps read of the tree: its
+// third-party directory (without sources and installs) and the files the
+// recipe says its scripts read from elsewhere.
+func scriptsDigest(tree, tpDir string, ignore, reads []string) (string, error) {
+	d, err := source.TreeDigest(filepath.Join(tree, tpDir), ignore)
+	if err != nil || len(reads) == 0 {
+		return d, err
+	}
+	parts := []string{d}
+	for _, rd := range reads {
+		fd, err := source.FileDigest(filepath.Join(tree, filepath.FromSlash(rd)))
+		if err != nil {
+			fd = "absent"
+		}
+		parts = append(parts, rd+"="+fd)
+	}
+	return source.StringDigest(strings.Join(parts, "\n")), nil
+}

@@ -1,0 +1,1 @@
+int autoprobe_answer(void) { return 42; }
