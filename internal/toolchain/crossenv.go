@@ -65,7 +65,7 @@ func (tc *Toolchain) writeCrossEnv(w *Wrappers) error {
 		}
 	}
 	script := func(name, body string) error {
-		return os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n# Written by dorisarm for target "+tc.Cell.Target.Name+". Do not edit.\n"+body), 0o755)
+		return writeNew(filepath.Join(bin, name), []byte("#!/bin/sh\n# Written by dorisarm for target "+tc.Cell.Target.Name+". Do not edit.\n"+body), 0o755)
 	}
 	// The host's compilers, for build-time helpers, without bin/ on PATH.
 	hostBin := filepath.Join(w.Home, "host-bin")
@@ -79,7 +79,7 @@ func (tc *Toolchain) writeCrossEnv(w *Wrappers) error {
 			continue // no host compiler: CC_FOR_BUILD names a missing program
 		}
 		body := fmt.Sprintf("#!/bin/sh\n# The build machine's %s, for build-time helpers. Written by dorisarm.\n%s\nexport PATH\nexec %s \"$@\"\n", name, dropBin, shellQuote(real))
-		if err := os.WriteFile(filepath.Join(hostBin, name), []byte(body), 0o755); err != nil {
+		if err := writeNew(filepath.Join(hostBin, name), []byte(body), 0o755); err != nil {
 			return err
 		}
 	}
@@ -126,7 +126,8 @@ build_alias=${build_alias:-%s}
 ac_cv_host=${ac_cv_host:-%s}
 ac_cv_build=${ac_cv_build:-%s}
 `, tc.Cell.Target.Name, tc.Cell.ISA.Triple, tc.Host.Triple, tc.Cell.ISA.GNUType, tc.Host.GNUType)
-	return os.WriteFile(filepath.Join(w.Home, "config.site"), []byte(site), 0o644)
+	_ = os.Remove(filepath.Join(w.Home, "config.site"))
+	return writeNew(filepath.Join(w.Home, "config.site"), []byte(site), 0o644)
 }
 
 // crossEnv is the environment of the cross environment (Env adds it).
@@ -196,7 +197,7 @@ func (tc *Toolchain) writeExecLib(w *Wrappers) {
 	}
 	src := filepath.Join(w.Home, "lib", "dorisarm-exec.c")
 	lib := filepath.Join(w.Home, "lib", "dorisarm-exec.so")
-	if os.MkdirAll(filepath.Dir(src), 0o755) != nil || os.WriteFile(src, execShimSource, 0o644) != nil {
+	if os.MkdirAll(filepath.Dir(src), 0o755) != nil || writeNew(src, execShimSource, 0o644) != nil {
 		return
 	}
 	cmd := exec.Command(cc, "-shared", "-fPIC", "-O2", "-o", lib, src, "-ldl")

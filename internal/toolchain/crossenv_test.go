@@ -210,3 +210,29 @@ func TestExecShim(t *testing.T) {
 		t.Errorf("native: %+v %v", s, err)
 	}
 }
+
+// Writing a home again, for another dialect, never writes through what the
+// first write left: a gcc home links bin/as to the real assembler, a clang
+// home writes a script named as.
+func TestRewrittenHomeNeverWritesThroughLinks(t *testing.T) {
+	m := repoMatrix(t)
+	cell, _ := m.Cell("2.1", "kunpeng920")
+	dir := t.TempDir()
+	fakeAs := filepath.Join(dir, "real-as")
+	os.WriteFile(fakeAs, []byte("#!/bin/sh\necho the real assembler\n"), 0o755)
+	gcc := &Toolchain{Cell: cell, Compiler: m.Compilers["gcc"], CC: "/bin/true", CXX: "/bin/true", Tools: map[string]string{"as": fakeAs}, Host: m.ISAs[HostISA()]}
+	clang := &Toolchain{Cell: cell, Compiler: m.Compilers["clang"], CC: "/bin/true", CXX: "/bin/true", Tools: map[string]string{}, Host: m.ISAs[HostISA()]}
+	home := filepath.Join(dir, "home")
+	for _, tc := range []*Toolchain{gcc, clang, gcc} {
+		tc.Cross = true
+		if _, err := tc.WriteWrappers(home, Flags{}, ""); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(fakeAs); string(b) != "#!/bin/sh\necho the real assembler\n" {
+			t.Fatalf("the %s home wrote through bin/as into the real tool: %q", tc.Compiler.Name, b)
+		}
+	}
+	if target, err := os.Readlink(filepath.Join(home, "bin", "as")); err != nil || target != fakeAs {
+		t.Errorf("bin/as after the last (gcc) write: %q %v", target, err)
+	}
+}

@@ -8,6 +8,19 @@ import (
 	"strings"
 )
 
+// writeNew creates path, which must not exist: it never follows a link.
+func writeNew(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 func sortedRoles(m map[string]string) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -24,13 +37,21 @@ func sortedRoles(m map[string]string) []string {
 // added only when the driver links.
 func (tc *Toolchain) WriteWrappers(dir string, f Flags, log string) (*Wrappers, error) {
 	bin := filepath.Join(dir, "bin")
+	// A home is written afresh: what an earlier write left there (a link to
+	// a real tool under a name this write gives a script) must never be
+	// written through.
+	for _, d := range []string{"bin", "host-bin", "lib"} {
+		if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return nil, err
 	}
 	ccName, cxxName := tc.driverNames()
 	w := &Wrappers{Home: dir, CC: filepath.Join(bin, ccName), CXX: filepath.Join(bin, cxxName), Log: log, Tools: map[string]string{}}
 	for _, d := range []struct{ path, real string }{{w.CC, tc.CC}, {w.CXX, tc.CXX}} {
-		if err := os.WriteFile(d.path, []byte(tc.wrapperScript(d.real, f, log)), 0o755); err != nil {
+		if err := writeNew(d.path, []byte(tc.wrapperScript(d.real, f, log)), 0o755); err != nil {
 			return nil, err
 		}
 	}
