@@ -22,7 +22,7 @@ vet:
 
 # The test suite: real cross compilers, clang-16 and qemu-user (installed by deps).
 test: deps vet
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 45m ./...
 
 # The main job on the bundled sample (examples/minidoris, a small tree with
 # Doris's build interface), start to end: build every target (cross

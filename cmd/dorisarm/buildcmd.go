@@ -68,6 +68,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 				opts.Allow = exc
 			}
 			opts.PGOProfile = o.pgoProfile
+			o.cache = opts.Cache
 			ps, err := makePlanned(g, o)
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -87,6 +88,8 @@ type planOptions struct {
 	pgoProfile string
 	packages   []string
 	format     string
+	waiver     string // --waive-sysroot
+	cache      string // where sysroots are kept (build's --cache)
 }
 
 // flags registers what plan and build share: the tree, the targets, the
@@ -96,6 +99,7 @@ func (o *planOptions) flags(cmd *cobra.Command, profileHelp string) {
 	cmd.Flags().StringVar(&o.targets, "target", "", "target name, comma-separated names, or all")
 	cmd.Flags().StringVar(&o.compiler, "compiler", "", "use this compiler of the target's list instead of the first installed")
 	cmd.Flags().StringVar(&o.pgoProfile, "pgo-profile", "", profileHelp)
+	cmd.Flags().StringVar(&o.waiver, "waive-sysroot", "", "build without the target OS's sysroot, against this machine's libraries, for this reason (recorded in the build record, its attestation and the report; the glibc gate is waived)")
 	cmd.Flags().StringSliceVar(&o.packages, "packages", nil, "only these third-party packages (names as vars.sh or build-thirdparty.sh spell them, any case) and what they need; no BE, no FE")
 }
 
@@ -173,7 +177,15 @@ func makePlanned(g *globals, o *planOptions) ([]planned, error) {
 		if err != nil {
 			return nil, badInput(err)
 		}
-		tc, err := toolchain.Resolve(m, cell, toolchain.Options{Compiler: o.compiler})
+		cache := o.cache
+		if cache == "" {
+			cache = defaultCacheDir()
+		}
+		sr, err := sysrootFor(context.Background(), m, cell, cache, o.waiver)
+		if err != nil {
+			return nil, err
+		}
+		tc, err := toolchain.Resolve(m, cell, toolchain.Options{Compiler: o.compiler, Sysroot: sr})
 		if err != nil {
 			var miss *toolchain.MissingError
 			if errors.As(err, &miss) {
@@ -187,7 +199,7 @@ func makePlanned(g *globals, o *planOptions) ([]planned, error) {
 				return nil, usageErr("--pgo-profile for %s (%s %s): %v", t, tc.Compiler.Name, tc.Identity.Version, err)
 			}
 		}
-		p, err := plan.Make(plan.Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock, Profile: profile, Packages: o.packages})
+		p, err := plan.Make(plan.Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock, Profile: profile, Packages: o.packages, SysrootWaiver: o.waiver})
 		if err != nil {
 			return nil, badInput(err)
 		}
@@ -247,6 +259,11 @@ func printPlan(w io.Writer, p *plan.Plan) {
 	fmt.Fprintf(w, "plan %s/%s  doris %s  cpu %s  os %s (glibc %s, %dK pages)\n", c.Series, c.Target, c.Doris, c.CPU, c.OS, c.Glibc, c.PageSize/1024)
 	id := p.Toolchain.Compiler
 	fmt.Fprintf(w, "  compiler  %s %s (%s)\n", id.Name, id.Version, id.Banner)
+	if sr := c.Sysroot; sr != nil {
+		fmt.Fprintf(w, "  sysroot   %s: glibc %s (%s's is %s), %s, %s\n", sr.Name, sr.Glibc, c.OS, c.Glibc, short(sr.Digest), sr.Source)
+	} else {
+		fmt.Fprintf(w, "  sysroot   none, WAIVED: %s\n", c.SysrootWaiver)
+	}
 	fmt.Fprintf(w, "  flags     %s\n", strings.Join(p.Phases[plan.PhaseRelease], " "))
 	if f, ok := p.Phases[plan.PhaseInstrument]; ok {
 		fmt.Fprintf(w, "  pgo-gen   %s\n", strings.Join(f, " "))

@@ -70,7 +70,7 @@ func TestPublishToRealRegistry(t *testing.T) {
 	addr := startRegistry(t)
 	dir := t.TempDir()
 	out, cache := filepath.Join(dir, "out"), filepath.Join(dir, "cache")
-	if _, errOut, code := run(t, "build", "--target", "generic-armv8,kunpeng920,x86_64", "--compiler", "gcc", "--out", out, "--cache", cache); code != 0 {
+	if _, errOut, code := run(t, "build", "--target", "generic-armv8,kunpeng920,x86_64", "--compiler", "gcc", "--waive-sysroot", "GCC 12's C++ runtime needs glibc 2.36", "--out", out, "--cache", cache); code != 0 {
 		t.Fatalf("build: %s", errOut)
 	}
 	repo := addr + "/doris"

@@ -114,6 +114,13 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 		r.rec.ScanSkip = "--no-scan"
 	} else {
 		allow := append([]scan.Exception{}, r.opts.Allow...)
+		if w := r.in.Plan.Cell.SysrootWaiver; w != "" {
+			// Built against this machine's libraries by the user's decision:
+			// its glibc and libstdc++ needs are waived, with the reason.
+			for _, kind := range []string{scan.KindGlibc, scan.KindGlibcxx} {
+				allow = append(allow, scan.Exception{Path: "**", Kind: kind, Reason: "sysroot waived (--waive-sysroot): " + w})
+			}
+		}
 		if r.in.Recipe.ScanAllow != "" {
 			exc, err := scan.LoadAllow(r.in.Recipe.Path(r.in.Recipe.ScanAllow))
 			if err != nil {

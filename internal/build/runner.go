@@ -249,6 +249,7 @@ func (r *runner) expand(s, phase string) string {
 		"$TOOLCHAIN", filepath.Join(r.work, "toolchain"),
 		"$SRC", r.src, "$OUT", r.staging(), "$JOBS", fmt.Sprint(r.opts.Jobs),
 		"$PROFILE_DIR", r.profileDir, "$PROFILE", r.profile, "$LTO_CACHE", r.ltoCache,
+		toolchain.SysrootRunPlaceholder, r.sysrootRunPath(), toolchain.SysrootPlaceholder, r.sysrootPath(),
 	).Replace(s)
 }
 
@@ -262,8 +263,25 @@ func (r *runner) env(s plan.Step) []string {
 	for _, e := range s.Env {
 		env = append(env, r.expand(e, s.Phase))
 	}
-	env = append(env, r.shim(s).Env...)
+	if s.Kind == plan.KindThirdparty || s.Kind == plan.KindBuild || s.Kind == plan.KindUnpack {
+		// Steps that build; a training run is a target program already under qemu.
+		env = append(env, r.shim(s).Env...)
+	}
 	return append(env, "PATH="+r.expand("$TOOLCHAIN/$PHASE/bin", s.Phase)+string(os.PathListSeparator)+r.hostPath)
+}
+
+func (r *runner) sysrootRunPath() string {
+	if sr := r.in.TC.Sysroot; sr != nil {
+		return sr.RunPath
+	}
+	return ""
+}
+
+func (r *runner) sysrootPath() string {
+	if sr := r.in.TC.Sysroot; sr != nil {
+		return sr.Path
+	}
+	return ""
 }
 
 // shim is how a step runs target programs (its phase's compiler home).

@@ -69,6 +69,9 @@ func (m *Matrix) nameEntries() {
 	for n, v := range m.Targets {
 		v.Name = n
 	}
+	for n, v := range m.Sysroots {
+		v.Name = n
+	}
 }
 
 // Set is a set of extension names.

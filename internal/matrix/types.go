@@ -17,6 +17,7 @@ type Matrix struct {
 	Compilers  map[string]*Compiler   `yaml:"compilers"`
 	Doris      map[string]*DorisRange `yaml:"doris"`
 	Targets    map[string]*Target     `yaml:"targets"`
+	Sysroots   map[string]*Sysroot    `yaml:"sysroots"`
 
 	// File is the path the matrix was read from; Digest the sha256 of its bytes.
 	File   string `yaml:"-"`
@@ -116,6 +117,34 @@ type OS struct {
 	// (only binaries that link libstdc++ dynamically need it).
 	Glibcxx  string `yaml:"glibcxx"`
 	PageSize int    `yaml:"page_size"`
+	// Sysroot names, per ISA, the sysroot builds for this OS link against
+	// (sysroots.*); its glibc is capped at the OS's when it is newer.
+	Sysroot map[string]string `yaml:"sysroot"`
+	Pos     datafile.Pos
+	Keys    datafile.Keys
+}
+
+// Sysroot is where a target OS's headers and libraries come from: Debian
+// suite packages for an architecture, or an OCI image (by digest).
+type Sysroot struct {
+	Name        string         `yaml:"-"`
+	Description string         `yaml:"description"`
+	Triple      string         `yaml:"triple"`
+	Debian      *SysrootDebian `yaml:"debian"`
+	Image       string         `yaml:"image"`
+	// Digest, when set, pins the content of the unpacked tree (before any
+	// glibc cap): a mirror or image that gives other bytes is refused.
+	Digest string `yaml:"digest"`
+	Pos    datafile.Pos
+	Keys   datafile.Keys
+}
+
+// SysrootDebian are Debian packages of one suite and architecture.
+type SysrootDebian struct {
+	Suite    string   `yaml:"suite"`
+	Arch     string   `yaml:"arch"`
+	Packages []string `yaml:"packages"`
+	Mirror   string   `yaml:"mirror"`
 	Pos      datafile.Pos
 	Keys     datafile.Keys
 }

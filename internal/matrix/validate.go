@@ -152,6 +152,36 @@ func (m *Matrix) validate() error {
 		if o.PageSize < 4096 || o.PageSize&(o.PageSize-1) != 0 {
 			c.fail(o.Keys.At("page_size", o.Pos), "os %s: page_size must be a power of two of at least 4096 bytes, got %d", n, o.PageSize)
 		}
+		for _, isa := range sortedKeys(o.Sysroot) {
+			at := o.Keys.At("sysroot", o.Pos)
+			sr, ok := m.Sysroots[o.Sysroot[isa]]
+			switch {
+			case m.ISAs[isa] == nil:
+				c.fail(at, "os %s: sysroot for unknown isa %q", n, isa)
+			case !ok:
+				c.fail(at, "os %s: sysroot %q for %s is not in sysroots (one of: %s)", n, o.Sysroot[isa], isa, strings.Join(sortedKeys(m.Sysroots), ", "))
+			case sr.Triple != m.ISAs[isa].Triple:
+				c.fail(at, "os %s: sysroot %s is for %s, not %s (%s)", n, sr.Name, sr.Triple, isa, m.ISAs[isa].Triple)
+			}
+		}
+	}
+	for _, n := range sortedKeys(m.Sysroots) {
+		sr := m.Sysroots[n]
+		if (sr.Debian == nil) == (sr.Image == "") {
+			c.fail(sr.Pos, "sysroot %s: give exactly one source, debian (suite, arch, packages) or image (a reference by digest)", n)
+		}
+		if sr.Debian != nil && (sr.Debian.Suite == "" || sr.Debian.Arch == "" || len(sr.Debian.Packages) == 0) {
+			c.fail(sr.Keys.At("debian", sr.Pos), "sysroot %s: debian needs suite, arch and packages", n)
+		}
+		if sr.Image != "" && !strings.Contains(sr.Image, "@sha256:") {
+			c.fail(sr.Keys.At("image", sr.Pos), "sysroot %s: image %q must be a reference by digest (NAME@sha256:...), so the sysroot cannot change under a tag", n, sr.Image)
+		}
+		if sr.Digest != "" && !strings.HasPrefix(sr.Digest, "sha256:") {
+			c.fail(sr.Keys.At("digest", sr.Pos), "sysroot %s: digest must be sha256:<hex>", n)
+		}
+		if sr.Triple == "" {
+			c.fail(sr.Pos, "sysroot %s: triple is required (the ISA's, e.g. aarch64-linux-gnu)", n)
+		}
 	}
 	for _, n := range sortedKeys(m.Doris) {
 		d := m.Doris[n]

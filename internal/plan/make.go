@@ -31,6 +31,9 @@ type Inputs struct {
 	// Packages, when set, limits the plan to these third-party packages and
 	// what they depend on (no BE, no FE).
 	Packages []string
+	// SysrootWaiver is the user's reason for building without the target
+	// OS's sysroot (the toolchain then has none).
+	SysrootWaiver string
 }
 
 // Placeholders the runner substitutes.
@@ -66,6 +69,15 @@ func Make(in Inputs) (*Plan, error) {
 	}
 	p.Cell.LTO = tc.LTOMode()
 	p.Cell.March = tc.March()
+	p.Cell.Sysroot = tc.Sysroot
+	if tc.Sysroot == nil {
+		if in.SysrootWaiver == "" {
+			return nil, fmt.Errorf("target %s: no sysroot for %s (%s) and no waiver: builds link only against the target OS's libraries (oses.%s.sysroot in %s), or pass --waive-sysroot REASON",
+				c.Target.Name, c.OS.ID, c.ISA.Name, c.OS.ID, in.Matrix.File)
+		}
+		p.Cell.SysrootWaiver = in.SysrootWaiver
+		p.Warnings = append(p.Warnings, "no sysroot (waived: "+in.SysrootWaiver+"): the build links against this machine's libraries and the glibc gate is waived")
+	}
 
 	// The source tree, by content.
 	tpDir := filepath.Dir(r.Thirdparty.Vars)
@@ -137,12 +149,12 @@ func Make(in Inputs) (*Plan, error) {
 	}
 
 	// Toolchain phases.
-	release, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, LTOCache: LTOCACHE, ToolHome: ToolchainHome(PhaseRelease)})
+	release, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, LTOCache: LTOCACHE, ToolHome: ToolchainHome(PhaseRelease), Sysroot: toolchain.SysrootPlaceholder})
 	if err != nil {
 		return nil, err
 	}
 	p.Phases[PhaseRelease] = flagList(release)
-	tp, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, NoLTO: true, ToolHome: ToolchainHome(PhaseThirdparty)})
+	tp, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, NoLTO: true, ToolHome: ToolchainHome(PhaseThirdparty), Sysroot: toolchain.SysrootPlaceholder})
 	if err != nil {
 		return nil, err
 	}
@@ -158,11 +170,11 @@ func Make(in Inputs) (*Plan, error) {
 		if len(r.PGO.Train) == 0 && in.Profile == "" {
 			return nil, fmt.Errorf("target %s uses PGO and recipe %s has no training workload: pass --pgo-profile FILE (a profile collected on %s hardware)", c.Target.Name, r.Name, c.CPU.Name)
 		}
-		inst, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Instrument, ProfileDir: PROFILEDIR, ToolHome: ToolchainHome(PhaseInstrument)})
+		inst, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Instrument, ProfileDir: PROFILEDIR, ToolHome: ToolchainHome(PhaseInstrument), Sysroot: toolchain.SysrootPlaceholder})
 		if err != nil {
 			return nil, err
 		}
-		opt, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, Profile: PROFILE, ProfileDir: PROFILEDIR, LTOCache: LTOCACHE, ToolHome: ToolchainHome(PhasePGO)})
+		opt, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, Profile: PROFILE, ProfileDir: PROFILEDIR, LTOCache: LTOCACHE, ToolHome: ToolchainHome(PhasePGO), Sysroot: toolchain.SysrootPlaceholder})
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +183,7 @@ func Make(in Inputs) (*Plan, error) {
 		}
 		p.Phases[PhasePGO] = flagList(opt)
 	}
-	p.Toolchain = ToolchainInfo{Compiler: tc.Identity, Target: tc.TargetFlags(), Notes: tc.Notes, Emulator: tc.Emulator()}
+	p.Toolchain = ToolchainInfo{Compiler: tc.Identity, Target: tc.TargetFlags(), Notes: tc.Notes, Emulator: tc.EmulatorWith(toolchain.SysrootRunPlaceholder)}
 	p.Toolchain.Env = tc.Env(&toolchain.Wrappers{Home: "$TOOLCHAIN/$PHASE", CC: "$TOOLCHAIN/$PHASE/bin/" + driver(tc, false),
 		CXX: "$TOOLCHAIN/$PHASE/bin/" + driver(tc, true), Tools: toolPlaceholders(tc)}, release)
 	p.Toolchain.Env = append(p.Toolchain.Env, "CMAKE_TOOLCHAIN_FILE=$TOOLCHAIN/$PHASE/toolchain.cmake")
@@ -341,7 +353,7 @@ func Make(in Inputs) (*Plan, error) {
 				if err != nil {
 					return nil, fmt.Errorf("recipe %s: pgo.train: %v", r.Name, err)
 				}
-				p.Steps = append(p.Steps, Step{ID: "pgo:train", Kind: KindTrain, Command: append(append([]string{}, tc.Emulator()...), train...),
+				p.Steps = append(p.Steps, Step{ID: "pgo:train", Kind: KindTrain, Command: append(append([]string{}, tc.EmulatorWith(toolchain.SysrootRunPlaceholder)...), train...),
 					Needs: []string{"build:" + name + ":instrument"}, Inputs: map[string]string{"qemu_model": c.Qemu.Name}})
 				// Clang's raw profiles are merged into one .profdata; GCC's .gcda
 				// directory is the profile itself.

@@ -77,6 +77,10 @@ type CellInfo struct {
 	BaseImage   string   `json:"base_image"`
 	Required    []string `json:"required_patches,omitempty"`
 	Description string   `json:"description,omitempty"`
+	// Sysroot is the target OS's libraries the build links against;
+	// SysrootWaiver the recorded reason when it links the build machine's.
+	Sysroot       *toolchain.Sysroot `json:"sysroot,omitempty"`
+	SysrootWaiver string             `json:"sysroot_waiver,omitempty"`
 }
 
 // RecipeInfo identifies the recipe.
@@ -171,7 +175,8 @@ func (p *Plan) computeKeys() error {
 			Flags    []string            `json:"flags,omitempty"`
 			Cache    []string            `json:"cmake_cache,omitempty"`
 			CrossEnv string              `json:"cross_env,omitempty"`
-		}{Schema, s.ID, s.Kind, s.Phase, s.Command, s.Env, s.Inputs, s.Outputs, needKeys, nil, nil, nil, ""}
+			Sysroot  string              `json:"sysroot,omitempty"`
+		}{Schema, s.ID, s.Kind, s.Phase, s.Command, s.Env, s.Inputs, s.Outputs, needKeys, nil, nil, nil, "", ""}
 		if s.Phase != "" || s.Kind == KindThirdparty || s.Kind == KindBuild {
 			id := p.Toolchain.Compiler
 			id.Path = "" // where it is installed does not change what it makes
@@ -179,6 +184,11 @@ func (p *Plan) computeKeys() error {
 			material.Flags = p.Phases[s.Phase]
 			material.Cache = p.Toolchain.CMakeCache
 			material.CrossEnv = toolchain.CrossEnvVersion
+			if sr := p.Cell.Sysroot; sr != nil {
+				material.Sysroot = sr.Digest
+			} else {
+				material.Sysroot = "waived: " + p.Cell.SysrootWaiver
+			}
 			material.Env = append(append([]string{}, p.Toolchain.Env...), s.Env...)
 		}
 		b, err := json.Marshal(material)

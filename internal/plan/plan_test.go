@@ -25,7 +25,7 @@ func load(t *testing.T, patchDir string) fixture {
 func (f fixture) plan(t *testing.T, target, compiler string) *Plan {
 	t.Helper()
 	cell, tc := f.Toolchain(t, target, compiler)
-	p, err := Make(Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: sample.Version, Series: f.Series, Toolchain: tc, Lock: f.Lock})
+	p, err := Make(Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: sample.Version, Series: f.Series, Toolchain: tc, Lock: f.Lock, SysrootWaiver: "plan unit test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,12 +185,12 @@ func TestRequiredPatchMissing(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	_, err = Make(Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "2.1.8", Series: f.Series, Toolchain: tc, Lock: f.Lock})
+	_, err = Make(Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "2.1.8", Series: f.Series, Toolchain: tc, Lock: f.Lock, SysrootWaiver: "plan unit test"})
 	if err == nil || !strings.Contains(err.Error(), `requires patch "scalar-bitshuffle"`) {
 		t.Fatalf("err = %v", err)
 	}
 	// A version outside the patch's Applies-To drops it too.
-	_, err = Make(Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "4.1.0", Series: base.Series, Toolchain: tc, Lock: f.Lock})
+	_, err = Make(Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "4.1.0", Series: base.Series, Toolchain: tc, Lock: f.Lock, SysrootWaiver: "plan unit test"})
 	if err == nil || !strings.Contains(err.Error(), `requires patch "dynamic-openssl"`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -204,7 +204,7 @@ func TestPGOWithoutTrainingNeedsProfile(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	in := Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "2.1.8", Series: f.Series, Toolchain: tc, Lock: f.Lock}
+	in := Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "2.1.8", Series: f.Series, Toolchain: tc, Lock: f.Lock, SysrootWaiver: "plan unit test"}
 	if _, err := Make(in); err == nil || !strings.Contains(err.Error(), "--pgo-profile") {
 		t.Fatalf("err = %v", err)
 	}
@@ -215,5 +215,30 @@ func TestPGOWithoutTrainingNeedsProfile(t *testing.T) {
 	}
 	if p.Step("pgo:train") != nil || p.Step("build:be").Inputs["profile"] != "sha256:0123" {
 		t.Errorf("supplied profile not used: %+v", p.Step("build:be"))
+	}
+}
+
+// A toolchain without a sysroot plans only with a waiver, which the plan
+// records and which is part of every compile step's key.
+func TestNoSysrootNeedsAWaiver(t *testing.T) {
+	f := load(t, "")
+	cell, _ := f.Matrix.Cell("2.1", "graviton3")
+	tc, err := toolchain.Resolve(f.Matrix, cell, toolchain.Options{})
+	if err != nil {
+		t.Skip(err)
+	}
+	in := Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "2.1.8", Series: f.Series, Toolchain: tc, Lock: f.Lock}
+	if _, err := Make(in); err == nil || !strings.Contains(err.Error(), "--waive-sysroot") {
+		t.Fatalf("no sysroot, no waiver: %v", err)
+	}
+	in.SysrootWaiver = "one reason"
+	a, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.SysrootWaiver = "another reason"
+	b, _ := Make(in)
+	if a.Cell.SysrootWaiver != "one reason" || a.Step("build:be").Key == b.Step("build:be").Key || a.Step("fetch:BITSHUFFLE").Key != b.Step("fetch:BITSHUFFLE").Key {
+		t.Error("the waiver is not recorded, or not in the compile steps' keys only")
 	}
 }

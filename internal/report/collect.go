@@ -205,6 +205,10 @@ type provenance struct {
 			LTO     string            `json:"lto"`
 			Build   string            `json:"build"`
 			Patches []string          `json:"patches"`
+			Sysroot *struct {
+				Name, Digest, Glibc string
+			} `json:"sysroot"`
+			SysrootWaiver string `json:"sysrootWaiver"`
 		} `json:"internalParameters"`
 	} `json:"buildDefinition"`
 	RunDetails struct {
@@ -256,6 +260,10 @@ func targetFromImage(m *matrix.Matrix, version string, f *Found, im *Image, sts 
 	t := fromCell(cell)
 	t.Compiler, t.CompilerVersion, t.PGO, t.LTO = ip.Compiler.Name, ip.Compiler.Version, ip.PGO, ip.LTO
 	t.Patches, t.BuildID = ip.Patches, ip.Build
+	t.Sysroot, t.SysrootWaiver = "", ip.SysrootWaiver
+	if sr := ip.Sysroot; sr != nil {
+		t.Sysroot = sysrootText(sr.Name, sr.Glibc, sr.Digest)
+	}
 	phases := map[string][]string{}
 	for ph, fl := range ip.Flags {
 		phases[ph] = strings.Fields(fl)

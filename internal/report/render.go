@@ -58,6 +58,12 @@ func glibc(t Target) string {
 	if t.GlibcState() == "waived" {
 		s += " (waived)"
 	}
+	switch {
+	case t.SysrootWaiver != "":
+		s += "; no sysroot (waived)"
+	case t.Sysroot != "":
+		s += "; sysroot " + t.Sysroot
+	}
 	return s
 }
 
@@ -144,6 +150,19 @@ func (r *Report) Markdown(w io.Writer) error {
 		}
 		for _, pr := range x.Problems {
 			p("\n> ⚠ %s\n", pr)
+		}
+		p("\n")
+	}
+	var waived []Target
+	for _, x := range r.Targets {
+		if x.SysrootWaiver != "" {
+			waived = append(waived, x)
+		}
+	}
+	if len(waived) > 0 {
+		p("## Waivers\n\nBuilt without the target OS's sysroot (against the build machine's libraries), with the glibc gate waived:\n\n")
+		for _, x := range waived {
+			p("- %s %s: %s\n", x.Doris, x.Target, x.SysrootWaiver)
 		}
 		p("\n")
 	}

@@ -72,6 +72,10 @@ type Target struct {
 	Glibcxx  string `json:"glibcxx_required,omitempty"`
 	// GlibcWaived: the allow file waived the scan's glibc findings.
 	GlibcWaived bool `json:"glibc_waived,omitempty"`
+	// Sysroot is the target OS's libraries the build linked against (name,
+	// glibc, digest); SysrootWaiver the user's reason for building without.
+	Sysroot       string `json:"sysroot,omitempty"`
+	SysrootWaiver string `json:"sysroot_waiver,omitempty"`
 	// Scanned is false when the build skipped its scan.
 	Scanned    bool    `json:"scanned"`
 	Clean      bool    `json:"scan_clean"`
@@ -154,6 +158,10 @@ const (
 // FromRecord is a target as its build record tells it.
 func FromRecord(rec *build.Record) Target {
 	t := fromCell(rec.Cell)
+	t.SysrootWaiver = rec.Cell.SysrootWaiver
+	if sr := rec.Cell.Sysroot; sr != nil {
+		t.Sysroot = sysrootText(sr.Name, sr.Glibc, sr.Digest)
+	}
 	t.Compiler, t.CompilerVersion = rec.Compiler.Name, rec.Compiler.Version
 	t.CacheHits, t.CacheSteps = len(rec.Cache.Hits), len(rec.Cache.Hits)+len(rec.Cache.Misses)
 	t.Seconds, t.BuildID = rec.Seconds, rec.ContentDigest()
@@ -190,6 +198,13 @@ func fromCell(c plan.CellInfo) Target {
 		Doris: c.Doris, Target: c.Target, Description: c.Description, CPU: c.CPU, OS: c.OS, ISA: c.ISA,
 		March: c.March, PGO: c.PGO, LTO: c.LTO, GlibcMax: c.Glibc,
 	}
+}
+
+func sysrootText(name, glibc, digest string) string {
+	if len(digest) > 19 {
+		digest = digest[:19]
+	}
+	return fmt.Sprintf("%s (glibc %s, %s)", name, glibc, digest)
 }
 
 // ReleasePhase is the phase whose flags made the shipped binaries: the

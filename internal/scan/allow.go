@@ -9,7 +9,7 @@ import (
 )
 
 // Exception is one reviewed exception: findings whose path matches Path (a
-// glob; "**" is not special, "*" does not cross "/"), of Kind and, when set,
+// glob; "*" does not cross "/", and "**" alone matches every path), of Kind and, when set,
 // of Feature, are waived, for Reason.
 type Exception struct {
 	Path    string `yaml:"path"`
@@ -73,7 +73,7 @@ func applyAllow(r *Report, exc []Exception) {
 			if f.Severity != SevError || f.Allowed != "" || f.Kind != e.Kind || (e.Feature != "" && f.Feature != e.Feature) {
 				continue
 			}
-			if ok, _ := path.Match(e.Path, f.Path); !ok {
+			if ok, _ := path.Match(e.Path, f.Path); !ok && e.Path != "**" {
 				continue
 			}
 			f.Allowed = e.Pos.String() + ": " + e.Reason

@@ -140,6 +140,9 @@ func Provenance(rec *build.Record, builderID string) ([]byte, error) {
 				"pgoProfile": rec.PGOProfile,
 				"build":      rec.ContentDigest(),
 				"patches":    patchIDs(rec),
+				// The target OS's libraries the build linked against, or why not.
+				"sysroot":       rec.Cell.Sysroot,
+				"sysrootWaiver": rec.Cell.SysrootWaiver,
 			},
 			"resolvedDependencies": deps,
 		},

@@ -35,15 +35,20 @@ type FlagOptions struct {
 	// tools (WriteWrappers links them there); link flags then name the linker
 	// there instead of its install path, so plans stay machine-independent.
 	ToolHome string
+	// Sysroot is the path the flags name for the toolchain's sysroot (a
+	// placeholder in plans); its real path when empty.
+	Sysroot string
 }
 
 // Flags are the flags a cell's compiles and links get, split by purpose so the
 // build record can say which came from where.
 type Flags struct {
 	Target []string `json:"target"` // -march/-mtune/-mcpu and --target for clang cross builds
-	Record []string `json:"record"` // record the command line in the binary
-	PGO    []string `json:"pgo,omitempty"`
-	LTO    []string `json:"lto,omitempty"`
+	// Sysroot makes the compiler use the target OS's headers and libraries.
+	Sysroot []string `json:"sysroot,omitempty"`
+	Record  []string `json:"record"` // record the command line in the binary
+	PGO     []string `json:"pgo,omitempty"`
+	LTO     []string `json:"lto,omitempty"`
 	// Link are added only when the driver links.
 	Link []string `json:"link,omitempty"`
 }
@@ -51,6 +56,7 @@ type Flags struct {
 // Compile returns every flag a compile gets.
 func (f Flags) Compile() []string {
 	out := append([]string{}, f.Target...)
+	out = append(out, f.Sysroot...)
 	out = append(out, f.Record...)
 	out = append(out, f.PGO...)
 	return append(out, f.LTO...)
@@ -102,6 +108,9 @@ func (tc *Toolchain) Flags(o FlagOptions) (Flags, error) {
 		o.Phase = Release
 	}
 	f := Flags{Target: tc.TargetFlags()}
+	var sysLink []string
+	f.Sysroot, sysLink = tc.sysrootFlags(o.Sysroot)
+	f.Link = append(f.Link, sysLink...)
 	clang := tc.Compiler.Dialect == "clang"
 	if clang {
 		f.Record = []string{"-frecord-command-line"}
@@ -170,11 +179,23 @@ func (tc *Toolchain) Flags(o FlagOptions) (Flags, error) {
 
 // Emulator is the command prefix that runs a target binary on this host:
 // qemu-user with the target CPU's model, or nothing for native builds.
-func (tc *Toolchain) Emulator() []string {
+// With a sysroot, target programs find their loader and libraries in it
+// (its real glibc: a capped sysroot's stubs only serve the linker).
+func (tc *Toolchain) Emulator() []string { return tc.EmulatorWith("") }
+
+// EmulatorWith is Emulator naming the sysroot by a placeholder (plans).
+func (tc *Toolchain) EmulatorWith(sysrootRun string) []string {
 	if !tc.Cross {
 		return nil
 	}
-	return []string{tc.Cell.ISA.Qemu, "-cpu", tc.Cell.Qemu.Name, "-L", tc.Cell.ISA.Sysroot}
+	root := tc.Cell.ISA.Sysroot
+	if tc.Sysroot != nil {
+		root = tc.Sysroot.RunPath
+		if sysrootRun != "" {
+			root = sysrootRun
+		}
+	}
+	return []string{tc.Cell.ISA.Qemu, "-cpu", tc.Cell.Qemu.Name, "-L", root}
 }
 
 // EmulatorAs is Emulator with another qemu model (e.g. to prove a binary dies without SVE).
@@ -238,6 +259,10 @@ func (tc *Toolchain) Env(w *Wrappers, f Flags) []string {
 	}
 	for _, role := range sortedRoles(w.Tools) {
 		env = append(env, strings.ToUpper(role)+"="+w.Tools[role])
+	}
+	if tc.Sysroot != nil {
+		// For packages that import prebuilt libraries (the sample's OpenSSL).
+		env = append(env, "DORISARM_SYSROOT="+SysrootPlaceholder)
 	}
 	return append(env, tc.crossEnv(w)...)
 }

@@ -56,6 +56,9 @@ type Toolchain struct {
 	Cross    bool
 	// Host is the build machine's ISA (its triple and GNU type for autoconf).
 	Host *matrix.ISA
+	// Sysroot is the target OS's libraries, nil when the build uses the
+	// build machine's (a recorded waiver).
+	Sysroot *Sysroot
 	// Tools maps a tool role (ar, nm, objcopy, strip, ld, ranlib, profdata) to a path.
 	Tools map[string]string
 	// Notes record decisions the user should know about (e.g. -mtune dropped).
@@ -78,6 +81,9 @@ type Options struct {
 	Compiler string
 	// Getenv reads the environment (home overrides); os.Getenv when nil.
 	Getenv func(string) string
+	// Sysroot, when set, is what the cell's builds link against; a compiler
+	// that cannot build for it (its runtime needs a newer glibc) is skipped.
+	Sysroot *Sysroot
 }
 
 // Resolve picks the first installed compiler from the cell's target list
@@ -109,6 +115,13 @@ func Resolve(m *matrix.Matrix, cell matrix.Cell, opts Options) (*Toolchain, erro
 			continue
 		}
 		tc.Host = m.ISAs[HostISA()]
+		if opts.Sysroot != nil {
+			tc.Sysroot = opts.Sysroot
+			if err := tc.checkSysroot(); err != nil {
+				miss.Tried = append(miss.Tried, err.Error())
+				continue
+			}
+		}
 		for _, skipped := range miss.Tried {
 			tc.Notes = append(tc.Notes, "preferred compiler skipped: "+skipped)
 		}

@@ -104,8 +104,15 @@ func (tc *Toolchain) CMakeToolchainFile(w *Wrappers, cache map[string]string) st
 			fmt.Fprintf(&b, "set(CMAKE_%s %q CACHE FILEPATH \"\" FORCE)\n", strings.ToUpper(role), p)
 		}
 	}
+	if tc.Sysroot != nil {
+		fmt.Fprintf(&b, "set(CMAKE_SYSROOT %q)\n", tc.Sysroot.Path)
+	}
 	if tc.Cross {
-		fmt.Fprintf(&b, "set(CMAKE_FIND_ROOT_PATH %q)\n", tc.Cell.ISA.Sysroot)
+		root := tc.Cell.ISA.Sysroot
+		if tc.Sysroot != nil {
+			root = tc.Sysroot.Path
+		}
+		fmt.Fprintf(&b, "set(CMAKE_FIND_ROOT_PATH %q)\n", root)
 		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)\n")
 		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)\n")
 		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)\n")

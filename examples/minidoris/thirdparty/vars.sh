@@ -11,11 +11,11 @@ export TP_PATCH_DIR="${TP_DIR:-.}/patches"
 export TP_INCLUDE_DIR="${TP_INSTALL_DIR}/include"
 export TP_LIB_DIR="${TP_INSTALL_DIR}/lib"
 
-# openssl (imported from the target's multiarch libssl-dev)
+# openssl (imported from the target OS sysroot's libssl-dev, or this machine's multiarch one)
 OPENSSL_DOWNLOAD="https://minidoris.example.invalid/thirdparty/openssl-sysimport-3.0.tar.gz"
 OPENSSL_NAME=openssl-sysimport-3.0.tar.gz
 OPENSSL_SOURCE=openssl-sysimport-3.0
-OPENSSL_MD5SUM="68849c0ab637950f808f41aedfcd1498"
+OPENSSL_MD5SUM="ac4b71284587f2d78c26f15593f56567"
 
 # bitshuffle
 BITSHUFFLE_DOWNLOAD="https://minidoris.example.invalid/thirdparty/bitshuffle-0.5.1.tar.gz"

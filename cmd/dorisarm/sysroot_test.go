@@ -1,0 +1,116 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// needSysroots skips where the Debian archive the sysroots come from cannot
+// be reached (the first plan of a cell makes its sysroot).
+func needSysroots(t *testing.T, cache string) {
+	t.Helper()
+	needTool(t, "clang-16", "aarch64-linux-gnu-as", "apt-get", "dpkg-deb")
+	_, errOut, code := run(t, "plan", "--target", "graviton3", "--packages", "bitshuffle", "--source", filepath.Join(repo, "examples", "minidoris"))
+	_ = errOut
+	if code != 0 && strings.Contains(errOut, "cannot make sysroot") {
+		t.Skipf("the Debian archive is not reachable: %s", errOut)
+	}
+}
+
+// A cell's plan names its sysroot, its key covers the sysroot's digest, and
+// a target OS without a sysroot refuses to plan unless a waiver says why.
+func TestSysrootPlanAndWaiver(t *testing.T) {
+	needSysroots(t, "")
+	out, errOut, code := run(t, "plan", "--target", "kunpeng920")
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, errOut)
+	}
+	if !regexp.MustCompile(`sysroot   debian-11-arm64: glibc 2\.28 \(kylin-v10-sp1's is 2\.28\), sha256:`).MatchString(out) {
+		t.Errorf("the plan does not name the sysroot:\n%s", out)
+	}
+	with := planKeys(t, "--target", "kunpeng920")
+	without := planKeys(t, "--target", "kunpeng920", "--waive-sysroot", "testing")
+	if with["build:be"] == without["build:be"] || with["fetch:BITSHUFFLE"] != without["fetch:BITSHUFFLE"] {
+		t.Error("the sysroot is not part of the compile steps' keys (or leaked into a fetch's)")
+	}
+	// A matrix whose OS has no sysroot.
+	dir := t.TempDir()
+	data, _ := os.ReadFile(filepath.Join(repo, "matrix.yaml"))
+	m := regexp.MustCompile(`(kylin-v10-sp1: .*), sysroot: \{[^}]*\}\}`).ReplaceAll(data, []byte("$1}"))
+	mf := filepath.Join(dir, "matrix.yaml")
+	os.WriteFile(mf, m, 0o644)
+	sample := []string{"--source", "examples/minidoris", "--recipe", "recipes/minidoris.yaml"}
+	_, errOut, code = run(t, append([]string{"plan", "--matrix", mf, "--target", "kunpeng920"}, sample...)...)
+	if code != 2 || !strings.Contains(errOut, "kylin-v10-sp1 has no sysroot for aarch64") || !strings.Contains(errOut, "--waive-sysroot") {
+		t.Errorf("no sysroot: exit %d %s", code, errOut)
+	}
+	out, errOut, code = run(t, append([]string{"plan", "--matrix", mf, "--target", "kunpeng920", "--waive-sysroot", "Kylin's libraries are not mirrored yet"}, sample...)...)
+	if code != 0 || !strings.Contains(out, "sysroot   none, WAIVED: Kylin's libraries are not mirrored yet") {
+		t.Errorf("waived: exit %d %s%s", code, out, errOut)
+	}
+}
+
+// Real Doris packages built for Kylin V10 (kunpeng920) and Amazon Linux 2023
+// (graviton3) against their sysroots need no glibc symbol newer than the OS
+// has (readelf -V), and the scan passes with no allow file at all.
+func TestRealDorisPackagesMeetTheOSGlibc(t *testing.T) {
+	tree, mirror := corpusTree(t)
+	needSysroots(t, "")
+	needTool(t, "qemu-aarch64", "aarch64-linux-gnu-readelf")
+	dir := t.TempDir()
+	out, cache := filepath.Join(dir, "out"), filepath.Join(dir, "cache")
+	for _, c := range []struct{ target, ceiling string }{{"kunpeng920", "2.28"}, {"graviton3", "2.34"}} {
+		stdout, errOut, code := run(t, "build", "--source", tree, "--mirror", mirror, "--packages", "snappy,lz4,bzip,bitshuffle",
+			"--target", c.target, "--out", out, "--cache", cache)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s\n%s", c.target, code, stdout, errOut)
+		}
+		inst := filepath.Join(out, "2.1.7-rc01", c.target, "thirdparty", "installed")
+		var checked int
+		filepath.Walk(inst, func(p string, info os.FileInfo, err error) error {
+			if err != nil || !info.Mode().IsRegular() {
+				return nil
+			}
+			b, _ := exec.Command("aarch64-linux-gnu-readelf", "-V", p).Output()
+			for _, v := range regexp.MustCompile(`GLIBC_(2\.[0-9]+)`).FindAllStringSubmatch(string(b), -1) {
+				checked++
+				if versionAbove(v[1], c.ceiling) {
+					t.Errorf("%s: %s needs GLIBC_%s, above %s", c.target, p, v[1], c.ceiling)
+				}
+			}
+			return nil
+		})
+		if checked == 0 {
+			t.Errorf("%s: readelf found no GLIBC_ version needs at all in %s", c.target, inst)
+		}
+	}
+}
+
+func versionAbove(a, b string) bool {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < 2; i++ {
+		var x, y int
+		if i < len(pa) {
+			x = atoi(pa[i])
+		}
+		if i < len(pb) {
+			y = atoi(pb[i])
+		}
+		if x != y {
+			return x > y
+		}
+	}
+	return false
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}

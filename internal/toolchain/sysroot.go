@@ -1,0 +1,135 @@
+package toolchain
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/go-version"
+)
+
+// Sysroot is the target OS's headers and libraries a cell's builds use
+// instead of the build machine's (internal/sysroot makes them).
+type Sysroot struct {
+	Name string `json:"name"`
+	Path string `json:"-"`
+	// RunPath is the same libraries uncapped (real glibc), where target
+	// programs run under qemu; Path when the sysroot is not capped.
+	RunPath string `json:"-"`
+	Digest  string `json:"digest"`
+	Glibc   string `json:"glibc"`  // the newest glibc symbol version it defines
+	Source  string `json:"source"` // where it came from
+}
+
+// Placeholders for the sysroot's paths in plans.
+const (
+	SysrootPlaceholder    = "$SYSROOT"
+	SysrootRunPlaceholder = "$SYSROOT_RUN"
+)
+
+// sysrootFlags are the flags that make the compiler use the sysroot; the C++
+// runtime is linked statically, as Doris ships it, so the target OS's
+// libstdc++ version does not matter.
+func (tc *Toolchain) sysrootFlags(path string) (compile, link []string) {
+	if tc.Sysroot == nil {
+		return nil, nil
+	}
+	if path == "" {
+		path = tc.Sysroot.Path
+	}
+	return []string{"--sysroot=" + path}, []string{"-static-libstdc++", "-static-libgcc"}
+}
+
+// probeProgram is compiled and linked against the sysroot to check that the
+// compiler really uses its libraries (and its C++ runtime) only.
+const probeProgram = `#include <string>
+#include <thread>
+#include <cstdio>
+int main(int argc, char **argv) {
+    std::string s(argv[0]);
+    std::thread t([&] { s += "!"; });
+    t.join();
+    std::printf("%zu\n", s.size() + argc);
+    return 0;
+}
+`
+
+// checkSysroot builds the probe with the cell's flags and fails unless the
+// result needs no glibc symbol version newer than the target OS has. GCC 12
+// as Debian ships it fails here: its libstdc++.a and libgcc_eh.a were built
+// against glibc 2.36 and need __libc_single_threaded (2.32), _dl_find_object
+// (2.35) and arc4random (2.36), and its own crt files come first.
+func (tc *Toolchain) checkSysroot() error {
+	dir, err := os.MkdirTemp("", "dorisarm-sysroot-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	src := filepath.Join(dir, "probe.cc")
+	if err := os.WriteFile(src, []byte(probeProgram), 0o644); err != nil {
+		return err
+	}
+	f, err := tc.Flags(FlagOptions{NoLTO: true})
+	if err != nil {
+		return err
+	}
+	out := filepath.Join(dir, "probe")
+	args := append(append(append([]string{}, f.Compile()...), "-O1", "-pthread", src, "-o", out), f.Link...)
+	if b, err := exec.Command(tc.CXX, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s cannot link C++ against sysroot %s (glibc %s): %s", tc.Compiler.Name, tc.Sysroot.Name, tc.Sysroot.Glibc, firstLines(string(b), 4))
+	}
+	need, sym, err := maxGlibc(out)
+	if err != nil {
+		return err
+	}
+	ceiling := tc.Cell.OS.Glibc
+	if need != "" && versionLess(ceiling, need) {
+		return fmt.Errorf("%s links C++ against sysroot %s but the result needs %s@GLIBC_%s, newer than %s's glibc %s (its own C++ runtime or start files were built for a newer glibc)",
+			tc.Compiler.Name, tc.Sysroot.Name, sym, need, tc.Cell.OS.ID, ceiling)
+	}
+	return nil
+}
+
+// maxGlibc is the newest GLIBC_ version an executable needs, and one symbol that needs it.
+func maxGlibc(path string) (string, string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", "", err
+	}
+	defer f.Close()
+	syms, err := f.ImportedSymbols()
+	if err != nil {
+		return "", "", err
+	}
+	best, which := "", ""
+	for _, s := range syms {
+		v, ok := strings.CutPrefix(s.Version, "GLIBC_")
+		if !ok {
+			continue
+		}
+		if best == "" || versionLess(best, v) {
+			best, which = v, s.Name
+		}
+	}
+	return best, which, nil
+}
+
+func versionLess(a, b string) bool {
+	va, err1 := version.NewVersion(a)
+	vb, err2 := version.NewVersion(b)
+	if err1 != nil || err2 != nil {
+		return a < b
+	}
+	return va.LessThan(vb)
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, " | ")
+}
