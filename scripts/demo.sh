@@ -32,6 +32,31 @@ ${bin} build --target all --out "${out}" --cache "${cache}"
 step "build again: nothing to do"
 ${bin} build --target all --out "${out}" --cache "${cache}"
 
+step "every target against its OS's glibc, checked with readelf -V (not dorisarm): no waiver"
+python3 - "${out}/${version}" <<'PY'
+import json, os, re, subprocess, sys
+root, bad = sys.argv[1], 0
+def ver(v): return tuple(int(x) for x in v.split("."))
+for t in sorted(os.listdir(root)):
+    rec = json.load(open(os.path.join(root, t, "dorisarm-build.json")))
+    cell, need, files = rec["cell"], (0,), 0
+    for d, _, fs in os.walk(os.path.join(root, t)):
+        for f in fs:
+            p = os.path.join(d, f)
+            if os.path.islink(p) or open(p, "rb").read(4) != b"\x7fELF":
+                continue
+            files += 1
+            out = subprocess.run(["readelf", "-V", p], capture_output=True, text=True).stdout
+            for v in re.findall(r"GLIBC_(2\.[0-9]+)", out):
+                need = max(need, ver(v))
+    sr = cell.get("sysroot") or {}
+    ok = need <= ver(cell["glibc_max"])
+    bad += not ok
+    print(f"  {t:14} {files:2} ELF  need GLIBC_{'.'.join(map(str, need)):5} {cell['os']:18} has {cell['glibc_max']:5} "
+          f"{'ok' if ok else 'TOO NEW'}  sysroot {sr.get('name', 'none (waived: ' + cell.get('sysroot_waiver', '') + ')')} (glibc {sr.get('glibc', '-')})")
+sys.exit(1 if bad else 0)
+PY
+
 step "scan the kunpeng920 build (Markdown report)"
 ${bin} scan --target kunpeng920 --allow recipes/minidoris-scan-allow.yaml --format markdown "${out}/${version}/kunpeng920" >"${out}/scan-kunpeng920.md"
 echo "wrote ${out}/scan-kunpeng920.md"
