@@ -242,3 +242,37 @@ func TestNoSysrootNeedsAWaiver(t *testing.T) {
 		t.Error("the waiver is not recorded, or not in the compile steps' keys only")
 	}
 }
+
+// The sysroot's digest is part of every compile step's key: another sysroot
+// (another Debian point release, another cap) rebuilds, the same one does not.
+func TestSysrootDigestInKeys(t *testing.T) {
+	f := load(t, "")
+	cell, _ := f.Matrix.Cell("2.1", "graviton3")
+	tc, err := toolchain.Resolve(f.Matrix, cell, toolchain.Options{})
+	if err != nil {
+		t.Skip(err)
+	}
+	keys := func(digest string) *Plan {
+		tc.Sysroot = &toolchain.Sysroot{Name: "debian-11-arm64", Path: "/nonexistent", RunPath: "/nonexistent", Digest: digest, Glibc: "2.31"}
+		p, err := Make(Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "2.1.8", Series: f.Series, Toolchain: tc, Lock: f.Lock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, a2, b := keys("sha256:aaaa"), keys("sha256:aaaa"), keys("sha256:bbbb")
+	for _, s := range a.Steps {
+		compiles := s.Kind == KindThirdparty || s.Kind == KindBuild
+		if a2.Step(s.ID).Key != s.Key {
+			t.Errorf("%s: the same sysroot gave another key", s.ID)
+		}
+		if changed := b.Step(s.ID).Key != s.Key; compiles && !changed {
+			t.Errorf("%s: key unchanged with another sysroot", s.ID)
+		} else if s.Kind == KindFetch && changed {
+			t.Errorf("%s: a fetch's key depends on the sysroot", s.ID)
+		}
+	}
+	if j, _ := a.JSON(); strings.Contains(string(j), "/nonexistent") {
+		t.Error("the plan holds the sysroot's machine path")
+	}
+}
