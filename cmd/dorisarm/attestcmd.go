@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/dorisarm/dorisarm/internal/build"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/recipe"
@@ -77,6 +78,8 @@ func (a *attester) attest(ctx context.Context, s releaseSigner, d name.Digest) (
 			return nil, err
 		}
 	}
+	// The build's recorded waivers hold for its attestation as for its gate.
+	opts.Allow = append(opts.Allow, build.WaiverExceptions(rec.Cell)...)
 	rep, err := scan.Scan(ctx, []string{b.Dir}, pol, opts)
 	if err != nil {
 		return nil, err

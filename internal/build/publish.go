@@ -114,13 +114,7 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 		r.rec.ScanSkip = "--no-scan"
 	} else {
 		allow := append([]scan.Exception{}, r.opts.Allow...)
-		if w := r.in.Plan.Cell.SysrootWaiver; w != "" {
-			// Built against this machine's libraries by the user's decision:
-			// its glibc and libstdc++ needs are waived, with the reason.
-			for _, kind := range []string{scan.KindGlibc, scan.KindGlibcxx} {
-				allow = append(allow, scan.Exception{Path: "**", Kind: kind, Reason: "sysroot waived (--waive-sysroot): " + w})
-			}
-		}
+		allow = append(allow, WaiverExceptions(r.in.Plan.Cell)...)
 		if r.in.Recipe.ScanAllow != "" {
 			exc, err := scan.LoadAllow(r.in.Recipe.Path(r.in.Recipe.ScanAllow))
 			if err != nil {
@@ -167,6 +161,21 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 	}
 	os.RemoveAll(old)
 	return nil
+}
+
+// WaiverExceptions are the scan exceptions a cell's recorded waivers imply:
+// built without the target OS's sysroot (--waive-sysroot), by the user's
+// decision, its glibc and libstdc++ needs are waived with the reason. The
+// gate and every later scan of the build (its attestation) use them.
+func WaiverExceptions(c plan.CellInfo) []scan.Exception {
+	if c.SysrootWaiver == "" {
+		return nil
+	}
+	var out []scan.Exception
+	for _, kind := range []string{scan.KindGlibc, scan.KindGlibcxx} {
+		out = append(out, scan.Exception{Path: "**", Kind: kind, Reason: "sysroot waived (--waive-sysroot): " + c.SysrootWaiver})
+	}
+	return out
 }
 
 // smoke runs one command of the staged build under the target's CPU model.
