@@ -24,7 +24,9 @@ ${bin} matrix
 
 step "plans (kunpeng920 shown; --target all plans every cell)"
 ${bin} plan --target kunpeng920
-${bin} plan --target all --output json >"${out}.plans.json.tmp" && mkdir -p "${out}" && mv "${out}.plans.json.tmp" "${out}/plans.json"
+mkdir -p "${out}"
+${bin} plan --target all --output json >"${out}/plans.json.tmp"
+mv "${out}/plans.json.tmp" "${out}/plans.json"
 
 step "build every target"
 ${bin} build --target all --out "${out}" --cache "${cache}"

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/sysroot"
@@ -21,6 +22,12 @@ func sysrootFor(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDi
 		return nil, usageErr("target %s: %s has no sysroot for %s (oses.%s.sysroot in %s): add one, or pass --waive-sysroot REASON to link against this machine's libraries (the waiver and its reason are recorded, and the glibc gate is waived)",
 			cell.Target.Name, cell.OS.ID, cell.ISA.Name, cell.OS.ID, m.File)
 	}
+	// apt and the unpacker run in other directories: the cache path must be absolute.
+	abs, err := filepath.Abs(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	cacheDir = abs
 	sr := m.Sysroots[name]
 	spec := sysroot.Spec{Name: name, Image: sr.Image, Digest: sr.Digest, Glibc: cell.OS.Glibc, Triple: sr.Triple}
 	if d := sr.Debian; d != nil {

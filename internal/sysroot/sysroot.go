@@ -240,6 +240,10 @@ func Ensure(ctx context.Context, s Spec, cacheDir string, opts ...Option) (*Sysr
 	if cacheDir == "" {
 		return nil, fmt.Errorf("%s: no cache directory given", s.label())
 	}
+	// apt runs with its own working directory: every path it is given is absolute.
+	if abs, err := filepath.Abs(cacheDir); err == nil {
+		cacheDir = abs
+	}
 	for _, k := range o.keep {
 		if _, err := path.Match(k, ""); err != nil || k == "" || path.IsAbs(k) || path.Clean(k) != k || strings.HasPrefix(k, "..") {
 			return nil, fmt.Errorf("%s: keep pattern %q is not a clean relative path pattern (WithKeep)", s.label(), k)
