@@ -27,21 +27,8 @@ import (
 	"github.com/dorisarm/dorisarm/internal/testproc"
 )
 
-// startRegistry runs Debian's docker-registry (distribution) on a free
-// loopback port with its storage in a temporary directory.
-func startRegistry(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("docker-registry")
-	if err != nil {
-		t.Skip("docker-registry not installed (scripts/install-deps.sh)")
-	}
-	addr := testproc.FreeAddr(t)
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config.yml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n", filepath.Join(dir, "data"), addr)), 0o644)
-	testproc.Serve(t, "http://"+addr+"/v2/", bin, "serve", cfg)
-	return addr
-}
+// startRegistry runs the real docker-registry on loopback (testproc.Registry).
+func startRegistry(t *testing.T) string { return testproc.Registry(t) }
 
 type tent struct {
 	name string

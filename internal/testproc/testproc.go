@@ -4,10 +4,13 @@
 package testproc
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -45,4 +48,25 @@ func Serve(t testing.TB, url, name string, args ...string) {
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
+}
+
+// Registry runs Debian's docker-registry (CNCF distribution) on a free
+// loopback port with its storage in a temporary directory, for the test's
+// lifetime, and returns its host:port. The test is skipped where the
+// registry is not installed.
+func Registry(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("docker-registry")
+	if err != nil {
+		t.Skip("docker-registry not installed (scripts/install-deps.sh)")
+	}
+	addr := FreeAddr(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yml")
+	conf := fmt.Sprintf("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n", filepath.Join(dir, "data"), addr)
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	Serve(t, "http://"+addr+"/v2/", bin, "serve", cfg)
+	return addr
 }
