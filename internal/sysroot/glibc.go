@@ -232,16 +232,10 @@ func limitGlibc(ctx context.Context, root, ceiling string, tools Tools) (glibcLi
 	seen := map[string]bool{}
 	var files []string
 	for _, d := range libDirs(r) {
-		rd, err := resolveIn(r, d, nil)
-		if err != nil {
+		rd, ents, ok := readDirIn(r, d)
+		if !ok {
 			continue
 		}
-		f, err := r.Open(join(rd, "."))
-		if err != nil {
-			continue
-		}
-		ents, _ := f.ReadDir(-1)
-		f.Close()
 		for _, e := range ents {
 			if !reStubName.MatchString(e.Name()) {
 				continue
@@ -306,21 +300,31 @@ func limitGlibc(ctx context.Context, root, ceiling string, tools Tools) (glibcLi
 	return res, nil
 }
 
+// readDirIn resolves dir inside the root and lists it; ok is false when it
+// does not resolve to a readable directory.
+func readDirIn(r *os.Root, dir string) (resolved string, ents []fs.DirEntry, ok bool) {
+	rd, err := resolveIn(r, dir, nil)
+	if err != nil {
+		return "", nil, false
+	}
+	f, err := r.Open(join(rd, "."))
+	if err != nil {
+		return "", nil, false
+	}
+	defer f.Close()
+	ents, _ = f.ReadDir(-1)
+	return rd, ents, true
+}
+
 // libDirs are the directories glibc's libraries are looked for in, in
 // order: lib/<triple>, usr/lib/<triple>, lib64, usr/lib64, lib, usr/lib.
 func libDirs(r *os.Root) []string {
 	var dirs []string
 	for _, dir := range []string{"lib", "usr/lib"} {
-		rd, err := resolveIn(r, dir, nil)
-		if err != nil {
+		_, ents, ok := readDirIn(r, dir)
+		if !ok {
 			continue
 		}
-		f, err := r.Open(join(rd, "."))
-		if err != nil {
-			continue
-		}
-		ents, _ := f.ReadDir(-1)
-		f.Close()
 		var triples []string
 		for _, e := range ents {
 			if strings.Contains(e.Name(), "-linux-") {
