@@ -141,6 +141,25 @@ func TestBuildCacheAndRebuild(t *testing.T) {
 		t.Errorf("a compiler ran in a no-op rebuild (%d → %d log lines)", before, after)
 	}
 
+	// 16 bytes flipped inside the cached result of build:be, and the
+	// published doris_be edited again: the entry is found corrupt, discarded
+	// and build:be runs again; what is published is the real doris_be.
+	flipCached(t, cache, "build:be")
+	os.WriteFile(be, append(append([]byte{}, orig...), "tampered"...), 0o755)
+	rec, err = Run(context.Background(), input(t, setup{target: "kunpeng920", compiler: "clang"}), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(rec.Cache.Misses, " "); got != "build:be" {
+		t.Errorf("after build:be's entry was corrupted, misses %q, want build:be", got)
+	}
+	if !strings.Contains(strings.Join(rec.Warnings, "\n"), "is corrupt") {
+		t.Errorf("no warning about the corrupt entry: %q", rec.Warnings)
+	}
+	if now, _ := os.ReadFile(be); string(now) != string(orig) {
+		t.Error("the doris_be published after a corrupt cache entry differs from the real one")
+	}
+
 	// Change the bitshuffle patch: only its dependents rebuild.
 	pdir := t.TempDir()
 	if out, err := exec.Command("cp", "-a", filepath.Join(repo, "examples/minidoris/patches")+"/.", pdir).CombinedOutput(); err != nil {
@@ -398,4 +417,29 @@ func alive(pid int) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return true
+}
+
+// flipCached flips 16 bytes in the middle of the cached result of step.
+func flipCached(t *testing.T, cache, step string) {
+	t.Helper()
+	metas, _ := filepath.Glob(filepath.Join(cache, "steps", "*", "meta.json"))
+	for _, mp := range metas {
+		data, _ := os.ReadFile(mp)
+		if !strings.Contains(string(data), `"step": "`+step+`"`) {
+			continue
+		}
+		tp := filepath.Join(filepath.Dir(mp), "files.tar")
+		tar, err := os.ReadFile(tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 16; i++ {
+			tar[len(tar)/2+i] ^= 0x5a
+		}
+		if err := os.WriteFile(tp, tar, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("no cache entry for %s", step)
 }

@@ -7,12 +7,15 @@ package build
 
 import (
 	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -23,6 +26,12 @@ import (
 // holds files.tar (what the step changed in the tree), meta.json, and
 // nothing else. Entries appear by an atomic rename, so concurrent builds can
 // share a cache and an interrupted step leaves nothing behind.
+//
+// A cache directory is not trusted: meta.json records the sha256 and size
+// of files.tar, Restore checks them and every path in the entry before it
+// touches the tree, and it writes only through an os.Root of the tree, so
+// an entry that was corrupted or planted can neither change a build's
+// outputs unnoticed nor write, delete or link outside the tree.
 type Cache struct {
 	Dir string
 }
@@ -35,14 +44,48 @@ type Meta struct {
 	Files   int      `json:"files"`
 	Bytes   int64    `json:"bytes"`
 	Seconds float64  `json:"seconds"` // how long the step took to run
+	// TarSHA256 and TarSize are the digest (sha256:…) and size of
+	// files.tar; Restore refuses an entry whose files.tar differs.
+	TarSHA256 string `json:"tar_sha256"`
+	TarSize   int64  `json:"tar_size"`
 }
+
+// maxMeta bounds meta.json: it lists deleted paths, never file contents.
+const maxMeta = 64 << 20
+
+// CorruptError is a cache entry that cannot be trusted: its content does
+// not match its metadata, or it names a path outside the tree. The runner
+// discards such an entry and runs the step again.
+type CorruptError struct {
+	Key    string
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("cache entry %s is corrupt: %s", e.Key, e.Reason)
+}
+
+// UncacheableError is a step result the cache will not store (a symbolic
+// link that leads out of the tree); the step's result stays in the tree.
+type UncacheableError struct{ Reason string }
+
+func (e *UncacheableError) Error() string { return "not cached: " + e.Reason }
 
 func (c *Cache) entry(key string) string { return filepath.Join(c.Dir, "steps", key) }
 
-// Get returns a step's cached result, or false.
+// Get returns a step's cached result, or false. An entry whose metadata
+// cannot be read is a miss (Restore checks the rest).
 func (c *Cache) Get(key string) (*Meta, bool) {
-	data, err := os.ReadFile(filepath.Join(c.entry(key), "meta.json"))
+	if !validKey(key) {
+		return nil, false
+	}
+	f, err := os.Open(filepath.Join(c.entry(key), "meta.json"))
 	if err != nil {
+		return nil, false
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxMeta+1))
+	f.Close()
+	if err != nil || len(data) > maxMeta {
 		return nil, false
 	}
 	var m Meta
@@ -54,23 +97,187 @@ func (c *Cache) Get(key string) (*Meta, bool) {
 	return &m, true
 }
 
-// Restore applies a cached change set to a tree.
-func (c *Cache) Restore(key, tree string, m *Meta) error {
-	for _, d := range m.Deleted {
-		if err := os.RemoveAll(filepath.Join(tree, filepath.FromSlash(d))); err != nil {
-			return err
-		}
+// validKey reports whether key can name an entry directory (plan keys are
+// sha256 hex; nothing with a path separator or dot-prefix ever is).
+func validKey(key string) bool {
+	return key != "" && !strings.HasPrefix(key, ".") && !strings.ContainsAny(key, "/\\\x00")
+}
+
+// Discard removes an entry (one that failed Restore's checks).
+func (c *Cache) Discard(key string) error {
+	if !validKey(key) {
+		return fmt.Errorf("invalid cache key %q", key)
 	}
+	gone := filepath.Join(c.Dir, "steps", ".tmp-discard-"+key)
+	if err := os.Rename(c.entry(key), gone); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return os.RemoveAll(gone)
+}
+
+// Restore applies a cached change set to a tree. It first reads the whole
+// entry, checking files.tar against m's digest and size and every name,
+// link and deleted path in it; only then does it change the tree. Any
+// problem found before the tree changed is a *CorruptError.
+func (c *Cache) Restore(key, tree string, m *Meta) error {
 	f, err := os.Open(filepath.Join(c.entry(key), "files.tar"))
+	if err != nil {
+		return &CorruptError{Key: key, Reason: err.Error()}
+	}
+	defer f.Close()
+	if err := checkEntry(f, m); err != nil {
+		return &CorruptError{Key: key, Reason: err.Error()}
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(tree)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	return untar(f, tree)
+	defer root.Close()
+	for _, d := range m.Deleted {
+		if err := root.RemoveAll(filepath.FromSlash(d)); err != nil {
+			return err
+		}
+	}
+	return untar(io.LimitReader(f, m.TarSize), root)
 }
 
-// Put stores a step's change set: the files of tree listed in changed.
+// checkEntry reads files.tar once: its sha256 and size must be m's, and
+// every entry must be one Put writes (directory, regular file, symbolic
+// link) under a clean relative name, with links that stay in the tree.
+// m's deleted paths must be clean relative names too.
+func checkEntry(f *os.File, m *Meta) error {
+	if !strings.HasPrefix(m.TarSHA256, "sha256:") {
+		return fmt.Errorf("meta.json records no digest of files.tar (an entry from an older dorisarm)")
+	}
+	for _, d := range m.Deleted {
+		if err := checkRel(d); err != nil {
+			return fmt.Errorf("deleted path %q: %v", d, err)
+		}
+	}
+	h := sha256.New()
+	cr := &countingReader{r: io.TeeReader(f, h)}
+	tr := tar.NewReader(cr)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("files.tar: %v", err)
+		}
+		if err := checkHeader(hdr); err != nil {
+			return err
+		}
+	}
+	// The rest (tar's end blocks) belongs to the digest too.
+	if _, err := io.Copy(io.Discard, cr); err != nil {
+		return err
+	}
+	if cr.n != m.TarSize {
+		return fmt.Errorf("files.tar is %d bytes, meta.json says %d", cr.n, m.TarSize)
+	}
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != m.TarSHA256 {
+		return fmt.Errorf("files.tar has digest %s, meta.json says %s", got, m.TarSHA256)
+	}
+	return nil
+}
+
+func checkHeader(h *tar.Header) error {
+	switch h.Typeflag {
+	case tar.TypeXGlobalHeader, 'V':
+		return nil // archive metadata, no path
+	case tar.TypeDir, tar.TypeReg, tar.TypeCont:
+	case tar.TypeSymlink:
+		if err := checkLink(h.Name, h.Linkname); err != nil {
+			return fmt.Errorf("link %q: %v", h.Name, err)
+		}
+	default:
+		return fmt.Errorf("entry %q has type %q, which the cache never stores", h.Name, h.Typeflag)
+	}
+	name := h.Name
+	if h.Typeflag == tar.TypeDir {
+		name = strings.TrimSuffix(name, "/")
+	}
+	if err := checkRel(name); err != nil {
+		return fmt.Errorf("entry %q: %v", h.Name, err)
+	}
+	return nil
+}
+
+// checkRel accepts a clean, relative, slash-separated path inside the tree.
+func checkRel(p string) error {
+	switch {
+	case p == "" || strings.ContainsRune(p, 0):
+		return errors.New("empty or NUL in the name")
+	case path.IsAbs(p):
+		return errors.New("absolute path")
+	case path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../"):
+		return errors.New("not a clean path inside the tree")
+	}
+	return nil
+}
+
+// checkLink accepts a relative symbolic link at name (relative to the
+// tree) whose target, resolved from name's directory, stays inside the tree.
+func checkLink(name, target string) error {
+	if target == "" || strings.ContainsRune(target, 0) {
+		return errors.New("empty target")
+	}
+	if path.IsAbs(target) {
+		return fmt.Errorf("points to the absolute path %s", target)
+	}
+	resolved := path.Join(path.Dir(name), target)
+	if resolved == ".." || strings.HasPrefix(resolved, "../") {
+		return fmt.Errorf("points to %s, outside the tree", target)
+	}
+	return nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Put stores a step's change set: the files of tree listed in changed. A
+// change set the cache cannot restore safely (a link out of the tree, an
+// unclean name) is refused with an *UncacheableError before anything is
+// written.
 func (c *Cache) Put(m Meta, tree string, changed []string) error {
+	if !validKey(m.Key) {
+		return fmt.Errorf("invalid cache key %q", m.Key)
+	}
+	for _, d := range m.Deleted {
+		if err := checkRel(d); err != nil {
+			return &UncacheableError{Reason: fmt.Sprintf("deleted path %q: %v", d, err)}
+		}
+	}
+	for _, rel := range changed {
+		if err := checkRel(rel); err != nil {
+			return &UncacheableError{Reason: fmt.Sprintf("%q: %v", rel, err)}
+		}
+		full := filepath.Join(tree, filepath.FromSlash(rel))
+		if st, err := os.Lstat(full); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(full)
+			if err != nil {
+				return err
+			}
+			if err := checkLink(rel, target); err != nil {
+				return &UncacheableError{Reason: fmt.Sprintf("the step made the link %s, which %v", rel, err)}
+			}
+		}
+	}
 	tmp, err := os.MkdirTemp(filepath.Join(c.Dir, "steps"), ".tmp-")
 	if err != nil {
 		return err
@@ -80,7 +287,9 @@ func (c *Cache) Put(m Meta, tree string, changed []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := tarFiles(f, tree, changed)
+	h := sha256.New()
+	cw := &countingWriter{w: io.MultiWriter(f, h)}
+	n, err := tarFiles(cw, tree, changed)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -88,6 +297,7 @@ func (c *Cache) Put(m Meta, tree string, changed []string) error {
 		return err
 	}
 	m.Files, m.Bytes = len(changed), n
+	m.TarSHA256, m.TarSize = "sha256:"+hex.EncodeToString(h.Sum(nil)), cw.n
 	data, _ := json.MarshalIndent(m, "", "  ")
 	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), data, 0o644); err != nil {
 		return err
@@ -99,6 +309,17 @@ func (c *Cache) Put(m Meta, tree string, changed []string) error {
 		return err
 	}
 	return nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // Init creates the cache directories.
@@ -204,7 +425,10 @@ func tarFiles(w io.Writer, root string, files []string) (int64, error) {
 	return total, tw.Close()
 }
 
-func untar(r io.Reader, root string) error {
+// untar writes the entries of a checked files.tar into root. Every
+// operation goes through the os.Root, so no link, existing or just
+// created, can lead a write or removal out of the tree.
+func untar(r io.Reader, root *os.Root) error {
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
@@ -220,31 +444,53 @@ func untar(r io.Reader, root string) error {
 			// its name is no path in the tree.
 			continue
 		}
-		rel := filepath.Clean(filepath.FromSlash(h.Name))
-		if strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
-			return fmt.Errorf("cache entry names %q outside the tree", h.Name)
+		if err := checkHeader(h); err != nil {
+			return err // checked before; the file changed since
 		}
-		full := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
+		rel := filepath.FromSlash(strings.TrimSuffix(h.Name, "/"))
+		if dir := filepath.Dir(rel); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(full, os.FileMode(h.Mode)&0o7777|0o700); err != nil {
+			if err := root.MkdirAll(rel, os.FileMode(h.Mode)&0o7777|0o700); err != nil {
 				return err
 			}
 		case tar.TypeSymlink:
-			os.RemoveAll(full)
-			if err := os.Symlink(h.Linkname, full); err != nil {
+			if err := root.RemoveAll(rel); err != nil {
+				return err
+			}
+			if err := root.Symlink(h.Linkname, rel); err != nil {
 				return err
 			}
 		case tar.TypeReg, tar.TypeCont:
-			os.RemoveAll(full)
-			if err := writeFile(full, tr, os.FileMode(h.Mode)&0o7777, h.ModTime); err != nil {
+			if err := root.RemoveAll(rel); err != nil {
+				return err
+			}
+			if err := writeRootFile(root, rel, tr, os.FileMode(h.Mode)&0o7777, h.ModTime); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// writeRootFile writes r to a new file at rel in root with mode and
+// modification time mtime.
+func writeRootFile(root *os.Root, rel string, r io.Reader, mode os.FileMode, mtime time.Time) error {
+	f, err := root.OpenFile(rel, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return root.Chtimes(rel, mtime, mtime)
 }
 
 // writeFile writes r to path with mode and modification time mtime.

@@ -22,7 +22,7 @@ func TestUntarMetadataAndContiguous(t *testing.T) {
 	tw.Write([]byte("#!"))
 	tw.Close()
 	root := t.TempDir()
-	if err := untar(bytes.NewReader(buf.Bytes()), root); err != nil {
+	if err := untar(bytes.NewReader(buf.Bytes()), openRoot(t, root)); err != nil {
 		t.Fatal(err)
 	}
 	if data, err := os.ReadFile(filepath.Join(root, "lib/libx.a")); err != nil || string(data) != "!<ar>" {
@@ -41,7 +41,17 @@ func TestUntarMetadataAndContiguous(t *testing.T) {
 	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeXGlobalHeader, PAXRecords: map[string]string{"comment": "x"}})
 	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeCont, Name: "../escape", Mode: 0o644})
 	tw.Close()
-	if err := untar(bytes.NewReader(buf.Bytes()), t.TempDir()); err == nil {
+	if err := untar(bytes.NewReader(buf.Bytes()), openRoot(t, t.TempDir())); err == nil {
 		t.Error("an entry outside the tree was restored")
 	}
+}
+
+func openRoot(t *testing.T, dir string) *os.Root {
+	t.Helper()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }

@@ -303,15 +303,25 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 	cacheable := s.Kind != plan.KindCollect && s.Kind != plan.KindScan
 	if cacheable {
 		if m, ok := r.cache.Get(s.Key); ok {
-			if err := r.cache.Restore(s.Key, r.work, m); err != nil {
-				return fmt.Errorf("%s: restoring %s from the cache: %v", target, s.ID, err)
+			err := r.cache.Restore(s.Key, r.work, m)
+			var ce *CorruptError
+			switch {
+			case errors.As(err, &ce):
+				// Found before the tree changed: drop the entry and run the step.
+				r.warn(fmt.Sprintf("%s: %v; discarded it and running the step again", s.ID, err))
+				if derr := r.cache.Discard(s.Key); derr != nil {
+					return fmt.Errorf("%s: discarding the corrupt cache entry of %s: %v", target, s.ID, derr)
+				}
+			case err != nil:
+				return fmt.Errorf("%s: restoring %s from the cache: %w", target, s.ID, err)
+			default:
+				if s.Kind == plan.KindMerge {
+					r.rec.PGOProfile = r.profileDigest(s)
+				}
+				r.rec.addStep(s, true, time.Since(t0))
+				r.opts.Progress.Step(target, i, s.ID, true, time.Since(t0))
+				return nil
 			}
-			if s.Kind == plan.KindMerge {
-				r.rec.PGOProfile = r.profileDigest(s)
-			}
-			r.rec.addStep(s, true, time.Since(t0))
-			r.opts.Progress.Step(target, i, s.ID, true, time.Since(t0))
-			return nil
 		}
 	}
 	r.opts.Progress.Start(target, i, s.ID)
@@ -336,8 +346,13 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 			return err
 		}
 		changed, deleted := diff(before, after)
-		if err := r.cache.Put(Meta{Key: s.Key, Step: s.ID, Deleted: deleted, Seconds: time.Since(t0).Seconds()}, r.work, changed); err != nil {
-			return fmt.Errorf("%s: caching %s: %v", target, s.ID, err)
+		err = r.cache.Put(Meta{Key: s.Key, Step: s.ID, Deleted: deleted, Seconds: time.Since(t0).Seconds()}, r.work, changed)
+		var ue *UncacheableError
+		switch {
+		case errors.As(err, &ue):
+			r.warn(fmt.Sprintf("%s: %v; it will run again next time", s.ID, err))
+		case err != nil:
+			return fmt.Errorf("%s: caching %s: %w", target, s.ID, err)
 		}
 	}
 	r.rec.addStep(s, false, time.Since(t0))
