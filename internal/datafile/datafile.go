@@ -104,8 +104,24 @@ var (
 	keysType = reflect.TypeOf(Keys{})
 )
 
+// Bounds on what one data file may cost. Data files are small and hand
+// edited; these only stop hostile ones (an alias "billion laughs", a file
+// of a million unknown keys) from taking minutes and gigabytes.
+const (
+	// MaxSize is the largest data file Decode reads.
+	MaxSize = 8 << 20
+	// MaxValues is how many YAML values Decode visits, counting every
+	// expansion of an alias: a real matrix.yaml has a few thousand.
+	MaxValues = 200_000
+	// MaxErrors is how many errors one file reports; the rest are counted.
+	MaxErrors = 50
+)
+
 // Decode parses data (the contents of file) into v, which must be a pointer.
 func Decode(file string, data []byte, v any) error {
+	if len(data) > MaxSize {
+		return List{Errorf(Pos{File: file}, "the file is %d bytes; data files are at most %d (is it the right file?)", len(data), MaxSize)}
+	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return syntaxError(file, err)
@@ -119,6 +135,14 @@ func Decode(file string, data []byte, v any) error {
 		return List{Errorf(Pos{File: file, Line: 1, Col: 1}, "file is empty; it needs a mapping at the top level")}
 	}
 	d.decode(root.Content[0], rv.Elem(), "")
+	if d.over != nil {
+		// Alone: the other errors may be echoes of the same aliases.
+		return List{d.over}
+	}
+	if d.dropped > 0 {
+		d.errs.Sort()
+		return append(d.errs, Errorf(Pos{File: file}, "… and %d more errors (only the first %d are shown)", d.dropped, MaxErrors))
+	}
 	return d.errs.Err()
 }
 
@@ -140,14 +164,34 @@ func syntaxError(file string, err error) error {
 }
 
 type decoder struct {
-	file string
-	errs List
+	file    string
+	errs    List
+	dropped int    // errors past MaxErrors
+	values  int    // values visited, aliases expanded
+	over    *Error // set when values passed MaxValues: decoding stops
 }
 
 func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
 
 func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
+	if len(d.errs) >= MaxErrors {
+		d.dropped++
+		return
+	}
 	d.errs = append(d.errs, Errorf(d.pos(n), format, args...))
+}
+
+// visit counts one value and reports whether decoding may go on.
+func (d *decoder) visit(n *yaml.Node) bool {
+	if d.over != nil {
+		return false
+	}
+	d.values++
+	if d.values > MaxValues {
+		d.over = Errorf(d.pos(n), "the file expands to more than %d values (YAML aliases, *name, repeat what their anchor holds); write the values out or use fewer aliases", MaxValues)
+		return false
+	}
+	return true
 }
 
 func kindName(n *yaml.Node) string {
@@ -182,6 +226,9 @@ func join(path, key string) string {
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	for n.Kind == yaml.AliasNode {
 		n = n.Alias
+	}
+	if !d.visit(n) {
+		return
 	}
 	if v.Kind() == reflect.Pointer {
 		if n.Tag == "!!null" {
@@ -252,6 +299,9 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
+		if !d.visit(k) {
+			return
+		}
 		if k.Kind != yaml.ScalarNode {
 			d.fail(k, "%s: keys must be plain names", where(path))
 			continue
@@ -313,6 +363,9 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 	keys := Keys{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
+		if !d.visit(k) {
+			return
+		}
 		if k.Kind != yaml.ScalarNode {
 			d.fail(k, "%s: keys must be plain names", where(path))
 			continue

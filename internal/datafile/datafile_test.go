@@ -1,6 +1,7 @@
 package datafile
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -85,4 +86,66 @@ func FuzzDecode(f *testing.F) {
 		var o outer
 		_ = Decode("fuzz.yaml", data, &o)
 	})
+}
+
+type fanout struct {
+	Kids []fanout `yaml:"kids"`
+	Name string   `yaml:"name"`
+}
+
+// TestAliasExpansionBounded: a "billion laughs" file (nine levels of ten
+// aliases each) and a mapping of thousands of unknown keys aliased a
+// thousand times stop at MaxValues with one positioned error, and at most
+// MaxErrors errors are printed.
+func TestAliasExpansionBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("l0: &l0 {name: x}\n")
+	for i := 1; i <= 9; i++ {
+		fmt.Fprintf(&b, "l%d: &l%d {kids: [", i, i)
+		for j := 0; j < 10; j++ {
+			fmt.Fprintf(&b, "*l%d,", i-1)
+		}
+		b.WriteString("]}\n")
+	}
+	var m map[string]fanout
+	err := Decode("laughs.yaml", []byte(b.String()), &m)
+	if err == nil || !strings.Contains(err.Error(), "more than 200000 values") || !IsDataError(err) {
+		t.Fatalf("billion laughs: %v", err)
+	}
+	if !strings.HasPrefix(err.Error(), "laughs.yaml:") {
+		t.Errorf("error without its file: %v", err)
+	}
+
+	b.Reset()
+	b.WriteString("items:\n  a: &a {")
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&b, "unknown%d: 1, ", i)
+	}
+	b.WriteString("}\n")
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&b, "  b%d: *a\n", i)
+	}
+	var o outer
+	err = Decode("keys.yaml", []byte(b.String()), &o)
+	if err == nil || len(err.Error()) > 64<<10 {
+		t.Fatalf("aliased unknown keys: %d bytes of errors", len(fmt.Sprint(err)))
+	}
+
+	// Errors past MaxErrors are counted, not printed.
+	b.Reset()
+	b.WriteString("items:\n")
+	for i := 0; i < 500; i++ {
+		fmt.Fprintf(&b, "  i%d: {bogus: 1}\n", i)
+	}
+	err = Decode("many.yaml", []byte(b.String()), &o)
+	if got := strings.Count(err.Error(), "unknown key"); got != MaxErrors {
+		t.Errorf("%d unknown-key errors printed, want %d", got, MaxErrors)
+	}
+	if !strings.Contains(err.Error(), "and 450 more errors") {
+		t.Errorf("the dropped errors are not counted: %.200s", err.Error()[len(err.Error())-200:])
+	}
+
+	if err := Decode("big.yaml", make([]byte, MaxSize+1), &o); err == nil || !strings.Contains(err.Error(), "data files are at most") {
+		t.Errorf("oversized file: %v", err)
+	}
 }
