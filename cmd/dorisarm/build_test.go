@@ -80,4 +80,26 @@ func TestBuildBadInputExitsTwo(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
 		t.Error("a rejected build created the output directory")
 	}
+
+	// --cache or --out inside the source tree: refused before anything is
+	// copied (a cache inside the tree would copy itself without end).
+	tree := filepath.Join(dir, "tree")
+	if out, err := exec.Command("cp", "-a", "../../examples/minidoris", tree).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	for _, c := range [][]string{
+		{"--out", filepath.Join(dir, "out"), "--cache", filepath.Join(tree, ".cache")},
+		{"--out", filepath.Join(tree, "out"), "--cache", filepath.Join(dir, "cache")},
+	} {
+		args := append([]string{"build", "--target", "graviton2", "--source", tree}, c...)
+		_, errOut, code := run(t, args...)
+		if code != 2 || !strings.Contains(errOut, "inside the source tree") {
+			t.Errorf("%v: exit %d, stderr %q; want 2, inside the source tree", c, code, errOut)
+		}
+		for _, d := range []string{filepath.Join(tree, ".cache"), filepath.Join(tree, "out")} {
+			if _, err := os.Stat(d); err == nil {
+				t.Errorf("the refused build created %s", d)
+			}
+		}
+	}
 }

@@ -67,6 +67,14 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 				}
 				opts.Allow = exc
 			}
+			tree := o.tree.source
+			if tree == "" {
+				tree = filepath.Join(g.repoDir(), "examples", "minidoris")
+			}
+			// Before anything is planned: planning fills the cache (sysroots).
+			if err := build.CheckDirs(tree, opts.Out, opts.Cache); err != nil {
+				return badInput(err)
+			}
 			opts.PGOProfile = o.pgoProfile
 			o.cache = opts.Cache
 			ps, err := makePlanned(g, o)

@@ -443,3 +443,35 @@ func flipCached(t *testing.T, cache, step string) {
 	}
 	t.Fatalf("no cache entry for %s", step)
 }
+
+// TestConcurrentBuildsShareOut: two builds of one cell with different
+// caches into one --out at the same time both succeed (each stages on its
+// own; publishing is serialised), the published build verifies, and no
+// staging directory is left behind.
+func TestConcurrentBuildsShareOut(t *testing.T) {
+	need(t)
+	out := t.TempDir()
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		cache := t.TempDir()
+		in := input(t, setup{target: "generic-armv8", compiler: "gcc"})
+		go func() {
+			_, err := Run(context.Background(), in, Options{Out: out, Cache: cache, Jobs: 1})
+			errs <- err
+		}()
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent build: %v", err)
+		}
+	}
+	if _, err := Verify(Dir(out, "2.1.8", "generic-armv8")); err != nil {
+		t.Errorf("the published build does not verify: %v", err)
+	}
+	ents, _ := os.ReadDir(out)
+	for _, e := range ents {
+		if e.Name() != "2.1.8" {
+			t.Errorf("left in --out: %s", e.Name())
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -18,6 +20,13 @@ func lockWork(ctx context.Context, path string, wait func()) (unlock func(), err
 	if err != nil {
 		return nil, err
 	}
+	return lockFile(ctx, f, wait)
+}
+
+// lockFile takes an exclusive lock on the open file (or directory) f,
+// closing f when unlocked or on failure.
+func lockFile(ctx context.Context, f *os.File, wait func()) (unlock func(), err error) {
+	path := f.Name()
 	waited := false
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
@@ -38,5 +47,44 @@ func lockWork(ctx context.Context, path string, wait func()) (unlock func(), err
 			return nil, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// CheckDirs refuses an --out or --cache inside the source tree (or equal
+// to it): the build copies the tree, so a cache inside it would copy
+// itself without end, and earlier outputs would become part of the source.
+func CheckDirs(tree, out, cache string) error {
+	t, err := resolve(tree)
+	if err != nil {
+		return err
+	}
+	for _, d := range []struct{ flag, path string }{{"--out", out}, {"--cache", cache}} {
+		p, err := resolve(d.path)
+		if err != nil {
+			return err
+		}
+		if rel, err := filepath.Rel(t, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("%s %s is inside the source tree %s, which every build copies; put it outside the tree", d.flag, d.path, tree)
+		}
+	}
+	return nil
+}
+
+// resolve makes p absolute with the links of its existing part resolved
+// (the rest may not exist yet).
+func resolve(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		if dir == filepath.Dir(dir) {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
 	}
 }

@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -24,8 +25,26 @@ import (
 // Dir is where a build of a Doris version for a target is published.
 func Dir(out, doris, target string) string { return filepath.Join(out, doris, target) }
 
-func (r *runner) staging() string {
-	return filepath.Join(r.opts.Out, fmt.Sprintf(".staging-%s-%s", r.in.Plan.Cell.Doris, r.in.Plan.Cell.Target))
+// staging is this build's own staging directory in --out: builds that
+// share --out (with other caches) never share one.
+func (r *runner) staging() string { return r.stage }
+
+// stagingName is a staging directory name no other build uses.
+func stagingName(out string, c plan.CellInfo) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return filepath.Join(out, fmt.Sprintf(".staging-%s-%s-%d-%s", c.Doris, c.Target, os.Getpid(), hex.EncodeToString(b[:])))
+}
+
+// lockOut serialises publishing into out (the up-to-date check and the
+// renames that replace a published build) with a lock on the directory
+// itself, so that out holds nothing but builds.
+func lockOut(ctx context.Context, out string, wait func()) (func(), error) {
+	f, err := os.Open(out)
+	if err != nil {
+		return nil, err
+	}
+	return lockFile(ctx, f, wait)
 }
 
 // collect copies the steps' outputs (output/be → be) and the recipe's extra
@@ -144,6 +163,16 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 	if err := r.rec.write(filepath.Join(stage, RecordFile)); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(r.opts.Out, 0o755); err != nil {
+		return err
+	}
+	unlock, err := lockOut(ctx, r.opts.Out, func() {
+		r.warn(fmt.Sprintf("waiting for another build to finish publishing into %s", r.opts.Out))
+	})
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	final := Dir(r.opts.Out, r.in.Plan.Cell.Doris, target)
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return err

@@ -69,6 +69,7 @@ type runner struct {
 	opts                Options
 	cache               *Cache
 	work, src, logs     string
+	stage               string // this build's staging directory in Out
 	profileDir, profile string
 	ltoCache            string
 	homes               map[string]*toolchain.Wrappers
@@ -90,6 +91,9 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 			return nil, err
 		}
 		*p = abs
+	}
+	if err := CheckDirs(in.Tree, opts.Out, opts.Cache); err != nil {
+		return nil, err
 	}
 	c := &Cache{Dir: opts.Cache}
 	if err := c.Init(); err != nil {
@@ -120,7 +124,19 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	defer unlock()
 	start := time.Now()
 	r.start = start
-	if rec, ok := upToDate(in.Plan, Dir(opts.Out, p.Cell.Doris, p.Cell.Target)); ok {
+	r.stage = stagingName(opts.Out, p.Cell)
+	defer os.RemoveAll(r.stage) // published by a rename, or a failed build's
+	var rec *Record
+	ok := false
+	if _, err := os.Stat(opts.Out); err == nil {
+		unlockOut, err := lockOut(ctx, opts.Out, nil)
+		if err != nil {
+			return nil, err
+		}
+		rec, ok = upToDate(in.Plan, Dir(opts.Out, p.Cell.Doris, p.Cell.Target))
+		unlockOut()
+	}
+	if ok {
 		// Same plan keys as the published build, whose files are unchanged:
 		// nothing to do, not even the smoke run and scan it already passed.
 		opts.Progress.UpToDate(p.Cell.Target)
