@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dorisarm/dorisarm/internal/promote"
 )
 
 // walk visits every command under c.
@@ -189,5 +191,32 @@ func TestExitStatus(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d %q, want 2 and %q", c.args, code, errOut, c.want)
 		}
+	}
+}
+
+// TestPromoteHelpShapeParses: the promotions file shown in promote --help
+// is one the parser accepts.
+func TestPromoteHelpShapeParses(t *testing.T) {
+	cmd, _, err := newRoot().Find([]string{"promote"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, shape, ok := strings.Cut(cmd.Long, "in this shape:\n\n")
+	if !ok {
+		t.Fatal("promote --help shows no promotions file")
+	}
+	shape = strings.ReplaceAll(shape, "<64 hex digits>", strings.Repeat("0a", 32))
+	var lines []string
+	for _, l := range strings.Split(shape, "\n") {
+		lines = append(lines, strings.TrimPrefix(l, "  "))
+	}
+	f := filepath.Join(t.TempDir(), "promotions.yaml")
+	os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	ps, err := promote.LoadFile(f)
+	if err != nil {
+		t.Fatalf("the shape in promote --help does not parse:\n%s\n%v", strings.Join(lines, "\n"), err)
+	}
+	if len(ps) != 1 || len(ps[0].Dst) != 2 {
+		t.Errorf("parsed %+v", ps)
 	}
 }

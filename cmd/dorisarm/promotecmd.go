@@ -38,7 +38,14 @@ points elsewhere refuses; a floating tag (latest, 2.1) never moves back in
 version order (unless --rollback, for the way back from a bad release), and
 pre-releases never become latest. With --sign-key the
 promotion (who, when, source, destination, digest) is attached as a signed
-attestation. --file takes reviewed promotions: sources by digest, their tags.`,
+attestation. --file takes reviewed promotions, sources by digest with their
+tags, in this shape:
+
+  promotions:
+    - source: 127.0.0.1:5000/staging/doris-be@sha256:<64 hex digits>
+      tags:
+        - 127.0.0.1:5000/release/doris-be:2.1.8
+        - 127.0.0.1:5000/release/doris-be:2.1`,
 		Example: `  dorisarm promote --key keys/cosign.pub 127.0.0.1:5000/staging/doris-be:2.1.8-rc1 127.0.0.1:5000/release/doris-be:2.1.8
   dorisarm promote --key keys/cosign.pub --sign-key keys/cosign.key --yes --file promotions.yaml
   dorisarm promote --key keys/cosign.pub --rollback --yes 127.0.0.1:5000/release/doris-be:2.1.7 127.0.0.1:5000/release/doris-be:2.1`,
@@ -181,7 +188,7 @@ attestation. --file takes reviewed promotions: sources by digest, their tags.`,
 	}
 	tf.add(cmd)
 	cmd.Flags().StringVar(&signKey, "sign-key", "", "cosign private key to sign the promotion record with ($COSIGN_PASSWORD)")
-	cmd.Flags().StringVar(&file, "file", "", "promotions file: [{source: REPO@sha256:..., tags: [REPO:TAG, ...]}]")
+	cmd.Flags().StringVar(&file, "file", "", "promotions file (promotions: [{source: REPO@sha256:..., tags: [REPO:TAG, ...]}]; see the shape above)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "promote (without it: print the plan, write nothing)")
 	cmd.Flags().BoolVar(&rollback, "rollback", false, "let a floating tag (latest, 2.1) move back to an older, still verified release")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")

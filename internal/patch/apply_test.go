@@ -258,6 +258,9 @@ func TestMalformedDiffs(t *testing.T) {
 		"--- a/f\n+++ b/f\n":                              "has no hunks",
 		"@@ -1 +1 @@\n-a\n+b\n":                           "",
 		"--- /dev/null\n+++ /dev/null\n@@ -0,0 +0,0 @@\n": "both sides are /dev/null",
+		"--- a/f\n+++ b/f\n@@ -9223372036854775807,1 +9223372036854775807,1 @@\n-a\n+b\n": "line number 9223372036854775807 is too large",
+		"--- a/f\n+++ b/f\n@@ -+1,1 ++1,1 @@\n-a\n+b\n":                                   `bad line number "+1"`,
+		"--- a/f\n+++ b/f\n@@ -1,+1 +1,1 @@\n-a\n+b\n":                                    `bad line count "+1"`,
 	}
 	for body, want := range cases {
 		_, err := Parse("patches/c/0001-x.patch", []byte(hdr+body))

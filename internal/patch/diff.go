@@ -233,23 +233,39 @@ func parseHunk(lines [][]byte, i int) (*Hunk, int, string) {
 	return h, i, ""
 }
 
+// maxLine bounds hunk line numbers and counts: no source file a patch
+// edits has 16 million lines, and larger numbers only overflow offsets.
+const maxLine = 1 << 24
+
 func parseRange(s string) (start, count int, err error) {
 	a, b, hasCount := strings.Cut(s, ",")
-	start, err = strconv.Atoi(a)
-	if err != nil || start < 0 {
+	if start, err = digits(a); err != nil {
 		return 0, 0, fmt.Errorf("bad line number %q", a)
+	}
+	if start > maxLine {
+		return 0, 0, fmt.Errorf("line number %s is too large", a)
 	}
 	count = 1
 	if hasCount {
-		count, err = strconv.Atoi(b)
-		if err != nil || count < 0 {
+		if count, err = digits(b); err != nil {
 			return 0, 0, fmt.Errorf("bad line count %q", b)
 		}
 	}
-	if count > 1<<24 {
+	if count > maxLine {
 		return 0, 0, fmt.Errorf("line count %d is too large", count)
 	}
 	return start, count, nil
+}
+
+// digits parses a plain decimal number: no sign, no spaces.
+func digits(s string) (int, error) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, fmt.Errorf("not a number")
+	}
+	if len(s) > 18 {
+		return maxLine + 1, nil // too large either way, and no overflow
+	}
+	return strconv.Atoi(s)
 }
 
 // diffName strips the timestamp diff -u appends after a tab.

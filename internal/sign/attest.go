@@ -98,34 +98,50 @@ type Statement struct {
 // VerifyAttestations returns the statements attached to d whose DSSE
 // signature verifies with trust and whose subject is d.
 func VerifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ...remote.Option) ([]Statement, error) {
+	sts, _, err := verifyAttestations(ctx, d, trust, opts...)
+	return sts, err
+}
+
+// verifyAttestations is VerifyAttestations that also says which predicate
+// types are attached to d at all, verified or not (read from the unverified
+// envelopes), so that an altered attestation is told apart from a missing one.
+func verifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ...remote.Option) ([]Statement, map[string]bool, error) {
 	co, err := trust.checkOpts(ctx, opts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
 	// Nothing attached at all is "missing", not a verification failure.
 	se, err := ociremote.SignedEntity(d, co.RegistryClientOpts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	attached, err := se.Attestations()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if list, err := attached.Get(); err != nil {
-		return nil, err
-	} else if len(list) == 0 {
-		return nil, nil
+	list, err := attached.Get()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(list) == 0 {
+		return nil, nil, nil
+	}
+	types := map[string]bool{}
+	for _, a := range list {
+		if st, err := statementOf(a); err == nil {
+			types[st.PredicateType] = true
+		}
 	}
 	atts, _, err := cosign.VerifyImageAttestations(ctx, d, co)
 	if err != nil {
-		return nil, err
+		return nil, types, err
 	}
 	var out []Statement
 	for _, a := range atts {
 		st, err := statementOf(a)
 		if err != nil {
-			return nil, err
+			return nil, types, err
 		}
 		sub := ""
 		if len(st.Subject) > 0 {
@@ -133,7 +149,7 @@ func VerifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ..
 		}
 		out = append(out, Statement{PredicateType: st.PredicateType, Subject: sub, Predicate: st.Predicate})
 	}
-	return out, nil
+	return out, types, nil
 }
 
 // replaceType keeps one attestation per predicate type: the new one

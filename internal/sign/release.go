@@ -51,7 +51,7 @@ func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts 
 		if bd == "" {
 			continue // an index, or an image not made from one build (the shared FE)
 		}
-		sts, verr := VerifyAttestations(ctx, d, trust, opts...)
+		sts, attached, verr := verifyAttestations(ctx, d, trust, opts...)
 		if verr == nil {
 			verified[d.DigestStr()] = sts
 		}
@@ -66,6 +66,8 @@ func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts 
 			switch st, ok := byType[typ]; {
 			case verr != nil:
 				c.Why = verr.Error()
+			case !ok && attached[typ]:
+				c.Why = "attached, but its signature does not verify: it was altered or signed with another key"
 			case !ok:
 				c.Why = "missing (sign it with dorisarm sign --build)"
 			case typ == PredicateScan:
