@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -33,7 +34,13 @@ one), checks the destination tag, and with --yes copies everything by digest
 tag last. Without --yes it prints the plan and writes nothing.
 
 Gates: unsigned, wrongly signed, missing attestations or a scan with
-violations refuse; a release tag (2.1.8, 2.1.8-kunpeng920) that already
+violations refuse; so does a config or layer whose bytes in the registry
+do not match its digest (every blob is read). The destination must name
+what the signed image is: its repository ends in the image name (doris-be),
+and its tag is the image's Doris version, a shorter series of it (2.1) or
+latest, followed for a per-target image by -TARGET (2.1.8-kunpeng920); the
+image's target and version must be those of its signed provenance and scan
+attestation. A release tag (2.1.8, 2.1.8-kunpeng920) that already
 points elsewhere refuses; a floating tag (latest, 2.1) never moves back in
 version order (unless --rollback, for the way back from a bad release), and
 pre-releases never become latest. With --sign-key the
@@ -129,7 +136,8 @@ tags, in this shape:
 						}
 					}
 					if err != nil {
-						if _, ok := err.(*promote.GateError); ok {
+						var ge *promote.GateError
+						if errors.As(err, &ge) {
 							if plan != nil {
 								res.Plans = append(res.Plans, plan)
 							}

@@ -52,7 +52,7 @@ func publish(t *testing.T, args ...string) publishReport {
 // change (only that target's blobs).
 func TestPublishToRealRegistry(t *testing.T) {
 	needBuildTools(t)
-	addr := startRegistry(t)
+	addr, storage := testproc.RegistryStorage(t)
 	dir := t.TempDir()
 	out, cache := filepath.Join(dir, "out"), filepath.Join(dir, "cache")
 	if _, errOut, code := run(t, "build", "--target", "generic-armv8,kunpeng920,x86_64", "--compiler", "gcc", "--waive-sysroot", "GCC 12's C++ runtime needs glibc 2.36", "--out", out, "--cache", cache); code != 0 {
@@ -183,13 +183,59 @@ func TestPublishToRealRegistry(t *testing.T) {
 		t.Fatalf("the destination does not hold the source digest: %v", got)
 	}
 	stdout, _, code = run(t, "verify", "--key", pub, dst)
-	if code != 0 || strings.Count(stdout, "ok    ") != 3+6 {
+	// 3 signatures, 2×3 attestations, the blobs of 2 images, and the tag.
+	if code != 0 || strings.Count(stdout, "ok    ") != 3+6+2+1 {
 		t.Errorf("verify at the destination: exit %d\n%s", code, stdout)
 	}
-	// The release tag is immutable now: another digest is refused.
+	// A per-target image is not the multi-arch release: refused.
 	_, errOut, code = run(t, "promote", "--key", pub, "--yes", repo+"/doris-be:2.1.8-x86_64", dst)
+	if code != 1 || !strings.Contains(errOut, "the tag 2.1.8 does not name the image doris-be 2.1.8 image for x86_64") {
+		t.Errorf("a per-target image to the multi-arch tag: exit %d %s", code, errOut)
+	}
+	// The release tag is immutable: another digest of the same release
+	// (the index published again with another epoch) is refused.
+	if _, errOut, code := run(t, "publish", "--build", out, "--repo", repo+"/again", "--epoch", "1700000001", "--base", "scratch"); code != 0 {
+		t.Fatalf("publish again: exit %d %s", code, errOut)
+	}
+	keys2 := signAndVerify(t, repo+"/again/doris-be:2.1.8", out, 3, 2)
+	_, errOut, code = run(t, "promote", "--key", filepath.Join(keys2, "cosign.pub"), "--yes", repo+"/again/doris-be:2.1.8", dst)
 	if code != 1 || !strings.Contains(errOut, "immutable") {
 		t.Errorf("re-pointing a release tag: exit %d %s", code, errOut)
+	}
+
+	// A layer altered in the registry's storage: signatures and
+	// attestations still verify (they cover the manifest), but verify and
+	// promote read every blob and refuse.
+	os.Setenv("COSIGN_PASSWORD", "demo") // signAndVerify unset it
+	if _, errOut, code := run(t, "sign", "--key", key, "--build", out, repo+"/doris-be:2.1.8-kunpeng920"); code != 0 {
+		t.Fatalf("sign kunpeng920: %s", errOut)
+	}
+	img, err = remote.Image(mustRef(t, repo+"/doris-be:2.1.8-kunpeng920"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, _ := img.Layers()
+	ld, _ := layers[len(layers)-1].Digest()
+	blob := filepath.Join(storage, "docker/registry/v2/blobs/sha256", ld.Hex[:2], ld.Hex, "data")
+	data, err := os.ReadFile(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 16; i++ {
+		data[len(data)/2+i] ^= 0xff
+	}
+	os.WriteFile(blob, data, 0o644)
+	stdout, _, code = run(t, "verify", "--key", pub, repo+"/doris-be:2.1.8-kunpeng920")
+	if code != 1 || !strings.Contains(stdout, "FAIL  blobs of ") || !strings.Contains(stdout, ld.String()+" the manifest names") {
+		t.Errorf("verify of an altered layer: exit %d\n%s", code, stdout)
+	}
+	relKP := addr + "/release/doris-be:2.1.8-kunpeng920"
+	_, errOut, code = run(t, "promote", "--key", pub, "--yes", repo+"/doris-be:2.1.8-kunpeng920", relKP)
+	if code != 1 || !strings.Contains(errOut, "altered in storage") {
+		t.Errorf("promote of an altered layer: exit %d %s", code, errOut)
+	}
+	if _, err := remote.Head(mustRef(t, relKP)); err == nil {
+		t.Error("the refused promotion wrote its destination tag")
 	}
 }
 

@@ -148,7 +148,7 @@ func TestReportFromBuildsAndRegistry(t *testing.T) {
 		Checks []struct{ OK bool }
 		Failed int
 	}
-	if code != 0 || json.Unmarshal([]byte(stdout), &ver) != nil || len(ver.Checks) != 4 || ver.Failed != 0 {
+	if code != 0 || json.Unmarshal([]byte(stdout), &ver) != nil || len(ver.Checks) != 4+2 || ver.Failed != 0 { // signature, 3 attestations, blobs, tag
 		t.Errorf("verify -o json: exit %d %s", code, stdout)
 	}
 	stdout, _, code = run(t, "promote", "-o", "json", "--key", pub, "--yes", repo+"/doris-be:2.1.8-kunpeng920", addr+"/release/doris-be:2.1.8-kunpeng920")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/promote"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
 
@@ -222,7 +224,11 @@ by --certificate-identity from --certificate-oidc-issuer, with its Rekor
 entry), and that every
 manifest made from a build (io.dorisarm.build.digest) carries an SPDX SBOM, a
 SLSA provenance and a scan attestation signed by that key about exactly its
-digest, with a clean scan. Exit status 1 if any check fails.`,
+digest, with a clean scan. It reads every config and layer blob and checks
+it against its digest, and when REF is a tag, that the tag names what the
+image is (image name, Doris version or its series, and the target of a
+per-target image, as its signed provenance says). Exit status 1 if any
+check fails.`,
 		Example: `  dorisarm verify --key keys/cosign.pub 127.0.0.1:5000/doris/doris-be:2.1.8
   dorisarm verify --certificate-identity-regexp '^https://github.com/ORG/REPO/' --certificate-oidc-issuer https://token.actions.githubusercontent.com ghcr.io/ORG/doris/doris-be:2.1.8
   dorisarm verify --key keys/cosign.pub -o json 127.0.0.1:5000/doris/doris-be:2.1.8 | jq '.checks[] | select(.ok | not)'`,
@@ -239,9 +245,20 @@ digest, with a clean scan. Exit status 1 if any check fails.`,
 			if err != nil {
 				return err
 			}
-			_, checks, err := sign.Verify(cmd.Context(), ref, trust, noAttestations, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+			ro := []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+			res, err := sign.VerifyRelease(cmd.Context(), ref, trust, noAttestations, ro...)
 			if err != nil {
 				return badInput(err)
+			}
+			checks := res.Checks()
+			if tag, ok := ref.(name.Tag); ok {
+				// A tag means something (image, version, target): it must name
+				// what the signed image is.
+				c, err := tagCheck(cmd.Context(), tag, res, ro)
+				if err != nil {
+					return err
+				}
+				checks = append(checks, c)
 			}
 			failed := 0
 			for _, c := range checks {
@@ -272,4 +289,24 @@ digest, with a clean scan. Exit status 1 if any check fails.`,
 	cmd.Flags().BoolVar(&noAttestations, "signatures-only", false, "check signatures only, not the attestations")
 	formatFlag(cmd, &format, "text", "text or json")
 	return cmd
+}
+
+// tagCheck checks that tag names the image it points to (verified as res).
+func tagCheck(ctx context.Context, tag name.Tag, res *sign.Result, ro []remote.Option) (sign.Check, error) {
+	c := sign.Check{What: fmt.Sprintf("%s names what the image is", tag)}
+	id, err := promote.Identify(ctx, res.Digests[0], res.Statements, ro...)
+	if err == nil {
+		c.What = fmt.Sprintf("%s names the image (%s)", tag, id)
+		err = promote.CheckTag(tag, id)
+	}
+	var ge *promote.GateError
+	switch {
+	case errors.As(err, &ge):
+		c.Why = ge.Reason
+	case err != nil:
+		return c, err
+	default:
+		c.OK = true
+	}
+	return c, nil
 }

@@ -235,6 +235,7 @@ func releaseImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, version
 		idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 		idx = mutate.AppendManifests(idx, adds...)
 		idx = mutate.Annotations(idx, map[string]string{
+			"org.opencontainers.image.title":   name,
 			"org.opencontainers.image.version": version,
 			"org.opencontainers.image.created": o.Epoch.UTC().Format(time.RFC3339),
 		}).(v1.ImageIndex)

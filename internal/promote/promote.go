@@ -6,13 +6,11 @@ package promote
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/hashicorp/go-version"
@@ -37,6 +35,8 @@ type Plan struct {
 	// Replaces is the digest the destination tag points to now, if any.
 	Replaces string `json:"replaces,omitempty"`
 	Floating bool   `json:"floating"`
+	// Identity is what the signed image is, which the destination names.
+	Identity Identity `json:"identity"`
 	// RollsBack is the newer version a roll-back moves the floating tag away from.
 	RollsBack string `json:"rolls_back_from,omitempty"`
 }
@@ -67,22 +67,46 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 	p := &Plan{Src: src.Context().Digest(desc.Digest.String()), Dst: dst}
 	p.Version = annotation(desc.Manifest, VersionAnnotation)
 
-	// Verify the digest, never the tag: a tag moved meanwhile changes nothing.
-	if p.Digests, p.Checks, err = sign.Verify(ctx, p.Src, o.Trust, false, o.Remote...); err != nil {
+	// Verify the digest, never the tag: a tag moved meanwhile changes
+	// nothing. Every blob is read and checked against its digest.
+	res, err := sign.VerifyRelease(ctx, p.Src, o.Trust, false, o.Remote...)
+	if err != nil {
 		return nil, err
 	}
+	p.Digests, p.Checks = res.Digests, res.Checks()
 	for _, c := range p.Checks {
 		if !c.OK {
 			return p, &GateError{Reason: fmt.Sprintf("%s: %s", c.What, c.Why)}
 		}
 	}
 	for _, d := range p.Digests {
-		n, err := size(d, ro)
+		n, err := manifestSize(d, ro)
 		if err != nil {
 			return nil, err
 		}
 		p.Bytes += n
 	}
+	p.Bytes += res.Bytes
+
+	// The destination must name what the signed image is.
+	id, err := Identify(ctx, p.Src, res.Statements, o.Remote...)
+	tagCheck := sign.Check{What: fmt.Sprintf("%s names what the image is", dst)}
+	if err == nil {
+		err = CheckTag(dst, id)
+		tagCheck.What = fmt.Sprintf("%s names the image (%s)", dst, id)
+	}
+	p.Identity = id
+	var ge *GateError
+	switch {
+	case errors.As(err, &ge):
+		tagCheck.Why = ge.Reason
+		p.Checks = append(p.Checks, tagCheck)
+		return p, err
+	case err != nil:
+		return nil, err
+	}
+	tagCheck.OK = true
+	p.Checks = append(p.Checks, tagCheck)
 	for _, d := range p.Digests {
 		hex := strings.ReplaceAll(d.DigestStr(), ":", "-")
 		for _, suffix := range []string{".sig", ".att"} {
@@ -96,7 +120,7 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 	}
 
 	// Tag gates.
-	p.Floating = floating(dst.TagStr(), p.Version)
+	p.Floating = floating(dst.TagStr(), id)
 	cur, err := remote.Get(dst, ro...)
 	switch {
 	case err != nil && !notFound(err):
@@ -114,7 +138,7 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 			p.RollsBack = old
 		}
 	}
-	if dst.TagStr() == "latest" {
+	if dst.TagStr() == "latest" || strings.HasPrefix(dst.TagStr(), "latest-") {
 		v, err := version.NewVersion(p.Version)
 		if err != nil {
 			return p, &GateError{Reason: fmt.Sprintf("latest needs a version; %s has %q in %s", p.Src, p.Version, VersionAnnotation)}
@@ -168,14 +192,16 @@ func Execute(ctx context.Context, p *Plan, o Options) error {
 	return remote.Tag(p.Dst, tg, ro...)
 }
 
-// floating reports whether tag may move between releases: latest, or a
-// prefix of the image's version (2.1 for 2.1.8). Full versions and
-// version-target tags are immutable.
-func floating(tag, ver string) bool {
-	if tag == "latest" {
-		return true
+// floating reports whether tag (one CheckTag accepted for id) may move
+// between releases: latest, or a shorter series (2.1 for 2.1.8), with the
+// target for a per-target image. The full version (2.1.8, 2.1.8-kunpeng920)
+// is a release tag, immutable.
+func floating(tag string, id Identity) bool {
+	release := id.Version
+	if id.Target != "" {
+		release += "-" + id.Target
 	}
-	return ver != "" && tag != ver && strings.HasPrefix(ver, tag+".")
+	return tag != release
 }
 
 // older reports whether version a sorts before b (go-version semantics).
@@ -185,36 +211,19 @@ func older(a, b string) bool {
 	return err1 == nil && err2 == nil && va.LessThan(vb)
 }
 
-func annotation(manifest []byte, key string) string {
-	var m v1.IndexManifest // images and indexes both carry top-level annotations
-	if err := json.Unmarshal(manifest, &m); err != nil {
-		return ""
-	}
-	return m.Annotations[key]
-}
+func annotation(manifest []byte, key string) string { return annotations(manifest)[key] }
 
 func notFound(err error) bool {
 	var te *transport.Error
 	return errors.As(err, &te) && te.StatusCode == 404
 }
 
-// size is the bytes of a manifest and, for an image, its config and layers.
-func size(d name.Digest, ro []remote.Option) (int64, error) {
+// manifestSize is the bytes of the manifest at d (its blobs are counted
+// as they are checked).
+func manifestSize(d name.Digest, ro []remote.Option) (int64, error) {
 	desc, err := remote.Get(d, ro...)
 	if err != nil {
 		return 0, err
 	}
-	n := int64(len(desc.Manifest))
-	if desc.MediaType.IsIndex() {
-		return n, nil
-	}
-	var m v1.Manifest
-	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
-		return 0, err
-	}
-	n += m.Config.Size
-	for _, l := range m.Layers {
-		n += l.Size
-	}
-	return n, nil
+	return int64(len(desc.Manifest)), nil
 }

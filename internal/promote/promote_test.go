@@ -3,6 +3,7 @@ package promote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -29,6 +31,9 @@ type faulty struct {
 	n     atomic.Int64
 	count atomic.Int64
 	flip  atomic.Bool // corrupt manifests of the flip repository
+	// rot alters one blob (by digest) as a disk would: the registry
+	// serves other bytes under the same digest.
+	rot atomic.Value
 }
 
 func (f *faulty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -37,6 +42,20 @@ func (f *faulty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.h.ServeHTTP(rec, r)
 		body := rec.Body.Bytes()
 		body[len(body)/2] ^= 1 // one bit of the manifest, in transit or at rest
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(body)
+		return
+	}
+	if d, _ := f.rot.Load().(string); d != "" && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/blobs/"+d) {
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		if len(body) > 0 {
+			body[len(body)/2] ^= 0xff
+		}
 		for k, v := range rec.Header() {
 			w.Header()[k] = v
 		}
@@ -96,8 +115,31 @@ func (e *env) tag(s string) name.Tag {
 // with s and attests it; scan is the scan predicate ("" for none).
 func (e *env) push(ref, ver string, s *sign.Signer, scan string) v1.Hash {
 	e.t.Helper()
+	return e.pushSpec(ref, spec{name: "doris-be", version: ver}, s, scan)
+}
+
+// spec is what a pushed image says it is and what its provenance says
+// (provTarget and provDoris default to target and version).
+type spec struct {
+	name, version, target string
+	provTarget, provDoris string
+}
+
+func (e *env) pushSpec(ref string, sp spec, s *sign.Signer, scan string) v1.Hash {
+	e.t.Helper()
 	img, _ := random.Image(300, 1)
-	img = mutate.Annotations(img, map[string]string{VersionAnnotation: ver, image.AnnBuild: "sha256:" + strings.Repeat("a", 64)}).(v1.Image)
+	ann := map[string]string{VersionAnnotation: sp.version, TitleAnnotation: sp.name, image.AnnBuild: "sha256:" + strings.Repeat("a", 64)}
+	if sp.target != "" {
+		ann[image.AnnTarget] = sp.target
+	}
+	img = mutate.Annotations(img, ann).(v1.Image)
+	if sp.provTarget == "" {
+		sp.provTarget = sp.target
+	}
+	if sp.provDoris == "" {
+		sp.provDoris = sp.version
+	}
+	prov := fmt.Sprintf(`{"buildDefinition":{"externalParameters":{"target":%q,"doris":%q}}}`, sp.provTarget, sp.provDoris)
 	r := e.ref(ref)
 	if err := remote.Write(r, img); err != nil {
 		e.t.Fatal(err)
@@ -108,7 +150,7 @@ func (e *env) push(ref, ver string, s *sign.Signer, scan string) v1.Hash {
 		if _, err := s.Sign(ctx, r); err != nil {
 			e.t.Fatal(err)
 		}
-		preds := map[string]string{sign.PredicateSPDX: `{}`, sign.PredicateSLSA1: `{}`}
+		preds := map[string]string{sign.PredicateSPDX: `{}`, sign.PredicateSLSA1: prov}
 		if scan != "" {
 			preds[sign.PredicateScan] = scan
 		}
@@ -269,6 +311,107 @@ func TestFlippedManifestBit(t *testing.T) {
 		t.Fatalf("a corrupted manifest: %v, want a digest mismatch", err)
 	}
 	e.f.flip.Store(false)
+	if e.digestOf(dst) != "" {
+		t.Error("something was written at the destination")
+	}
+}
+
+// TestTagNamesTheImage: a signed, attested image is promoted only to a tag
+// that names it: its image name, its Doris version (or a shorter series of
+// it, or latest) and, for a per-target image, its target. An image whose
+// annotations and signed provenance or scan disagree is refused.
+func TestTagNamesTheImage(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	scanFor := func(target string) string {
+		return fmt.Sprintf(`{"target":%q,"summary":{"clean":true,"violations":0}}`, target)
+	}
+	e.pushSpec("staging/doris-be:kp", spec{name: "doris-be", version: "2.1.8", target: "kunpeng920"}, e.signer, scanFor("kunpeng920"))
+	e.pushSpec("staging/doris-be:g3", spec{name: "doris-be", version: "2.1.8", target: "graviton3"}, e.signer, scanFor("graviton3"))
+	e.pushSpec("staging/doris-be:old", spec{name: "doris-be", version: "2.1.7", target: "kunpeng920"}, e.signer, scanFor("kunpeng920"))
+	e.pushSpec("staging/doris-be:liar", spec{name: "doris-be", version: "2.1.8", target: "kunpeng920", provTarget: "graviton3"}, e.signer, scanFor("kunpeng920"))
+	e.pushSpec("staging/doris-be:liar2", spec{name: "doris-be", version: "2.1.8", target: "kunpeng920", provDoris: "2.1.7"}, e.signer, scanFor("kunpeng920"))
+	e.pushSpec("staging/doris-be:scanliar", spec{name: "doris-be", version: "2.1.8", target: "kunpeng920"}, e.signer, scanFor("graviton3"))
+	opts := Options{Trust: sign.Trust{Key: e.pub}}
+	for _, c := range []struct {
+		src, dst, want string
+	}{
+		{"kp", "release/doris-be:2.1.8-graviton3", "does not name"},
+		{"g3", "release/doris-be:2.1.8-kunpeng920", "does not name"},
+		{"kp", "release/doris-be:9.9.9", "does not name"},
+		{"kp", "release/doris-be:2.1.8", "does not name"}, // the multi-arch tag
+		{"kp", "release/doris-be:2.0", "does not name"},
+		{"kp", "release/doris-be:latest", "does not name"},
+		{"kp", "release/doris-fe:2.1.8-kunpeng920", "doris-fe repository"},
+		{"old", "release/doris-be:2.1.9-kunpeng920", "does not name"},
+		{"liar", "release/doris-be:2.1.8-kunpeng920", "signed provenance is a build of 2.1.8 for \"graviton3\""},
+		{"liar2", "release/doris-be:2.1.8-kunpeng920", "signed provenance is a build of 2.1.7"},
+		{"scanliar", "release/doris-be:2.1.8-kunpeng920", "scan attestation"},
+	} {
+		dst := e.tag(c.dst)
+		_, err := Check(ctx, e.ref("staging/doris-be:"+c.src), dst, opts)
+		var ge *GateError
+		if !errors.As(err, &ge) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s -> %s: %v, want a refusal with %q", c.src, c.dst, err, c.want)
+		}
+	}
+	for _, dst := range []string{"release/doris-be:2.1.8-kunpeng920", "release/doris-be:2.1-kunpeng920", "release/doris-be:2-kunpeng920", "release/doris-be:latest-kunpeng920"} {
+		p, err := Check(ctx, e.ref("staging/doris-be:kp"), e.tag(dst), opts)
+		if err != nil {
+			t.Errorf("kp -> %s: %v", dst, err)
+			continue
+		}
+		if want := dst != "release/doris-be:2.1.8-kunpeng920"; p.Floating != want {
+			t.Errorf("kp -> %s: floating %v, want %v", dst, p.Floating, want)
+		}
+	}
+
+	// An index of the two: the multi-arch tag and its series, never a target's.
+	kp, _ := remote.Image(e.ref("staging/doris-be:kp"))
+	g3, _ := remote.Image(e.ref("staging/doris-be:g3"))
+	idx := mutate.AppendManifests(empty.Index,
+		mutate.IndexAddendum{Add: kp, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}},
+		mutate.IndexAddendum{Add: g3, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}}})
+	idx = mutate.Annotations(idx, map[string]string{VersionAnnotation: "2.1.8"}).(v1.ImageIndex)
+	ir := e.ref("staging/doris-be:multi")
+	if err := remote.WriteIndex(ir, idx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.signer.Sign(ctx, ir); err != nil {
+		t.Fatal(err)
+	}
+	for dst, ok := range map[string]bool{"release/doris-be:2.1.8": true, "release/doris-be:2.1": true, "release/doris-be:latest": true,
+		"release/doris-be:2.1.8-kunpeng920": false, "release/doris-fe:2.1.8": false} {
+		p, err := Check(ctx, ir, e.tag(dst), opts)
+		if (err == nil) != ok {
+			t.Errorf("index -> %s: %v, want ok=%v", dst, err, ok)
+		}
+		if err == nil && (!p.Identity.Index || p.Identity.Name != "doris-be") {
+			t.Errorf("index identity: %+v", p.Identity)
+		}
+	}
+}
+
+// TestAlteredBlobRefused: a layer whose bytes in the registry no longer
+// match its digest (altered in storage) is refused by the gates, before
+// anything is written, although signatures and attestations verify.
+func TestAlteredBlobRefused(t *testing.T) {
+	e := newEnv(t)
+	e.push("staging/doris-be:1", "2.1.8", e.signer, clean)
+	img, err := remote.Image(e.ref("staging/doris-be:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, _ := img.Layers()
+	ld, _ := layers[0].Digest()
+	e.f.rot.Store(ld.String())
+	dst := e.tag("release/doris-be:2.1.8")
+	_, err = Check(context.Background(), e.ref("staging/doris-be:1"), dst, Options{Trust: sign.Trust{Key: e.pub}})
+	e.f.rot.Store("")
+	var ge *GateError
+	if !errors.As(err, &ge) || !strings.Contains(err.Error(), "not the 491 bytes with digest "+ld.String()) {
+		t.Fatalf("an altered layer: %v, want a refusal naming the layer", err)
+	}
 	if e.digestOf(dst) != "" {
 		t.Error("something was written at the destination")
 	}

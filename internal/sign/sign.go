@@ -25,6 +25,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
+
+	"github.com/dorisarm/dorisarm/internal/image"
 )
 
 // Keygen writes a cosign-format key pair into dir: cosign.key (encrypted
@@ -149,8 +151,11 @@ type Check struct {
 // VerifySignatures checks that every digest ref covers carries a valid
 // signature by the public key at pubPath.
 func VerifySignatures(ctx context.Context, ref name.Reference, trust Trust, opts ...remote.Option) ([]Check, error) {
-	_, checks, err := Verify(ctx, ref, trust, true, opts...)
-	return checks, err
+	r, err := VerifyRelease(ctx, ref, trust, true, opts...)
+	if r == nil {
+		return nil, err
+	}
+	return r.Signatures, err
 }
 
 // Result is what VerifyRelease checked.
@@ -161,11 +166,15 @@ type Result struct {
 	// Statements are the verified attestation statements of each
 	// build-made manifest, by its digest (sha256:…).
 	Statements map[string][]Statement
+	// Blobs are the checks that each image's config and layers in the
+	// registry are the bytes their manifest names; Bytes is what they hold.
+	Blobs []Check
+	Bytes int64
 }
 
-// Checks are the signature checks, then the attestation checks.
+// Checks are the signature checks, then the attestation and blob checks.
 func (r *Result) Checks() []Check {
-	return append(append([]Check{}, r.Signatures...), r.Attestations...)
+	return append(append(append([]Check{}, r.Signatures...), r.Attestations...), r.Blobs...)
 }
 
 // Verify resolves ref once and checks the signature of every digest it
@@ -192,6 +201,26 @@ func VerifyRelease(ctx context.Context, ref name.Reference, trust Trust, signatu
 		return nil, err
 	}
 	r := &Result{Digests: ds, Signatures: signatureChecks(ctx, ds, co)}
+	// A signature vouches for a manifest, and the manifest for its blobs by
+	// digest: read them all, or a layer altered in storage goes unnoticed.
+	for _, d := range ds {
+		c := Check{What: "blobs of " + d.String()}
+		n, bytes, err := image.CheckBlobs(ctx, d, opts...)
+		r.Bytes += bytes
+		var be *image.BlobError
+		switch {
+		case errors.As(err, &be):
+			c.Why = be.Error()
+		case err != nil:
+			return nil, err
+		case n == 0:
+			continue // an index: its manifests are fetched by digest
+		default:
+			c.OK = true
+			c.What = fmt.Sprintf("blobs of %s (%d, %d bytes, each matches its digest)", d, n, bytes)
+		}
+		r.Blobs = append(r.Blobs, c)
+	}
 	if signaturesOnly {
 		return r, nil
 	}

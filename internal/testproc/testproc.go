@@ -56,11 +56,20 @@ func Serve(t testing.TB, url, name string, args ...string) {
 // registry is not installed.
 func Registry(t testing.TB) string {
 	t.Helper()
+	addr, _ := RegistryStorage(t)
+	return addr
+}
+
+// RegistryStorage is Registry that also returns the directory the registry
+// keeps its blobs in (docker/registry/v2/blobs/sha256/<xx>/<hex>/data), for
+// tests that alter what is stored.
+func RegistryStorage(t testing.TB) (addr, storage string) {
+	t.Helper()
 	bin, err := exec.LookPath("docker-registry")
 	if err != nil {
 		t.Skip("docker-registry not installed (scripts/install-deps.sh)")
 	}
-	addr := FreeAddr(t)
+	addr = FreeAddr(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yml")
 	conf := fmt.Sprintf("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n", filepath.Join(dir, "data"), addr)
@@ -68,5 +77,5 @@ func Registry(t testing.TB) string {
 		t.Fatal(err)
 	}
 	Serve(t, "http://"+addr+"/v2/", bin, "serve", cfg)
-	return addr
+	return addr, filepath.Join(dir, "data")
 }
