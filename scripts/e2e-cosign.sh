@@ -54,4 +54,51 @@ if .cache/bin/cosign verify --key "${work}/keys/other/cosign.pub" --insecure-ign
 else
     echo "cosign verify refused another key, as it should"
 fi
+# A signed, attested image promoted under a tag that names something else
+# (another target, the multi-arch tag, another version, another image):
+# refused with exit 1, and no tag written.
+src="${repo}/doris-be:2.1.8-generic-armv8"
+for dst in release/doris-be:2.1.8-x86_64 release/doris-be:2.1.8-generic-armv8-x release/doris-be:9.9.9-generic-armv8 release/doris-fe:2.1.8-generic-armv8; do
+    code=0
+    bin/dorisarm promote --key "${work}/keys/cosign.pub" --yes "${src}" "${REGISTRY}/${dst}" >/dev/null 2>"${work}/promote.err" || code=$?
+    if [[ ${code} == 1 ]] && grep -q "promotion refused" "${work}/promote.err" &&
+        ! curl -fs -o /dev/null "http://${REGISTRY}/v2/${dst%%:*}/manifests/${dst##*:}"; then
+        echo "promotion to ${dst} refused, as it should: $(sed 's/.*promotion refused: //' "${work}/promote.err" | head -c 160)"
+    else
+        echo "promotion of ${src} to ${dst}: exit ${code}, not refused"; cat "${work}/promote.err"; fail=1
+    fi
+done
+# A layer altered in the registry's storage: cosign verify still passes (a
+# signature covers the manifest, which names the layer by digest, and cosign
+# does not read layers), dorisarm verify and promote read every blob and refuse.
+ref="${repo}/doris-be:2.1.8-x86_64"
+layer=$(curl -fs -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://${REGISTRY}/v2/doris/doris-be/manifests/2.1.8-x86_64" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["layers"][-1]["digest"].split(":")[1])')
+blob="${REGISTRY_DIR}/data/docker/registry/v2/blobs/sha256/${layer:0:2}/${layer}/data"
+python3 - "${blob}" <<'EOF'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+for i in range(16):
+    b[len(b) // 2 + i] ^= 0xFF
+open(p, "wb").write(bytes(b))
+EOF
+if .cache/bin/cosign verify --key "${work}/keys/cosign.pub" --insecure-ignore-tlog=true --allow-http-registry "${ref}" >/dev/null 2>&1; then
+    echo "cosign verify passes on the altered image (it does not read layers)"
+fi
+code=0
+bin/dorisarm verify --key "${work}/keys/cosign.pub" "${ref}" >"${work}/verify.out" 2>&1 || code=$?
+if [[ ${code} == 1 ]] && grep -q "altered in storage" "${work}/verify.out"; then
+    echo "dorisarm verify refuses the altered layer sha256:${layer}"
+else
+    echo "dorisarm verify of the altered layer: exit ${code}"; cat "${work}/verify.out"; fail=1
+fi
+code=0
+bin/dorisarm promote --key "${work}/keys/cosign.pub" --yes "${ref}" "${REGISTRY}/release/doris-be:2.1.8-x86_64" >/dev/null 2>"${work}/promote.err" || code=$?
+if [[ ${code} == 1 ]] && grep -q "altered in storage" "${work}/promote.err" &&
+    ! curl -fs -o /dev/null "http://${REGISTRY}/v2/release/doris-be/manifests/2.1.8-x86_64"; then
+    echo "dorisarm promote refuses the altered layer; no tag written"
+else
+    echo "dorisarm promote of the altered layer: exit ${code}"; cat "${work}/promote.err"; fail=1
+fi
 exit ${fail}
