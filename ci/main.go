@@ -66,7 +66,11 @@ func platformKey(ctx context.Context, platform string) (dagger.Platform, string,
 			return "", "", fmt.Errorf("the engine's default platform: %w", err)
 		}
 	}
-	return p, strings.NewReplacer("/", "-", ":", "-").Replace(string(p)), nil
+	key := string(p)
+	if k, ok := strings.CutSuffix(key, "/arm64/v8"); ok {
+		key = k + "/arm64" // the same platform, however it was spelled
+	}
+	return p, strings.NewReplacer("/", "-", ":", "-").Replace(key), nil
 }
 
 // toolbox is the image with what a build needs installed (layers 1-3
