@@ -1,15 +1,32 @@
 // The dorisarm Dagger module: containers, cache volumes and fan-out around
 // the dorisarm CLI, which holds all the logic (and is tested in this repo).
 //
-//	dagger call build --source=. --doris-source=../doris --target=kunpeng920 export --path=out
-//	dagger call build-all --source=. --doris-source=../doris --targets=kunpeng920,graviton3 export --path=out
-//	dagger call scan --source=. --build=out --target=kunpeng920 --allow=recipes/minidoris-scan-allow.yaml
+//	dagger call build --target=kunpeng920 --platform=linux/arm64 export --path=out
+//	dagger call build-all --doris-source=../doris --targets=kunpeng920,graviton3 export --path=out
+//	dagger call scan --build=out/2.1.8/kunpeng920 --target=kunpeng920 --allow=recipes/minidoris-scan-allow.yaml
 //
-// `dagger develop` generates internal/dagger (the SDK bindings) from
-// dagger.json; it is not committed. The Dagger engine cannot run on the
-// project's machines, so this file is kept small enough to review by eye, and
-// cmd/dorisarm/ci_test.go checks every dorisarm command line in it against
-// the CLI.
+// --source defaults to the repository holding dagger.json (without .git,
+// out/, .cache/, ci/ and .github/). `dagger develop` generates
+// internal/dagger (the SDK bindings) from dagger.json; it is not committed.
+// The Dagger engine cannot run on the project's machines, so no function
+// here has been executed there; `make test-ci-module` builds and vets this
+// file against the real SDK (dagger.io/dagger at dagger.json's
+// engineVersion), and cmd/dorisarm/ci_test.go checks every dorisarm command
+// line in it against the CLI.
+//
+// How a build container is layered (each layer is shared by everything
+// below it, so the slow ones are keyed by as little as possible):
+//
+//  1. the image for the platform (golang:1.26-bookworm: Go 1.26, Debian 12);
+//  2. scripts/install-deps.sh --profile build, copied in alone: only a
+//     change to that script (or the image) reruns it; apt's downloads and
+//     lists live in cache volumes per platform and image, LOCKED because
+//     apt takes a lock on them;
+//  3. dorisarm built from the source, with Go's module and build caches in
+//     cache volumes (GOMODCACHE, GOCACHE: set, not guessed from GOPATH);
+//  4. the source tree, then last the target's own cache volume (dorisarm's
+//     step cache and sysroots, keyed by target, compiler and platform), so
+//     targets share layers 1-3 and only their builds run side by side.
 package main
 
 import (
@@ -32,43 +49,107 @@ const (
 	tree         = "/work/doris"
 	cacheDir     = "/cache/dorisarm"
 	outDir       = "/out"
+	depsScript   = "/usr/local/share/dorisarm/install-deps.sh"
+	goModCache   = "/cache/go/mod"
+	goBuildCache = "/cache/go/build"
 )
 
-// container is the build container for a target: the platform's image (a
-// native linux/arm64 one on arm64 runners, or the default platform with the
-// cross toolchain), dorisarm built from source, caches mounted per target and
-// compiler.
-func (m *Dorisarm) container(source *dagger.Directory, target, platform, image, compiler string) *dagger.Container {
+// platformKey is the platform the containers run on, as given or else the
+// engine's default, and the same text made fit for a cache volume name: a
+// call with --platform=linux/arm64 and one without it on an arm64 engine
+// share their caches.
+func platformKey(ctx context.Context, platform string) (dagger.Platform, string, error) {
+	p := dagger.Platform(platform)
+	if p == "" {
+		var err error
+		if p, err = dag.DefaultPlatform(ctx); err != nil {
+			return "", "", fmt.Errorf("the engine's default platform: %w", err)
+		}
+	}
+	key := string(p)
+	if k, ok := strings.CutSuffix(key, "/arm64/v8"); ok {
+		key = k + "/arm64" // the same platform, however it was spelled
+	}
+	return p, strings.NewReplacer("/", "-", ":", "-").Replace(key), nil
+}
+
+// toolbox is the image with what a build needs installed (layers 1-3
+// above) and dorisarm on PATH; nothing in it depends on the target.
+func (m *Dorisarm) toolbox(ctx context.Context, source *dagger.Directory, platform, image string) (*dagger.Container, string, error) {
 	if image == "" {
 		image = defaultImage
 	}
-	opts := dagger.ContainerOpts{}
-	if platform != "" {
-		opts.Platform = dagger.Platform(platform)
+	p, key, err := platformKey(ctx, platform)
+	if err != nil {
+		return nil, "", err
 	}
-	key := strings.Join([]string{"dorisarm", target, compiler, platform}, "-")
-	return dag.Container(opts).From(image).
-		WithMountedCache("/var/cache/apt", dag.CacheVolume("dorisarm-apt-"+platform)).
-		WithMountedCache("/root/go/pkg/mod", dag.CacheVolume("dorisarm-gomod")).
-		WithMountedCache(cacheDir, dag.CacheVolume(key), dagger.ContainerWithMountedCacheOpts{Sharing: dagger.CacheSharingModeLocked}).
+	imageKey := strings.NewReplacer("/", "-", ":", "-", "@", "-").Replace(image)
+	locked := dagger.ContainerWithMountedCacheOpts{Sharing: dagger.CacheSharingModeLocked}
+	ctr := dag.Container(dagger.ContainerOpts{Platform: p}).From(image).
+		WithEnvVariable("DEBIAN_FRONTEND", "noninteractive").
+		// Debian images delete every downloaded package after install
+		// (docker-clean); keep them, in the cache volume below.
+		WithExec([]string{"sh", "-c", `rm -f /etc/apt/apt.conf.d/docker-clean && echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' > /etc/apt/apt.conf.d/keep-cache`}).
+		WithMountedCache("/var/cache/apt", dag.CacheVolume("dorisarm-apt-archives-"+key+"-"+imageKey), locked).
+		WithMountedCache("/var/lib/apt/lists", dag.CacheVolume("dorisarm-apt-lists-"+key+"-"+imageKey), locked).
+		WithFile(depsScript, source.File("scripts/install-deps.sh")).
+		WithExec([]string{"bash", depsScript, "--profile", "build"}).
+		// Unmounted again: a LOCKED volume left mounted would make every
+		// later step, the targets' builds too, wait for the others.
+		WithoutMount("/var/cache/apt").
+		WithoutMount("/var/lib/apt/lists").
+		WithEnvVariable("GOMODCACHE", goModCache).
+		WithEnvVariable("GOCACHE", goBuildCache)
+	// dorisarm itself, built where the Go caches are mounted; only the
+	// binary goes on.
+	bin := ctr.
+		WithMountedCache(goModCache, dag.CacheVolume("dorisarm-go-mod")).
+		WithMountedCache(goBuildCache, dag.CacheVolume("dorisarm-go-build-"+key)).
+		WithDirectory("/src", source).
+		WithWorkdir("/src").
+		WithExec([]string{"go", "build", "-o", "/usr/local/bin/dorisarm", "./cmd/dorisarm"}).
+		File("/usr/local/bin/dorisarm")
+	return ctr.WithFile("/usr/local/bin/dorisarm", bin), key, nil
+}
+
+// container is the build container for a target: the toolbox, the source
+// tree, and last the target's cache volume.
+func (m *Dorisarm) container(ctx context.Context, source *dagger.Directory, target, platform, image, compiler string) (*dagger.Container, error) {
+	ctr, key, err := m.toolbox(ctx, source, platform, image)
+	if err != nil {
+		return nil, err
+	}
+	vol := strings.Join([]string{"dorisarm", target, compiler, key}, "-")
+	return ctr.
 		WithDirectory(work, source).
 		WithWorkdir(work).
-		WithExec([]string{"bash", "scripts/install-deps.sh"}).
-		WithExec([]string{"go", "build", "-o", "/usr/local/bin/dorisarm", "./cmd/dorisarm"})
+		WithMountedCache(cacheDir, dag.CacheVolume(vol), dagger.ContainerWithMountedCacheOpts{Sharing: dagger.CacheSharingModeLocked}), nil
 }
 
 // Build builds one target and returns <out>/<doris>/<target>/. Without
 // dorisSource it builds the bundled sample.
+//
+// The container runs on platform (default: the engine's). Targets of the
+// other ISA are cross-compiled in it: on an arm64 runner the x86_64 target
+// (the linux/amd64 side of the multi-arch images) is built with the x86-64
+// cross compilers or clang, and its smoke runs go through qemu-x86_64, just
+// as the ARM targets are cross-compiled on an x86 machine.
 func (m *Dorisarm) Build(
 	ctx context.Context,
+	// the dorisarm repository (matrix.yaml, recipes/, patches/, the sample)
+	// +defaultPath="/"
+	// +ignore=[".git", "out", ".cache", "ci", ".github"]
 	source *dagger.Directory,
+	// an Apache Doris source tree (default: the bundled sample)
 	// +optional
+	// +ignore=[".git"]
 	dorisSource *dagger.Directory,
 	target string,
 	// +optional
 	dorisVersion string,
 	// +optional
 	mirror *dagger.Directory,
+	// e.g. linux/arm64 (default: the engine's platform)
 	// +optional
 	platform string,
 	// +optional
@@ -78,7 +159,10 @@ func (m *Dorisarm) Build(
 	// +optional
 	pgoProfile *dagger.File,
 ) (*dagger.Directory, error) {
-	ctr := m.container(source, target, platform, image, compiler)
+	ctr, err := m.container(ctx, source, target, platform, image, compiler)
+	if err != nil {
+		return nil, err
+	}
 	args := []string{"dorisarm", "build", "--target", target, "--out", outDir, "--cache", cacheDir}
 	if dorisSource != nil {
 		ctr = ctr.WithDirectory(tree, dorisSource)
@@ -104,8 +188,11 @@ func (m *Dorisarm) Build(
 // BuildAll builds targets concurrently and merges their outputs.
 func (m *Dorisarm) BuildAll(
 	ctx context.Context,
+	// +defaultPath="/"
+	// +ignore=[".git", "out", ".cache", "ci", ".github"]
 	source *dagger.Directory,
 	// +optional
+	// +ignore=[".git"]
 	dorisSource *dagger.Directory,
 	targets []string,
 	// +optional
@@ -157,13 +244,21 @@ func (m *Dorisarm) buildEach(ctx context.Context, source, dorisSource *dagger.Di
 // reviewed exceptions (the sample's is recipes/minidoris-scan-allow.yaml).
 func (m *Dorisarm) Scan(
 	ctx context.Context,
+	// +defaultPath="/"
+	// +ignore=[".git", "out", ".cache", "ci", ".github"]
 	source *dagger.Directory,
 	build *dagger.Directory,
 	target string,
 	// +optional
 	allow *dagger.File,
+	// +optional
+	platform string,
 ) (string, error) {
-	ctr := m.container(source, target, "", "", "").WithDirectory("/scan", build)
+	ctr, _, err := m.toolbox(ctx, source, platform, "")
+	if err != nil {
+		return "", err
+	}
+	ctr = ctr.WithDirectory(work, source).WithWorkdir(work).WithDirectory("/scan", build)
 	args := []string{"dorisarm", "scan", "--target", target, "--format", "markdown"}
 	if allow != nil {
 		ctr = ctr.WithFile("/allow.yaml", allow)
@@ -178,10 +273,17 @@ func (m *Dorisarm) Scan(
 // and signs and attests them: with signingKey (a cosign.key, its password
 // in signingPassword) or, with keyless, the CI's OIDC identity (idToken).
 // Promotion stays a separate, reviewed step (dorisarm promote).
+//
+// The source trees reach the module without .git, so the images' dates and
+// revision label are passed in: epoch (seconds, e.g. git log -1
+// --format=%ct) and revision (the commit). Publishing refuses to guess them.
 func (m *Dorisarm) Release(
 	ctx context.Context,
+	// +defaultPath="/"
+	// +ignore=[".git", "out", ".cache", "ci", ".github"]
 	source *dagger.Directory,
 	// +optional
+	// +ignore=[".git"]
 	dorisSource *dagger.Directory,
 	targets []string,
 	// +optional
@@ -194,8 +296,12 @@ func (m *Dorisarm) Release(
 	registryConfig *dagger.Secret,
 	// +optional
 	base string,
+	// the images' date, seconds since 1970 (required with repo)
 	// +optional
 	epoch string,
+	// the commit the images are labelled with (org.opencontainers.image.revision)
+	// +optional
+	revision string,
 	// the Doris version of the release (its image tags), needed to sign
 	// +optional
 	version string,
@@ -207,14 +313,23 @@ func (m *Dorisarm) Release(
 	keyless bool,
 	// +optional
 	idToken *dagger.Secret,
+	// e.g. linux/arm64 (default: the engine's platform)
+	// +optional
+	platform string,
 ) (string, error) {
-	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, "")
+	if repo != "" && epoch == "" {
+		return "", fmt.Errorf("epoch is required to publish: the source reaches the module without .git; pass --epoch=$(git log -1 --format=%%ct) (and --revision=$(git rev-parse HEAD))")
+	}
+	if repo != "" && (signingKey != nil || keyless) && version == "" {
+		return "", fmt.Errorf("version is required to sign: the Doris version of the release (e.g. 2.1.8)")
+	}
+	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, platform)
 	if err != nil {
 		return "", err
 	}
 	var report strings.Builder
 	for i, t := range targets {
-		md, err := m.Scan(ctx, source, outs[i], t, allow)
+		md, err := m.Scan(ctx, source, outs[i], t, allow, platform)
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", t, err)
 		}
@@ -227,20 +342,24 @@ func (m *Dorisarm) Release(
 	for _, d := range outs {
 		merged = merged.WithDirectory(".", d)
 	}
-	ctr := m.container(source, "release", "", "", "").WithDirectory(outDir, merged)
+	ctr, _, err := m.toolbox(ctx, source, platform, "")
+	if err != nil {
+		return "", err
+	}
+	ctr = ctr.WithDirectory(work, source).WithWorkdir(work).WithDirectory(outDir, merged)
 	if registryConfig != nil {
 		ctr = ctr.WithMountedSecret("/root/.docker/config.json", registryConfig)
 	}
-	args := []string{"dorisarm", "publish", "--build", outDir, "--repo", repo}
+	args := []string{"dorisarm", "publish", "--build", outDir, "--repo", repo, "--epoch", epoch}
 	if dorisSource != nil {
 		ctr = ctr.WithDirectory(tree, dorisSource)
 		args = append(args, "--source", tree)
 	}
+	if revision != "" {
+		args = append(args, "--revision", revision)
+	}
 	if base != "" {
 		args = append(args, "--base", base)
-	}
-	if epoch != "" { // else the source tree's last commit (needs its .git)
-		args = append(args, "--epoch", epoch)
 	}
 	ctr = ctr.WithExec(args)
 	pub, err := ctr.Stdout(ctx)
@@ -250,9 +369,6 @@ func (m *Dorisarm) Release(
 	report.WriteString("\n```\n" + pub + "```\n")
 	if signingKey == nil && !keyless {
 		return report.String(), nil
-	}
-	if version == "" {
-		return "", fmt.Errorf("version is required to sign: the Doris version of the release (e.g. 2.1.8)")
 	}
 	for _, image := range []string{"doris-be", "doris-fe"} {
 		sargs := []string{"dorisarm", "sign", "--build", outDir}

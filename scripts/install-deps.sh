@@ -1,7 +1,98 @@
 #!/usr/bin/env bash
-# Installs every Debian package and tool that dorisarm's tests and demo need.
+# Installs the Debian packages and tools dorisarm needs, by profile:
+#
+#   build  what `dorisarm build`, `scan`, `publish` and `sign` need: the
+#          compilers for both ISAs (native plus a cross compiler for the
+#          other one), clang-16/lld/llvm, qemu-user, proot, what Doris's
+#          thirdparty scripts check for. The Dagger module's build
+#          containers install only this.
+#   test   build + what the test suite adds: docker-registry, headless
+#          Chromium for the report tests, bc and time, actionlint.
+#   demo   build + what `make demo` adds: docker-registry, bc, Chromium
+#          (the report screenshot).
+#
+# With no --profile, every profile (what `make test`, `make demo` and
+# .ci/run expect). --print lists the packages for this machine, or for
+# --arch amd64|arm64, and installs nothing.
 # Idempotent: packages already present are skipped, so a second run is quick.
 set -euo pipefail
+
+usage() {
+  echo "usage: install-deps.sh [--profile build|test|demo|all]... [--print [--arch amd64|arm64]]" >&2
+  exit 2
+}
+
+profiles=()
+print=
+arch=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --profile) [ $# -ge 2 ] || usage; profiles+=("$2"); shift 2 ;;
+    --profile=*) profiles+=("${1#--profile=}"); shift ;;
+    --print) print=1; shift ;;
+    --arch) [ $# -ge 2 ] || usage; arch="$2"; shift 2 ;;
+    --arch=*) arch="${1#--arch=}"; shift ;;
+    -h|--help) usage ;;
+    *) echo "install-deps: unknown argument $1" >&2; usage ;;
+  esac
+done
+[ "${#profiles[@]}" -gt 0 ] || profiles=(all)
+want_build= want_test= want_demo=
+for p in "${profiles[@]}"; do
+  case "$p" in
+    build) want_build=1 ;;
+    test) want_build=1; want_test=1 ;;
+    demo) want_build=1; want_demo=1 ;;
+    all) want_build=1; want_test=1; want_demo=1 ;;
+    *) echo "install-deps: unknown profile $p (build, test, demo or all)" >&2; exit 2 ;;
+  esac
+done
+
+# The machine's Debian architecture decides which ISA is native and which
+# needs the cross compiler and the foreign (multiarch) libraries.
+if [ -n "$arch" ] && [ -z "$print" ]; then
+  echo "install-deps: --arch only goes with --print (packages install for this machine's architecture)" >&2
+  exit 2
+fi
+[ -n "$arch" ] || arch="$(dpkg --print-architecture)"
+case "$arch" in
+  amd64) foreign=arm64; cross=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu binutils-aarch64-linux-gnu) ;;
+  arm64) foreign=amd64; cross=(gcc-x86-64-linux-gnu g++-x86-64-linux-gnu binutils-x86-64-linux-gnu) ;;
+  *) echo "install-deps: Debian architecture $arch is not supported (amd64 or arm64)" >&2; exit 2 ;;
+esac
+
+pkgs=()
+if [ -n "$want_build" ]; then
+  pkgs+=(
+    # Native compilers (native targets, the exec shim, host tools of a
+    # cross build) and the cross compiler for the other ISA.
+    gcc g++ libc6-dev "${cross[@]}"
+    clang-16 lld-16 llvm-16
+    qemu-user
+    make cmake patch unzip zstd file libssl-dev curl ca-certificates python3
+    # What Apache Doris's own thirdparty scripts need (build-thirdparty.sh
+    # checks cmake, byacc, flex, automake and libtool; packages use the rest).
+    byacc flex bison automake autoconf libtool pkg-config ninja-build
+    xz-utils bzip2 zip python-is-python3
+    # Runs target programs a cross build starts where dorisarm's exec shim cannot be compiled.
+    proot
+    # Clang's native profile runtime (PGO profiles).
+    libclang-rt-16-dev
+    # The other ISA's OpenSSL and profile runtime (multiarch).
+    "libssl-dev:${foreign}" "libclang-rt-16-dev:${foreign}"
+  )
+fi
+if [ -n "$want_test" ] || [ -n "$want_demo" ]; then
+  pkgs+=(docker-registry bc chromium)
+fi
+if [ -n "$want_test" ]; then
+  pkgs+=(time chromium-driver)
+fi
+
+if [ -n "$print" ]; then
+  printf '%s\n' "${pkgs[@]}" | awk '!seen[$0]++'
+  exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   SUDO=sudo
@@ -9,54 +100,34 @@ else
   SUDO=
 fi
 
-# Packages for the host (amd64) and for the aarch64 target (multiarch).
-host_pkgs=(
-  gcc-aarch64-linux-gnu g++-aarch64-linux-gnu binutils-aarch64-linux-gnu
-  clang-16 lld-16 llvm-16
-  qemu-user
-  docker-registry
-  make cmake patch unzip zstd file libssl-dev bc time curl python3
-  chromium chromium-driver
-  # What Apache Doris's own thirdparty scripts need (build-thirdparty.sh
-  # checks cmake, byacc, flex, automake and libtool; packages use the rest).
-  byacc flex bison automake autoconf libtool pkg-config ninja-build
-  xz-utils bzip2 zip python-is-python3
-  # Runs target programs a cross build starts where dorisarm's exec shim cannot be compiled.
-  proot
-  # Clang's native profile runtime (PGO profiles made in tests).
-  libclang-rt-16-dev
-)
-arm64_pkgs=(
-  libssl-dev:arm64
-  libclang-rt-16-dev:arm64
-)
-
 if ! command -v go >/dev/null 2>&1; then
   echo "install-deps: Go 1.26 is required (https://go.dev/dl/); it is not a Debian package at that version" >&2
   exit 1
 fi
 
 # Go tools the tests use, pinned, into .cache/bin (a few seconds).
-tools_bin="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.cache/bin"
-if [ ! -x "${tools_bin}/actionlint" ]; then
-  GOBIN="${tools_bin}" go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.7
+if [ -n "$want_test" ]; then
+  tools_bin="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.cache/bin"
+  if [ ! -x "${tools_bin}/actionlint" ]; then
+    GOBIN="${tools_bin}" go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.7
+  fi
 fi
 
 missing=()
-for p in "${host_pkgs[@]}" "${arm64_pkgs[@]}"; do
+for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
     missing+=("$p")
   fi
 done
 
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "install-deps: all packages present"
+  echo "install-deps: all packages present (${profiles[*]})"
   exit 0
 fi
 
 echo "install-deps: installing ${missing[*]}"
-if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-  $SUDO dpkg --add-architecture arm64
+if ! dpkg --print-foreign-architectures | grep -qx "$foreign"; then
+  $SUDO dpkg --add-architecture "$foreign"
 fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
