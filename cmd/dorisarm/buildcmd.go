@@ -34,6 +34,8 @@ func newBuildCmd(g *globals) *cobra.Command {
 	var opts build.Options
 	var allowFile, format string
 	var cacheMax int64
+	var cacheFrom, cacheTo string
+	var insecure bool
 	cmd := &cobra.Command{
 		Use:   "build",
 		Short: "Build Doris (or the sample) for targets, cached, smoke-run and scanned",
@@ -74,6 +76,13 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			// Before anything is planned: planning fills the cache (sysroots).
 			if err := build.CheckDirs(tree, opts.Out, opts.Cache); err != nil {
 				return badInput(err)
+			}
+			var err error
+			if opts.CacheFrom, err = remoteCache("--cache-from", cacheFrom, insecure); err != nil {
+				return err
+			}
+			if opts.CacheTo, err = remoteCache("--cache-to", cacheTo, insecure); err != nil {
+				return err
 			}
 			opts.PGOProfile = o.pgoProfile
 			o.cache = opts.Cache
@@ -155,6 +164,9 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 	cmd.Flags().StringVar(&allowFile, "allow", "", "reviewed scan exceptions")
 	cmd.Flags().BoolVar(&opts.KeepGoing, "keep-going", false, "after a package fails, build every package that does not need it, then report each failure")
 	cmd.Flags().BoolVar(&opts.NoScan, "no-scan", false, "publish without the scan gate (recorded in the build record)")
+	cmd.Flags().StringVar(&cacheFrom, "cache-from", "", "a registry repository (REGISTRY/PATH) to restore steps from when the local cache lacks them")
+	cmd.Flags().StringVar(&cacheTo, "cache-to", "", "a registry repository to offer every step result to (may be the same as --cache-from)")
+	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow a plain-HTTP cache registry that is not on loopback")
 	cmd.Flags().Int64Var(&cacheMax, "cache-max-size", 0, "after building, prune the cache to this many bytes (least recently used first)")
 	formatFlag(cmd, &format, "text", "text or json (one entry per target; progress stays on stderr)")
 	return cmd
@@ -196,6 +208,6 @@ func newCacheCmd(g *globals) *cobra.Command {
 	prune.Flags().Int64Var(&maxSize, "max-size", 10<<30, "bytes the cache may keep")
 	formatFlag(prune, &format, "text", "text or json")
 	cmd.PersistentFlags().StringVar(&dir, "cache", defaultCacheDir(), "the cache directory")
-	cmd.AddCommand(prune)
+	cmd.AddCommand(prune, newCachePushCmd(g, &dir), newCachePullCmd(g, &dir))
 	return cmd
 }

@@ -7,6 +7,7 @@ package build
 
 import (
 	"archive/tar"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -72,6 +73,46 @@ type UncacheableError struct{ Reason string }
 func (e *UncacheableError) Error() string { return "not cached: " + e.Reason }
 
 func (c *Cache) entry(key string) string { return filepath.Join(c.Dir, "steps", key) }
+
+// EntryDir is where the entry of key lives (it may not exist).
+func (c *Cache) EntryDir(key string) string { return c.entry(key) }
+
+// ValidKey reports whether key can name a cache entry.
+func ValidKey(key string) bool { return validKey(key) }
+
+// MaxMeta bounds an entry's meta.json.
+const MaxMeta = maxMeta
+
+// Adopt moves a complete entry directory made elsewhere in the cache (by
+// a pull: files.tar and meta.json, already checked) into place under key.
+// The directory must be inside <cache>/steps so the rename is atomic.
+func (c *Cache) Adopt(key, dir string) error {
+	if !validKey(key) {
+		return fmt.Errorf("invalid cache key %q", key)
+	}
+	if err := os.Rename(dir, c.entry(key)); err != nil {
+		if _, statErr := os.Stat(c.entry(key)); statErr == nil {
+			os.RemoveAll(dir)
+			return nil // another build stored it first
+		}
+		return err
+	}
+	return nil
+}
+
+// TempDir makes a directory for an entry being assembled; Entries and
+// Prune ignore it, and Adopt moves it into place.
+func (c *Cache) TempDir() (string, error) {
+	return os.MkdirTemp(filepath.Join(c.Dir, "steps"), ".tmp-")
+}
+
+// RemoteCache shares step results beyond one machine (an OCI registry):
+// Pull brings the entry of key into the local cache when the remote has it
+// (false when it has not); Push offers a local entry to the remote.
+type RemoteCache interface {
+	Pull(ctx context.Context, c *Cache, key string) (bool, error)
+	Push(ctx context.Context, c *Cache, key string) error
+}
 
 // Get returns a step's cached result, or false. An entry whose metadata
 // cannot be read is a miss (Restore checks the rest).

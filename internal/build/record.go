@@ -61,6 +61,10 @@ type Package struct {
 type CacheStats struct {
 	Hits   []string `json:"hits"`
 	Misses []string `json:"misses"`
+	// Pulled are the hits restored from the remote cache (--cache-from).
+	Pulled []string `json:"pulled,omitempty"`
+	// Pushed counts entries offered to the remote cache (--cache-to).
+	Pushed int `json:"pushed,omitempty"`
 }
 
 // StepRecord is one step's outcome.

@@ -32,7 +32,11 @@ type Options struct {
 	// KeepGoing builds every third-party package it can after one fails and
 	// reports each failure (as a *PackagesError); nothing is published then.
 	KeepGoing bool
-	Allow     []scan.Exception
+	// CacheFrom is where a step missing from the local cache is looked for
+	// before it runs; CacheTo is where step results are offered (both an
+	// OCI registry repository, see internal/cacheoci). Either may be nil.
+	CacheFrom, CacheTo RemoteCache
+	Allow              []scan.Exception
 	NoScan    bool // skip the scan gate (reported as skipped in the record)
 	Progress  *Progress
 }
@@ -318,7 +322,21 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 	target := r.in.Plan.Cell.Target
 	cacheable := s.Kind != plan.KindCollect && s.Kind != plan.KindScan
 	if cacheable {
-		if m, ok := r.cache.Get(s.Key); ok {
+		m, ok := r.cache.Get(s.Key)
+		pulled := false
+		if !ok && r.opts.CacheFrom != nil {
+			got, err := r.opts.CacheFrom.Pull(ctx, r.cache, s.Key)
+			switch {
+			case ctx.Err() != nil:
+				return fmt.Errorf("%s: %s interrupted: %w", target, s.ID, ctx.Err())
+			case err != nil:
+				r.warn(fmt.Sprintf("%s: the remote cache: %v; running the step", s.ID, err))
+			case got:
+				m, ok = r.cache.Get(s.Key)
+				pulled = ok
+			}
+		}
+		if ok {
 			err := r.cache.Restore(s.Key, r.work, m)
 			var ce *CorruptError
 			switch {
@@ -333,6 +351,11 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 			default:
 				if s.Kind == plan.KindMerge {
 					r.rec.PGOProfile = r.profileDigest(s)
+				}
+				if pulled {
+					r.rec.Cache.Pulled = append(r.rec.Cache.Pulled, s.ID)
+				} else {
+					r.push(ctx, s)
 				}
 				r.rec.addStep(s, true, time.Since(t0))
 				r.opts.Progress.Step(target, i, s.ID, true, time.Since(t0))
@@ -369,6 +392,8 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 			r.warn(fmt.Sprintf("%s: %v; it will run again next time", s.ID, err))
 		case err != nil:
 			return fmt.Errorf("%s: caching %s: %w", target, s.ID, err)
+		default:
+			r.push(ctx, s)
 		}
 	}
 	r.rec.addStep(s, false, time.Since(t0))
@@ -583,4 +608,17 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, data, 0o644)
+}
+
+// push offers a step's local cache entry to --cache-to. A registry that
+// does not take it costs a warning, not the build.
+func (r *runner) push(ctx context.Context, s plan.Step) {
+	if r.opts.CacheTo == nil {
+		return
+	}
+	if err := r.opts.CacheTo.Push(ctx, r.cache, s.Key); err != nil {
+		r.warn(fmt.Sprintf("%s: %v", s.ID, err))
+		return
+	}
+	r.rec.Cache.Pushed++
 }

@@ -1,0 +1,216 @@
+// Package cacheoci shares dorisarm's step cache through an OCI registry, in
+// the spirit of BuildKit's registry cache: each entry is an OCI artifact in
+// one repository, tagged with its step key, so builds on other machines
+// restore a step instead of running it.
+//
+// An artifact is a manifest whose config media type names the format and
+// whose two layers are the entry's meta.json and files.tar. Nothing pulled
+// is trusted: the manifest is fetched by tag but every blob is checked
+// against its digest while it is read, meta.json must name the key it was
+// pulled for, and files.tar must have the digest and size meta.json
+// records (and the local cache checks every path again on restore).
+package cacheoci
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/dorisarm/dorisarm/internal/build"
+)
+
+// Media types of a cache artifact.
+const (
+	ConfigType = types.MediaType("application/vnd.dorisarm.step-cache.config.v1+json")
+	MetaType   = types.MediaType("application/vnd.dorisarm.step-cache.meta.v1+json")
+	FilesType  = types.MediaType("application/vnd.dorisarm.step-cache.files.v1.tar")
+)
+
+// maxManifest bounds a cache artifact's manifest (it lists two layers).
+const maxManifest = 64 << 10
+
+// Repo is a registry repository that holds step-cache entries.
+type Repo struct {
+	Repo name.Repository
+	Opts []remote.Option
+}
+
+// ForeignError is an artifact under a step key that is not that step's
+// entry, or whose bytes do not match their digests.
+type ForeignError struct {
+	Ref    string
+	Reason string
+}
+
+func (e *ForeignError) Error() string {
+	return fmt.Sprintf("cache artifact %s refused: %s", e.Ref, e.Reason)
+}
+
+func (r *Repo) ro(ctx context.Context) []remote.Option {
+	return append([]remote.Option{remote.WithContext(ctx)}, r.Opts...)
+}
+
+// Push uploads the local entry of key (skipping blobs the registry has).
+func (r *Repo) Push(ctx context.Context, c *build.Cache, key string) error {
+	dir := c.EntryDir(key)
+	metaBytes, err := readBounded(filepath.Join(dir, "meta.json"), build.MaxMeta)
+	if err != nil {
+		return err
+	}
+	var m build.Meta
+	if err := json.Unmarshal(metaBytes, &m); err != nil || m.Key != key || m.TarSHA256 == "" {
+		return fmt.Errorf("local cache entry %s has no usable meta.json; prune it", key)
+	}
+	files, err := newFileLayer(filepath.Join(dir, "files.tar"), m.TarSHA256, m.TarSize)
+	if err != nil {
+		return err
+	}
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, ConfigType)
+	img, err = mutate.Append(img,
+		mutate.Addendum{Layer: static.NewLayer(metaBytes, MetaType)},
+		mutate.Addendum{Layer: files})
+	if err != nil {
+		return err
+	}
+	tag := r.Repo.Tag(key)
+	if err := remote.Write(tag, img, r.ro(ctx)...); err != nil {
+		return fmt.Errorf("pushing cache entry %s to %s: %w", key, r.Repo, err)
+	}
+	return nil
+}
+
+// Pull brings the entry of key into c when the repository has it; false
+// when it has none. An artifact that is not key's entry is a *ForeignError
+// and nothing of it is kept.
+func (r *Repo) Pull(ctx context.Context, c *build.Cache, key string) (bool, error) {
+	if !build.ValidKey(key) {
+		return false, fmt.Errorf("invalid cache key %q", key)
+	}
+	tag := r.Repo.Tag(key)
+	desc, err := remote.Get(tag, r.ro(ctx)...)
+	if err != nil {
+		var te *transport.Error
+		if errors.As(err, &te) && te.StatusCode == 404 {
+			return false, nil
+		}
+		return false, fmt.Errorf("%s: %w", tag, err)
+	}
+	foreign := func(format string, a ...any) error {
+		return &ForeignError{Ref: tag.String(), Reason: fmt.Sprintf(format, a...)}
+	}
+	if len(desc.Manifest) > maxManifest {
+		return false, foreign("a %d-byte manifest", len(desc.Manifest))
+	}
+	var mf v1.Manifest
+	if err := json.Unmarshal(desc.Manifest, &mf); err != nil {
+		return false, foreign("the manifest does not parse: %v", err)
+	}
+	if mf.Config.MediaType != ConfigType || len(mf.Layers) != 2 || mf.Layers[0].MediaType != MetaType || mf.Layers[1].MediaType != FilesType {
+		return false, foreign("not a dorisarm step-cache artifact (config %s, %d layers)", mf.Config.MediaType, len(mf.Layers))
+	}
+	if mf.Layers[0].Size > build.MaxMeta {
+		return false, foreign("meta.json of %d bytes", mf.Layers[0].Size)
+	}
+	metaBytes, err := r.blob(ctx, mf.Layers[0], io.Discard)
+	if err != nil {
+		return false, foreign("%v", err)
+	}
+	var m build.Meta
+	if err := json.Unmarshal(metaBytes, &m); err != nil {
+		return false, foreign("meta.json does not parse: %v", err)
+	}
+	switch {
+	case m.Key != key:
+		return false, foreign("it is the entry of step key %s", m.Key)
+	case m.TarSHA256 != mf.Layers[1].Digest.String() || m.TarSize != mf.Layers[1].Size:
+		return false, foreign("meta.json records files.tar as %s (%d bytes), the manifest as %s (%d bytes)", m.TarSHA256, m.TarSize, mf.Layers[1].Digest, mf.Layers[1].Size)
+	}
+	tmp, err := c.TempDir()
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(tmp) // a no-op once adopted
+	f, err := os.Create(filepath.Join(tmp, "files.tar"))
+	if err != nil {
+		return false, err
+	}
+	_, err = r.blob(ctx, mf.Layers[1], f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, foreign("%v", err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), metaBytes, 0o644); err != nil {
+		return false, err
+	}
+	return true, c.Adopt(key, tmp)
+}
+
+// blob reads the blob d describes to w (and, when w is io.Discard, returns
+// it), checking its size and sha256 as it goes.
+func (r *Repo) blob(ctx context.Context, d v1.Descriptor, w io.Writer) ([]byte, error) {
+	if d.Digest.Algorithm != "sha256" {
+		return nil, fmt.Errorf("digest algorithm %q", d.Digest.Algorithm)
+	}
+	l, err := remote.Layer(r.Repo.Digest(d.Digest.String()), r.ro(ctx)...)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	var keep []byte
+	dst := io.MultiWriter(h, w)
+	if w == io.Discard {
+		keep = make([]byte, 0, d.Size)
+		dst = io.MultiWriter(h, &appender{&keep})
+	}
+	n, err := io.Copy(dst, io.LimitReader(rc, d.Size+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.Digest, err)
+	}
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); n != d.Size || got != d.Digest.String() {
+		return nil, fmt.Errorf("blob %s: the registry served %d bytes with digest %s", d.Digest, n, got)
+	}
+	return keep, nil
+}
+
+type appender struct{ b *[]byte }
+
+func (a *appender) Write(p []byte) (int, error) { *a.b = append(*a.b, p...); return len(p), nil }
+
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is over %d bytes", path, max)
+	}
+	return data, nil
+}

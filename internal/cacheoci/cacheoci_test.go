@@ -1,0 +1,176 @@
+package cacheoci
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/dorisarm/dorisarm/internal/build"
+)
+
+// rotting serves one blob (by digest) with a byte flipped.
+type rotting struct {
+	h   http.Handler
+	rot atomic.Value
+}
+
+func (f *rotting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if d, _ := f.rot.Load().(string); d != "" && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/blobs/"+d) {
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		body[len(body)/2] ^= 0xff
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(body)
+		return
+	}
+	f.h.ServeHTTP(w, r)
+}
+
+func setup(t *testing.T) (*Repo, *rotting) {
+	t.Helper()
+	f := &rotting{h: registry.New(registry.Logger(log.New(io.Discard, "", 0)))}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	repo, err := name.NewRepository(strings.TrimPrefix(srv.URL, "http://") + "/dorisarm/cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Repo{Repo: repo}, f
+}
+
+// entry makes a local cache with one entry (a file and a link) under key.
+func entry(t *testing.T, key string) *build.Cache {
+	t.Helper()
+	c := &build.Cache{Dir: t.TempDir()}
+	c.Init()
+	tree := t.TempDir()
+	os.MkdirAll(filepath.Join(tree, "be/lib"), 0o755)
+	os.WriteFile(filepath.Join(tree, "be/lib/doris_be"), []byte(strings.Repeat("\x7fELF code ", 1000)), 0o755)
+	os.Symlink("doris_be", filepath.Join(tree, "be/lib/be"))
+	if err := c.Put(build.Meta{Key: key, Step: "build:be"}, tree, []string{"be", "be/lib", "be/lib/doris_be", "be/lib/be"}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+const key = "5f0c0ffee0000000000000000000000000000000000000000000000000000001"
+
+// TestPushPull: an entry pushed from one cache is pulled into an empty
+// one byte for byte and restores the same tree; a key the registry lacks
+// is a plain miss.
+func TestPushPull(t *testing.T) {
+	r, _ := setup(t)
+	ctx := context.Background()
+	src := entry(t, key)
+	if err := r.Push(ctx, src, key); err != nil {
+		t.Fatal(err)
+	}
+	dst := &build.Cache{Dir: t.TempDir()}
+	dst.Init()
+	ok, err := r.Pull(ctx, dst, key)
+	if err != nil || !ok {
+		t.Fatalf("pull: %v %v", ok, err)
+	}
+	for _, f := range []string{"files.tar", "meta.json"} {
+		a, _ := os.ReadFile(filepath.Join(src.EntryDir(key), f))
+		b, _ := os.ReadFile(filepath.Join(dst.EntryDir(key), f))
+		if string(a) != string(b) {
+			t.Errorf("%s differs after a round trip", f)
+		}
+	}
+	m, ok := dst.Get(key)
+	if !ok {
+		t.Fatal("pulled entry not found")
+	}
+	tree := t.TempDir()
+	if err := dst.Restore(key, tree, m); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(tree, "be/lib/be")); err != nil || !strings.HasPrefix(string(b), "\x7fELF") {
+		t.Errorf("restored: %v", err)
+	}
+	if ok, err := r.Pull(ctx, dst, strings.Replace(key, "1", "2", 1)); ok || err != nil {
+		t.Errorf("a key the registry lacks: %v %v, want a plain miss", ok, err)
+	}
+}
+
+// TestForeignArtifactsRefused: under a step key, an artifact of another
+// key, a plain image, an artifact whose meta.json and manifest disagree,
+// and one whose files.tar the registry serves altered are refused, and
+// nothing of them enters the local cache.
+func TestForeignArtifactsRefused(t *testing.T) {
+	ctx := context.Background()
+	other := strings.Replace(key, "1", "9", 1)
+	cases := map[string]func(t *testing.T, r *Repo, f *rotting){
+		"another key's entry": func(t *testing.T, r *Repo, f *rotting) {
+			c := entry(t, other)
+			if err := r.Push(ctx, c, other); err != nil {
+				t.Fatal(err)
+			}
+			img, _ := remote.Image(r.Repo.Tag(other))
+			remote.Write(r.Repo.Tag(key), img)
+		},
+		"a plain image": func(t *testing.T, r *Repo, f *rotting) {
+			img, _ := random.Image(100, 2)
+			remote.Write(r.Repo.Tag(key), img)
+		},
+		"meta.json and manifest disagree": func(t *testing.T, r *Repo, f *rotting) {
+			c := entry(t, key)
+			meta, _ := os.ReadFile(filepath.Join(c.EntryDir(key), "meta.json"))
+			img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+			img = mutate.ConfigMediaType(img, ConfigType)
+			img, _ = mutate.Append(img,
+				mutate.Addendum{Layer: static.NewLayer(meta, MetaType)},
+				mutate.Addendum{Layer: static.NewLayer([]byte("other files"), FilesType)})
+			remote.Write(r.Repo.Tag(key), img)
+		},
+		"files.tar altered in storage": func(t *testing.T, r *Repo, f *rotting) {
+			c := entry(t, key)
+			if err := r.Push(ctx, c, key); err != nil {
+				t.Fatal(err)
+			}
+			m, _ := c.Get(key)
+			f.rot.Store(m.TarSHA256)
+		},
+	}
+	for name, plant := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, f := setup(t)
+			plant(t, r, f)
+			dst := &build.Cache{Dir: t.TempDir()}
+			dst.Init()
+			ok, err := r.Pull(ctx, dst, key)
+			var fe *ForeignError
+			if ok || !errors.As(err, &fe) {
+				t.Fatalf("pull: %v %v, want a ForeignError", ok, err)
+			}
+			if _, ok := dst.Get(key); ok {
+				t.Error("the refused artifact entered the local cache")
+			}
+			if ents, _ := os.ReadDir(filepath.Join(dst.Dir, "steps")); len(ents) != 0 {
+				t.Errorf("left in the cache: %v", ents)
+			}
+		})
+	}
+}
