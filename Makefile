@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build test test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real e2e
+.PHONY: all deps build test test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-cache e2e
 
 all: build
 
@@ -59,6 +59,11 @@ bench-build: deps
 # no-op times.
 bench-real: deps
 	bash scripts/bench-real.sh
+
+# The registry-backed step cache: cold build with --cache-to vs a build on
+# an empty cache directory with --cache-from, per target.
+bench-cache: deps
+	bash scripts/bench-cache.sh
 
 # Build and publish the sample release to a real docker-registry: first
 # publish, unchanged re-publish and a one-target change, in seconds and bytes.

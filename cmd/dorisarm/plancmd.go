@@ -90,6 +90,9 @@ type planOptions struct {
 	format     string
 	waiver     string // --waive-sysroot
 	cache      string // where sysroots are kept (build's --cache)
+	// sysrootCache overrides cache for sysroots (--sysroot-cache): a
+	// machine-wide store that a fresh step cache can share.
+	sysrootCache string
 }
 
 // flags registers what plan and build share: the tree, the targets, the
@@ -100,6 +103,7 @@ func (o *planOptions) flags(cmd *cobra.Command, profileHelp string) {
 	cmd.Flags().StringVar(&o.compiler, "compiler", "", "use this compiler of the target's list instead of the first installed")
 	cmd.Flags().StringVar(&o.pgoProfile, "pgo-profile", "", profileHelp)
 	cmd.Flags().StringVar(&o.waiver, "waive-sysroot", "", "build without the target OS's sysroot, against this machine's libraries, for this reason (recorded in the build record, its attestation and the report; the glibc gate is waived)")
+	cmd.Flags().StringVar(&o.sysrootCache, "sysroot-cache", os.Getenv("DORISARM_SYSROOT_CACHE"), "where target-OS sysroots (and which compilers passed their check) are kept, shared by step caches; default: the cache directory ($DORISARM_SYSROOT_CACHE)")
 	cmd.Flags().StringSliceVar(&o.packages, "packages", nil, "only these third-party packages (names as vars.sh or build-thirdparty.sh spell them, any case) and what they need; no BE, no FE")
 }
 
@@ -177,7 +181,10 @@ func makePlanned(g *globals, o *planOptions) ([]planned, error) {
 		if err != nil {
 			return nil, badInput(err)
 		}
-		cache := o.cache
+		cache := o.sysrootCache
+		if cache == "" {
+			cache = o.cache
+		}
 		if cache == "" {
 			cache = defaultCacheDir()
 		}
@@ -185,7 +192,11 @@ func makePlanned(g *globals, o *planOptions) ([]planned, error) {
 		if err != nil {
 			return nil, err
 		}
-		tc, err := toolchain.Resolve(m, cell, toolchain.Options{Compiler: o.compiler, Sysroot: sr})
+		probes := ""
+		if sr != nil {
+			probes = filepath.Join(cache, "sysroots", ".probes")
+		}
+		tc, err := toolchain.Resolve(m, cell, toolchain.Options{Compiler: o.compiler, Sysroot: sr, ProbeCache: probes})
 		if err != nil {
 			var miss *toolchain.MissingError
 			if errors.As(err, &miss) {

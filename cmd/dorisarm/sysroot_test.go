@@ -114,3 +114,32 @@ func atoi(s string) int {
 	}
 	return n
 }
+
+// TestSysrootProbeVerdictsRemembered: whether a compiler can link C++
+// against a sysroot is checked once per compiler, flags and sysroot, and
+// remembered in --sysroot-cache (a pass and a fail): a planted verdict is
+// what the next plan goes by, and without the markers it checks again.
+func TestSysrootProbeVerdictsRemembered(t *testing.T) {
+	needSysroots(t, "")
+	dir := t.TempDir()
+	args := []string{"plan", "--target", "graviton3", "--sysroot-cache", dir}
+	if _, errOut, code := run(t, args...); code != 0 {
+		t.Fatalf("plan: exit %d %s", code, errOut)
+	}
+	probes := filepath.Join(dir, "sysroots", ".probes")
+	ok, _ := filepath.Glob(filepath.Join(probes, "*.ok"))
+	if len(ok) == 0 {
+		t.Fatalf("no verdict remembered in %s", probes)
+	}
+	for _, p := range ok {
+		os.Remove(p)
+		os.WriteFile(strings.TrimSuffix(p, ".ok")+".fail", []byte("planted verdict"), 0o644)
+	}
+	if _, errOut, code := run(t, args...); code == 0 || !strings.Contains(errOut, "planted verdict") {
+		t.Errorf("with the passing compiler's verdict planted as a failure: exit %d %s", code, errOut)
+	}
+	os.RemoveAll(probes)
+	if _, errOut, code := run(t, args...); code != 0 {
+		t.Errorf("after the verdicts were removed: exit %d %s", code, errOut)
+	}
+}

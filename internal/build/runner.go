@@ -37,8 +37,8 @@ type Options struct {
 	// OCI registry repository, see internal/cacheoci). Either may be nil.
 	CacheFrom, CacheTo RemoteCache
 	Allow              []scan.Exception
-	NoScan    bool // skip the scan gate (reported as skipped in the record)
-	Progress  *Progress
+	NoScan             bool // skip the scan gate (reported as skipped in the record)
+	Progress           *Progress
 }
 
 // Input is everything a cell's build needs besides the plan.

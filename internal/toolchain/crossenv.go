@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 //go:embed cshim/dorisarm-exec.c
@@ -200,13 +201,30 @@ func (tc *Toolchain) writeExecLib(w *Wrappers) {
 	if os.MkdirAll(filepath.Dir(src), 0o755) != nil || writeNew(src, execShimSource, 0o644) != nil {
 		return
 	}
+	execLibMu.Lock()
+	defer execLibMu.Unlock()
+	if built, ok := execLibBuilt[cc]; ok {
+		// Compiled once per process (a build has a home per phase).
+		if writeNew(lib, built, 0o755) == nil {
+			w.ExecLib = lib
+		}
+		return
+	}
 	cmd := exec.Command(cc, "-shared", "-fPIC", "-O2", "-o", lib, src, "-ldl")
 	// The host's compiler, with the host's tools: not the cross environment's PATH.
 	cmd.Env = append(os.Environ(), "LD_PRELOAD=")
 	if cmd.Run() == nil {
 		w.ExecLib = lib
+		if data, err := os.ReadFile(lib); err == nil {
+			execLibBuilt[cc] = data
+		}
 	}
 }
+
+var (
+	execLibMu    sync.Mutex
+	execLibBuilt = map[string][]byte{} // host cc → the compiled shim
+)
 
 // binfmtEnabled reports whether binfmt_misc hands executables to qemu (the
 // entry Debian's qemu-user-binfmt registers is named after the emulator).

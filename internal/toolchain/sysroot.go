@@ -1,7 +1,10 @@
 package toolchain
 
 import (
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -79,7 +82,7 @@ func (tc *Toolchain) checkSysroot() error {
 	out := filepath.Join(dir, "probe")
 	args := append(append(append([]string{}, f.Compile()...), "-O1", "-pthread", src, "-o", out), f.Link...)
 	if b, err := exec.Command(tc.CXX, args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("%s cannot link C++ against sysroot %s (glibc %s): %s", tc.Compiler.Name, tc.Sysroot.Name, tc.Sysroot.Glibc, firstLines(string(b), 4))
+		return &probeFailure{fmt.Sprintf("%s cannot link C++ against sysroot %s (glibc %s): %s", tc.Compiler.Name, tc.Sysroot.Name, tc.Sysroot.Glibc, firstLines(string(b), 4))}
 	}
 	need, sym, err := maxGlibc(out)
 	if err != nil {
@@ -87,11 +90,59 @@ func (tc *Toolchain) checkSysroot() error {
 	}
 	ceiling := tc.Cell.OS.Glibc
 	if need != "" && versionLess(ceiling, need) {
-		return fmt.Errorf("%s links C++ against sysroot %s but the result needs %s@GLIBC_%s, newer than %s's glibc %s (its own C++ runtime or start files were built for a newer glibc)",
-			tc.Compiler.Name, tc.Sysroot.Name, sym, need, tc.Cell.OS.ID, ceiling)
+		return &probeFailure{fmt.Sprintf("%s links C++ against sysroot %s but the result needs %s@GLIBC_%s, newer than %s's glibc %s (its own C++ runtime or start files were built for a newer glibc)",
+			tc.Compiler.Name, tc.Sysroot.Name, sym, need, tc.Cell.OS.ID, ceiling)}
 	}
 	return nil
 }
+
+// checkSysrootCached is checkSysroot remembered in dir (when set): a
+// marker named by the digest of everything the check depends on (the C++
+// compiler binary, its flags, the sysroot's digest, the glibc ceiling and
+// the probe program) records a pass. Failures are not remembered.
+func (tc *Toolchain) checkSysrootCached(dir string) error {
+	if dir == "" {
+		return tc.checkSysroot()
+	}
+	f, err := tc.Flags(FlagOptions{NoLTO: true})
+	if err != nil {
+		return err
+	}
+	bin, err := binaryDigest(tc.CXX)
+	if err != nil {
+		return tc.checkSysroot()
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "cxx %s %s\nflags %q %q\nsysroot %s %s\nglibc %s\n%s", tc.CXX, bin, f.Compile(), f.Link, tc.Sysroot.Digest, tc.Sysroot.Path, tc.Cell.OS.Glibc, probeProgram)
+	base := filepath.Join(dir, hex.EncodeToString(h.Sum(nil)))
+	if _, err := os.Stat(base + ".ok"); err == nil {
+		return nil
+	}
+	if why, err := os.ReadFile(base + ".fail"); err == nil && len(why) > 0 {
+		return errors.New(string(why))
+	}
+	err = tc.checkSysroot()
+	var pf *probeFailure
+	switch {
+	case err == nil:
+		// A cache: losing it costs one probe.
+		if os.MkdirAll(dir, 0o755) == nil {
+			os.WriteFile(base+".ok", nil, 0o644)
+		}
+	case errors.As(err, &pf):
+		// The same compiler, flags and sysroot fail the same way.
+		if os.MkdirAll(dir, 0o755) == nil {
+			os.WriteFile(base+".fail", []byte(err.Error()), 0o644)
+		}
+	}
+	return err
+}
+
+// probeFailure is the probe built, or not, with a verdict that only
+// depends on the compiler, its flags and the sysroot (not an I/O error).
+type probeFailure struct{ msg string }
+
+func (e *probeFailure) Error() string { return e.msg }
 
 // maxGlibc is the newest GLIBC_ version an executable needs, and one symbol that needs it.
 func maxGlibc(path string) (string, string, error) {

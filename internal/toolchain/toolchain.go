@@ -84,6 +84,10 @@ type Options struct {
 	// Sysroot, when set, is what the cell's builds link against; a compiler
 	// that cannot build for it (its runtime needs a newer glibc) is skipped.
 	Sysroot *Sysroot
+	// ProbeCache, when set, is a directory that remembers which compiler
+	// (by binary digest) passed the sysroot check with which flags against
+	// which sysroot (by digest), so the check runs once per machine.
+	ProbeCache string
 }
 
 // Resolve picks the first installed compiler from the cell's target list
@@ -117,7 +121,7 @@ func Resolve(m *matrix.Matrix, cell matrix.Cell, opts Options) (*Toolchain, erro
 		tc.Host = m.ISAs[HostISA()]
 		if opts.Sysroot != nil {
 			tc.Sysroot = opts.Sysroot
-			if err := tc.checkSysroot(); err != nil {
+			if err := tc.checkSysrootCached(opts.ProbeCache); err != nil {
 				miss.Tried = append(miss.Tried, err.Error())
 				continue
 			}
