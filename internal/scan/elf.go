@@ -72,6 +72,11 @@ func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyz
 		fl.Type = strings.ToLower(strings.TrimPrefix(f.Type.String(), "ET_"))
 	}
 	a.file = fl
+	if why := emptyELF(f); why != "" {
+		// Headers that describe nothing: nothing was looked at, so it is not clean.
+		a.findings = append(a.findings, unreadable(path, why))
+		return a
+	}
 	if pol != nil && int(f.Machine) != pol.Machine {
 		// Code that cannot run on the target at all: its other properties
 		// (page alignment, glibc, OpenSSL) do not matter.
@@ -548,4 +553,24 @@ func otherFormat(data []byte) (format, machine string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// emptyELF says why an ELF image has nothing to scan: a linked image
+// without a PT_LOAD segment cannot run, and an object with no sections holds
+// nothing; a file that claims to be either is not a real one.
+func emptyELF(f *elf.File) string {
+	switch f.Type {
+	case elf.ET_EXEC, elf.ET_DYN:
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD {
+				return ""
+			}
+		}
+		return "malformed ELF: an executable or shared object without PT_LOAD segments (nothing the loader could run; not a real binary)"
+	case elf.ET_REL:
+		if len(f.Sections) == 0 {
+			return "malformed ELF: a relocatable object without sections"
+		}
+	}
+	return ""
 }
