@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build test vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real e2e
+.PHONY: all deps build test vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real e2e scan-corpus
 
 all: build
 
@@ -42,6 +42,12 @@ bench: deps
 # dorisarm scan against llvm-objdump on real arm64 libraries (downloads to .cache/bench).
 bench-scan: deps
 	bash scripts/bench-scan.sh
+
+# dorisarm scan's false alarms and misses against llvm-objdump-16 on real
+# Debian 12 arm64 packages (scripts/corpus-packages.txt, downloaded to
+# .cache/corpus), for generic-armv8; and libcrypto's SVE count both ways.
+scan-corpus: deps
+	bash scripts/falsealarm.sh
 
 # Cold build, no-op rebuild and one-patch rebuild of the sample for every arm64 target.
 bench-build: deps

@@ -352,3 +352,25 @@ func TestMCEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestDispatchedTable: every known runtime-dispatched entry carries its
+// package and evidence; an entry without them is refused with its line.
+func TestDispatchedTable(t *testing.T) {
+	for _, g := range Default().Guarded {
+		if g.Package == "" || g.Evidence == "" || g.Why == "" {
+			t.Errorf("entry %q/%q lacks package, evidence or why", g.Match, g.Soname)
+		}
+	}
+	tb, err := Parse("rules.yaml", []byte("schema: 1\nrules: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := "schema: 1\ndispatched:\n  - {match: \"foo_*\", why: \"checks a flag\"}\n  - {soname: \"libx.so\", why: w, package: x, evidence: y, match: z}\n"
+	err = tb.LoadDispatched("dispatched.yaml", []byte(bad))
+	if err == nil || !strings.Contains(err.Error(), "dispatched.yaml:3:") || !strings.Contains(err.Error(), "evidence are required") || !strings.Contains(err.Error(), "exactly one of match and soname") {
+		t.Errorf("bad table: %v", err)
+	}
+	if err := tb.LoadDispatched("dispatched.yaml", []byte("schema: 2\ndispatched: []\n")); err == nil {
+		t.Error("schema 2 accepted")
+	}
+}

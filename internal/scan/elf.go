@@ -152,8 +152,9 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 		return v
 	}
 	type key struct {
-		feat uint8
-		fn   string
+		feat    uint8
+		fn      string
+		guarded bool
 	}
 	type agg struct {
 		count   int
@@ -162,27 +163,42 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	}
 	byFn := map[key]*agg{}
 	a.file.Features, a.file.Guarded, a.file.Hints = map[string]int{}, map[string]int{}, map[string]int{}
+	shapes := &shapeGuards{regions: regions, idx: map[int]*guardIndex{}, exported: map[uint64]bool{}, dataPointers: dataPointers(f, data, ld)}
+	for _, s := range dyn.syms {
+		if s.shndx != uint16(elf.SHN_UNDEF) && s.value != 0 {
+			shapes.exported[s.value] = true
+		}
+	}
+	var starts []uint64 // function starts of the unwind table, for stripped objects
+	if len(res.Hits) > 0 && len(funcs) == 0 || len(syms.syms) == 0 {
+		starts = ehFrameStarts(f, data)
+		sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	}
 	for _, h := range res.Hits {
 		fn, start := lookup(funcs, h.Addr)
 		if fn == "" {
 			if v := variantOf(h.Addr); v != 0 {
 				fn, start = fmt.Sprintf("ifunc variant at 0x%x", v), v
+			} else if i := sort.Search(len(starts), func(i int) bool { return starts[i] > h.Addr }) - 1; i >= 0 {
+				// No symbol covers it, but the unwind table says where its function starts.
+				fn, start = fmt.Sprintf("(no symbol) function at 0x%x", starts[i]), starts[i]
 			} else {
-				// No symbol covers it (a stripped object): one finding per
-				// section, with the first address.
+				// No symbol covers it: one finding per section, with the first address.
 				fn = names.at(h.Addr)
 			}
 		}
-		k := key{h.Feature, fn}
+		feat := tbl.Features[h.Feature]
+		why := tbl.GuardIn(soname, fn, feat)
+		if why == "" && dispatched[start] && start != 0 {
+			why = "runtime-dispatched: an ifunc resolver selects it by CPU"
+		}
+		if why == "" {
+			why = shapes.why(h.Addr, start)
+		}
+		k := key{h.Feature, fn, why != ""}
 		g := byFn[k]
 		if g == nil {
-			g = &agg{first: h.Addr}
-			switch {
-			case tbl.GuardIn(soname, fn, tbl.Features[h.Feature]) != "":
-				g.guarded = tbl.GuardIn(soname, fn, tbl.Features[h.Feature])
-			case dispatched[start] && start != 0:
-				g.guarded = "runtime-dispatched: an ifunc resolver selects it by CPU"
-			}
+			g = &agg{first: h.Addr, guarded: why}
 			byFn[k] = g
 		}
 		g.count++
@@ -205,7 +221,10 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 		if keys[i].fn != keys[j].fn {
 			return keys[i].fn < keys[j].fn
 		}
-		return keys[i].feat < keys[j].feat
+		if keys[i].feat != keys[j].feat {
+			return keys[i].feat < keys[j].feat
+		}
+		return !keys[i].guarded && keys[j].guarded
 	})
 	for _, k := range keys {
 		g := byFn[k]

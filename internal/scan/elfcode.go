@@ -2,6 +2,7 @@ package scan
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"sort"
 
@@ -298,4 +299,47 @@ func mergeSkip(s [][2]uint64) [][2]uint64 {
 		out = append(out, [2]uint64{x.lo, x.hi})
 	}
 	return out
+}
+
+const rAArch64Relative = 1027
+
+// dataPointers returns a function that calls back with every value that may
+// be a code address stored as data: R_AARCH64_RELATIVE addends (pointers in
+// position-independent objects) and the 8-byte words of the non-executable
+// PT_LOAD segments (pointers in fixed-address executables). Each byte of
+// the file is read at most once per call.
+func dataPointers(f *elf.File, data []byte, ld loaderDyn) func(func(uint64)) {
+	return func(yield func(uint64)) {
+		n := uint64(len(data))
+		var relas, segs []span
+		for _, t := range [][2]elf.DynTag{{elf.DT_RELA, elf.DT_RELASZ}, {elf.DT_JMPREL, elf.DT_PLTRELSZ}} {
+			if a, ok := ld.one(t[0]); ok {
+				if off, ok := vaddrOff(f, n, a); ok {
+					sz, _ := ld.one(t[1])
+					relas = append(relas, span{off, off + min(sz, n-off)})
+				}
+			}
+		}
+		for _, r := range mergeSpans(relas) {
+			b := data[r.lo:r.hi]
+			for i := 0; i+24 <= len(b); i += 24 {
+				if elf.R_AARCH64(binary.LittleEndian.Uint64(b[i+8:])&0xffffffff) == rAArch64Relative {
+					yield(binary.LittleEndian.Uint64(b[i+16:]))
+				}
+			}
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X == 0 && p.Off < n {
+				segs = append(segs, span{p.Off, p.Off + min(p.Filesz, n-p.Off)})
+			}
+		}
+		for _, sg := range mergeSpans(segs) {
+			b := data[sg.lo:sg.hi]
+			for i := 0; i+8 <= len(b); i += 8 {
+				if v := binary.LittleEndian.Uint64(b[i:]); v != 0 {
+					yield(v)
+				}
+			}
+		}
+	}
 }
