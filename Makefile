@@ -78,6 +78,8 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzAnalyzeELF -fuzztime $(FUZZTIME) ./internal/scan
 	$(GO) test -run XXX -fuzz FuzzReadAr -fuzztime $(FUZZTIME) ./internal/scan
 	$(GO) test -run XXX -fuzz FuzzWalkMemory -fuzztime $(FUZZTIME) ./internal/scan
+	$(GO) test -run XXX -fuzz FuzzOCINode -fuzztime $(FUZZTIME) ./internal/scan
+	$(GO) test -run XXX -fuzz FuzzGuards -fuzztime $(FUZZTIME) ./internal/scan
 	$(GO) test -run XXX -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./internal/pgo
 
 fmt:

@@ -203,7 +203,7 @@ func TestMaxMember(t *testing.T) {
 
 // zipSharedStream builds a zip whose n central-directory entries all point
 // at one local entry (the "overlapping entries" zip bomb).
-func zipSharedStream(t *testing.T, n int, body []byte) []byte {
+func zipSharedStream(n int, body []byte) []byte {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	w, _ := zw.Create("lib/a000.so")
@@ -234,7 +234,7 @@ func TestZipOverlappingEntries(t *testing.T) {
 	obj := x86Object(t)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "bomb.zip")
-	os.WriteFile(p, zipSharedStream(t, 100, append(obj, make([]byte, 4<<20)...)), 0o644)
+	os.WriteFile(p, zipSharedStream(100, append(obj, make([]byte, 4<<20)...)), 0o644)
 	r, err := scanWithin(t, 30*time.Second, policy(t, "kunpeng920"), Options{}, p)
 	if err != nil {
 		t.Fatal(err)
