@@ -375,3 +375,23 @@ func TestLargeMemberMemory(t *testing.T) {
 		t.Errorf("hollow member: %+v", r.Findings)
 	}
 }
+
+// TestZipEntryCRC: a zip entry whose stored data was changed is a finding
+// (the CRC is checked at the end of the entry, which the scan now reaches).
+func TestZipEntryCRC(t *testing.T) {
+	obj := x86Object(t)
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.CreateHeader(&zip.FileHeader{Name: "lib/x.o", Method: zip.Store})
+	w.Write(obj)
+	zw.Close()
+	b := buf.Bytes()
+	i := bytes.Index(b, obj)
+	b[i+len(obj)-1] ^= 0xff // the last byte: after everything the ELF analysis reads
+	p := filepath.Join(t.TempDir(), "x.jar")
+	os.WriteFile(p, b, 0o644)
+	r := scan(t, nil, p)
+	if !unreadableWith(r, "x.jar!/lib/x.o", "checksum") {
+		t.Errorf("%+v", r.Findings)
+	}
+}

@@ -554,6 +554,13 @@ func (w *walker) zip(data []byte, name string, depth int) {
 			return
 		}
 		body, unmap, ok := w.slurpSized(br, mpath, int64(f.UncompressedSize64))
+		if ok {
+			// To the end of the entry: archive/zip checks the CRC and that
+			// the data is no longer than declared there.
+			if _, err := io.Copy(io.Discard, br); err != nil {
+				w.add(unreadable(mpath, "corrupt entry: "+err.Error()))
+			}
+		}
 		rc.Close()
 		if !ok {
 			continue
