@@ -69,32 +69,16 @@ func endsBlock(w uint32) bool {
 	return isRet(w) || w&0xfc000000 == 0x14000000 || w&0xfffffc1f == 0xd61f0000
 }
 
-func buildGuardIndex(code []byte, base uint64) *guardIndex {
+// buildGuardIndex reads the region once; release, when set, drops the
+// pages of a mapped file behind the pass (as isa.Scan does).
+func buildGuardIndex(code []byte, base uint64, release func(lo, hi int)) *guardIndex {
 	g := &guardIndex{base: base, words: len(code) / 4, targets: map[uint64]uint64{}}
-	var page [32]uint64 // ADRP results by register, for ADRP+ADD address computations
 	for i := 0; i < g.words; i++ {
+		if release != nil && i > 0 && i%(1<<20) == 0 {
+			release((i-1<<20)*4, i*4)
+		}
 		w := w32(code, i)
 		pc := base + uint64(i)*4
-		switch {
-		case w&0x9f000000 == 0x90000000: // ADRP
-			imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)
-			page[w&31] = uint64(int64(pc&^0xfff) + imm<<12)
-		case w&0xff800000 == 0x91000000 && page[(w>>5)&31] != 0: // ADD Xd, Xn, #imm
-			a := page[(w>>5)&31] + uint64((w>>10)&0xfff)
-			if a >= base && a < base+uint64(len(code)) {
-				if g.taken == nil {
-					g.taken = map[uint64]bool{}
-				}
-				g.taken[a] = true
-			}
-			page[w&31] = 0
-		case w&0x9f000000 == 0x10000000: // ADR
-			imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)
-			if g.taken == nil {
-				g.taken = map[uint64]bool{}
-			}
-			g.taken[uint64(int64(pc)+imm)] = true
-		}
 		if endsBlock(w) {
 			g.ends = append(g.ends, pc)
 			if isRet(w) {
@@ -283,6 +267,33 @@ func (g *guardIndex) probe(code []byte, addr uint64) bool {
 	return endsBlock(p) || p == 0xd503201f || p&0xffffff3f == 0xd503241f // after a RET/B, a NOP or a BTI
 }
 
+// takenAt reports whether code computes addr with ADRP+ADD or ADR (a
+// function pointer); the addresses are collected on first use.
+func (g *guardIndex) takenAt(code []byte, addr uint64) bool {
+	if g.taken == nil {
+		g.taken = map[uint64]bool{}
+		var page [32]uint64 // ADRP results by register
+		for i := 0; i < g.words; i++ {
+			w := w32(code, i)
+			pc := g.base + uint64(i)*4
+			switch {
+			case w&0x9f000000 == 0x90000000: // ADRP
+				imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)
+				page[w&31] = uint64(int64(pc&^0xfff) + imm<<12)
+			case w&0xff800000 == 0x91000000 && page[(w>>5)&31] != 0: // ADD Xd, Xn, #imm
+				if a := page[(w>>5)&31] + uint64((w>>10)&0xfff); a >= g.base && a-g.base < uint64(len(code)) {
+					g.taken[a] = true
+				}
+				page[w&31] = 0
+			case w&0x9f000000 == 0x10000000: // ADR
+				imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)
+				g.taken[uint64(int64(pc)+imm)] = true
+			}
+		}
+	}
+	return g.taken[addr]
+}
+
 // callers returns the direct calls (BL, and B as a tail call) to target.
 func (g *guardIndex) callers(code []byte, target uint64) []uint64 {
 	if g.bl == nil {
@@ -339,7 +350,7 @@ func (s *shapeGuards) why(addr, fn uint64) string {
 		return why
 	}
 	why := ""
-	if cg, ccode := s.index(fn); cg != nil && !s.escapes(cg, fn) {
+	if cg, ccode := s.index(fn); cg != nil && !s.escapes(cg, ccode, fn) {
 		sites := cg.callers(ccode, fn)
 		for i, c := range sites {
 			if cg.guarded(ccode, c) == "" {
@@ -357,8 +368,8 @@ func (s *shapeGuards) why(addr, fn uint64) string {
 // escapes reports whether a function can be called other than by the
 // direct calls seen: it is exported, or its address is taken in code
 // (ADRP+ADD, ADR), in a relocation or in the data segments.
-func (s *shapeGuards) escapes(g *guardIndex, fn uint64) bool {
-	if s.exported[fn] || g.taken[fn] {
+func (s *shapeGuards) escapes(g *guardIndex, code []byte, fn uint64) bool {
+	if s.exported[fn] || g.takenAt(code, fn) {
 		return true
 	}
 	if s.pointers == nil {
@@ -379,7 +390,7 @@ func (s *shapeGuards) index(addr uint64) (*guardIndex, []byte) {
 		if r.Addr <= addr && addr-r.Addr < uint64(len(r.Data)) {
 			g := s.idx[ri]
 			if g == nil {
-				g = buildGuardIndex(r.Data, r.Addr)
+				g = buildGuardIndex(r.Data, r.Addr, r.Release)
 				s.idx[ri] = g
 			}
 			return g, r.Data
