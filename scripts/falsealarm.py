@@ -34,6 +34,9 @@ TARGET = re.compile(r"\b0x([0-9a-f]+)\b")
 REG = re.compile(r"^([wx])([0-9]+|zr)$")
 COND_BR = {"cbz", "cbnz", "tbz", "tbnz"}
 SVE = re.compile(r"(\b[zp]([0-9]|[12][0-9]|3[01])(\.[bhsdq]\b|/[zm]\b|\[))|^(cnt[bhwd]|rdvl|addvl|addpl|inc[bhwd]|dec[bhwd]|sq(inc|dec)[bhwd]|uq(inc|dec)[bhwd]|setffr|rdffr|wrffr|ptrues?|pfalse|ptest|whilel[eot]|whileh[is]|prf[bhwd])\b")
+# Extensions whose instructions all use SVE registers (the objdump side counts
+# instructions with SVE registers); SVE2.1's BF16 arithmetic is b16b16.
+SVE_ONLY = {"f32mm", "f64mm", "b16b16"}
 # dorisarm's shape guards, which the objdump side re-implements.
 SHAPE = re.compile(r"behind the CPU check|reached only from the CPU check|a CPU probe")
 SME = re.compile(r"\bza|^(smstart|smstop|rdsvl|addsvl|addspl)\b")
@@ -228,7 +231,7 @@ def main():
             row["known"] += min(miss, known[rel])
             if os.path.basename(rel).startswith("libcrypto.so"):
                 feats = f.get("features") or {}
-                crypto = (rel, sum(v for k, v in feats.items() if k.startswith("sve")), sve)
+                crypto = (rel, sum(v for k, v in feats.items() if k.startswith("sve") or k in SVE_ONLY), sve)
         print(f"{pkg:<16} {row['elf']:>4} {row['err']:>8} {row['insn']:>9} {row['ext']:>8} {row['ung']:>9} {row['fa']:>9} {row['miss']:>7} {row['known']:>9}")
         for k, v in row.items():
             tot[k] += v
