@@ -170,7 +170,7 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 		}
 	}
 	var starts []uint64 // function starts of the unwind table, for stripped objects
-	if len(res.Hits) > 0 && len(funcs) == 0 || len(syms.syms) == 0 {
+	if len(res.Hits) > 0 && len(syms.syms) == 0 {
 		starts = ehFrameStarts(f, data)
 		sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
 	}
