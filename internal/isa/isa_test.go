@@ -23,6 +23,7 @@ var llvmAttr = map[string]string{
 	"cssc": "+cssc", "wfxt": "+wfxt", "dpb": "+ccpp", "sve": "+sve", "sve2": "+sve2",
 	"sve2-aes": "+sve2-aes", "sve2-bitperm": "+sve2-bitperm", "sve2-sha3": "+sve2-sha3", "sve2-sm4": "+sve2-sm4",
 	"f32mm": "+f32mm", "f64mm": "+f64mm", "sme": "+sme",
+	"sve2p1": "+sve2p1", "b16b16": "+sve2p1,+b16b16", "sme2": "+sme2", "sme2p1": "+sme2,+sme2p1",
 }
 
 var sveFamily = map[string]bool{"sve": true, "sve2": true, "sve2-aes": true, "sve2-bitperm": true, "sve2-sha3": true,
@@ -101,7 +102,11 @@ func oracle(t *testing.T, words []uint32) map[uint32]map[string]bool {
 				// A system instruction the base decoder prints generically
 				// but the feature names (CFINV, SB, RNDR, DC CVAP…) needs it.
 				if m := strings.Fields(b)[0]; generic[m] && m != "hint" && mn != b {
-					out[w] = map[string]bool{f: true}
+					// Every feature that names it (SMSTART: sme and sme2).
+					if out[w][""] {
+						out[w] = map[string]bool{}
+					}
+					out[w][f] = true
 				}
 				continue
 			}
