@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build test test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-cache e2e
+.PHONY: all deps build test test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-cache e2e scan-corpus
 
 all: build
 
@@ -50,6 +50,12 @@ bench: deps
 bench-scan: deps
 	bash scripts/bench-scan.sh
 
+# dorisarm scan's false alarms and misses against llvm-objdump-16 on real
+# Debian 12 arm64 packages (scripts/corpus-packages.txt, downloaded to
+# .cache/corpus), for generic-armv8; and libcrypto's SVE count both ways.
+scan-corpus: deps
+	bash scripts/falsealarm.sh
+
 # Cold build, no-op rebuild and one-patch rebuild of the sample for every arm64 target.
 bench-build: deps
 	bash scripts/bench-build.sh
@@ -84,6 +90,8 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzAnalyzeELF -fuzztime $(FUZZTIME) ./internal/scan
 	$(GO) test -run XXX -fuzz FuzzReadAr -fuzztime $(FUZZTIME) ./internal/scan
 	$(GO) test -run XXX -fuzz FuzzWalkMemory -fuzztime $(FUZZTIME) ./internal/scan
+	$(GO) test -run XXX -fuzz FuzzOCINode -fuzztime $(FUZZTIME) ./internal/scan
+	$(GO) test -run XXX -fuzz FuzzGuards -fuzztime $(FUZZTIME) ./internal/scan
 	$(GO) test -run XXX -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./internal/pgo
 
 fmt:

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -45,11 +46,20 @@ func TestScanCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "used 1 time(s)") {
 		t.Errorf("allow: %d\n%s", code, out)
 	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"scan", "--target", "kunpeng920", "/no/such/dir"}, "scan input /no/such/dir"},
+		// A missing path is not sent to a registry unless it clearly names one.
+		{[]string{"scan", "docker.io/library/ubuntu"}, "no such file or directory"},
+		{[]string{"scan", "out/kunpeng920"}, "no such file or directory"},
+		// A FIFO would block the scan forever.
+		{[]string{"scan", fifo}, "not a regular file or directory"},
 		{[]string{"scan", "--target", "nope", tree}, `unknown target "nope"`},
 		{[]string{"scan", "-o", "xml", tree}, `--output/--format "xml"`},
 		{[]string{"scan"}, "requires at least 1 arg"},

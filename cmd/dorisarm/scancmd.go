@@ -18,18 +18,27 @@ func newScanCmd(g *globals) *cobra.Command {
 		Short: "Prove a build fits its target CPU and OS",
 		Long: `scan walks directories, files, archives (tar, tar.gz, tar.zst, ar — GNU, BSD and
 thin —, zip/jar, nested), OCI layouts (oci:DIR) and registry images, and checks
-every ELF: its machine against the target's, every instruction against the
-target CPU's extensions (code reached only through ifunc dispatch or the
-outline-atomics helpers is reported as guarded), GLIBC_/GLIBCXX_ versions
-against the target OS, OpenSSL linkage against the target's policy, LOAD
-alignment against the OS page size; and every jar with native libraries for a
-linux library of the target's architecture.
+every ELF as the loader sees it (executable PT_LOAD segments, PT_DYNAMIC): its
+machine against the target's, every instruction against the target CPU's
+extensions (code that runs only after a CPU check — ifunc dispatch, the
+outline-atomics helpers, internal/isa/dispatched.yaml, or a check recognised by
+its shape — is reported as guarded), GLIBC_/GLIBCXX_ versions against the target
+OS, OpenSSL linkage against the target's policy, LOAD alignment against the OS
+page size; and every jar with native libraries for a linux library of the
+target's architecture.
+
+A registry image is scanned only when the argument clearly names one:
+docker://REF, or HOST/REPO:TAG or HOST/REPO@DIGEST with a registry host (a dot,
+a port or localhost). A path that does not exist, a FIFO or a device is bad
+input. A limit (--max-member, --max-bytes, --max-entries, --max-depth) that is
+hit is an unreadable finding naming it, never a silent truncation.
 
 Without --target it reports what it found. Exit status: 0 clean, 1 violations,
 2 bad input or usage.`,
 		Example: `  dorisarm scan --target kunpeng920 out/2.1.8/kunpeng920
   dorisarm scan --target graviton3 --format sarif apache-doris-2.1.8-bin-arm64.tar.gz > scan.sarif
   dorisarm scan --target kunpeng920 --allow scan-allow.yaml oci:out/registry
+  dorisarm scan --target graviton3 docker://registry.example.com/doris/doris-be:2.1.8-graviton3
   dorisarm scan /usr/lib/aarch64-linux-gnu/libcrypto.so.3`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

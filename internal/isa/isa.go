@@ -17,6 +17,9 @@ import (
 //go:embed rules.yaml
 var rulesYAML []byte
 
+//go:embed dispatched.yaml
+var dispatchedYAML []byte
+
 // Rule is one row of rules.yaml.
 type Rule struct {
 	Feature string `yaml:"feature"`
@@ -37,6 +40,16 @@ type Guard struct {
 	Soname  string `yaml:"soname"` // or: every function of a library (DT_SONAME glob)
 	Feature string `yaml:"feature"`
 	Why     string `yaml:"why"`
+	// Package is where the code was seen; Evidence the source that shows
+	// the check and what was measured.
+	Package  string `yaml:"package"`
+	Evidence string `yaml:"evidence"`
+	Pos      datafile.Pos
+}
+
+type dispatchedFile struct {
+	Schema     int     `yaml:"schema"`
+	Dispatched []Guard `yaml:"dispatched"`
 }
 
 type rulesFile struct {
@@ -94,6 +107,9 @@ func mustLoad() *Table {
 	if err != nil {
 		panic(err) // the embedded data is tested; a bad edit fails the tests
 	}
+	if err := t.LoadDispatched("internal/isa/dispatched.yaml", dispatchedYAML); err != nil {
+		panic(err)
+	}
 	return t
 }
 
@@ -144,14 +160,7 @@ func parse(file string, data, groups []byte) (*Table, error) {
 		}
 		t.rules = append(t.rules, c)
 	}
-	for _, g := range f.Guarded {
-		if (g.Match == "") == (g.Soname == "") {
-			errs = append(errs, datafile.Errorf(datafile.Pos{File: file}, "guarded entry %q/%q: give exactly one of match and soname", g.Match, g.Soname))
-		}
-		if _, err := path.Match(g.Match+g.Soname, ""); err != nil {
-			errs = append(errs, datafile.Errorf(datafile.Pos{File: file}, "guarded pattern %q: %v", g.Match, err))
-		}
-	}
+	errs = append(errs, checkGuards(file, f.Guarded, false)...)
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
@@ -199,6 +208,46 @@ func parse(file string, data, groups []byte) (*Table, error) {
 		t.byKey[k] = off<<8 | uint32(n)
 	}
 	return t, nil
+}
+
+func checkGuards(file string, gs []Guard, needEvidence bool) datafile.List {
+	var errs datafile.List
+	for _, g := range gs {
+		pos := g.Pos
+		if pos.File == "" {
+			pos = datafile.Pos{File: file}
+		}
+		if (g.Match == "") == (g.Soname == "") {
+			errs = append(errs, datafile.Errorf(pos, "guarded entry %q/%q: give exactly one of match and soname", g.Match, g.Soname))
+		}
+		if _, err := path.Match(g.Match+g.Soname, ""); err != nil {
+			errs = append(errs, datafile.Errorf(pos, "guarded pattern %q: %v", g.Match+g.Soname, err))
+		}
+		if g.Why == "" {
+			errs = append(errs, datafile.Errorf(pos, "guarded entry %q: why is required (the check, in a few words)", g.Match+g.Soname))
+		}
+		if needEvidence && (g.Package == "" || g.Evidence == "") {
+			errs = append(errs, datafile.Errorf(pos, "dispatched entry %q: package and evidence are required (where it was seen, and the source or measurement that shows the check)", g.Match+g.Soname))
+		}
+	}
+	return errs
+}
+
+// LoadDispatched adds the known runtime-dispatched functions of a
+// dispatched.yaml file to the table's guards.
+func (t *Table) LoadDispatched(file string, data []byte) error {
+	var f dispatchedFile
+	if err := datafile.Decode(file, data, &f); err != nil {
+		return err
+	}
+	if f.Schema != 1 {
+		return datafile.Errorf(datafile.Pos{File: file}, "schema %d: this dorisarm reads schema 1", f.Schema)
+	}
+	if err := checkGuards(file, f.Dispatched, true).Err(); err != nil {
+		return err
+	}
+	t.Guarded = append(t.Guarded, f.Dispatched...)
+	return nil
 }
 
 // Feature returns the id of a feature name (0 when unknown).

@@ -23,6 +23,7 @@ var llvmAttr = map[string]string{
 	"cssc": "+cssc", "wfxt": "+wfxt", "dpb": "+ccpp", "sve": "+sve", "sve2": "+sve2",
 	"sve2-aes": "+sve2-aes", "sve2-bitperm": "+sve2-bitperm", "sve2-sha3": "+sve2-sha3", "sve2-sm4": "+sve2-sm4",
 	"f32mm": "+f32mm", "f64mm": "+f64mm", "sme": "+sme",
+	"sve2p1": "+sve2p1", "b16b16": "+sve2p1,+b16b16", "sme2": "+sme2", "sme2p1": "+sme2,+sme2p1",
 }
 
 var sveFamily = map[string]bool{"sve": true, "sve2": true, "sve2-aes": true, "sve2-bitperm": true, "sve2-sha3": true,
@@ -101,7 +102,11 @@ func oracle(t *testing.T, words []uint32) map[uint32]map[string]bool {
 				// A system instruction the base decoder prints generically
 				// but the feature names (CFINV, SB, RNDR, DC CVAP…) needs it.
 				if m := strings.Fields(b)[0]; generic[m] && m != "hint" && mn != b {
-					out[w] = map[string]bool{f: true}
+					// Every feature that names it (SMSTART: sme and sme2).
+					if out[w][""] {
+						out[w] = map[string]bool{}
+					}
+					out[w][f] = true
 				}
 				continue
 			}
@@ -350,5 +355,27 @@ func TestMCEncoding(t *testing.T) {
 		if w != c.want || ok != c.ok {
 			t.Errorf("MCEncoding(%q) = %#x, %v; want %#x, %v", c.line, w, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestDispatchedTable: every known runtime-dispatched entry carries its
+// package and evidence; an entry without them is refused with its line.
+func TestDispatchedTable(t *testing.T) {
+	for _, g := range Default().Guarded {
+		if g.Package == "" || g.Evidence == "" || g.Why == "" {
+			t.Errorf("entry %q/%q lacks package, evidence or why", g.Match, g.Soname)
+		}
+	}
+	tb, err := Parse("rules.yaml", []byte("schema: 1\nrules: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := "schema: 1\ndispatched:\n  - {match: \"foo_*\", why: \"checks a flag\"}\n  - {soname: \"libx.so\", why: w, package: x, evidence: y, match: z}\n"
+	err = tb.LoadDispatched("dispatched.yaml", []byte(bad))
+	if err == nil || !strings.Contains(err.Error(), "dispatched.yaml:3:") || !strings.Contains(err.Error(), "evidence are required") || !strings.Contains(err.Error(), "exactly one of match and soname") {
+		t.Errorf("bad table: %v", err)
+	}
+	if err := tb.LoadDispatched("dispatched.yaml", []byte("schema: 2\ndispatched: []\n")); err == nil {
+		t.Error("schema 2 accepted")
 	}
 }

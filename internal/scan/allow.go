@@ -35,7 +35,7 @@ type allowFile struct {
 }
 
 var knownKinds = map[string]bool{KindForeignArch: true, KindISA: true, KindGlibc: true, KindGlibcxx: true,
-	KindOpenSSLStatic: true, KindOpenSSLShared: true, KindJNIMissing: true, KindPageSize: true, KindUnreadable: true}
+	KindOpenSSLStatic: true, KindOpenSSLShared: true, KindJNIMissing: true, KindPageSize: true, KindUnreadable: true, KindHeaders: true}
 
 // LoadAllow reads an allow file.
 func LoadAllow(file string) ([]Exception, error) {
@@ -55,7 +55,7 @@ func LoadAllow(file string) ([]Exception, error) {
 			errs = append(errs, datafile.Errorf(e.Keys.At("path", e.Pos), "exception: bad path glob %q: %v", e.Path, err))
 		}
 		if !knownKinds[e.Kind] {
-			errs = append(errs, datafile.Errorf(e.Keys.At("kind", e.Pos), "exception: unknown kind %q (one of foreign-arch, isa-extension, glibc-version, glibcxx-version, openssl-static, openssl-dynamic, jni-missing-arch, page-size, unreadable)", e.Kind))
+			errs = append(errs, datafile.Errorf(e.Keys.At("kind", e.Pos), "exception: unknown kind %q (one of foreign-arch, isa-extension, glibc-version, glibcxx-version, openssl-static, openssl-dynamic, jni-missing-arch, page-size, unreadable, elf-headers)", e.Kind))
 		}
 		if e.Reason == "" {
 			errs = append(errs, datafile.Errorf(e.Pos, "exception: reason is required: say why this is safe"))

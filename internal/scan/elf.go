@@ -72,6 +72,11 @@ func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyz
 		fl.Type = strings.ToLower(strings.TrimPrefix(f.Type.String(), "ET_"))
 	}
 	a.file = fl
+	if why := emptyELF(f); why != "" {
+		// Headers that describe nothing: nothing was looked at, so it is not clean.
+		a.findings = append(a.findings, unreadable(path, why))
+		return a
+	}
 	if pol != nil && int(f.Machine) != pol.Machine {
 		// Code that cannot run on the target at all: its other properties
 		// (page alignment, glibc, OpenSSL) do not matter.
@@ -80,11 +85,23 @@ func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyz
 		return a
 	}
 	syms, dyn := readSymtab(f, data, elf.SHT_SYMTAB), readSymtab(f, data, elf.SHT_DYNSYM)
+	// The dynamic linker reads PT_DYNAMIC, not the section headers: that
+	// decides the libraries and symbol versions the object needs.
+	ld := readLoaderDyn(f, data)
+	var di dynInfo
+	if ld.present {
+		di = dynInfoFromLoader(f, data, ld)
+		if ldsym := dynsymFromLoader(f, data, ld); len(ldsym.syms) > len(dyn.syms) {
+			dyn = ldsym
+		}
+	} else {
+		di = readDynamic(f, data)
+	}
 	if f.Machine == elf.EM_AARCH64 {
-		a.scanISA(f, data, syms, dyn, pol, tbl)
+		a.scanISA(f, data, syms, dyn, pol, tbl, ld, di.soname)
 	}
 	if f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN {
-		a.dynamic(f, data, syms, dyn, pol)
+		a.dynamic(f, data, syms, dyn, pol, di)
 		a.pageSize(f, pol)
 	}
 	return a
@@ -99,65 +116,13 @@ func sectionBytes(data []byte, s *elf.Section) []byte {
 	return data[s.Offset : s.Offset+s.Size]
 }
 
-func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Policy, tbl *isa.Table) {
-	soname := readDynamic(f, data).soname
-	// Executable regions: SHF_EXECINSTR sections, else PF_X segments.
-	var regions []isa.Code
-	var secIdx []int
-	for i, s := range f.Sections {
-		if s.Flags&elf.SHF_EXECINSTR == 0 || s.Type != elf.SHT_PROGBITS {
-			continue
-		}
-		b := sectionBytes(data, s)
-		if b == nil {
-			a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("section %s lies outside the file (truncated?)", s.Name)))
-			continue
-		}
-		regions = append(regions, isa.Code{Data: b, Addr: s.Addr, Release: release(b)})
-		secIdx = append(secIdx, i)
-	}
-	if len(f.Sections) == 0 {
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && p.Off <= uint64(len(data)) && p.Filesz <= uint64(len(data))-p.Off {
-				regions = append(regions, isa.Code{Data: data[p.Off : p.Off+p.Filesz], Addr: p.Vaddr})
-				secIdx = append(secIdx, -1)
-			}
-		}
-	}
-	// $d/$x mapping symbols mark data inside code sections.
-	if len(syms.syms) > 0 {
-		type mark struct {
-			addr uint64
-			data bool
-		}
-		marks := map[int][]mark{}
-		for _, s := range syms.syms {
-			n := syms.nameBytes(s)
-			if len(n) >= 2 && n[0] == '$' && (n[1] == 'd' || n[1] == 'x') && (len(n) == 2 || n[2] == '.') {
-				marks[int(s.shndx)] = append(marks[int(s.shndx)], mark{s.value, n[1] == 'd'})
-			}
-		}
-		for ri, si := range secIdx {
-			ms := marks[si]
-			if len(ms) == 0 {
-				continue
-			}
-			sort.Slice(ms, func(i, j int) bool { return ms[i].addr < ms[j].addr })
-			end := regions[ri].Addr + uint64(len(regions[ri].Data))
-			for i, m := range ms {
-				if !m.data {
-					continue
-				}
-				stop := end
-				if i+1 < len(ms) {
-					stop = ms[i+1].addr
-				}
-				regions[ri].Skip = append(regions[ri].Skip, [2]uint64{m.addr, stop})
-			}
-		}
-	}
+func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Policy, tbl *isa.Table, ld loaderDyn, soname string) {
+	regions, names := a.codeRegions(f, data, syms, dyn, ld)
 	for _, r := range regions {
 		a.file.TextBytes += int64(len(r.Data))
+		for _, sk := range r.Skip {
+			a.file.TextBytes -= int64(sk[1] - sk[0])
+		}
 	}
 	res := tbl.Scan(regions)
 	// Attribute hits to functions: symtab, else dynsym.
@@ -165,7 +130,7 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	if len(funcs) == 0 {
 		funcs = functions(dyn)
 	}
-	dispatched := ifuncTargets(f, data, []*symtab{syms, dyn}, funcs)
+	dispatched := ifuncTargets(f, data, []*symtab{syms, dyn}, funcs, regions, ld)
 	// Stripped objects name few functions: a hit no symbol covers belongs to
 	// the nearest preceding ifunc variant, when one starts before it with no
 	// named function in between.
@@ -187,8 +152,9 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 		return v
 	}
 	type key struct {
-		feat uint8
-		fn   string
+		feat    uint8
+		fn      string
+		guarded bool
 	}
 	type agg struct {
 		count   int
@@ -197,27 +163,42 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	}
 	byFn := map[key]*agg{}
 	a.file.Features, a.file.Guarded, a.file.Hints = map[string]int{}, map[string]int{}, map[string]int{}
+	shapes := &shapeGuards{regions: regions, idx: map[int]*guardIndex{}, exported: map[uint64]bool{}, dataPointers: dataPointers(f, data, ld)}
+	for _, s := range dyn.syms {
+		if s.shndx != uint16(elf.SHN_UNDEF) && s.value != 0 {
+			shapes.exported[s.value] = true
+		}
+	}
+	var starts []uint64 // function starts of the unwind table, for stripped objects
+	if len(res.Hits) > 0 && len(syms.syms) == 0 {
+		starts = ehFrameStarts(f, data)
+		sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	}
 	for _, h := range res.Hits {
 		fn, start := lookup(funcs, h.Addr)
 		if fn == "" {
 			if v := variantOf(h.Addr); v != 0 {
 				fn, start = fmt.Sprintf("ifunc variant at 0x%x", v), v
+			} else if i := sort.Search(len(starts), func(i int) bool { return starts[i] > h.Addr }) - 1; i >= 0 {
+				// No symbol covers it, but the unwind table says where its function starts.
+				fn, start = fmt.Sprintf("(no symbol) function at 0x%x", starts[i]), starts[i]
 			} else {
-				// No symbol covers it (a stripped object): one finding per
-				// section, with the first address.
-				fn = sectionName(f, h.Addr)
+				// No symbol covers it: one finding per section, with the first address.
+				fn = names.at(h.Addr)
 			}
 		}
-		k := key{h.Feature, fn}
+		feat := tbl.Features[h.Feature]
+		why := tbl.GuardIn(soname, fn, feat)
+		if why == "" && dispatched[start] && start != 0 {
+			why = "runtime-dispatched: an ifunc resolver selects it by CPU"
+		}
+		if why == "" {
+			why = shapes.why(h.Addr, start)
+		}
+		k := key{h.Feature, fn, why != ""}
 		g := byFn[k]
 		if g == nil {
-			g = &agg{first: h.Addr}
-			switch {
-			case tbl.GuardIn(soname, fn, tbl.Features[h.Feature]) != "":
-				g.guarded = tbl.GuardIn(soname, fn, tbl.Features[h.Feature])
-			case dispatched[start] && start != 0:
-				g.guarded = "runtime-dispatched: an ifunc resolver selects it by CPU"
-			}
+			g = &agg{first: h.Addr, guarded: why}
 			byFn[k] = g
 		}
 		g.count++
@@ -240,7 +221,10 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 		if keys[i].fn != keys[j].fn {
 			return keys[i].fn < keys[j].fn
 		}
-		return keys[i].feat < keys[j].feat
+		if keys[i].feat != keys[j].feat {
+			return keys[i].feat < keys[j].feat
+		}
+		return !keys[i].guarded && keys[j].guarded
 	})
 	for _, k := range keys {
 		g := byFn[k]
@@ -287,15 +271,6 @@ func lookup(funcs []funcSym, addr uint64) (string, uint64) {
 	return "", 0
 }
 
-func sectionName(f *elf.File, addr uint64) string {
-	for _, s := range f.Sections {
-		if s.Addr <= addr && addr < s.Addr+s.Size && s.Flags&elf.SHF_ALLOC != 0 {
-			return "(no symbol, in " + s.Name + ")"
-		}
-	}
-	return "(no symbol)"
-}
-
 const rAArch64Irelative = 1032
 
 // ifuncTargets finds the functions ifunc resolvers choose between: resolver
@@ -303,7 +278,7 @@ const rAArch64Irelative = 1032
 // each resolver is decoded up to its RET and every address it builds with
 // ADRP+ADD or ADR is a variant. It returns the start addresses of the
 // functions containing those variants.
-func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs []funcSym) map[uint64]bool {
+func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs []funcSym, regions []isa.Code, ld loaderDyn) map[uint64]bool {
 	resolvers := map[uint64]bool{}
 	for _, t := range tabs {
 		for _, s := range t.syms {
@@ -312,11 +287,24 @@ func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs []funcSym) map
 			}
 		}
 	}
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_RELA {
-			continue
+	// Relocation tables: what PT_DYNAMIC names, and RELA sections (static
+	// executables have no PT_DYNAMIC); each byte range is read once.
+	var relas []span
+	for _, t := range [][2]elf.DynTag{{elf.DT_RELA, elf.DT_RELASZ}, {elf.DT_JMPREL, elf.DT_PLTRELSZ}} {
+		if a, ok := ld.one(t[0]); ok {
+			if off, ok := vaddrOff(f, uint64(len(data)), a); ok {
+				sz, _ := ld.one(t[1])
+				relas = append(relas, span{off, off + min(sz, uint64(len(data))-off)})
+			}
 		}
-		b := sectionBytes(data, s)
+	}
+	for _, s := range f.Sections {
+		if s.Type == elf.SHT_RELA && s.Offset < uint64(len(data)) {
+			relas = append(relas, span{s.Offset, s.Offset + min(s.Size, uint64(len(data))-s.Offset)})
+		}
+	}
+	for _, r := range mergeSpans(relas) {
+		b := data[r.lo:r.hi]
 		for i := 0; i+24 <= len(b); i += 24 {
 			info := binary.LittleEndian.Uint64(b[i+8:])
 			if elf.R_AARCH64(info&0xffffffff) == rAArch64Irelative {
@@ -324,12 +312,15 @@ func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs []funcSym) map
 			}
 		}
 	}
+	if len(resolvers) > 1<<16 {
+		return map[uint64]bool{} // not a real ifunc table; decoding each would cost more than the file
+	}
 	out := map[uint64]bool{}
 	if len(resolvers) == 0 {
 		return out
 	}
 	for r := range resolvers {
-		code, base := codeAt(f, data, r)
+		code, base := codeAt(regions, r)
 		var regs [32]uint64
 		for i := 0; i+4 <= len(code) && i < 4*512; i += 4 {
 			w := binary.LittleEndian.Uint32(code[i:])
@@ -367,21 +358,16 @@ func mark(out map[uint64]bool, funcs []funcSym, addr uint64) {
 	}
 }
 
-func codeAt(f *elf.File, data []byte, addr uint64) ([]byte, uint64) {
-	for _, s := range f.Sections {
-		if s.Flags&elf.SHF_EXECINSTR != 0 && s.Addr <= addr && addr < s.Addr+s.Size {
-			b := sectionBytes(data, s)
-			if b == nil {
-				return nil, 0
-			}
-			return b[addr-s.Addr:], addr
+func codeAt(regions []isa.Code, addr uint64) ([]byte, uint64) {
+	for _, r := range regions {
+		if r.Addr <= addr && addr-r.Addr < uint64(len(r.Data)) {
+			return r.Data[addr-r.Addr:], addr
 		}
 	}
 	return nil, 0
 }
 
-func (a *analyzed) dynamic(f *elf.File, data []byte, syms, dyn *symtab, pol *Policy) {
-	di := readDynamic(f, data)
+func (a *analyzed) dynamic(f *elf.File, data []byte, syms, dyn *symtab, pol *Policy, di dynInfo) {
 	a.file.Needed, a.file.Soname = di.needed, di.soname
 	// Highest GLIBC_ and GLIBCXX_ versions this object needs, and who needs them.
 	var glibc, glibcxx string
@@ -586,4 +572,24 @@ func otherFormat(data []byte) (format, machine string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// emptyELF says why an ELF image has nothing to scan: a linked image
+// without a PT_LOAD segment cannot run, and an object with no sections holds
+// nothing; a file that claims to be either is not a real one.
+func emptyELF(f *elf.File) string {
+	switch f.Type {
+	case elf.ET_EXEC, elf.ET_DYN:
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD {
+				return ""
+			}
+		}
+		return "malformed ELF: an executable or shared object without PT_LOAD segments (nothing the loader could run; not a real binary)"
+	case elf.ET_REL:
+		if len(f.Sections) == 0 {
+			return "malformed ELF: a relocatable object without sections"
+		}
+	}
+	return ""
 }

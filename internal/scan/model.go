@@ -16,6 +16,9 @@ const (
 	KindJNIMissing    = "jni-missing-arch"
 	KindPageSize      = "page-size"
 	KindUnreadable    = "unreadable"
+	// KindHeaders: the section headers disagree with the program headers
+	// (what the loader runs); the scan followed the program headers.
+	KindHeaders = "elf-headers"
 )
 
 // Severities.

@@ -438,6 +438,7 @@ func FuzzAnalyzeELF(f *testing.F) {
 	if b, err := os.ReadFile("/usr/aarch64-linux-gnu/lib/libdl.so.2"); err == nil && len(b) < 1<<20 {
 		f.Add(b)
 	}
+	f.Add(tinyELF())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		analyzeELF("fuzz", data, nil, nil2())
 		otherFormat(data)
@@ -448,22 +449,6 @@ func FuzzReadAr(f *testing.F) {
 	f.Add([]byte("!<arch>\n/               0           0     0     0       4         `\n\x00\x00\x00\x00"))
 	f.Add([]byte("!<thin>\n//              0           0     0     0       4         `\nab/\n/0              0           0     0     644     10        `\n"))
 	f.Fuzz(func(t *testing.T, data []byte) { readAr(data) })
-}
-
-func FuzzWalkMemory(f *testing.F) {
-	f.Add([]byte("PK\x03\x04"))
-	f.Add([]byte("\x1f\x8b\x08\x00\x00\x00\x00\x00"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		w := &walker{opts: Options{MaxDepth: 4, MaxBytes: 1 << 24, MaxEntries: 1000, MaxMember: 1 << 24}, tbl: nil2(),
-			ctx: context.Background(), jobs: make(chan job, 1024), rep: &Report{}}
-		go func() {
-			for j := range w.jobs {
-				w.analyze(j)
-			}
-		}()
-		w.memory(data, "fuzz", 0, nil)
-		close(w.jobs)
-	})
 }
 
 func nil2() *isaTable { return defaultTable() }

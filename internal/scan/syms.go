@@ -96,74 +96,44 @@ type dynInfo struct {
 	verNeed []string // every version name needed (GLIBC_2.34, GLIBCXX_3.4.30…)
 }
 
+// readDynamic reads the first .dynamic and .gnu.version_r sections: for
+// objects without PT_DYNAMIC (the loader's view is preferred, see elfload.go).
 func readDynamic(f *elf.File, data []byte) dynInfo {
 	var d dynInfo
-	var dynstr []byte
 	for _, s := range f.Sections {
-		if s.Type == elf.SHT_DYNAMIC && int(s.Link) < len(f.Sections) {
-			dynstr = sectionBytes(data, f.Sections[s.Link])
-			b := sectionBytes(data, s)
-			str := func(off uint64) string {
-				if off >= uint64(len(dynstr)) {
-					return ""
-				}
-				e := bytes.IndexByte(dynstr[off:], 0)
-				if e < 0 {
-					return ""
-				}
-				return string(dynstr[off : off+uint64(e)])
+		if s.Type != elf.SHT_DYNAMIC || int(s.Link) >= len(f.Sections) {
+			continue
+		}
+		dynstr := sectionBytes(data, f.Sections[s.Link])
+		b := sectionBytes(data, s)
+		size := 16
+		if f.Class == elf.ELFCLASS32 {
+			size = 8
+		}
+		for i := 0; i+size <= len(b); i += size {
+			var tag, val uint64
+			if size == 16 {
+				tag, val = f.ByteOrder.Uint64(b[i:]), f.ByteOrder.Uint64(b[i+8:])
+			} else {
+				tag, val = uint64(f.ByteOrder.Uint32(b[i:])), uint64(f.ByteOrder.Uint32(b[i+4:]))
 			}
-			size := 16
-			if f.Class == elf.ELFCLASS32 {
-				size = 8
-			}
-			for i := 0; i+size <= len(b); i += size {
-				var tag, val uint64
-				if size == 16 {
-					tag, val = f.ByteOrder.Uint64(b[i:]), f.ByteOrder.Uint64(b[i+8:])
-				} else {
-					tag, val = uint64(f.ByteOrder.Uint32(b[i:])), uint64(f.ByteOrder.Uint32(b[i+4:]))
-				}
-				switch elf.DynTag(tag) {
-				case elf.DT_NULL:
-					i = len(b)
-				case elf.DT_NEEDED:
-					d.needed = append(d.needed, str(val))
-				case elf.DT_SONAME:
-					d.soname = str(val)
-				}
+			switch elf.DynTag(tag) {
+			case elf.DT_NULL:
+				i = len(b)
+			case elf.DT_NEEDED:
+				d.needed = append(d.needed, cstr(dynstr, val))
+			case elf.DT_SONAME:
+				d.soname = cstr(dynstr, val)
 			}
 		}
+		break
 	}
 	for _, s := range f.Sections {
 		if s.Type != elf.SHT_GNU_VERNEED || int(s.Link) >= len(f.Sections) {
 			continue
 		}
-		b := sectionBytes(data, s)
-		strs := sectionBytes(data, f.Sections[s.Link])
-		bo := f.ByteOrder
-		for off, n := 0, 0; off+16 <= len(b) && n < 1<<16; n++ {
-			cnt := int(bo.Uint16(b[off+2:]))
-			aux := off + int(bo.Uint32(b[off+8:]))
-			for j := 0; j < cnt && aux+16 <= len(b) && aux >= 0; j++ {
-				name := int(bo.Uint32(b[aux+8:]))
-				if name < len(strs) {
-					if e := bytes.IndexByte(strs[name:], 0); e >= 0 {
-						d.verNeed = append(d.verNeed, string(strs[name:name+e]))
-					}
-				}
-				next := int(bo.Uint32(b[aux+12:]))
-				if next == 0 {
-					break
-				}
-				aux += next
-			}
-			next := int(bo.Uint32(b[off+12:]))
-			if next == 0 {
-				break
-			}
-			off += next
-		}
+		d.verNeed = verNeeds(f.ByteOrder, sectionBytes(data, s), sectionBytes(data, f.Sections[s.Link]), 0)
+		break
 	}
 	return d
 }

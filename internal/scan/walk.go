@@ -38,9 +38,13 @@ type Options struct {
 	Insecure bool
 }
 
-// DefaultOptions are generous for real Doris output and stop archive bombs.
+// DefaultOptions are generous for real Doris output (doris_be with its
+// debug information is 2-3 GB) and stop archive bombs on a small machine:
+// members over 64 MiB are spooled to a temporary file and mapped, so memory
+// stays bounded whatever the sizes; --max-member bounds that file and
+// --max-bytes the work.
 func DefaultOptions() Options {
-	return Options{MaxDepth: 8, MaxBytes: 64 << 30, MaxEntries: 2_000_000, MaxMember: 8 << 30}
+	return Options{MaxDepth: 8, MaxBytes: 32 << 30, MaxEntries: 1_000_000, MaxMember: 4 << 30}
 }
 
 // ErrInput is a scan input that does not exist or cannot be opened (bad usage).
@@ -117,6 +121,8 @@ type walker struct {
 	ents  int
 	over  bool
 	jars  []*jarInfo
+	root  string // the resolved directory of the current input: thin-archive members stay inside it
+	seen  map[string]bool
 }
 
 // Scan scans inputs — directories, files (ELF, ar, tar, tar.gz, tar.zst, zip,
@@ -143,13 +149,13 @@ func Scan(ctx context.Context, inputs []string, pol *Policy, opts Options) (*Rep
 	if pol != nil {
 		w.rep.Target = pol.Target
 	}
+	var ins []resolved
 	for _, in := range inputs {
-		if strings.HasPrefix(in, "oci:") {
-			continue
+		r, err := resolveInput(in)
+		if err != nil {
+			return nil, err
 		}
-		if _, err := os.Stat(in); err != nil && !looksLikeReference(in) {
-			return nil, fmt.Errorf("%w %s: %v", ErrInput, in, err)
-		}
+		ins = append(ins, r)
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < opts.Workers; i++ {
@@ -162,7 +168,7 @@ func Scan(ctx context.Context, inputs []string, pol *Policy, opts Options) (*Rep
 		}()
 	}
 	var inputErr error
-	for _, in := range inputs {
+	for _, in := range ins {
 		if err := w.input(in); err != nil {
 			inputErr = err
 			break
@@ -279,18 +285,17 @@ func (w *walker) budget(path string, n int64) bool {
 	return true
 }
 
-func (w *walker) input(in string) error {
-	if strings.HasPrefix(in, "oci:") {
-		return w.ociLayout(in)
+func (w *walker) input(in resolved) error {
+	w.root = in.root
+	switch in.kind {
+	case inLayout:
+		return w.ociLayout(in.arg, in.path)
+	case inRemote:
+		return w.remote(in.arg, in.path)
+	case inFile:
+		return w.file(in.path, in.arg, 0, nil)
 	}
-	st, err := os.Stat(in)
-	if err != nil {
-		return w.remote(in)
-	}
-	if !st.IsDir() {
-		return w.file(in, in, 0, nil)
-	}
-	return filepath.WalkDir(in, func(p string, d fs.DirEntry, err error) error {
+	return filepath.WalkDir(in.path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			w.add(unreadable(p, err.Error()))
 			return nil
@@ -301,7 +306,7 @@ func (w *walker) input(in string) error {
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		rel, _ := filepath.Rel(in, p)
+		rel, _ := filepath.Rel(in.path, p)
 		return w.file(p, filepath.ToSlash(rel), 0, nil)
 	})
 }
@@ -309,12 +314,17 @@ func (w *walker) input(in string) error {
 // file scans a file on disk: it is mapped into memory when it is an ELF, ar
 // or zip, streamed when it is compressed or a tar.
 func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
-	f, err := os.Open(fsPath)
+	// Non-blocking: a FIFO swapped in after the walk saw a file must not hang the scan.
+	f, err := os.OpenFile(fsPath, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		w.add(unreadable(name, err.Error()))
 		return nil
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		w.add(unreadable(name, "not a regular file; not read"))
+		return nil
+	}
 	head := make([]byte, sniffLen)
 	n, _ := io.ReadFull(f, head)
 	head = head[:n]
@@ -428,25 +438,62 @@ func (w *walker) ar(data []byte, name, dir string, depth int, jar *jarInfo, keep
 	}
 	for _, m := range members {
 		mpath := name + "(" + m.Name + ")"
-		body := m.Data
 		if m.Data == nil && m.Path != "" {
 			if dir == "" {
 				w.add(unreadable(mpath, "thin archive member outside the file system; cannot be followed"))
 				continue
 			}
-			rel := filepath.Clean(m.Path)
-			b, err := os.ReadFile(filepath.Join(dir, rel))
-			if err != nil {
-				w.add(unreadable(mpath, "thin archive member: "+err.Error()))
-				continue
-			}
-			body = b
+			w.thinMember(m.Path, mpath, dir, depth, jar)
+			continue
 		}
-		if !w.budget(mpath, int64(len(body))) {
+		if !w.budget(mpath, int64(len(m.Data))) {
 			return
 		}
-		w.memory(body, mpath, depth+1, jar, keep)
+		w.memory(m.Data, mpath, depth+1, jar, keep)
 	}
+}
+
+// thinMember reads a thin archive's member: a path relative to the archive
+// that must resolve, links followed, to a regular file inside the scanned
+// tree and within --max-member.
+func (w *walker) thinMember(member, mpath, dir string, depth int, jar *jarInfo) {
+	p := member
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Clean(p))
+	if err != nil {
+		w.add(unreadable(mpath, "thin archive member: "+err.Error()))
+		return
+	}
+	if w.root == "" || !within(w.root, real) {
+		w.add(unreadable(mpath, fmt.Sprintf("thin archive member %s resolves outside the scanned tree (%s); not read", member, w.root)))
+		return
+	}
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		w.add(unreadable(mpath, "thin archive member: "+err.Error()))
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		w.add(unreadable(mpath, fmt.Sprintf("thin archive member %s is not a regular file; not read", member)))
+		return
+	}
+	if st.Size() > w.opts.MaxMember {
+		w.add(unreadable(mpath, fmt.Sprintf("thin archive member of %d bytes exceeds --max-member (%d); not scanned", st.Size(), w.opts.MaxMember)))
+		return
+	}
+	if !w.budget(mpath, st.Size()) {
+		return
+	}
+	data, unmap, err := mapFile(f)
+	if err != nil {
+		w.add(unreadable(mpath, "thin archive member: "+err.Error()))
+		return
+	}
+	w.owned(data, unmap, mpath, depth+1, jar)
 }
 
 func isJar(name string, zr *zip.Reader) bool {
@@ -477,13 +524,18 @@ func (w *walker) zip(data []byte, name string, depth int) {
 		w.jars = append(w.jars, jar)
 		w.mu.Unlock()
 	}
+	overlap := zipOverlaps(zr.File)
 	for _, f := range zr.File {
 		if f.FileInfo().IsDir() {
 			continue
 		}
 		mpath := name + "!/" + f.Name
+		if why, bad := overlap[f]; bad {
+			w.add(unreadable(mpath, why))
+			continue
+		}
 		if int64(f.UncompressedSize64) > w.opts.MaxMember {
-			w.add(unreadable(mpath, fmt.Sprintf("member of %d bytes exceeds --max-member", f.UncompressedSize64)))
+			w.add(unreadable(mpath, fmt.Sprintf("member of %d bytes exceeds --max-member (%d); not scanned", f.UncompressedSize64, w.opts.MaxMember)))
 			continue
 		}
 		rc, err := f.Open()
@@ -491,9 +543,9 @@ func (w *walker) zip(data []byte, name string, depth int) {
 			w.add(unreadable(mpath, err.Error()))
 			continue
 		}
-		head := make([]byte, sniffLen)
-		n, _ := io.ReadFull(rc, head)
-		if sniff(head[:n]) == kOther {
+		br := bufio.NewReaderSize(rc, sniffLen)
+		head, _ := br.Peek(sniffLen)
+		if sniff(head) == kOther {
 			rc.Close()
 			continue
 		}
@@ -501,13 +553,19 @@ func (w *walker) zip(data []byte, name string, depth int) {
 			rc.Close()
 			return
 		}
-		rest, err := io.ReadAll(io.LimitReader(rc, w.opts.MaxMember))
+		body, unmap, ok := w.slurpSized(br, mpath, int64(f.UncompressedSize64))
+		if ok {
+			// To the end of the entry: archive/zip checks the CRC and that
+			// the data is no longer than declared there.
+			if _, err := io.Copy(io.Discard, br); err != nil {
+				w.add(unreadable(mpath, "corrupt entry: "+err.Error()))
+			}
+		}
 		rc.Close()
-		if err != nil {
-			w.add(unreadable(mpath, "corrupt entry: "+err.Error()))
+		if !ok {
 			continue
 		}
-		w.memory(append(head[:n], rest...), mpath, depth+1, jar)
+		w.owned(body, unmap, mpath, depth+1, jar)
 	}
 }
 
@@ -553,16 +611,15 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 	case kTar:
 		w.tar(br, name, depth+1, jar)
 	case kOther:
-		if _, err := io.Copy(io.Discard, br); err != nil {
-			w.add(unreadable(name, "corrupt compressed data: "+err.Error()))
-		}
 	default:
-		data, err := io.ReadAll(io.LimitReader(br, w.opts.MaxMember))
-		if err != nil {
-			w.add(unreadable(name, "corrupt compressed data: "+err.Error()))
-			return
+		if data, unmap, ok := w.slurp(br, inner2+"!"); ok {
+			w.owned(data, unmap, inner2+"!", depth+1, jar)
 		}
-		w.memory(data, inner2+"!", depth+1, jar)
+	}
+	// Read to the end: the decompressor checks its CRC there (and a
+	// registry layer's digest is checked at the end of its stream).
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		w.add(unreadable(name, "corrupt compressed data: "+err.Error()))
 	}
 }
 
@@ -593,6 +650,17 @@ func (l *limited) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// tarNoContent are the entry types whose data is not a file's content.
+// Every other type is read: GNU tar extracts '7' (contiguous), old-GNU
+// sparse ('S') and unknown types as regular files.
+var tarNoContent = map[byte]bool{
+	tar.TypeDir: true, tar.TypeSymlink: true, tar.TypeLink: true, tar.TypeChar: true, tar.TypeBlock: true, tar.TypeFifo: true,
+	// Metadata archive/tar returns like an entry: git archive's PAX global
+	// header ('g', holding the commit id), GNU volume labels ('V') and
+	// dump directories ('D', a list of names).
+	tar.TypeXGlobalHeader: true, 'V': true, 'D': true,
+}
+
 func (w *walker) tar(r io.Reader, name string, depth int, jar *jarInfo) {
 	tr := tar.NewReader(r)
 	for {
@@ -607,20 +675,12 @@ func (w *walker) tar(r io.Reader, name string, depth int, jar *jarInfo) {
 		if w.ctx.Err() != nil {
 			return
 		}
-		switch h.Typeflag {
-		case tar.TypeReg, tar.TypeCont, tar.TypeGNUSparse:
-			// A regular file's content: '7' (contiguous) is a regular file
-			// to every other tar; archive/tar expands sparse files' holes.
-		default:
-			// Directories, links, devices, and metadata that archive/tar
-			// returns like an entry: git archive's PAX global header ('g',
-			// named pax_global_header, holding the commit id) and GNU
-			// volume labels ('V') describe the archive, not a member.
+		if tarNoContent[h.Typeflag] {
 			continue
 		}
 		mpath := name + "!/" + strings.TrimPrefix(h.Name, "./")
 		if h.Size > w.opts.MaxMember {
-			w.add(unreadable(mpath, fmt.Sprintf("member of %d bytes exceeds --max-member", h.Size)))
+			w.add(unreadable(mpath, fmt.Sprintf("member of %d bytes exceeds --max-member (%d); not scanned", h.Size, w.opts.MaxMember)))
 			continue
 		}
 		br := bufio.NewReaderSize(tr, sniffLen)
@@ -639,15 +699,14 @@ func (w *walker) tar(r io.Reader, name string, depth int, jar *jarInfo) {
 		case kTar, kGzip, kZstd, kBzip2:
 			w.stream(br, mpath, depth+1, k, jar)
 		default:
-			data, err := io.ReadAll(io.LimitReader(br, h.Size))
-			if err != nil {
-				w.add(unreadable(mpath, "truncated member: "+err.Error()))
+			data, unmap, ok := w.slurpSized(br, mpath, h.Size)
+			if !ok {
 				return
 			}
 			w.mu.Lock()
 			w.bytes += int64(len(data))
 			w.mu.Unlock()
-			w.memory(data, mpath, depth+1, jar)
+			w.owned(data, unmap, mpath, depth+1, jar)
 		}
 	}
 }

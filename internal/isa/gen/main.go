@@ -48,12 +48,17 @@ var groups = []group{
 			{"sve2-sha3", "+sve,+sve2,+sve2-sha3"}, {"sve2-sm4", "+sve,+sve2,+sve2-sm4"},
 			{"f32mm", "+sve,+f32mm"}, {"f64mm", "+sve,+f64mm"}, {"i8mm", "+sve,+i8mm"}, {"bf16", "+sve,+bf16"},
 			{"sme", "+sve,+sme,+sme-f64f64,+sme-i16i64"},
+			// SVE2.1 and SME2 (multi-vector forms, predicate-as-counter
+			// registers): allocated in LLVM 16, in no CPU of the matrix.
+			{"sve2p1", "+sve,+sve2,+sve2p1"}, {"b16b16", "+sve,+sve2,+sve2p1,+b16b16"},
+			{"sme2", "+sve,+sme,+sme2,+sme-f64f64,+sme-i16i64"},
 		},
 	},
 	{
 		name: "sme", mask: 0x9e000000, value: 0x80000000,
 		keyBits: [][2]int{{30, 29}, {24, 10}, {4, 0}},
 		base:    "+sme,+sme-f64f64,+sme-i16i64", baseClass: "sme",
+		classes: []class{{"sme2", "+sme,+sme2,+sme-f64f64,+sme-i16i64"}, {"sme2p1", "+sme,+sme2,+sme2p1,+sme-f64f64,+sme-i16i64"}},
 	},
 }
 

@@ -103,6 +103,11 @@ feature_code:
 	fmmla	z0.s, z1.s, z2.s
 	fmmla	z0.d, z1.d, z2.d
 	rdsvl	x0, #1
+	ld1h	{z24.h-z27.h}, pn14/z, [x16, x6, lsl #1]
+	pext	p0.h, pn8[0]
+	bfadd	z0.h, z1.h, z2.h
+	fmla	za.s[w8, 0, vgx2], {z0.s, z1.s}, z2.s
+	movaz	z0.s, za0h.s[w12, 0]
 	smstart
 	ld64b	x0, [x1]
 	bc.eq	1f

@@ -1,0 +1,345 @@
+package scan
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/dorisarm/dorisarm/internal/isa"
+)
+
+// sectionNames names the allocated section an address falls in.
+type sectionNames struct{ spans []namedSpan }
+
+type namedSpan struct {
+	lo, hi uint64
+	name   string
+}
+
+func (n sectionNames) at(addr uint64) string {
+	i := sort.Search(len(n.spans), func(i int) bool { return n.spans[i].hi > addr })
+	if i < len(n.spans) && n.spans[i].lo <= addr {
+		return "(no symbol, in " + n.spans[i].name + ")"
+	}
+	return "(no symbol)"
+}
+
+// maxSections bounds how many distinct section headers are used for detail.
+const maxSections = 1 << 16
+
+// codeRegions decides which bytes are instructions. Linked images: every
+// byte of an executable PT_LOAD segment, except what can be shown to be data
+// — the ELF and program headers, the tables PT_DYNAMIC, PT_INTERP, PT_NOTE
+// and PT_GNU_EH_FRAME locate, non-executable sections and $d ranges — and a
+// section or $d range that holds a function the loader or unwinder can reach
+// (the entry point, DT_INIT/DT_FINI, a dynamic symbol, an unwind-table entry)
+// is not believed: its bytes are classified and the lie is reported.
+// Relocatable objects (.o) have no segments: their executable sections.
+func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld loaderDyn) ([]isa.Code, sectionNames) {
+	n := uint64(len(data))
+	// Distinct allocated sections, by address (copies of one header count once).
+	type sec struct {
+		idx            int
+		s              *elf.Section
+		addr, end, off uint64
+	}
+	var secs []sec
+	seen := map[[3]uint64]bool{}
+	for i, s := range f.Sections {
+		if s.Flags&elf.SHF_ALLOC == 0 || s.Size == 0 || s.Addr+s.Size < s.Addr {
+			continue
+		}
+		k := [3]uint64{s.Addr, s.Size, uint64(s.Flags)}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if len(secs) == maxSections {
+			a.findings = append(a.findings, Finding{Kind: KindHeaders, Severity: SevInfo, Path: a.file.Path,
+				Detail: fmt.Sprintf("more than %d distinct section headers; the rest are not used for detail (the code is judged from the program headers)", maxSections)})
+			break
+		}
+		secs = append(secs, sec{i, s, s.Addr, s.Addr + s.Size, s.Offset})
+	}
+	sort.Slice(secs, func(i, j int) bool { return secs[i].addr < secs[j].addr })
+	var names sectionNames
+	for _, s := range secs {
+		names.spans = append(names.spans, namedSpan{s.addr, s.end, s.s.Name})
+	}
+	marks := dataMarks(f, syms)
+
+	segs := execSegments(f, n)
+	if len(segs) == 0 {
+		// A relocatable object: executable sections, each byte range once.
+		var regions []isa.Code
+		var taken []span
+		for i, s := range f.Sections {
+			if s.Flags&elf.SHF_EXECINSTR == 0 || s.Type != elf.SHT_PROGBITS {
+				continue
+			}
+			b := sectionBytes(data, s)
+			if b == nil {
+				a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("section %s lies outside the file (truncated?)", s.Name)))
+				continue
+			}
+			sp := span{s.Offset, s.Offset + s.Size}
+			dup := false
+			for _, t := range taken {
+				if sp.lo >= t.lo && sp.hi <= t.hi {
+					dup = true
+					break
+				}
+			}
+			if dup {
+				continue
+			}
+			if len(taken) >= maxSections {
+				a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("more than %d executable sections; the rest were not scanned", maxSections)))
+				break
+			}
+			taken = append(taken, sp)
+			r := isa.Code{Data: b, Addr: s.Addr, Release: release(b)}
+			for _, m := range marks[i] {
+				r.Skip = append(r.Skip, [2]uint64{m.lo, m.hi})
+			}
+			r.Skip = mergeSkip(r.Skip)
+			regions = append(regions, r)
+		}
+		return regions, names
+	}
+
+	// Functions the loader or unwinder can reach: data does not hold them.
+	var roots []uint64
+	if f.Entry != 0 {
+		roots = append(roots, f.Entry)
+	}
+	for _, t := range []elf.DynTag{elf.DT_INIT, elf.DT_FINI} {
+		if v, ok := ld.one(t); ok && v != 0 {
+			roots = append(roots, v)
+		}
+	}
+	rootName := map[uint64]string{}
+	for _, s := range dyn.syms {
+		typ := elf.SymType(s.info & 0xf)
+		if (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && s.value != 0 && s.shndx != uint16(elf.SHN_UNDEF) {
+			roots = append(roots, s.value)
+			if _, ok := rootName[s.value]; !ok {
+				rootName[s.value] = dyn.name(s)
+			}
+		}
+	}
+	roots = append(roots, ehFrameStarts(f, data)...)
+	sort.Slice(roots, func(i, j int) bool { return roots[i] < roots[j] })
+	rootIn := func(lo, hi uint64) (uint64, bool) {
+		i := sort.Search(len(roots), func(i int) bool { return roots[i] >= lo })
+		if i < len(roots) && roots[i] < hi {
+			return roots[i], true
+		}
+		return 0, false
+	}
+	describe := func(addr uint64) string {
+		switch {
+		case addr == f.Entry:
+			return "the entry point"
+		case rootName[addr] != "":
+			return "dynamic symbol " + rootName[addr]
+		}
+		return fmt.Sprintf("the function at 0x%x (unwind table or DT_INIT/DT_FINI)", addr)
+	}
+
+	// Data the program headers themselves locate (file offsets).
+	var dataOff []span
+	ehsize, phoff, phsize := elfHeaderLayout(f, data)
+	dataOff = append(dataOff, span{0, ehsize}, span{phoff, phoff + phsize})
+	for _, p := range f.Progs {
+		switch p.Type {
+		case elf.PT_DYNAMIC, elf.PT_INTERP, elf.PT_NOTE, elf.PT_GNU_EH_FRAME:
+			dataOff = append(dataOff, span{p.Off, p.Off + p.Filesz})
+		}
+	}
+	nsym := uint64(len(dyn.syms) + 1)
+	for _, t := range [][2]elf.DynTag{{elf.DT_STRTAB, elf.DT_STRSZ}, {elf.DT_RELA, elf.DT_RELASZ}, {elf.DT_JMPREL, elf.DT_PLTRELSZ}} {
+		if b := dynBytes(f, data, ld, t[0], t[1], 0); b != nil {
+			off, _ := vaddrOff(f, n, mustOne(ld, t[0]))
+			dataOff = append(dataOff, span{off, off + uint64(len(b))})
+		}
+	}
+	for _, t := range []struct {
+		tag  elf.DynTag
+		size uint64
+	}{{elf.DT_SYMTAB, nsym * 24}, {elf.DT_VERSYM, nsym * 2}} {
+		if b := dynBytes(f, data, ld, t.tag, 0, t.size); b != nil {
+			off, _ := vaddrOff(f, n, mustOne(ld, t.tag))
+			dataOff = append(dataOff, span{off, off + uint64(len(b))})
+		}
+	}
+
+	var regions []isa.Code
+	lies := 0
+	for _, sg := range segs {
+		b := data[sg.off : sg.off+sg.size]
+		r := isa.Code{Data: b, Addr: sg.vaddr, Release: release(b)}
+		toAddr := func(o span) (span, bool) {
+			lo, hi := max(o.lo, sg.off), min(o.hi, sg.off+sg.size)
+			if lo >= hi {
+				return span{}, false
+			}
+			return span{lo - sg.off + sg.vaddr, hi - sg.off + sg.vaddr}, true
+		}
+		var skip []span
+		for _, o := range dataOff {
+			if s, ok := toAddr(o); ok {
+				skip = append(skip, s)
+			}
+		}
+		claim := func(lo, hi uint64, what string) {
+			lo, hi = max(lo, sg.vaddr), min(hi, sg.vaddr+sg.size)
+			if lo >= hi {
+				return
+			}
+			if root, ok := rootIn(lo, hi); ok {
+				lies++
+				if lies <= 8 {
+					a.findings = append(a.findings, Finding{Kind: KindHeaders, Severity: SevInfo, Path: a.file.Path, Address: fmt.Sprintf("0x%x", root),
+						Detail: fmt.Sprintf("%s claims 0x%x-0x%x is data, but %s starts there; the section headers disagree with what the loader runs, so those bytes are judged as code", what, lo, hi, describe(root))})
+				}
+				return
+			}
+			skip = append(skip, span{lo, hi})
+		}
+		for _, s := range secs {
+			if s.s.Flags&elf.SHF_EXECINSTR != 0 || s.s.Type == elf.SHT_NOBITS {
+				continue // code, or nothing in the file: the segment's bytes stand
+			}
+			// A section whose file offset disagrees with the segment's
+			// mapping does not describe these bytes.
+			if s.addr < sg.vaddr || s.off != s.addr-sg.vaddr+sg.off {
+				continue
+			}
+			claim(s.addr, s.end, "section "+s.s.Name)
+		}
+		for _, ms := range marks {
+			for _, m := range ms {
+				claim(m.lo, m.hi, "a $d mapping symbol")
+			}
+		}
+		for _, s := range mergeSpans(skip) {
+			r.Skip = append(r.Skip, [2]uint64{s.lo, s.hi})
+		}
+		regions = append(regions, r)
+	}
+	if lies > 8 {
+		a.findings = append(a.findings, Finding{Kind: KindHeaders, Severity: SevInfo, Path: a.file.Path,
+			Detail: fmt.Sprintf("%d more data claims of the section headers or mapping symbols hold reachable functions; judged as code", lies-8)})
+	}
+	return regions, names
+}
+
+func mustOne(d loaderDyn, t elf.DynTag) uint64 { v, _ := d.one(t); return v }
+
+// elfHeaderLayout returns the ELF header's size and the program header
+// table's offset and size, as the file header states them.
+func elfHeaderLayout(f *elf.File, data []byte) (ehsize, phoff, phsize uint64) {
+	bo := f.ByteOrder
+	if f.Class == elf.ELFCLASS64 && len(data) >= 64 {
+		return uint64(bo.Uint16(data[52:])), bo.Uint64(data[32:]), uint64(bo.Uint16(data[54:])) * uint64(bo.Uint16(data[56:]))
+	}
+	if f.Class == elf.ELFCLASS32 && len(data) >= 52 {
+		return uint64(bo.Uint16(data[40:])), uint64(bo.Uint32(data[28:])), uint64(bo.Uint16(data[42:])) * uint64(bo.Uint16(data[44:]))
+	}
+	return 0, 0, 0
+}
+
+// dataMarks returns, per section index, the address ranges that $d mapping
+// symbols mark as data (up to the next $x/$d of the section, or its end).
+func dataMarks(f *elf.File, syms *symtab) map[int][]span {
+	type mark struct {
+		addr uint64
+		data bool
+	}
+	marks := map[int][]mark{}
+	for _, s := range syms.syms {
+		n := syms.nameBytes(s)
+		if len(n) >= 2 && n[0] == '$' && (n[1] == 'd' || n[1] == 'x') && (len(n) == 2 || n[2] == '.') {
+			marks[int(s.shndx)] = append(marks[int(s.shndx)], mark{s.value, n[1] == 'd'})
+		}
+	}
+	out := map[int][]span{}
+	for si, ms := range marks {
+		if si <= 0 || si >= len(f.Sections) {
+			continue
+		}
+		sec := f.Sections[si]
+		sort.Slice(ms, func(i, j int) bool { return ms[i].addr < ms[j].addr })
+		end := sec.Addr + sec.Size
+		for i, m := range ms {
+			if !m.data {
+				continue
+			}
+			stop := end
+			if i+1 < len(ms) {
+				stop = ms[i+1].addr
+			}
+			if stop > m.addr {
+				out[si] = append(out[si], span{m.addr, stop})
+			}
+		}
+	}
+	return out
+}
+
+func mergeSkip(s [][2]uint64) [][2]uint64 {
+	sp := make([]span, len(s))
+	for i, x := range s {
+		sp[i] = span{x[0], x[1]}
+	}
+	var out [][2]uint64
+	for _, x := range mergeSpans(sp) {
+		out = append(out, [2]uint64{x.lo, x.hi})
+	}
+	return out
+}
+
+const rAArch64Relative = 1027
+
+// dataPointers returns a function that calls back with every value that may
+// be a code address stored as data: R_AARCH64_RELATIVE addends (pointers in
+// position-independent objects) and the 8-byte words of the non-executable
+// PT_LOAD segments (pointers in fixed-address executables). Each byte of
+// the file is read at most once per call.
+func dataPointers(f *elf.File, data []byte, ld loaderDyn) func(func(uint64)) {
+	return func(yield func(uint64)) {
+		n := uint64(len(data))
+		var relas, segs []span
+		for _, t := range [][2]elf.DynTag{{elf.DT_RELA, elf.DT_RELASZ}, {elf.DT_JMPREL, elf.DT_PLTRELSZ}} {
+			if a, ok := ld.one(t[0]); ok {
+				if off, ok := vaddrOff(f, n, a); ok {
+					sz, _ := ld.one(t[1])
+					relas = append(relas, span{off, off + min(sz, n-off)})
+				}
+			}
+		}
+		for _, r := range mergeSpans(relas) {
+			b := data[r.lo:r.hi]
+			for i := 0; i+24 <= len(b); i += 24 {
+				if elf.R_AARCH64(binary.LittleEndian.Uint64(b[i+8:])&0xffffffff) == rAArch64Relative {
+					yield(binary.LittleEndian.Uint64(b[i+16:]))
+				}
+			}
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X == 0 && p.Off < n {
+				segs = append(segs, span{p.Off, p.Off + min(p.Filesz, n-p.Off)})
+			}
+		}
+		for _, sg := range mergeSpans(segs) {
+			b := data[sg.lo:sg.hi]
+			for i := 0; i+8 <= len(b); i += 8 {
+				if v := binary.LittleEndian.Uint64(b[i:]); v != 0 {
+					yield(v)
+				}
+			}
+		}
+	}
+}

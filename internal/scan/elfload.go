@@ -1,0 +1,304 @@
+package scan
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"sort"
+)
+
+// The loader's view of an ELF image. What runs is decided by the program
+// headers: PT_LOAD segments with execute permission hold the code, and
+// PT_DYNAMIC holds what the dynamic linker reads (DT_NEEDED, DT_VERNEED,
+// the dynamic symbols, relocations). Section headers are ignored by the
+// loader, so they can be removed (sstrip) or edited without changing what
+// runs: the scanner uses them only for detail (names, data inside code).
+
+// span is a half-open range [lo, hi) of addresses or offsets.
+type span struct{ lo, hi uint64 }
+
+// mergeSpans sorts and merges overlapping or touching spans.
+func mergeSpans(s []span) []span {
+	sort.Slice(s, func(i, j int) bool { return s[i].lo < s[j].lo })
+	out := s[:0]
+	for _, x := range s {
+		if x.hi <= x.lo {
+			continue
+		}
+		if n := len(out); n > 0 && x.lo <= out[n-1].hi {
+			if x.hi > out[n-1].hi {
+				out[n-1].hi = x.hi
+			}
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// segment is an executable PT_LOAD segment's bytes in the file.
+type segment struct {
+	off, vaddr, size uint64
+}
+
+// execSegments returns the executable PT_LOAD segments, clipped to the file
+// and with overlapping copies merged, so every byte is classified once
+// however many headers describe it.
+func execSegments(f *elf.File, n uint64) []segment {
+	var spans []span
+	delta := map[uint64]uint64{} // start offset → vaddr-offset of its segment
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 || p.Off >= n {
+			continue
+		}
+		size := min(p.Filesz, n-p.Off)
+		if p.Vaddr+size < p.Vaddr {
+			continue // wraps around the address space
+		}
+		spans = append(spans, span{p.Off, p.Off + size})
+		if _, ok := delta[p.Off]; !ok {
+			delta[p.Off] = p.Vaddr - p.Off
+		}
+	}
+	var out []segment
+	for _, s := range mergeSpans(spans) {
+		out = append(out, segment{off: s.lo, vaddr: s.lo + delta[s.lo], size: s.hi - s.lo})
+	}
+	return out
+}
+
+// vaddrOff maps a virtual address to a file offset through the PT_LOAD
+// segments, as the loader lays the file out; ok is false outside them.
+func vaddrOff(f *elf.File, n uint64, addr uint64) (uint64, bool) {
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && addr >= p.Vaddr && addr-p.Vaddr < p.Filesz {
+			off := p.Off + (addr - p.Vaddr)
+			if off < n {
+				return off, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// loaderDyn is what PT_DYNAMIC says.
+type loaderDyn struct {
+	present bool
+	tags    map[elf.DynTag][]uint64
+	span    span // the dynamic array's file range
+}
+
+func (d loaderDyn) one(t elf.DynTag) (uint64, bool) {
+	if v := d.tags[t]; len(v) > 0 {
+		return v[0], true
+	}
+	return 0, false
+}
+
+// readLoaderDyn reads the dynamic array that PT_DYNAMIC points at.
+func readLoaderDyn(f *elf.File, data []byte) loaderDyn {
+	n := uint64(len(data))
+	var d loaderDyn
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_DYNAMIC || p.Off >= n {
+			continue
+		}
+		b := data[p.Off : p.Off+min(p.Filesz, n-p.Off)]
+		d = loaderDyn{present: true, tags: map[elf.DynTag][]uint64{}, span: span{p.Off, p.Off + uint64(len(b))}}
+		size := 16
+		if f.Class == elf.ELFCLASS32 {
+			size = 8
+		}
+		for i := 0; i+size <= len(b); i += size {
+			var tag, val uint64
+			if size == 16 {
+				tag, val = f.ByteOrder.Uint64(b[i:]), f.ByteOrder.Uint64(b[i+8:])
+			} else {
+				tag, val = uint64(f.ByteOrder.Uint32(b[i:])), uint64(f.ByteOrder.Uint32(b[i+4:]))
+			}
+			if elf.DynTag(tag) == elf.DT_NULL {
+				break
+			}
+			d.tags[elf.DynTag(tag)] = append(d.tags[elf.DynTag(tag)], val)
+		}
+		break // the loader uses the first
+	}
+	return d
+}
+
+// dynBytes returns the bytes of a table PT_DYNAMIC locates by address
+// (addrTag) and size (sizeTag, or size when sizeTag is 0).
+func dynBytes(f *elf.File, data []byte, d loaderDyn, addrTag, sizeTag elf.DynTag, size uint64) []byte {
+	a, ok := d.one(addrTag)
+	if !ok {
+		return nil
+	}
+	if sizeTag != 0 {
+		if size, ok = d.one(sizeTag); !ok {
+			return nil
+		}
+	}
+	off, ok := vaddrOff(f, uint64(len(data)), a)
+	if !ok {
+		return nil
+	}
+	return data[off : off+min(size, uint64(len(data))-off)]
+}
+
+// dynInfoFromLoader reads DT_NEEDED, DT_SONAME and the version needs
+// (DT_VERNEED/DT_VERNEEDNUM) through PT_DYNAMIC.
+func dynInfoFromLoader(f *elf.File, data []byte, d loaderDyn) dynInfo {
+	var out dynInfo
+	strs := dynBytes(f, data, d, elf.DT_STRTAB, elf.DT_STRSZ, 0)
+	str := func(off uint64) string { return cstr(strs, off) }
+	for _, v := range d.tags[elf.DT_NEEDED] {
+		out.needed = append(out.needed, str(v))
+	}
+	if v, ok := d.one(elf.DT_SONAME); ok {
+		out.soname = str(v)
+	}
+	num, _ := d.one(elf.DT_VERNEEDNUM)
+	if vn := dynBytes(f, data, d, elf.DT_VERNEED, 0, uint64(len(data))); vn != nil {
+		out.verNeed = verNeeds(f.ByteOrder, vn, strs, int(min(num, 1<<16)))
+	}
+	return out
+}
+
+func cstr(b []byte, off uint64) string {
+	if off >= uint64(len(b)) {
+		return ""
+	}
+	for i := off; i < uint64(len(b)); i++ {
+		if b[i] == 0 {
+			return string(b[off:i])
+		}
+	}
+	return ""
+}
+
+// verNeeds walks a version-needs table (Elf_Verneed entries with their
+// Elf_Vernaux lists), at most max entries (0: until a zero next link).
+func verNeeds(bo binary.ByteOrder, b, strs []byte, max int) []string {
+	var out []string
+	for off, n := 0, 0; off >= 0 && off+16 <= len(b) && n < 1<<16 && (max == 0 || n < max); n++ {
+		cnt := int(bo.Uint16(b[off+2:]))
+		aux := off + int(bo.Uint32(b[off+8:]))
+		for j := 0; j < cnt && aux >= 0 && aux+16 <= len(b); j++ {
+			if s := cstr(strs, uint64(bo.Uint32(b[aux+8:]))); s != "" {
+				out = append(out, s)
+			}
+			next := int(bo.Uint32(b[aux+12:]))
+			if next <= 0 {
+				break
+			}
+			aux += next
+		}
+		next := int(bo.Uint32(b[off+12:]))
+		if next <= 0 {
+			break
+		}
+		off += next
+	}
+	return out
+}
+
+// dynsymFromLoader reads the dynamic symbol table through PT_DYNAMIC; its
+// length comes from DT_HASH or DT_GNU_HASH, as the loader knows it.
+func dynsymFromLoader(f *elf.File, data []byte, d loaderDyn) *symtab {
+	t := &symtab{}
+	if f.Class != elf.ELFCLASS64 {
+		return t
+	}
+	n := symCount(f, data, d)
+	syms := dynBytes(f, data, d, elf.DT_SYMTAB, 0, n*24)
+	t.str = dynBytes(f, data, d, elf.DT_STRTAB, elf.DT_STRSZ, 0)
+	bo := f.ByteOrder
+	for i := 24; i+24 <= len(syms); i += 24 {
+		e := syms[i : i+24]
+		t.syms = append(t.syms, rawSym{bo.Uint32(e), e[4], bo.Uint16(e[6:]), bo.Uint64(e[8:]), bo.Uint64(e[16:])})
+	}
+	return t
+}
+
+func symCount(f *elf.File, data []byte, d loaderDyn) uint64 {
+	bo := f.ByteOrder
+	if h := dynBytes(f, data, d, elf.DT_HASH, 0, 8); len(h) == 8 {
+		return uint64(bo.Uint32(h[4:])) // nchain
+	}
+	g := dynBytes(f, data, d, elf.DT_GNU_HASH, 0, uint64(len(data)))
+	if len(g) < 16 {
+		return 0
+	}
+	nbuckets, symoff, bloom := uint64(bo.Uint32(g)), uint64(bo.Uint32(g[4:])), uint64(bo.Uint32(g[8:]))
+	bstart := 16 + bloom*8
+	if nbuckets == 0 || bstart+nbuckets*4 > uint64(len(g)) {
+		return 0
+	}
+	var max uint64
+	for i := uint64(0); i < nbuckets; i++ {
+		if v := uint64(bo.Uint32(g[bstart+i*4:])); v > max {
+			max = v
+		}
+	}
+	if max < symoff {
+		return symoff
+	}
+	chains := bstart + nbuckets*4
+	for i := max; ; i++ {
+		p := chains + (i-symoff)*4
+		if p+4 > uint64(len(g)) {
+			return i
+		}
+		if bo.Uint32(g[p:])&1 != 0 {
+			return i + 1
+		}
+	}
+}
+
+// ehFrameStarts reads the function start addresses of the unwind table that
+// PT_GNU_EH_FRAME points at (.eh_frame_hdr's sorted table). The unwinder
+// uses it, so it survives stripping and section-header edits.
+func ehFrameStarts(f *elf.File, data []byte) []uint64 {
+	n := uint64(len(data))
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_GNU_EH_FRAME || p.Off >= n {
+			continue
+		}
+		b := data[p.Off : p.Off+min(p.Filesz, n-p.Off)]
+		// version 1; eh_frame_ptr enc; fde_count enc; table enc (datarel|sdata4 = 0x3b).
+		if len(b) < 12 || b[0] != 1 || b[3] != 0x3b {
+			return nil
+		}
+		pos := 4
+		if sz := encSize(b[1]); sz == 0 {
+			return nil
+		} else {
+			pos += sz
+		}
+		if b[2] != 0x03 && b[2] != 0x0b { // udata4 / sdata4, absolute
+			return nil
+		}
+		if pos+4 > len(b) {
+			return nil
+		}
+		count := uint64(f.ByteOrder.Uint32(b[pos:]))
+		pos += 4
+		count = min(count, uint64(len(b)-pos)/8)
+		out := make([]uint64, 0, count)
+		for i := uint64(0); i < count; i++ {
+			rel := int64(int32(f.ByteOrder.Uint32(b[pos+int(i)*8:])))
+			out = append(out, uint64(int64(p.Vaddr)+rel))
+		}
+		return out
+	}
+	return nil
+}
+
+func encSize(enc byte) int {
+	switch enc & 0x0f {
+	case 0x03, 0x0b:
+		return 4
+	case 0x04, 0x0c:
+		return 8
+	}
+	return 0
+}
