@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -73,7 +74,8 @@ type runner struct {
 	opts                Options
 	cache               *Cache
 	work, src, logs     string
-	stage               string // this build's staging directory in Out
+	stage               string          // this build's staging directory in Out
+	prefetched          map[string]bool // step keys pulled from CacheFrom before the steps ran
 	profileDir, profile string
 	ltoCache            string
 	homes               map[string]*toolchain.Wrappers
@@ -150,6 +152,7 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	if err := r.prepare(); err != nil {
 		return nil, err
 	}
+	r.prefetch(ctx)
 	opts.Progress.Begin(p.Cell.Target, len(p.Steps))
 	pe := &PackagesError{Target: p.Cell.Target}
 	blocked := map[string]string{} // step → the failed package it waits for
@@ -323,7 +326,7 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 	cacheable := s.Kind != plan.KindCollect && s.Kind != plan.KindScan
 	if cacheable {
 		m, ok := r.cache.Get(s.Key)
-		pulled := false
+		pulled := r.prefetched[s.Key]
 		if !ok && r.opts.CacheFrom != nil {
 			got, err := r.opts.CacheFrom.Pull(ctx, r.cache, s.Key)
 			switch {
@@ -621,4 +624,40 @@ func (r *runner) push(ctx context.Context, s plan.Step) {
 		return
 	}
 	r.rec.Cache.Pushed++
+}
+
+// prefetch pulls, a few at a time, every cacheable step the local cache
+// lacks from CacheFrom before the steps run (one by one they would wait on
+// the registry's round trips). What fails here is tried again, and warned
+// about, when its step comes.
+func (r *runner) prefetch(ctx context.Context) {
+	r.prefetched = map[string]bool{}
+	if r.opts.CacheFrom == nil {
+		return
+	}
+	var keys []string
+	for _, s := range r.in.Plan.Steps {
+		if s.Kind == plan.KindCollect || s.Kind == plan.KindScan {
+			continue
+		}
+		if _, ok := r.cache.Get(s.Key); !ok {
+			keys = append(keys, s.Key)
+		}
+	}
+	var mu sync.Mutex
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(k string) {
+			defer func() { <-sem; wg.Done() }()
+			if ok, err := r.opts.CacheFrom.Pull(ctx, r.cache, k); ok && err == nil {
+				mu.Lock()
+				r.prefetched[k] = true
+				mu.Unlock()
+			}
+		}(k)
+	}
+	wg.Wait()
 }
