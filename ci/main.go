@@ -158,12 +158,32 @@ func (m *Dorisarm) Build(
 	compiler string,
 	// +optional
 	pgoProfile *dagger.File,
+	// a registry repository shared by every runner's builds (REGISTRY/PATH):
+	// steps missing from the cache volume are restored from it
+	// +optional
+	cacheRepo string,
+	// also offer every step result to cacheRepo (trusted branches only)
+	// +optional
+	pushCache bool,
+	// a docker config.json with credentials for cacheRepo
+	// +optional
+	registryConfig *dagger.Secret,
 ) (*dagger.Directory, error) {
 	ctr, err := m.container(ctx, source, target, platform, image, compiler)
 	if err != nil {
 		return nil, err
 	}
 	args := []string{"dorisarm", "build", "--target", target, "--out", outDir, "--cache", cacheDir}
+	if cacheRepo != "" {
+		// After the cache volume: the layers above stay shared by every target.
+		if registryConfig != nil {
+			ctr = ctr.WithMountedSecret("/root/.docker/config.json", registryConfig)
+		}
+		args = append(args, "--cache-from", cacheRepo)
+		if pushCache {
+			args = append(args, "--cache-to", cacheRepo)
+		}
+	}
 	if dorisSource != nil {
 		ctr = ctr.WithDirectory(tree, dorisSource)
 		args = append(args, "--source", tree)
@@ -199,8 +219,14 @@ func (m *Dorisarm) BuildAll(
 	mirror *dagger.Directory,
 	// +optional
 	platform string,
+	// +optional
+	cacheRepo string,
+	// +optional
+	pushCache bool,
+	// +optional
+	registryConfig *dagger.Secret,
 ) (*dagger.Directory, error) {
-	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, platform)
+	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, platform, remoteCache{cacheRepo, pushCache, registryConfig})
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +239,14 @@ func (m *Dorisarm) BuildAll(
 
 // buildEach runs the targets' builds side by side; the result holds each
 // target's output directory in the order of targets.
-func (m *Dorisarm) buildEach(ctx context.Context, source, dorisSource *dagger.Directory, targets []string, mirror *dagger.Directory, platform string) ([]*dagger.Directory, error) {
+// remoteCache is the registry cache the builds share (none when repo is "").
+type remoteCache struct {
+	repo   string
+	push   bool
+	config *dagger.Secret
+}
+
+func (m *Dorisarm) buildEach(ctx context.Context, source, dorisSource *dagger.Directory, targets []string, mirror *dagger.Directory, platform string, rc remoteCache) ([]*dagger.Directory, error) {
 	outs := make([]*dagger.Directory, len(targets))
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
@@ -221,7 +254,7 @@ func (m *Dorisarm) buildEach(ctx context.Context, source, dorisSource *dagger.Di
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := m.Build(ctx, source, dorisSource, t, "", mirror, platform, "", "", nil)
+			d, err := m.Build(ctx, source, dorisSource, t, "", mirror, platform, "", "", nil, rc.repo, rc.push, rc.config)
 			if err == nil {
 				// Evaluate here so the builds really run side by side.
 				_, err = d.Sync(ctx)
@@ -316,6 +349,11 @@ func (m *Dorisarm) Release(
 	// e.g. linux/arm64 (default: the engine's platform)
 	// +optional
 	platform string,
+	// the shared step cache (see Build); registryConfig's credentials are used
+	// +optional
+	cacheRepo string,
+	// +optional
+	pushCache bool,
 ) (string, error) {
 	if repo != "" && epoch == "" {
 		return "", fmt.Errorf("epoch is required to publish: the source reaches the module without .git; pass --epoch=$(git log -1 --format=%%ct) (and --revision=$(git rev-parse HEAD))")
@@ -323,7 +361,7 @@ func (m *Dorisarm) Release(
 	if repo != "" && (signingKey != nil || keyless) && version == "" {
 		return "", fmt.Errorf("version is required to sign: the Doris version of the release (e.g. 2.1.8)")
 	}
-	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, platform)
+	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, platform, remoteCache{cacheRepo, pushCache, registryConfig})
 	if err != nil {
 		return "", err
 	}
