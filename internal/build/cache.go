@@ -329,8 +329,11 @@ func (c *Cache) Put(m Meta, tree string, changed []string) error {
 		return err
 	}
 	h := sha256.New()
-	cw := &countingWriter{w: io.MultiWriter(f, h)}
-	n, err := tarFiles(cw, tree, changed)
+	n, err := tarFiles(io.MultiWriter(f, h), tree, changed)
+	var size int64
+	if err == nil {
+		size, err = f.Seek(0, io.SeekCurrent) // what was written: the tar's size
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -338,7 +341,7 @@ func (c *Cache) Put(m Meta, tree string, changed []string) error {
 		return err
 	}
 	m.Files, m.Bytes = len(changed), n
-	m.TarSHA256, m.TarSize = "sha256:"+hex.EncodeToString(h.Sum(nil)), cw.n
+	m.TarSHA256, m.TarSize = "sha256:"+hex.EncodeToString(h.Sum(nil)), size
 	data, _ := json.MarshalIndent(m, "", "  ")
 	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), data, 0o644); err != nil {
 		return err
@@ -350,17 +353,6 @@ func (c *Cache) Put(m Meta, tree string, changed []string) error {
 		return err
 	}
 	return nil
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // Init creates the cache directories.
