@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/dorisarm/dorisarm/internal/build"
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/recipe"
@@ -34,7 +35,7 @@ func newAttester(g *globals, dir string) (*attester, error) {
 	}
 	bs, err := image.FindBuilds(dir)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, fault.Input(err)
 	}
 	a := &attester{g: g, m: m, builds: map[string]image.Build{}}
 	for _, b := range bs {

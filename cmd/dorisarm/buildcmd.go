@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/build"
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/scan"
 )
 
@@ -65,7 +66,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			if allowFile != "" {
 				exc, err := scan.LoadAllow(allowFile)
 				if err != nil {
-					return badInput(err)
+					return fault.Input(err)
 				}
 				opts.Allow = exc
 			}
@@ -75,7 +76,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			}
 			// Before anything is planned: planning fills the cache (sysroots).
 			if err := build.CheckDirs(tree, opts.Out, opts.Cache); err != nil {
-				return badInput(err)
+				return fault.Input(err)
 			}
 			var err error
 			if opts.CacheFrom, err = remoteCache("--cache-from", cacheFrom, insecure); err != nil {
@@ -110,12 +111,12 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			for _, p := range ps {
 				pol, err := scan.PolicyFor(p.m, p.plan.Cell.Target)
 				if err != nil {
-					return badInput(err)
+					return fault.Input(err)
 				}
 				rec, err := build.Run(ctx, build.Input{Plan: p.plan, Recipe: p.recipe, Tree: p.tree, Series: p.series, TC: p.tc, Lock: p.lock, Policy: pol}, opts)
 				if err != nil {
 					if ctx.Err() != nil {
-						return &exitError{code: exitCheck, err: fmt.Errorf("interrupted; the cache keeps every finished step, run again to resume")}
+						return fault.Gate(fmt.Errorf("interrupted; the cache keeps every finished step, run again to resume"))
 					}
 					fmt.Fprintln(g.stderr, "dorisarm: "+err.Error())
 					failed = append(failed, p.plan.Cell.Target)
@@ -151,7 +152,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 				}
 			}
 			if len(failed) > 0 {
-				return &exitError{code: exitCheck, err: fmt.Errorf("build failed for %s", strings.Join(failed, ", "))}
+				return fault.Gate(fmt.Errorf("build failed for %s", strings.Join(failed, ", ")))
 			}
 			return nil
 		},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/build"
 	"github.com/dorisarm/dorisarm/internal/cacheoci"
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 // cacheRepo turns a --cache-from/--cache-to/--repo value into a registry
@@ -67,7 +68,7 @@ func newCachePushCmd(g *globals, dir *string) *cobra.Command {
 			var bytes int64
 			for _, e := range ents {
 				if err := r.Push(cmd.Context(), c, e.Key); err != nil {
-					return &exitError{code: exitCheck, err: err}
+					return fault.Gate(err)
 				}
 				bytes += e.Bytes
 			}
@@ -110,7 +111,7 @@ func newCachePullCmd(g *globals, dir *string) *cobra.Command {
 			}
 			tags, err := remote.List(r.Repo, append([]remote.Option{remote.WithContext(cmd.Context())}, r.Opts...)...)
 			if err != nil {
-				return &exitError{code: exitCheck, err: fmt.Errorf("%s: %w", r.Repo, err)}
+				return fault.Gate(fmt.Errorf("%s: %w", r.Repo, err))
 			}
 			pulled, present, refused := 0, 0, 0
 			for _, key := range tags {
@@ -138,7 +139,7 @@ func newCachePullCmd(g *globals, dir *string) *cobra.Command {
 				fmt.Fprintf(g.stdout, "pulled %d entries from %s (%d already here, %d refused)\n", pulled, r.Repo, present, refused)
 			}
 			if refused > 0 {
-				return &exitError{code: exitCheck, err: fmt.Errorf("%d entries of %s were refused", refused, r.Repo)}
+				return fault.Gate(fmt.Errorf("%d entries of %s were refused", refused, r.Repo))
 			}
 			return nil
 		},

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 )
@@ -51,7 +52,7 @@ func (o *releaseOptions) release(g *globals) ([]image.Tagged, error) {
 	}
 	builds, err := image.FindBuilds(o.build)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, fault.Input(err)
 	}
 	rf := o.recipeFile
 	if rf == "" {
@@ -59,7 +60,7 @@ func (o *releaseOptions) release(g *globals) ([]image.Tagged, error) {
 	}
 	r, err := recipe.Load(rf)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, fault.Input(err)
 	}
 	for _, b := range builds {
 		if b.Record.Recipe.Name != r.Name {
@@ -81,7 +82,7 @@ func (o *releaseOptions) release(g *globals) ([]image.Tagged, error) {
 	opts := image.Options{Epoch: epoch, Revision: rev, Source: o.sourceURL, Base: o.baseFunc(), IndexImage: indexImage}
 	rel, err := image.Release(m, r, builds, opts)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, fault.Input(err)
 	}
 	return rel, nil
 }
@@ -365,7 +366,7 @@ for loopback registries; --insecure allows it elsewhere.`,
 			}
 			rep, err := image.Publish(cmd.Context(), repo, rel, image.PublishOptions{Auth: auth, Insecure: o.insecure, Jobs: jobs, DryRun: dryRun})
 			if err != nil {
-				return &exitError{code: exitCheck, err: err}
+				return fault.Gate(err)
 			}
 			if format == "json" {
 				return printJSON(g.stdout, rep)
@@ -411,7 +412,7 @@ func newInspectCmd(g *globals) *cobra.Command {
 			}
 			idx, img, ref, err := openRef(args[0], insecure)
 			if err != nil {
-				return badInput(err)
+				return fault.Input(err)
 			}
 			var in inspected
 			if idx != nil {

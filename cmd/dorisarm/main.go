@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/dorisarm/dorisarm/internal/datafile"
+	"github.com/spf13/cobra"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 // Exit statuses: 0 ok, 1 a check failed, 2 bad input or usage.
@@ -17,42 +19,54 @@ const (
 	exitUsage = 2
 )
 
-// exitError carries an exit status with an error.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-func usageErr(format string, args ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
-}
-
-func badInput(err error) error {
-	if err == nil {
-		return nil
+// exitCode is the one mapping from errors to exit statuses. An error
+// before a command's RunE ran (flags, arguments, unknown commands, required
+// flags) is usage. After that, a failed gate anywhere in the chain wins,
+// then bad input; anything else is a failed check.
+func exitCode(err error, ran bool) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case !ran:
+		return exitUsage
+	case errors.Is(err, fault.ErrGate):
+		return exitCheck
+	case errors.Is(err, fault.ErrInput):
+		return exitUsage
 	}
-	return &exitError{code: exitUsage, err: err}
+	return exitCheck
+}
+
+// usageErr is a bad-input error made at the command line (flag checks).
+func usageErr(format string, args ...any) error { return fault.Inputf(format, args...) }
+
+// markRuns wraps every command's RunE so that *ran tells, after Execute,
+// whether a command ran or cobra refused the command line first.
+func markRuns(c *cobra.Command) *bool {
+	ran := new(bool)
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if run := c.RunE; run != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				*ran = true
+				return run(cmd, args)
+			}
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(c)
+	return ran
 }
 
 func main() {
 	root := newRoot()
+	ran := markRuns(root)
 	err := root.Execute()
 	if err == nil {
 		return
 	}
 	fmt.Fprintln(os.Stderr, "dorisarm: "+err.Error())
-	var ee *exitError
-	switch {
-	case errors.As(err, &ee):
-		os.Exit(ee.code)
-	case datafile.IsDataError(err):
-		os.Exit(exitUsage)
-	case isFlagError(err):
-		os.Exit(exitUsage)
-	default:
-		os.Exit(exitCheck)
-	}
+	os.Exit(exitCode(err, *ran))
 }

@@ -12,6 +12,7 @@ import (
 	goversion "github.com/hashicorp/go-version"
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/patch"
 )
@@ -28,13 +29,13 @@ func (p *patchGlobals) series(g *globals) (*patch.Series, error) {
 	}
 	s, err := patch.LoadSeries(dir)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, fault.Input(err)
 	}
 	m, err := g.loadMatrix()
 	if err != nil {
 		return nil, err
 	}
-	return s, badInput(s.CheckTargets(m))
+	return s, fault.Input(s.CheckTargets(m))
 }
 
 func newPatchCmd(g *globals) *cobra.Command {
@@ -90,7 +91,7 @@ func newPatchListCmd(g *globals, pg *patchGlobals) *cobra.Command {
 				if target != "" {
 					t, err := m.Target(target)
 					if err != nil {
-						return badInput(err)
+						return fault.Input(err)
 					}
 					series := m.SeriesNames()[0]
 					if doris != "" {
@@ -100,7 +101,7 @@ func newPatchListCmd(g *globals, pg *patchGlobals) *cobra.Command {
 					}
 					c, err := m.Cell(series, t.Name)
 					if err != nil {
-						return badInput(err)
+						return fault.Input(err)
 					}
 					if !p.MatchesTarget(m, c) {
 						continue
@@ -153,11 +154,11 @@ func selectFor(g *globals, s *patch.Series, component, ver, target string) ([]*p
 		if target != "" {
 			t, err := m.Target(target)
 			if err != nil {
-				return nil, badInput(err)
+				return nil, fault.Input(err)
 			}
 			c, err := m.Cell(m.SeriesNames()[0], t.Name)
 			if err != nil {
-				return nil, badInput(err)
+				return nil, fault.Input(err)
 			}
 			if !p.MatchesTarget(m, c) {
 				continue
@@ -234,7 +235,7 @@ func newPatchCheckCmd(g *globals, pg *patchGlobals, apply bool) *cobra.Command {
 			o.DryRun = !apply
 			res, err := patch.Apply(source, sel, o)
 			if err != nil {
-				return badInput(err)
+				return fault.Input(err)
 			}
 			printResult(g, res, format)
 			if !res.OK() {
@@ -242,7 +243,7 @@ func newPatchCheckCmd(g *globals, pg *patchGlobals, apply bool) *cobra.Command {
 				if apply {
 					what = "did not apply; the source tree was left untouched"
 				}
-				return &exitError{code: exitCheck, err: fmt.Errorf("%d hunk(s) %s", len(res.Failed()), what)}
+				return fault.Gate(fmt.Errorf("%d hunk(s) %s", len(res.Failed()), what))
 			}
 			return nil
 		},
@@ -321,7 +322,7 @@ header filled in. Edit Description and Evidence before committing.`,
 				}
 			}
 			if err != nil {
-				return badInput(err)
+				return fault.Input(err)
 			}
 			h.AppliesTo = component
 			if ver != "" {
@@ -334,7 +335,7 @@ header filled in. Edit Description and Evidence before committing.`,
 			h.LastUpdate = time.Now().UTC()
 			text, err := patch.Compose(h, changes)
 			if err != nil {
-				return &exitError{code: exitCheck, err: err}
+				return fault.Gate(err)
 			}
 			path := filepath.Join(s.Dir, component, fmt.Sprintf("%04d-%s.patch", s.NextNumber(component), name))
 			if _, err := patch.Parse(path, text); err != nil {
@@ -406,11 +407,11 @@ touched and the failing hunks are shown.`,
 			}
 			p, err := s.Find(args[0])
 			if err != nil {
-				return badInput(err)
+				return fault.Input(err)
 			}
 			text, res, changed, err := patch.Refresh(p, source, patch.DefaultOptions())
 			if err != nil {
-				return badInput(err)
+				return fault.Input(err)
 			}
 			if format == "table" {
 				printResult(g, res, "table")
@@ -419,7 +420,7 @@ touched and the failing hunks are shown.`,
 				if format == "json" {
 					printResult(g, res, "json")
 				}
-				return &exitError{code: exitCheck, err: fmt.Errorf("%s does not apply to %s; fix it by hand (nothing written)", p.ID(), source)}
+				return fault.Gate(fmt.Errorf("%s does not apply to %s; fix it by hand (nothing written)", p.ID(), source))
 			}
 			if !changed {
 				if format == "json" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/patch"
 	"github.com/dorisarm/dorisarm/internal/pgo"
@@ -51,7 +52,7 @@ func (o *treeOptions) resolve(g *globals) (tree string, r *recipe.Recipe, err er
 		return "", nil, usageErr("--source %s: not a directory", tree)
 	}
 	r, err = recipe.Load(rf)
-	return tree, r, badInput(err)
+	return tree, r, fault.Input(err)
 }
 
 func (o *treeOptions) version(tree string, r *recipe.Recipe) (string, error) {
@@ -59,7 +60,7 @@ func (o *treeOptions) version(tree string, r *recipe.Recipe) (string, error) {
 		return o.doris, nil
 	}
 	v, err := source.ReadVersion(tree, r)
-	return v, badInput(err)
+	return v, fault.Input(err)
 }
 
 // targetList expands "a,b" or "all".
@@ -74,7 +75,7 @@ func targetList(m *matrix.Matrix, spec string) ([]string, error) {
 	for _, t := range strings.Split(spec, ",") {
 		t = strings.TrimSpace(t)
 		if _, err := m.Target(t); err != nil {
-			return nil, badInput(err)
+			return nil, fault.Input(err)
 		}
 		out = append(out, t)
 	}
@@ -151,18 +152,18 @@ func makePlanned(g *globals, o *planOptions) ([]planned, error) {
 	}
 	series, err := m.SeriesFor(ver)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, fault.Input(err)
 	}
 	ps, err := patch.LoadSeries(r.Path(r.Patches))
 	if err != nil {
-		return nil, badInput(err)
+		return nil, fault.Input(err)
 	}
 	if err := ps.CheckTargets(m); err != nil {
-		return nil, badInput(err)
+		return nil, fault.Input(err)
 	}
 	lock, err := source.ReadLock(r.Path(r.Lock))
 	if err != nil {
-		return nil, badInput(err)
+		return nil, fault.Input(err)
 	}
 	profile := ""
 	if o.pgoProfile != "" {
@@ -179,7 +180,7 @@ func makePlanned(g *globals, o *planOptions) ([]planned, error) {
 	for _, t := range targets {
 		cell, err := m.Cell(series.Series, t)
 		if err != nil {
-			return nil, badInput(err)
+			return nil, fault.Input(err)
 		}
 		cache := o.sysrootCache
 		if cache == "" {
@@ -200,9 +201,9 @@ func makePlanned(g *globals, o *planOptions) ([]planned, error) {
 		if err != nil {
 			var miss *toolchain.MissingError
 			if errors.As(err, &miss) {
-				return nil, &exitError{code: exitCheck, err: err}
+				return nil, fault.Gate(err)
 			}
-			return nil, badInput(err)
+			return nil, fault.Input(err)
 		}
 		if o.pgoProfile != "" && cell.Target.PGO {
 			// A profile the compiler cannot read fails the build late, with "bad magic".
@@ -212,7 +213,7 @@ func makePlanned(g *globals, o *planOptions) ([]planned, error) {
 		}
 		p, err := plan.Make(plan.Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock, Profile: profile, Packages: o.packages, SysrootWaiver: o.waiver})
 		if err != nil {
-			return nil, badInput(err)
+			return nil, fault.Input(err)
 		}
 		plans = append(plans, planned{plan: p, tc: tc, m: m, recipe: r, tree: tree, series: ps, lock: lock})
 	}

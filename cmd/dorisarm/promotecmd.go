@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/promote"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
@@ -89,7 +90,7 @@ tags, in this shape:
 			case file != "" && len(args) == 0:
 				ps, err := promote.LoadFile(file, nopts...)
 				if err != nil {
-					return badInput(err)
+					return fault.Input(err)
 				}
 				todo = ps
 			case file == "" && len(args) == 2:
@@ -112,7 +113,7 @@ tags, in this shape:
 					return err
 				}
 				if signer, err = sign.LoadSigner(signKey, pw, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
-					return badInput(err)
+					return fault.Input(err)
 				}
 			}
 			o := promote.Options{Trust: trust, Remote: []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}, Rollback: rollback}
@@ -145,7 +146,7 @@ tags, in this shape:
 							if err := emit(); err != nil {
 								return err
 							}
-							return &exitError{code: exitCheck, err: fmt.Errorf("%s -> %s: %v; nothing was promoted", p.Source, dst, err)}
+							return fault.Gate(fmt.Errorf("%s -> %s: %v; nothing was promoted", p.Source, dst, err))
 						}
 						return err
 					}
@@ -173,7 +174,7 @@ tags, in this shape:
 			}
 			for _, plan := range plans {
 				if err := promote.Execute(ctx, plan, o); err != nil {
-					return &exitError{code: exitCheck, err: fmt.Errorf("%s -> %s: %v", plan.Src, plan.Dst, err)}
+					return fault.Gate(fmt.Errorf("%s -> %s: %v", plan.Src, plan.Dst, err))
 				}
 				if text {
 					fmt.Fprintf(g.stdout, "promoted %s -> %s\n", plan.Src, plan.Dst)
@@ -186,7 +187,7 @@ tags, in this shape:
 					})
 					d := plan.Dst.Context().Digest(plan.Src.DigestStr())
 					if err := signer.AttestAdd(ctx, d, predicatePromotion, rec); err != nil {
-						return &exitError{code: exitCheck, err: fmt.Errorf("recording the promotion of %s: %v", d, err)}
+						return fault.Gate(fmt.Errorf("recording the promotion of %s: %v", d, err))
 					}
 				}
 			}

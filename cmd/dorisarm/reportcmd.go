@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/build"
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/recipe"
@@ -75,7 +76,7 @@ another build.`,
 			if st, err := os.Stat(release); err == nil && st.IsDir() {
 				bs, err := image.FindBuilds(release)
 				if err != nil {
-					return badInput(err)
+					return fault.Input(err)
 				}
 				var recs []*build.Record
 				for _, b := range bs {
@@ -84,13 +85,13 @@ another build.`,
 				o := report.Options{Trust: trust, Remote: ropts}
 				if images != "" {
 					if o.Store, err = report.OpenStore(images, insecure, ropts...); err != nil {
-						return badInput(err)
+						return fault.Input(err)
 					}
 					if recipeFile == "" {
 						recipeFile = g.recipeFile(recs[0].Recipe.Name)
 					}
 					if o.Images, err = imageNames(recipeFile); err != nil {
-						return badInput(err)
+						return fault.Input(err)
 					}
 				} else if trust != nil {
 					return usageErr("--key or a certificate identity checks images: give --images too")
@@ -123,12 +124,12 @@ another build.`,
 				}
 				st, err := report.OpenStore(prefix, insecure, ropts...)
 				if err != nil {
-					return badInput(err)
+					return fault.Input(err)
 				}
 				var names []string
 				if recipeFile != "" {
 					if names, err = imageNames(recipeFile); err != nil {
-						return badInput(err)
+						return fault.Input(err)
 					}
 				}
 				m, err := g.loadMatrix()
@@ -137,7 +138,7 @@ another build.`,
 				}
 				o := report.Options{Store: st, Images: unionNames(img, names), Trust: trust, Remote: ropts}
 				if rep, err = report.FromRegistry(ctx, m, tag.TagStr(), o); err != nil {
-					return badInput(err)
+					return fault.Input(err)
 				}
 			}
 			var md bytes.Buffer
@@ -185,7 +186,7 @@ another build.`,
 				}
 			}
 			if bad := failures(rep); len(bad) > 0 {
-				return &exitError{code: exitCheck, err: fmt.Errorf("the release has %d problem(s): %s", len(bad), strings.Join(bad, "; "))}
+				return fault.Gate(fmt.Errorf("the release has %d problem(s): %s", len(bad), strings.Join(bad, "; ")))
 			}
 			return nil
 		},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 )
 
@@ -62,7 +63,7 @@ func (g *globals) paint(ok bool, word string) string {
 
 func (g *globals) loadMatrix() (*matrix.Matrix, error) {
 	m, err := matrix.Load(g.matrixFile)
-	return m, badInput(err)
+	return m, fault.Input(err)
 }
 
 // repoDir is where matrix.yaml lives: the default recipes and the bundled
@@ -90,7 +91,7 @@ Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return fmt.Errorf("%w (see --help)", err) })
 	root.PersistentFlags().StringVar(&g.matrixFile, "matrix", matrix.DefaultFile, "the build matrix")
 	root.PersistentFlags().StringVar(&g.colorMode, "color", "auto", "colour status words: auto (a terminal without $NO_COLOR), always or never")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
@@ -137,16 +138,6 @@ func registerCompletions(c *cobra.Command, g *globals) {
 	for _, s := range c.Commands() {
 		registerCompletions(s, g)
 	}
-}
-
-type flagError struct{ err error }
-
-func (e *flagError) Error() string { return e.err.Error() + " (see --help)" }
-
-func isFlagError(err error) bool {
-	_, ok := err.(*flagError)
-	return ok || strings.HasPrefix(err.Error(), "unknown command") || strings.Contains(err.Error(), "accepts ") ||
-		strings.HasPrefix(err.Error(), "required flag") || strings.HasPrefix(err.Error(), "requires at least")
 }
 
 func versionString() string {

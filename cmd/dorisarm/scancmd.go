@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/scan"
 )
 
@@ -52,20 +53,20 @@ Without --target it reports what it found. Exit status: 0 clean, 1 violations,
 					return err
 				}
 				if pol, err = scan.PolicyFor(m, target); err != nil {
-					return badInput(err)
+					return fault.Input(err)
 				}
 			}
 			if allowFile != "" {
 				exc, err := scan.LoadAllow(allowFile)
 				if err != nil {
-					return badInput(err)
+					return fault.Input(err)
 				}
 				opts.Allow = exc
 			}
 			rep, err := scan.Scan(cmd.Context(), args, pol, opts)
 			if err != nil {
 				if errors.Is(err, scan.ErrInput) {
-					return badInput(err)
+					return fault.Input(err)
 				}
 				return err
 			}
@@ -74,9 +75,9 @@ Without --target it reports what it found. Exit status: 0 clean, 1 violations,
 			}
 			switch {
 			case pol != nil && !rep.Summary.Clean:
-				return &exitError{code: exitCheck, err: fmt.Errorf("%d violation(s) for %s", rep.Summary.Violations, target)}
+				return fault.Gate(fmt.Errorf("%d violation(s) for %s", rep.Summary.Violations, target))
 			case pol == nil && rep.Summary.Unreadable > 0:
-				return &exitError{code: exitUsage, err: fmt.Errorf("%d input(s) could not be read", rep.Summary.Unreadable)}
+				return fault.Input(fmt.Errorf("%d input(s) could not be read", rep.Summary.Unreadable))
 			}
 			return nil
 		},

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/promote"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
@@ -54,7 +55,7 @@ func newKeygenCmd(g *globals) *cobra.Command {
 			}
 			priv, pub, err := sign.Keygen(out, pw)
 			if err != nil {
-				return badInput(err)
+				return fault.Input(err)
 			}
 			if format == "json" {
 				return printJSON(g.stdout, map[string]string{"private_key": priv, "public_key": pub})
@@ -130,7 +131,7 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 					return err
 				}
 				if s, err = sign.LoadSigner(key, pw, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
-					return badInput(err)
+					return fault.Input(err)
 				}
 			}
 			var att *attester
@@ -143,7 +144,7 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 			for _, ref := range refs {
 				got, err := s.Sign(cmd.Context(), ref)
 				if err != nil {
-					return &exitError{code: exitCheck, err: err}
+					return fault.Gate(err)
 				}
 				ds = append(ds, got...)
 			}
@@ -167,7 +168,7 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 				}
 				kinds, err := att.attest(cmd.Context(), s, d)
 				if err != nil {
-					return &exitError{code: exitCheck, err: fmt.Errorf("attesting %s: %v", d, err)}
+					return fault.Gate(fmt.Errorf("attesting %s: %v", d, err))
 				}
 				done[len(done)-1].Attestations = append(done[len(done)-1].Attestations, kinds...)
 				for _, k := range kinds {
@@ -248,7 +249,7 @@ check fails.`,
 			ro := []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}
 			res, err := sign.VerifyRelease(cmd.Context(), ref, trust, noAttestations, ro...)
 			if err != nil {
-				return badInput(err)
+				return fault.Input(err)
 			}
 			checks := res.Checks()
 			if tag, ok := ref.(name.Tag); ok {
@@ -279,7 +280,7 @@ check fails.`,
 				}
 			}
 			if failed > 0 {
-				return &exitError{code: exitCheck, err: fmt.Errorf("%d of %d checks failed for %s", failed, len(checks), ref)}
+				return fault.Gate(fmt.Errorf("%d of %d checks failed for %s", failed, len(checks), ref))
 			}
 			return nil
 		},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/source"
 )
@@ -54,7 +55,7 @@ func allPackages(g *globals, tree string, o *treeOptions) ([]source.Package, *so
 	for _, isa := range sortedKeys(m.ISAs) {
 		ps, err := source.ReadPackages(tree, r, isa)
 		if err != nil {
-			return nil, nil, "", "", badInput(err)
+			return nil, nil, "", "", fault.Input(err)
 		}
 		for _, p := range ps {
 			if !seen[p.Name] {
@@ -69,7 +70,7 @@ func allPackages(g *globals, tree string, o *treeOptions) ([]source.Package, *so
 	if len(o.packages) > 0 {
 		sel, err := plan.SelectPackages(pkgs, r, o.packages)
 		if err != nil {
-			return nil, nil, "", "", badInput(err)
+			return nil, nil, "", "", fault.Input(err)
 		}
 		var keep []source.Package
 		for _, p := range pkgs {
@@ -81,7 +82,7 @@ func allPackages(g *globals, tree string, o *treeOptions) ([]source.Package, *so
 	}
 	lockPath := r.Path(r.Lock)
 	lock, err := source.ReadLock(lockPath)
-	return pkgs, lock, lockPath, r.Thirdparty.Mirror, badInput(err)
+	return pkgs, lock, lockPath, r.Thirdparty.Mirror, fault.Input(err)
 }
 
 // sortedKeys are a map's keys in order.
@@ -192,10 +193,10 @@ whose sha256 differs from an existing pin, and writes the recipe's lock file.`,
 			}
 			out, err := source.LockPackages(lock, pkgs, mir, update)
 			if err != nil {
-				return &exitError{code: exitCheck, err: fmt.Errorf("nothing written to %s:\n%v", lockPath, err)}
+				return fault.Gate(fmt.Errorf("nothing written to %s:\n%v", lockPath, err))
 			}
 			if m := missingOf(out, pkgs); len(m) == len(pkgs) {
-				return &exitError{code: exitCheck, err: fmt.Errorf("nothing written to %s: %s has none of the %d archives (is --mirror right?)", lockPath, mir, len(pkgs))}
+				return fault.Gate(fmt.Errorf("nothing written to %s: %s has none of the %d archives (is --mirror right?)", lockPath, mir, len(pkgs)))
 			}
 			if err := out.Write(lockPath); err != nil {
 				return err

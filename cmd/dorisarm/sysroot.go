@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/sysroot"
 	"github.com/dorisarm/dorisarm/internal/toolchain"
@@ -35,8 +36,8 @@ func sysrootFor(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDi
 	}
 	got, err := sysroot.Ensure(ctx, spec, cacheDir)
 	if err != nil {
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf("target %s: cannot make sysroot %s for %s: %v\n(check sysroots.%s in %s, or pass --waive-sysroot REASON to build against this machine's libraries, recorded as a waiver)",
-			cell.Target.Name, name, cell.OS.ID, err, name, m.File)}
+		return nil, fault.Inputf("target %s: cannot make sysroot %s for %s: %w\n(check sysroots.%s in %s, or pass --waive-sysroot REASON to build against this machine's libraries, recorded as a waiver)",
+			cell.Target.Name, name, cell.OS.ID, err, name, m.File)
 	}
 	run := got.Path
 	if got.GlibcFrom != "" {
@@ -44,7 +45,7 @@ func sysrootFor(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDi
 		spec.Glibc = ""
 		base, err := sysroot.Ensure(ctx, spec, cacheDir)
 		if err != nil {
-			return nil, &exitError{code: exitUsage, err: fmt.Errorf("target %s: sysroot %s: %v", cell.Target.Name, name, err)}
+			return nil, fault.Input(fmt.Errorf("target %s: sysroot %s: %v", cell.Target.Name, name, err))
 		}
 		run = base.Path
 	}

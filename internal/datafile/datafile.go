@@ -8,7 +8,6 @@
 package datafile
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -16,6 +15,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 // Pos is a place in a data file. Line and Col start at 1; zero means unknown.
@@ -53,6 +54,9 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
 
+// Is makes every data-file error bad input (fault.ErrInput).
+func (e *Error) Is(target error) bool { return target == fault.ErrInput }
+
 // Errorf makes an Error at p.
 func Errorf(p Pos, format string, args ...any) *Error {
 	return &Error{Pos: p, Msg: fmt.Sprintf(format, args...)}
@@ -68,6 +72,9 @@ func (l List) Error() string {
 	}
 	return strings.Join(msgs, "\n")
 }
+
+// Is makes a list of data-file errors bad input (fault.ErrInput).
+func (l List) Is(target error) bool { return target == fault.ErrInput }
 
 // Err returns nil for an empty list and the list otherwise.
 func (l List) Err() error {
@@ -90,13 +97,6 @@ func (l List) Sort() {
 		}
 		return a.Col < b.Col
 	})
-}
-
-// IsDataError reports whether err is (or wraps) a data-file error, i.e. bad input.
-func IsDataError(err error) bool {
-	var e *Error
-	var l List
-	return errors.As(err, &e) || errors.As(err, &l)
 }
 
 var (

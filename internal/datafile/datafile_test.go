@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 type inner struct {
@@ -60,7 +62,7 @@ func TestDecodeErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want %q", src, err, want)
 		}
-		if err != nil && !IsDataError(err) {
+		if err != nil && !fault.IsInput(err) {
 			t.Errorf("%q: not a data error", src)
 		}
 	}
@@ -109,7 +111,7 @@ func TestAliasExpansionBounded(t *testing.T) {
 	}
 	var m map[string]fanout
 	err := Decode("laughs.yaml", []byte(b.String()), &m)
-	if err == nil || !strings.Contains(err.Error(), "more than 200000 values") || !IsDataError(err) {
+	if err == nil || !strings.Contains(err.Error(), "more than 200000 values") || !fault.IsInput(err) {
 		t.Fatalf("billion laughs: %v", err)
 	}
 	if !strings.HasPrefix(err.Error(), "laughs.yaml:") {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/isa"
 )
 
@@ -48,7 +49,7 @@ func DefaultOptions() Options {
 }
 
 // ErrInput is a scan input that does not exist or cannot be opened (bad usage).
-var ErrInput = errors.New("scan input")
+var ErrInput = fault.Input(errors.New("scan input"))
 
 type kind int
 
