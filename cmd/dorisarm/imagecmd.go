@@ -1,58 +1,50 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
 // releaseOptions are the flags image build and publish share.
 type releaseOptions struct {
-	build, recipeFile, base, source, revision, sourceURL string
-	epoch                                                string
-	insecure                                             bool
-	indexImages                                          []string
+	build, recipeFile string
+	src               image.Sources
 }
 
 func (o *releaseOptions) flags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.build, "build", "out", "a dorisarm build --out directory (<doris>/<target>/ builds)")
 	cmd.Flags().StringVar(&o.recipeFile, "recipe", "", "the recipe naming the images (default: recipes/<the builds' recipe>.yaml)")
-	cmd.Flags().StringVar(&o.base, "base", "", "base image for every target: REF, oci:DIR or scratch (default: each target's base_image in matrix.yaml)")
-	cmd.Flags().StringVar(&o.epoch, "epoch", "", "seconds since 1970 for every date in the images (default: $SOURCE_DATE_EPOCH, else the --source tree's last commit)")
-	cmd.Flags().StringVar(&o.source, "source", "", "the source tree whose last commit dates the images (default: the bundled sample)")
-	cmd.Flags().StringVar(&o.revision, "revision", "", "org.opencontainers.image.revision (default: the --source tree's commit)")
-	cmd.Flags().StringVar(&o.sourceURL, "source-url", "https://github.com/apache/doris", "org.opencontainers.image.source")
-	cmd.Flags().BoolVar(&o.insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
-	cmd.Flags().StringArrayVar(&o.indexImages, "index-image", nil, "NAME:OS/ARCH=REF: put this image (REF or oci:DIR) in NAME's multi-arch index for that platform instead of a build, e.g. doris-be:linux/amd64=docker.io/apache/doris:be-2.1.8")
+	cmd.Flags().StringVar(&o.src.Base, "base", "", "base image for every target: REF, oci:DIR or scratch (default: each target's base_image in matrix.yaml)")
+	cmd.Flags().StringVar(&o.src.Epoch, "epoch", "", "seconds since 1970 for every date in the images (default: $SOURCE_DATE_EPOCH, else the --source tree's last commit)")
+	cmd.Flags().StringVar(&o.src.SourceDir, "source", "", "the source tree whose last commit dates the images (default: the bundled sample)")
+	cmd.Flags().StringVar(&o.src.Revision, "revision", "", "org.opencontainers.image.revision (default: the --source tree's commit)")
+	cmd.Flags().StringVar(&o.src.SourceURL, "source-url", "https://github.com/apache/doris", "org.opencontainers.image.source")
+	insecureFlag(cmd, &o.src.Registry)
+	cmd.Flags().StringArrayVar(&o.src.IndexImages, "index-image", nil, "NAME:OS/ARCH=REF: put this image (REF or oci:DIR) in NAME's multi-arch index for that platform instead of a build, e.g. doris-be:linux/amd64=docker.io/apache/doris:be-2.1.8")
 }
 
 // release assembles the images of every build under --build.
-func (o *releaseOptions) release(g *globals) ([]image.Tagged, error) {
+func (o *releaseOptions) release(ctx context.Context, g *globals) ([]image.Tagged, error) {
 	m, err := g.loadMatrix()
 	if err != nil {
 		return nil, err
 	}
 	builds, err := image.FindBuilds(o.build)
 	if err != nil {
-		return nil, fault.Input(err)
+		return nil, err
 	}
 	rf := o.recipeFile
 	if rf == "" {
@@ -60,171 +52,18 @@ func (o *releaseOptions) release(g *globals) ([]image.Tagged, error) {
 	}
 	r, err := recipe.Load(rf)
 	if err != nil {
-		return nil, fault.Input(err)
+		return nil, err
 	}
-	for _, b := range builds {
-		if b.Record.Recipe.Name != r.Name {
-			return nil, usageErr("%s was built with recipe %s, not %s (--recipe %s)", b.Dir, b.Record.Recipe.Name, r.Name, rf)
-		}
+	src := o.src
+	if src.SourceDir == "" {
+		src.SourceDir = filepath.Join(g.repoDir(), "examples", "minidoris")
 	}
-	src := o.source
-	if src == "" {
-		src = filepath.Join(g.repoDir(), "examples", "minidoris")
-	}
-	epoch, rev, err := o.dates(src)
+	src.Getenv = os.Getenv
+	opts, err := src.Options(ctx)
 	if err != nil {
 		return nil, err
 	}
-	indexImage, err := o.indexImageFunc()
-	if err != nil {
-		return nil, err
-	}
-	opts := image.Options{Epoch: epoch, Revision: rev, Source: o.sourceURL, Base: o.baseFunc(), IndexImage: indexImage}
-	rel, err := image.Release(m, r, builds, opts)
-	if err != nil {
-		return nil, fault.Input(err)
-	}
-	return rel, nil
-}
-
-// dates finds the epoch and the revision: flags, SOURCE_DATE_EPOCH, git.
-func (o *releaseOptions) dates(src string) (time.Time, string, error) {
-	rev := o.revision
-	if rev == "" {
-		if out, err := exec.Command("git", "-C", src, "log", "-1", "--format=%H", "--", ".").Output(); err == nil {
-			rev = strings.TrimSpace(string(out))
-		}
-	}
-	e := o.epoch
-	if e == "" {
-		e = os.Getenv("SOURCE_DATE_EPOCH")
-	}
-	if e == "" {
-		out, err := exec.Command("git", "-C", src, "log", "-1", "--format=%ct", "--", ".").Output()
-		if err != nil || strings.TrimSpace(string(out)) == "" {
-			return time.Time{}, "", usageErr("no date for the images: %s is not a git checkout; set SOURCE_DATE_EPOCH or --epoch", src)
-		}
-		e = strings.TrimSpace(string(out))
-	}
-	sec, err := strconv.ParseInt(e, 10, 64)
-	if err != nil || sec < 0 {
-		return time.Time{}, "", usageErr("epoch %q: want seconds since 1970 (SOURCE_DATE_EPOCH)", e)
-	}
-	return time.Unix(sec, 0).UTC(), rev, nil
-}
-
-// baseFunc resolves base images: --base for every target, else the
-// target's base_image; scratch means none.
-func (o *releaseOptions) baseFunc() func(v1.Platform, string) (v1.Image, string, error) {
-	cache := map[string]v1.Image{}
-	return func(p v1.Platform, ref string) (v1.Image, string, error) {
-		if o.base != "" {
-			ref = o.base
-		}
-		if ref == "" || ref == "scratch" {
-			return nil, "", nil
-		}
-		key := ref + " " + p.String()
-		if img, ok := cache[key]; ok {
-			return img, ref, nil
-		}
-		img, err := loadImage(ref, p, o.insecure)
-		if err != nil {
-			return nil, "", err
-		}
-		cache[key] = img
-		return img, ref, nil
-	}
-}
-
-// indexImageFunc resolves --index-image NAME:OS/ARCH=REF entries.
-func (o *releaseOptions) indexImageFunc() (func(string, v1.Platform) (v1.Image, string, error), error) {
-	refs := map[string]string{}
-	for _, e := range o.indexImages {
-		key, ref, ok := strings.Cut(e, "=")
-		nm, plat, ok2 := strings.Cut(key, ":")
-		if !ok || !ok2 || ref == "" || !strings.Contains(plat, "/") {
-			return nil, usageErr("--index-image %q: want NAME:OS/ARCH=REF, e.g. doris-be:linux/amd64=docker.io/apache/doris:be-2.1.8", e)
-		}
-		refs[nm+":"+plat] = ref
-	}
-	return func(name string, p v1.Platform) (v1.Image, string, error) {
-		ref, ok := refs[name+":"+p.OS+"/"+p.Architecture]
-		if !ok {
-			return nil, "", nil
-		}
-		img, err := loadImage(ref, p, o.insecure)
-		return img, ref, err
-	}, nil
-}
-
-// loadImage opens the image for platform p of ref: oci:DIR or a registry
-// reference.
-func loadImage(ref string, p v1.Platform, insecure bool) (v1.Image, error) {
-	if dir, ok := strings.CutPrefix(ref, "oci:"); ok {
-		return imageFromLayout(dir, p)
-	}
-	var nopts []name.Option
-	if insecure {
-		nopts = append(nopts, name.Insecure)
-	}
-	r, err := name.ParseReference(ref, nopts...)
-	if err != nil {
-		return nil, err
-	}
-	img, err := remote.Image(r, remote.WithPlatform(p), remote.WithAuthFromKeychain(authn.DefaultKeychain))
-	if err != nil {
-		return nil, fmt.Errorf("%v (offline? use oci:DIR, or --base scratch)", err)
-	}
-	return img, nil
-}
-
-// imageFromLayout picks the image for platform p out of an OCI layout.
-func imageFromLayout(dir string, p v1.Platform) (v1.Image, error) {
-	lp, err := layout.FromPath(dir)
-	if err != nil {
-		return nil, fmt.Errorf("oci:%s: %v", dir, err)
-	}
-	idx, err := lp.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	var find func(idx v1.ImageIndex) (v1.Image, error)
-	find = func(idx v1.ImageIndex) (v1.Image, error) {
-		im, err := idx.IndexManifest()
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range im.Manifests {
-			if d.MediaType.IsIndex() {
-				child, err := idx.ImageIndex(d.Digest)
-				if err != nil {
-					return nil, err
-				}
-				if img, err := find(child); err == nil && img != nil {
-					return img, nil
-				}
-				continue
-			}
-			img, err := idx.Image(d.Digest)
-			if err != nil {
-				return nil, err
-			}
-			cf, err := img.ConfigFile()
-			if err != nil {
-				return nil, err
-			}
-			if cf.OS == p.OS && cf.Architecture == p.Architecture {
-				return img, nil
-			}
-		}
-		return nil, nil
-	}
-	img, err := find(idx)
-	if err == nil && img == nil {
-		err = fmt.Errorf("oci:%s has no image for %s", dir, p.String())
-	}
-	return img, err
+	return image.Release(m, r, builds, opts)
 }
 
 func newImageCmd(g *globals) *cobra.Command {
@@ -247,15 +86,15 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
 			if err := checkFormat(format, "table", "json"); err != nil {
 				return err
 			}
-			dir, ok := strings.CutPrefix(out, "oci:")
-			if !ok || dir == "" {
+			loc, err := registry.ParseLocation(out)
+			if err != nil || !loc.IsLayout() || loc.Name != "" {
 				return usageErr("--out %q: want oci:DIR (use dorisarm publish for registries)", out)
 			}
-			rel, err := o.release(g)
+			rel, err := o.release(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
-			if err := image.WriteLayout(dir, rel); err != nil {
+			if err := image.WriteLayout(loc.Layout, rel); err != nil {
 				return err
 			}
 			if format == "json" {
@@ -330,59 +169,42 @@ for loopback registries; --insecure allows it elsewhere.`,
   dorisarm publish --build out --repo oci:out/images`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if repo == "" {
-				return usageErr("--repo is required: REGISTRY/PATH or oci:DIR")
+			if err := checkFormat(format, "table", "json"); err != nil {
+				return err
 			}
-			if format != "table" && format != "json" {
-				return checkFormat(format, "table", "json")
+			loc, err := registry.ParseLocation(repo)
+			if err != nil || loc.Name != "" {
+				return usageErr("--repo %q: want REGISTRY/PATH or oci:DIR", repo)
 			}
-			var auth authn.Authenticator
-			if passwordStdin {
-				if username == "" {
-					return usageErr("--password-stdin needs --username")
-				}
-				pw, err := io.ReadAll(cmd.InOrStdin())
-				if err != nil {
-					return err
-				}
-				auth = &authn.Basic{Username: username, Password: strings.TrimRight(string(pw), "\r\n")}
+			if err := readPassword(cmd, &o.src.Registry, username, passwordStdin); err != nil {
+				return err
 			}
-			rel, err := o.release(g)
+			rel, err := o.release(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
-			if dir, ok := strings.CutPrefix(repo, "oci:"); ok {
-				if dryRun {
-					if err := printRelease(g.stdout, rel); err != nil {
+			if loc.IsLayout() {
+				if !dryRun {
+					if err := image.WriteLayout(loc.Layout, rel); err != nil {
 						return err
 					}
-					fmt.Fprintf(g.stdout, "dry run: %d tags; nothing written to %s\n", len(rel), dir)
-					return nil
 				}
-				if err := image.WriteLayout(dir, rel); err != nil {
+				if err := printRelease(g.stdout, rel); err != nil || !dryRun {
 					return err
 				}
-				return printRelease(g.stdout, rel)
+				fmt.Fprintf(g.stdout, "dry run: %d tags; nothing written to %s\n", len(rel), loc.Layout)
+				return nil
 			}
-			rep, err := image.Publish(cmd.Context(), repo, rel, image.PublishOptions{Auth: auth, Insecure: o.insecure, Jobs: jobs, DryRun: dryRun})
+			ro := o.src.Registry
+			ro.Jobs = jobs
+			rep, err := image.Publish(cmd.Context(), repo, rel, image.PublishOptions{Registry: ro, DryRun: dryRun})
 			if err != nil {
 				return fault.Gate(err)
 			}
 			if format == "json" {
 				return printJSON(g.stdout, rep)
 			}
-			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			var wouldUpload int64
-			for _, p := range rep.Tags {
-				fmt.Fprintf(tw, "%s\t%s\t%d bytes\t%d to upload\n", p.Ref, p.Digest, p.Size, p.Upload)
-				wouldUpload += p.Upload
-			}
-			tw.Flush()
-			if dryRun {
-				fmt.Fprintf(g.stdout, "dry run: %d tags, %d blob bytes to upload; nothing pushed\n", len(rep.Tags), wouldUpload)
-			} else {
-				fmt.Fprintf(g.stdout, "published %d tags: uploaded %d blobs, %d bytes\n", len(rep.Tags), rep.UploadedBlobs, rep.Uploaded)
-			}
+			printPublished(g.stdout, rep)
 			return nil
 		},
 	}
@@ -397,7 +219,7 @@ for loopback registries; --insecure allows it elsewhere.`,
 }
 
 func newInspectCmd(g *globals) *cobra.Command {
-	var insecure bool
+	var ro registry.Options
 	var format string
 	cmd := &cobra.Command{
 		Use:   "inspect REF",
@@ -410,194 +232,62 @@ func newInspectCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format, "text", "json"); err != nil {
 				return err
 			}
-			idx, img, ref, err := openRef(args[0], insecure)
+			loc, err := registry.ParseLocation(args[0])
 			if err != nil {
 				return fault.Input(err)
 			}
-			var in inspected
-			if idx != nil {
-				in, err = inspectIndex(ref, idx)
-			} else {
-				in, err = inspectImage(img)
-				in.Ref = ref
+			op, err := ro.Open(cmd.Context(), loc)
+			if err != nil {
+				return fault.Input(err)
 			}
+			in, err := image.Inspect(op)
 			if err != nil {
 				return err
 			}
 			if format == "json" {
 				return printJSON(g.stdout, in)
 			}
-			in.print(g.stdout, "")
+			in.Print(g.stdout, "")
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+	insecureFlag(cmd, &ro)
 	formatFlag(cmd, &format, "text", "text or json")
 	return cmd
 }
 
-// inspected is what image inspect shows of an image or an index.
-type inspected struct {
-	Ref         string            `json:"ref,omitempty"`
-	Kind        string            `json:"kind"`
-	Digest      string            `json:"digest"`
-	Platform    string            `json:"platform,omitempty"`
-	Layers      int               `json:"layers,omitempty"`
-	Size        int64             `json:"compressed_size,omitempty"`
-	Created     string            `json:"created,omitempty"`
-	Entrypoint  []string          `json:"entrypoint,omitempty"`
-	WorkingDir  string            `json:"workdir,omitempty"`
-	Ports       []string          `json:"ports,omitempty"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-	Manifests   []inspected       `json:"manifests,omitempty"`
+func printPublished(w io.Writer, rep *image.Report) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var wouldUpload int64
+	for _, p := range rep.Tags {
+		fmt.Fprintf(tw, "%s\t%s\t%d bytes\t%d to upload\n", p.Ref, p.Digest, p.Size, p.Upload)
+		wouldUpload += p.Upload
+	}
+	tw.Flush()
+	if rep.DryRun {
+		fmt.Fprintf(w, "dry run: %d tags, %d blob bytes to upload; nothing pushed\n", len(rep.Tags), wouldUpload)
+	} else {
+		fmt.Fprintf(w, "published %d tags: uploaded %d blobs, %d bytes\n", len(rep.Tags), rep.UploadedBlobs, rep.Uploaded)
+	}
 }
 
-func inspectIndex(ref string, idx v1.ImageIndex) (inspected, error) {
-	d, err := idx.Digest()
-	if err != nil {
-		return inspected{}, err
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return inspected{}, err
-	}
-	in := inspected{Ref: ref, Kind: "index", Digest: d.String(), Annotations: im.Annotations}
-	for _, m := range im.Manifests {
-		child, err := idx.Image(m.Digest)
-		if err != nil {
-			return inspected{}, err
-		}
-		c, err := inspectImage(child)
-		if err != nil {
-			return inspected{}, err
-		}
-		if m.Platform != nil {
-			c.Platform = m.Platform.String()
-		}
-		// The index's descriptor annotations (target, CPU) over the image's own.
-		for k, v := range m.Annotations {
-			if c.Annotations == nil {
-				c.Annotations = map[string]string{}
-			}
-			c.Annotations[k] = v
-		}
-		in.Manifests = append(in.Manifests, c)
-	}
-	return in, nil
+// insecureFlag registers --insecure on ro.
+func insecureFlag(cmd *cobra.Command, ro *registry.Options) {
+	cmd.Flags().BoolVar(&ro.Insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
 }
 
-func inspectImage(img v1.Image) (inspected, error) {
-	d, err := img.Digest()
+// readPassword sets ro's credentials from --username and --password-stdin.
+func readPassword(cmd *cobra.Command, ro *registry.Options, username string, stdin bool) error {
+	if !stdin {
+		return nil
+	}
+	if username == "" {
+		return usageErr("--password-stdin needs --username")
+	}
+	pw, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 1<<20))
 	if err != nil {
-		return inspected{}, err
+		return err
 	}
-	m, err := img.Manifest()
-	if err != nil {
-		return inspected{}, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return inspected{}, err
-	}
-	plat := cf.OS + "/" + cf.Architecture
-	if cf.Variant != "" {
-		plat += "/" + cf.Variant
-	}
-	in := inspected{Kind: "image", Digest: d.String(), Platform: plat, Layers: len(m.Layers), Created: cf.Created.UTC().Format(time.RFC3339),
-		Entrypoint: cf.Config.Entrypoint, WorkingDir: cf.Config.WorkingDir, Ports: sortedKeys(cf.Config.ExposedPorts), Annotations: m.Annotations}
-	for _, l := range m.Layers {
-		in.Size += l.Size
-	}
-	return in, nil
-}
-
-func (in inspected) print(w io.Writer, indent string) {
-	if in.Ref != "" {
-		fmt.Fprintf(w, "%s%s\n", indent, in.Ref)
-	}
-	if in.Kind == "index" {
-		fmt.Fprintf(w, "%sindex %s\n", indent, in.Digest)
-		printAnnotations(w, indent+"  ", in.Annotations)
-		for _, m := range in.Manifests {
-			fmt.Fprintf(w, "%s  %s  %s\n", indent, m.Platform, m.Digest)
-			m.printImage(w, indent+"    ")
-		}
-		return
-	}
-	fmt.Fprintf(w, "%simage %s\n", indent, in.Digest)
-	in.printImage(w, indent+"  ")
-}
-
-func (in inspected) printImage(w io.Writer, indent string) {
-	fmt.Fprintf(w, "%splatform %s, %d layers, %d bytes compressed, created %s\n", indent, in.Platform, in.Layers, in.Size, in.Created)
-	fmt.Fprintf(w, "%sentrypoint %v, workdir %s, ports %s\n", indent, in.Entrypoint, in.WorkingDir, strings.Join(in.Ports, " "))
-	printAnnotations(w, indent, in.Annotations)
-}
-
-// openRef opens oci:DIR:NAME:TAG (an OCI layout entry by ref name) or a
-// registry reference.
-func openRef(s string, insecure bool) (v1.ImageIndex, v1.Image, string, error) {
-	if rest, ok := strings.CutPrefix(s, "oci:"); ok {
-		dir, want, ok := strings.Cut(rest, ":")
-		if !ok {
-			return nil, nil, "", fmt.Errorf("%s: want oci:DIR:NAME:TAG (e.g. oci:out/images:doris-be:2.1.8)", s)
-		}
-		lp, err := layout.FromPath(dir)
-		if err != nil {
-			return nil, nil, "", fmt.Errorf("%s: %v", s, err)
-		}
-		top, err := lp.ImageIndex()
-		if err != nil {
-			return nil, nil, "", err
-		}
-		im, err := top.IndexManifest()
-		if err != nil {
-			return nil, nil, "", err
-		}
-		var names []string
-		for _, d := range im.Manifests {
-			n := d.Annotations[image.RefName]
-			names = append(names, n)
-			if n != want {
-				continue
-			}
-			if d.MediaType.IsIndex() {
-				idx, err := top.ImageIndex(d.Digest)
-				return idx, nil, s, err
-			}
-			img, err := top.Image(d.Digest)
-			return nil, img, s, err
-		}
-		sort.Strings(names)
-		return nil, nil, "", fmt.Errorf("%s: no %s in the layout (it has %s)", s, want, strings.Join(names, ", "))
-	}
-	var nopts []name.Option
-	if insecure {
-		nopts = append(nopts, name.Insecure)
-	}
-	ref, err := name.ParseReference(s, nopts...)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	desc, err := remote.Get(ref, remote.WithAuthFromKeychain(authn.DefaultKeychain))
-	if err != nil {
-		return nil, nil, "", err
-	}
-	if desc.MediaType.IsIndex() {
-		idx, err := desc.ImageIndex()
-		return idx, nil, ref.String(), err
-	}
-	img, err := desc.Image()
-	return nil, img, ref.String(), err
-}
-
-func printAnnotations(w io.Writer, indent string, ann map[string]string) {
-	keys := make([]string, 0, len(ann))
-	for k := range ann {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "%s%s=%s\n", indent, k, ann[k])
-	}
+	ro.Auth = &authn.Basic{Username: username, Password: strings.TrimRight(string(pw), "\r\n")}
+	return nil
 }

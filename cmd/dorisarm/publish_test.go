@@ -9,10 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -326,58 +322,3 @@ func mustRef(t *testing.T, s string) name.Reference {
 	return r
 }
 
-// TestBaseFromLayout: an OCI layout base (offline) gives the image of the
-// wanted platform, and says so when it has none.
-func TestBaseFromLayout(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "base")
-	p, err := layout.Write(dir, empty.Index)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var adds []mutate.IndexAddendum
-	digests := map[string]string{}
-	for _, arch := range []string{"arm64", "amd64"} {
-		img, _ := random.Image(200, 1)
-		cf, _ := img.ConfigFile()
-		cf = cf.DeepCopy()
-		cf.OS, cf.Architecture = "linux", arch
-		img, _ = mutate.ConfigFile(img, cf)
-		d, _ := img.Digest()
-		digests[arch] = d.String()
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
-	}
-	if err := p.AppendIndex(mutate.AppendManifests(empty.Index, adds...)); err != nil {
-		t.Fatal(err)
-	}
-	for arch, want := range digests {
-		img, err := imageFromLayout(dir, v1.Platform{OS: "linux", Architecture: arch})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d, _ := img.Digest(); d.String() != want {
-			t.Errorf("%s: got %s, want %s", arch, d, want)
-		}
-	}
-	if _, err := imageFromLayout(dir, v1.Platform{OS: "linux", Architecture: "riscv64"}); err == nil || !strings.Contains(err.Error(), "has no image for linux/riscv64") {
-		t.Errorf("missing platform: %v", err)
-	}
-	o := &releaseOptions{indexImages: []string{"doris-be=oops"}}
-	if _, err := o.indexImageFunc(); err == nil || !strings.Contains(err.Error(), "want NAME:OS/ARCH=REF") {
-		t.Errorf("bad --index-image: %v", err)
-	}
-	o = &releaseOptions{indexImages: []string{"doris-be:linux/amd64=oci:" + dir}}
-	f, err := o.indexImageFunc()
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, ref, err := f("doris-be", v1.Platform{OS: "linux", Architecture: "amd64"})
-	if err != nil || ref != "oci:"+dir {
-		t.Fatal(err, ref)
-	}
-	if d, _ := img.Digest(); d.String() != digests["amd64"] {
-		t.Errorf("--index-image gave %s", d)
-	}
-	if img, _, _ := f("doris-fe", v1.Platform{OS: "linux", Architecture: "amd64"}); img != nil {
-		t.Error("--index-image for doris-be applied to doris-fe")
-	}
-}

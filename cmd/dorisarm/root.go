@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -128,7 +130,7 @@ func registerCompletions(c *cobra.Command, g *globals) {
 	if c.Name() == "plan" || c.Name() == "build" { // they take lists and all
 		targets = names(func(m *matrix.Matrix) []string { return append(m.TargetNames(), "all") })
 	}
-	compilers := names(func(m *matrix.Matrix) []string { return sortedKeys(m.Compilers) })
+	compilers := names(func(m *matrix.Matrix) []string { return slices.Sorted(maps.Keys(m.Compilers)) })
 	if c.Flags().Lookup("target") != nil {
 		c.RegisterFlagCompletionFunc("target", targets)
 	}

@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -52,7 +53,7 @@ func allPackages(g *globals, tree string, o *treeOptions) ([]source.Package, *so
 	}
 	seen := map[string]bool{}
 	var pkgs []source.Package
-	for _, isa := range sortedKeys(m.ISAs) {
+	for _, isa := range slices.Sorted(maps.Keys(m.ISAs)) {
 		ps, err := source.ReadPackages(tree, r, isa)
 		if err != nil {
 			return nil, nil, "", "", fault.Input(err)
@@ -98,15 +99,6 @@ func missingOf(l *source.Lock, pkgs []source.Package) []string {
 			out = append(out, m)
 		}
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 

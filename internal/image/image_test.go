@@ -29,6 +29,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/recipe"
+	dregistry "github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/sample"
 	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
@@ -275,9 +276,9 @@ func TestPublishInMemory(t *testing.T) {
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	ctx := context.Background()
-	o := PublishOptions{Auth: authn.Anonymous, Transport: http.DefaultTransport, Backoff: remote.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Steps: 5}}
+	o := PublishOptions{Registry: dregistry.Options{Auth: authn.Anonymous, Transport: http.DefaultTransport, Backoff: &remote.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Steps: 5}}}
 
-	dry, err := Publish(ctx, host+"/doris", rel, PublishOptions{Auth: authn.Anonymous, DryRun: true})
+	dry, err := Publish(ctx, host+"/doris", rel, PublishOptions{Registry: o.Registry, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestPublishInMemory(t *testing.T) {
 	}
 	// The FE layer goes up once for all targets: the dry run of a fresh
 	// repository counts it once.
-	fresh, _ := Publish(ctx, host+"/other", rel, PublishOptions{Auth: authn.Anonymous, DryRun: true})
+	fresh, _ := Publish(ctx, host+"/other", rel, PublishOptions{Registry: o.Registry, DryRun: true})
 	var feLayers int
 	for _, p := range fresh.Tags {
 		if strings.Contains(p.Ref, "doris-fe") && p.Upload > 0 {
@@ -414,14 +415,14 @@ func TestPublishAuthRejected(t *testing.T) {
 	}))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	_, err := Publish(context.Background(), host+"/doris", rel, PublishOptions{Auth: &authn.Basic{Username: "doris", Password: "wrong"}})
+	_, err := Publish(context.Background(), host+"/doris", rel, PublishOptions{Registry: dregistry.Options{Auth: &authn.Basic{Username: "doris", Password: "wrong"}}})
 	if err == nil || !strings.Contains(err.Error(), "credentials") {
 		t.Errorf("wrong password: %v", err)
 	}
 	if tagged.Load() != 0 {
 		t.Error("a tag was written with wrong credentials")
 	}
-	if _, err := Publish(context.Background(), host+"/doris", rel, PublishOptions{Auth: &authn.Basic{Username: "doris", Password: "right"}}); err != nil {
+	if _, err := Publish(context.Background(), host+"/doris", rel, PublishOptions{Registry: dregistry.Options{Auth: &authn.Basic{Username: "doris", Password: "right"}}}); err != nil {
 		t.Errorf("right password: %v", err)
 	}
 }

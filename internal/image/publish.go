@@ -5,26 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
-	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
+	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
 // RefName is the OCI layout annotation that names an image or index.
-const RefName = "org.opencontainers.image.ref.name"
+const RefName = registry.RefName
 
 // Digest is the manifest digest of a tagged image or index.
 func (t Tagged) Digest() (v1.Hash, error) {
@@ -77,14 +78,10 @@ func WriteLayout(dir string, rel []Tagged) error {
 
 // PublishOptions are how a release goes to a registry.
 type PublishOptions struct {
-	Auth      authn.Authenticator // nil: the docker-config keychain
-	Insecure  bool                // plain HTTP beyond loopback
-	Jobs      int                 // blobs in flight
-	Transport http.RoundTripper   // nil: remote.DefaultTransport
-	DryRun    bool
-	// Backoff between retries of 5xx and connection errors; zero: the
-	// go-containerregistry default (1 s, x3, 3 tries).
-	Backoff remote.Backoff
+	// Registry: credentials, plain HTTP, transport, jobs and the retry
+	// schedule of 5xx and connection errors (go-containerregistry's).
+	Registry registry.Options
+	DryRun   bool
 }
 
 // Pushed is what publishing did for one tag.
@@ -108,26 +105,17 @@ type Report struct {
 // manifest by digest first, then the tags, so a failed publish leaves no new
 // tag pointing at something partial. Blobs the registry has are skipped.
 func Publish(ctx context.Context, repo string, rel []Tagged, o PublishOptions) (*Report, error) {
-	var nopts []name.Option
-	if o.Insecure {
-		nopts = append(nopts, name.Insecure)
+	r, err := o.Registry.Repository(repo)
+	if err != nil {
+		return nil, fault.Inputf("--repo %w", err)
 	}
-	counter := &countingTransport{base: o.Transport}
+	counter := &countingTransport{base: o.Registry.Transport}
 	if counter.base == nil {
 		counter.base = remote.DefaultTransport
 	}
-	ropts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(counter)}
-	if o.Auth != nil {
-		ropts = append(ropts, remote.WithAuth(o.Auth))
-	} else {
-		ropts = append(ropts, remote.WithAuthFromKeychain(authn.DefaultKeychain))
-	}
-	if o.Jobs > 0 {
-		ropts = append(ropts, remote.WithJobs(o.Jobs))
-	}
-	if o.Backoff.Steps > 0 {
-		ropts = append(ropts, remote.WithRetryBackoff(o.Backoff))
-	}
+	ro := o.Registry
+	ro.Transport = counter
+	ropts := ro.Remote(ctx)
 	rep := &Report{DryRun: o.DryRun}
 	type target struct {
 		t   Tagged
@@ -136,9 +124,9 @@ func Publish(ctx context.Context, repo string, rel []Tagged, o PublishOptions) (
 	}
 	var ts []target
 	for _, t := range rel {
-		tag, err := name.NewTag(strings.TrimSuffix(repo, "/")+"/"+t.Repo+":"+t.Tag, nopts...)
+		tag, err := o.Registry.Tag(r.String() + "/" + t.Repo + ":" + t.Tag)
 		if err != nil {
-			return nil, fmt.Errorf("--repo %s: %v", repo, err)
+			return nil, fault.Inputf("--repo %s: %w", repo, err)
 		}
 		d, err := t.Digest()
 		if err != nil {
@@ -148,7 +136,6 @@ func Publish(ctx context.Context, repo string, rel []Tagged, o PublishOptions) (
 	}
 	// What each tag holds and what the registry lacks.
 	seen := map[string]bool{}
-	checker := &blobChecker{rt: counter, auth: o.Auth}
 	for _, x := range ts {
 		blobs, err := blobsOf(x.t)
 		if err != nil {
@@ -162,11 +149,7 @@ func Publish(ctx context.Context, repo string, rel []Tagged, o PublishOptions) (
 				continue
 			}
 			seen[key] = true
-			var ok bool
-			err := retry(ctx, func() (err error) {
-				ok, err = checker.exists(ctx, x.tag.Context().Digest(b.Digest.String()))
-				return err
-			})
+			ok, err := exists(x.tag.Context().Digest(b.Digest.String()), b.MediaType, ropts)
 			if err != nil {
 				return nil, err
 			}
@@ -188,7 +171,7 @@ func Publish(ctx context.Context, repo string, rel []Tagged, o PublishOptions) (
 			err = remote.Write(x.dig, x.t.Image, ropts...)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("pushing %s (no tag was moved): %v", x.tag, explain(x.tag.RegistryStr(), err))
+			return nil, fmt.Errorf("pushing %s (no tag was moved): %w", x.tag, explain(x.tag.RegistryStr(), err))
 		}
 	}
 	for _, x := range ts {
@@ -197,7 +180,7 @@ func Publish(ctx context.Context, repo string, rel []Tagged, o PublishOptions) (
 			tg = x.t.Index
 		}
 		if err := remote.Tag(x.tag, tg, ropts...); err != nil {
-			return nil, fmt.Errorf("tagging %s: %v", x.tag, explain(x.tag.RegistryStr(), err))
+			return nil, fmt.Errorf("tagging %s: %w", x.tag, explain(x.tag.RegistryStr(), err))
 		}
 	}
 	rep.Uploaded, rep.UploadedBlobs = counter.bytes.Load(), counter.blobs.Load()
@@ -246,69 +229,27 @@ func blobsOf(t Tagged) ([]v1.Descriptor, error) {
 	return out, nil
 }
 
-// blobChecker asks registries which blobs they have, with one
-// authenticated client per repository.
-type blobChecker struct {
-	rt      http.RoundTripper
-	auth    authn.Authenticator
-	clients map[string]*http.Client
-}
-
-func (c *blobChecker) client(ctx context.Context, repo name.Repository) (*http.Client, error) {
-	if cl, ok := c.clients[repo.String()]; ok {
-		return cl, nil
-	}
-	auth := c.auth
-	if auth == nil {
-		a, err := authn.DefaultKeychain.Resolve(repo)
-		if err != nil {
-			return nil, err
-		}
-		auth = a
-	}
-	tr, err := transport.NewWithContext(ctx, repo.Registry, auth, c.rt, []string{repo.Scope(transport.PullScope)})
-	if err != nil {
-		return nil, &transientError{fmt.Sprintf("%s: %v", repo.Registry, err)}
-	}
-	if c.clients == nil {
-		c.clients = map[string]*http.Client{}
-	}
-	cl := &http.Client{Transport: tr}
-	c.clients[repo.String()] = cl
-	return cl, nil
-}
-
-// exists asks the registry (HEAD /v2/<repo>/blobs/<digest>) whether it
-// has a blob. Manifests are asked for under /manifests/.
-func (c *blobChecker) exists(ctx context.Context, d name.Digest) (bool, error) {
-	client, err := c.client(ctx, d.Context())
-	if err != nil {
-		return false, err
-	}
-	for _, kind := range []string{"blobs", "manifests"} {
-		u := fmt.Sprintf("%s://%s/v2/%s/%s/%s", d.Context().Registry.Scheme(), d.Context().RegistryStr(), d.Context().RepositoryStr(), kind, d.DigestStr())
-		req, err := http.NewRequestWithContext(ctx, http.MethodHead, u, nil)
-		if err != nil {
-			return false, err
-		}
-		req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json")
-		resp, err := client.Do(req)
-		if err != nil {
-			return false, err
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return true, nil
-		}
-		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-			return false, authError(d.Context().RegistryStr(), resp.Status)
-		}
-		if resp.StatusCode >= 500 {
-			return false, &transientError{fmt.Sprintf("HEAD %s: %s", u, resp.Status)}
+// exists asks the registry whether it has a blob (HEAD under /blobs/) or a
+// child manifest (HEAD under /manifests/); go-containerregistry retries
+// transient errors.
+func exists(d name.Digest, mt types.MediaType, ropts []remote.Option) (bool, error) {
+	var err error
+	if mt.IsIndex() || mt.IsImage() {
+		_, err = remote.Head(d, ropts...)
+	} else {
+		var l v1.Layer
+		if l, err = remote.Layer(d, ropts...); err == nil {
+			_, err = l.Size()
 		}
 	}
-	return false, nil
+	var terr *transport.Error
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
+		return false, nil
+	}
+	return false, explain(d.RegistryStr(), err)
 }
 
 // countingTransport counts the bytes of blob uploads (PATCH and PUT bodies
@@ -345,35 +286,6 @@ func (b *countingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-type transientError struct{ msg string }
-
-func (e *transientError) Error() string { return e.msg }
-
-// retry runs fn up to five times, backing off from 100 ms, while it fails
-// with a server error or a connection error.
-func retry(ctx context.Context, fn func() error) error {
-	wait := 100 * time.Millisecond
-	var err error
-	for i := 0; i < 5; i++ {
-		if err = fn(); err == nil {
-			return nil
-		}
-		var te *transientError
-		var terr *transport.Error
-		var nerr net.Error
-		if !errors.As(err, &te) && !(errors.As(err, &terr) && terr.StatusCode >= 500) && !errors.As(err, &nerr) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		wait *= 2
-	}
-	return err
-}
-
 func authError(registry, status string) error {
 	return fmt.Errorf("registry %s rejected the credentials (%s): run docker login %s, or pass --username and --password-stdin", registry, status, registry)
 }
@@ -382,7 +294,7 @@ func authError(registry, status string) error {
 func explain(registry string, err error) error {
 	var terr *transport.Error
 	if errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden) {
-		return authError(registry, http.StatusText(terr.StatusCode))
+		return fmt.Errorf("%w: %w", authError(registry, http.StatusText(terr.StatusCode)), terr)
 	}
 	return err
 }

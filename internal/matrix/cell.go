@@ -2,6 +2,8 @@ package matrix
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -35,11 +37,11 @@ func (c Cell) PageSize() int {
 func (c Cell) Name() string { return c.Doris.Series + "/" + c.Target.Name }
 
 // TargetNames returns the target names in order.
-func (m *Matrix) TargetNames() []string { return sortedKeys(m.Targets) }
+func (m *Matrix) TargetNames() []string { return slices.Sorted(maps.Keys(m.Targets)) }
 
 // SeriesNames returns the Doris series in version order.
 func (m *Matrix) SeriesNames() []string {
-	names := sortedKeys(m.Doris)
+	names := slices.Sorted(maps.Keys(m.Doris))
 	sort.SliceStable(names, func(i, j int) bool {
 		a, ea := version.NewVersion(names[i])
 		b, eb := version.NewVersion(names[j])

@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -190,7 +192,7 @@ func (m *Matrix) ParseMarch(march string) (March, error) {
 		case byMarch[t] != "":
 			names = []string{byMarch[t]}
 		default:
-			return March{}, fmt.Errorf("-march=%s: unknown extension %q (known: %s)", march, tok, strings.Join(sortedKeys(byMarch), ", "))
+			return March{}, fmt.Errorf("-march=%s: unknown extension %q (known: %s)", march, tok, strings.Join(slices.Sorted(maps.Keys(byMarch)), ", "))
 		}
 		for _, n := range names {
 			if remove {
@@ -209,15 +211,6 @@ func (m *Matrix) ParseMarch(march string) (March, error) {
 		}
 	}
 	return March{Level: level, Extensions: exts}, nil
-}
-
-func sortedKeys[V any](mp map[string]V) []string {
-	out := make([]string, 0, len(mp))
-	for k := range mp {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // LowerBound returns the lowest version a constraint string admits, or nil

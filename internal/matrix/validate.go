@@ -2,6 +2,8 @@ package matrix
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-version"
@@ -78,7 +80,7 @@ func (m *Matrix) validate() error {
 			c.fail(m.Keys.At(sec.key, m.Pos), "section %s: is missing or empty", sec.key)
 		}
 	}
-	for _, n := range sortedKeys(m.ISAs) {
+	for _, n := range slices.Sorted(maps.Keys(m.ISAs)) {
 		isa := m.ISAs[n]
 		if isa.Triple == "" {
 			c.fail(isa.Pos, "isa %s: triple is required (e.g. aarch64-linux-gnu)", n)
@@ -101,14 +103,14 @@ func (m *Matrix) validate() error {
 			}
 		}
 	}
-	for _, n := range sortedKeys(m.Extensions) {
+	for _, n := range slices.Sorted(maps.Keys(m.Extensions)) {
 		e := m.Extensions[n]
 		if _, ok := m.ISAs[e.ISA]; !ok {
 			c.fail(e.Keys.At("isa", e.Pos), "extension %s: unknown isa %q", n, e.ISA)
 		}
 		c.extList(e.Keys.At("implies", e.Pos), "extension "+n, e.ISA, e.Implies)
 	}
-	for _, n := range sortedKeys(m.ArchLevels) {
+	for _, n := range slices.Sorted(maps.Keys(m.ArchLevels)) {
 		al := m.ArchLevels[n]
 		if _, ok := m.ISAs[al.ISA]; !ok {
 			c.fail(al.Keys.At("isa", al.Pos), "arch level %s: unknown isa %q", n, al.ISA)
@@ -128,20 +130,20 @@ func (m *Matrix) validate() error {
 			c.fail(al.Pos, "arch level %s: %v", n, err)
 		}
 	}
-	for _, n := range sortedKeys(m.QemuModels) {
+	for _, n := range slices.Sorted(maps.Keys(m.QemuModels)) {
 		q := m.QemuModels[n]
 		if _, ok := m.ISAs[q.ISA]; !ok {
 			c.fail(q.Keys.At("isa", q.Pos), "qemu model %s: unknown isa %q", n, q.ISA)
 		}
 		c.extList(q.Keys.At("extensions", q.Pos), "qemu model "+n, q.ISA, q.Extensions)
 	}
-	for _, n := range sortedKeys(m.Compilers) {
+	for _, n := range slices.Sorted(maps.Keys(m.Compilers)) {
 		m.checkCompiler(c, m.Compilers[n])
 	}
-	for _, n := range sortedKeys(m.CPUs) {
+	for _, n := range slices.Sorted(maps.Keys(m.CPUs)) {
 		m.checkCPU(c, m.CPUs[n])
 	}
-	for _, n := range sortedKeys(m.OSes) {
+	for _, n := range slices.Sorted(maps.Keys(m.OSes)) {
 		o := m.OSes[n]
 		if o.Name == "" {
 			c.fail(o.Pos, "os %s: name is required", n)
@@ -152,20 +154,20 @@ func (m *Matrix) validate() error {
 		if o.PageSize < 4096 || o.PageSize&(o.PageSize-1) != 0 {
 			c.fail(o.Keys.At("page_size", o.Pos), "os %s: page_size must be a power of two of at least 4096 bytes, got %d", n, o.PageSize)
 		}
-		for _, isa := range sortedKeys(o.Sysroot) {
+		for _, isa := range slices.Sorted(maps.Keys(o.Sysroot)) {
 			at := o.Keys.At("sysroot", o.Pos)
 			sr, ok := m.Sysroots[o.Sysroot[isa]]
 			switch {
 			case m.ISAs[isa] == nil:
 				c.fail(at, "os %s: sysroot for unknown isa %q", n, isa)
 			case !ok:
-				c.fail(at, "os %s: sysroot %q for %s is not in sysroots (one of: %s)", n, o.Sysroot[isa], isa, strings.Join(sortedKeys(m.Sysroots), ", "))
+				c.fail(at, "os %s: sysroot %q for %s is not in sysroots (one of: %s)", n, o.Sysroot[isa], isa, strings.Join(slices.Sorted(maps.Keys(m.Sysroots)), ", "))
 			case sr.Triple != m.ISAs[isa].Triple:
 				c.fail(at, "os %s: sysroot %s is for %s, not %s (%s)", n, sr.Name, sr.Triple, isa, m.ISAs[isa].Triple)
 			}
 		}
 	}
-	for _, n := range sortedKeys(m.Sysroots) {
+	for _, n := range slices.Sorted(maps.Keys(m.Sysroots)) {
 		sr := m.Sysroots[n]
 		if (sr.Debian == nil) == (sr.Image == "") {
 			c.fail(sr.Pos, "sysroot %s: give exactly one source, debian (suite, arch, packages) or image (a reference by digest)", n)
@@ -183,7 +185,7 @@ func (m *Matrix) validate() error {
 			c.fail(sr.Pos, "sysroot %s: triple is required (the ISA's, e.g. aarch64-linux-gnu)", n)
 		}
 	}
-	for _, n := range sortedKeys(m.Doris) {
+	for _, n := range slices.Sorted(maps.Keys(m.Doris)) {
 		d := m.Doris[n]
 		cs := c.constraint(d.Keys.At("versions", d.Pos), "doris "+n+": versions", d.Versions)
 		if cs != nil {
@@ -192,7 +194,7 @@ func (m *Matrix) validate() error {
 			}
 		}
 	}
-	for _, n := range sortedKeys(m.Targets) {
+	for _, n := range slices.Sorted(maps.Keys(m.Targets)) {
 		m.checkTarget(c, m.Targets[n])
 	}
 	return c.errs.Err()
@@ -236,11 +238,11 @@ func (m *Matrix) checkCPU(c *checker, cpu *CPU) {
 		}
 	}
 	if q, ok := m.QemuModels[cpu.Qemu]; !ok {
-		c.fail(cpu.Keys.At("qemu", cpu.Pos), "cpu %s: unknown qemu model %q (one of: %s)", n, cpu.Qemu, strings.Join(sortedKeys(m.QemuModels), ", "))
+		c.fail(cpu.Keys.At("qemu", cpu.Pos), "cpu %s: unknown qemu model %q (one of: %s)", n, cpu.Qemu, strings.Join(slices.Sorted(maps.Keys(m.QemuModels)), ", "))
 	} else if q.ISA != cpu.ISA {
 		c.fail(cpu.Keys.At("qemu", cpu.Pos), "cpu %s: qemu model %s emulates %s, not %s", n, cpu.Qemu, q.ISA, cpu.ISA)
 	}
-	for _, comp := range sortedKeys(cpu.Mcpu) {
+	for _, comp := range slices.Sorted(maps.Keys(cpu.Mcpu)) {
 		mc := cpu.Mcpu[comp]
 		if _, ok := m.Compilers[comp]; !ok {
 			c.fail(mc.Pos, "cpu %s: mcpu names unknown compiler %q", n, comp)
@@ -257,10 +259,10 @@ func (m *Matrix) checkTarget(c *checker, t *Target) {
 	at := func(key string) datafile.Pos { return t.Keys.At(key, t.Pos) }
 	cpu, okCPU := m.CPUs[t.CPU]
 	if !okCPU {
-		c.fail(at("cpu"), "target %s: unknown cpu %q (one of: %s)", n, t.CPU, strings.Join(sortedKeys(m.CPUs), ", "))
+		c.fail(at("cpu"), "target %s: unknown cpu %q (one of: %s)", n, t.CPU, strings.Join(slices.Sorted(maps.Keys(m.CPUs)), ", "))
 	}
 	if _, ok := m.OSes[t.OS]; !ok {
-		c.fail(at("os"), "target %s: unknown os %q (one of: %s)", n, t.OS, strings.Join(sortedKeys(m.OSes), ", "))
+		c.fail(at("os"), "target %s: unknown os %q (one of: %s)", n, t.OS, strings.Join(slices.Sorted(maps.Keys(m.OSes)), ", "))
 	}
 	if len(t.Compilers) == 0 {
 		c.fail(at("compilers"), "target %s: compilers must list at least one compiler", n)
@@ -269,7 +271,7 @@ func (m *Matrix) checkTarget(c *checker, t *Target) {
 	for _, cn := range t.Compilers {
 		cc, ok := m.Compilers[cn]
 		if !ok {
-			c.fail(at("compilers"), "target %s: unknown compiler %q (one of: %s)", n, cn, strings.Join(sortedKeys(m.Compilers), ", "))
+			c.fail(at("compilers"), "target %s: unknown compiler %q (one of: %s)", n, cn, strings.Join(slices.Sorted(maps.Keys(m.Compilers)), ", "))
 			continue
 		}
 		dialects[cc.Dialect] = true
@@ -319,7 +321,7 @@ func (m *Matrix) checkTarget(c *checker, t *Target) {
 			}
 		}
 	}
-	for _, d := range sortedKeys(t.LTO) {
+	for _, d := range slices.Sorted(maps.Keys(t.LTO)) {
 		modes, ok := Dialects[d]
 		if !ok {
 			c.fail(at("lto"), "target %s: lto for unknown dialect %q (gcc or clang)", n, d)
@@ -352,7 +354,7 @@ func (m *Matrix) checkTarget(c *checker, t *Target) {
 // has extensions the CPU lacks (a smoke run then cannot catch them).
 func (m *Matrix) Warnings() []string {
 	var out []string
-	for _, n := range sortedKeys(m.CPUs) {
+	for _, n := range slices.Sorted(maps.Keys(m.CPUs)) {
 		cpu := m.CPUs[n]
 		q, ok := m.QemuModels[cpu.Qemu]
 		if !ok || cpu.ISA != "aarch64" {

@@ -9,9 +9,11 @@ package recipe
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -283,7 +285,7 @@ func (r *Recipe) validate() error {
 			}
 		}
 	}
-	for _, name := range sortedImageNames(r.Images) {
+	for _, name := range slices.Sorted(maps.Keys(r.Images)) {
 		im := r.Images[name]
 		if im == nil || im.From == "" || strings.Contains(im.From, "..") || strings.HasPrefix(im.From, "/") {
 			fail(r.Keys.At("images", r.Pos), "recipe %s: image %s: from must name an output directory (be, fe)", r.Name, name)
@@ -422,12 +424,3 @@ func Expand(s string, ctx Context) (string, error) {
 }
 
 var portRE = regexp.MustCompile(`^[0-9]{1,5}/(tcp|udp)$`)
-
-func sortedImageNames(m map[string]*ImageSpec) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}

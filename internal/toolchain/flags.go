@@ -2,7 +2,9 @@ package toolchain
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -257,7 +259,7 @@ func (tc *Toolchain) Env(w *Wrappers, f Flags) []string {
 	if tc.Cell.ISA.Name == "aarch64" {
 		env = append(env, "ARM_MARCH="+tc.March(), "USE_AVX2=OFF")
 	}
-	for _, role := range sortedRoles(w.Tools) {
+	for _, role := range slices.Sorted(maps.Keys(w.Tools)) {
 		env = append(env, strings.ToUpper(role)+"="+w.Tools[role])
 	}
 	if tc.Sysroot != nil {

@@ -2,8 +2,10 @@ package toolchain
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -19,15 +21,6 @@ func writeNew(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	return f.Close()
-}
-
-func sortedRoles(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // WriteWrappers writes a compiler home under dir whose gcc/g++ (or clang/clang++)
@@ -55,7 +48,7 @@ func (tc *Toolchain) WriteWrappers(dir string, f Flags, log string) (*Wrappers, 
 			return nil, err
 		}
 	}
-	for _, role := range sortedRoles(tc.Tools) {
+	for _, role := range slices.Sorted(maps.Keys(tc.Tools)) {
 		link := filepath.Join(bin, toolName(role, tc.Compiler.Dialect))
 		_ = os.Remove(link)
 		if err := os.Symlink(tc.Tools[role], link); err != nil {
