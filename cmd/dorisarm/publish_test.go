@@ -321,4 +321,3 @@ func mustRef(t *testing.T, s string) name.Reference {
 	}
 	return r
 }
-
