@@ -12,6 +12,7 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/build"
 	"github.com/dorisarm/dorisarm/internal/fault"
+	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/scan"
 )
 
@@ -36,7 +37,7 @@ func newBuildCmd(g *globals) *cobra.Command {
 	var allowFile, format string
 	var cacheMax int64
 	var cacheFrom, cacheTo string
-	var insecure bool
+	var ro registry.Options
 	cmd := &cobra.Command{
 		Use:   "build",
 		Short: "Build Doris (or the sample) for targets, cached, smoke-run and scanned",
@@ -79,10 +80,10 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 				return fault.Input(err)
 			}
 			var err error
-			if opts.CacheFrom, err = remoteCache("--cache-from", cacheFrom, insecure); err != nil {
+			if opts.CacheFrom, err = remoteCache("--cache-from", cacheFrom, ro); err != nil {
 				return err
 			}
-			if opts.CacheTo, err = remoteCache("--cache-to", cacheTo, insecure); err != nil {
+			if opts.CacheTo, err = remoteCache("--cache-to", cacheTo, ro); err != nil {
 				return err
 			}
 			opts.PGOProfile = o.pgoProfile
@@ -167,7 +168,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 	cmd.Flags().BoolVar(&opts.NoScan, "no-scan", false, "publish without the scan gate (recorded in the build record)")
 	cmd.Flags().StringVar(&cacheFrom, "cache-from", "", "a registry repository (REGISTRY/PATH) to restore steps from when the local cache lacks them")
 	cmd.Flags().StringVar(&cacheTo, "cache-to", "", "a registry repository to offer every step result to (may be the same as --cache-from)")
-	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow a plain-HTTP cache registry that is not on loopback")
+	insecureFlag(cmd, &ro)
 	cmd.Flags().Int64Var(&cacheMax, "cache-max-size", 0, "after building, prune the cache to this many bytes (least recently used first)")
 	formatFlag(cmd, &format, "text", "text or json (one entry per target; progress stays on stderr)")
 	return cmd

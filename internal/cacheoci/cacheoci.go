@@ -32,6 +32,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/dorisarm/dorisarm/internal/build"
+	"github.com/dorisarm/dorisarm/internal/fault"
+	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
 // Media types of a cache artifact.
@@ -46,8 +48,17 @@ const maxManifest = 64 << 10
 
 // Repo is a registry repository that holds step-cache entries.
 type Repo struct {
-	Repo name.Repository
-	Opts []remote.Option
+	Repo     name.Repository
+	Registry registry.Options
+}
+
+// Open parses REGISTRY/PATH as a cache repository.
+func Open(s string, ro registry.Options) (*Repo, error) {
+	r, err := ro.Repository(s)
+	if err != nil {
+		return nil, fault.Input(err)
+	}
+	return &Repo{Repo: r, Registry: ro}, nil
 }
 
 // ForeignError is an artifact under a step key that is not that step's
@@ -61,8 +72,63 @@ func (e *ForeignError) Error() string {
 	return fmt.Sprintf("cache artifact %s refused: %s", e.Ref, e.Reason)
 }
 
-func (r *Repo) ro(ctx context.Context) []remote.Option {
-	return append([]remote.Option{remote.WithContext(ctx)}, r.Opts...)
+func (r *Repo) ro(ctx context.Context) []remote.Option { return r.Registry.Remote(ctx) }
+
+// PushAll uploads every entry of the local cache c; it stops at the first
+// failure. It returns the entries and their bytes.
+func (r *Repo) PushAll(ctx context.Context, c *build.Cache) (entries int, bytes int64, err error) {
+	ents, err := c.Entries()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, e := range ents {
+		if err := r.Push(ctx, c, e.Key); err != nil {
+			return entries, bytes, fault.Gate(err)
+		}
+		entries++
+		bytes += e.Bytes
+	}
+	return entries, bytes, nil
+}
+
+// Pulled counts what PullAll did.
+type Pulled struct {
+	Pulled, Present, Refused int
+}
+
+// PullAll downloads every entry of the repository that c lacks. An entry
+// that fails its checks is refused (reported to warn, not written) and the
+// others still come; refusals make the error a failed gate.
+func (r *Repo) PullAll(ctx context.Context, c *build.Cache, warn func(error)) (Pulled, error) {
+	var p Pulled
+	if err := c.Init(); err != nil {
+		return p, err
+	}
+	tags, err := remote.List(r.Repo, r.ro(ctx)...)
+	if err != nil {
+		return p, fault.Gatef("%s: %w", r.Repo, err)
+	}
+	for _, key := range tags {
+		if !build.ValidKey(key) {
+			continue
+		}
+		if _, ok := c.Get(key); ok {
+			p.Present++
+			continue
+		}
+		ok, err := r.Pull(ctx, c, key)
+		switch {
+		case err != nil:
+			warn(err)
+			p.Refused++
+		case ok:
+			p.Pulled++
+		}
+	}
+	if p.Refused > 0 {
+		return p, fault.Gatef("%d entries of %s were refused", p.Refused, r.Repo)
+	}
+	return p, nil
 }
 
 // Push uploads the local entry of key (skipping blobs the registry has).

@@ -7,12 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-
 	"github.com/dorisarm/dorisarm/internal/build"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/scan"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
@@ -25,8 +24,8 @@ type Options struct {
 	Images []string
 	// Trust checks signatures and attestations; nil: not checked.
 	Trust *sign.Trust
-	// Remote are the registry options (auth, transport).
-	Remote []remote.Option
+	// Registry reaches the registry (credentials, plain HTTP, transport).
+	Registry registry.Options
 }
 
 // FromBuilds reports the builds of a build directory and, with o.Store,
@@ -159,7 +158,7 @@ func (o Options) check(ctx context.Context, img string, f *Found) (sig, att Stat
 		why := "an OCI layout holds no signatures: publish and sign the release to check them"
 		return Status{State: NotChecked, Detail: why}, Status{State: NotChecked, Detail: why}, nil
 	}
-	res, err := sign.VerifyRelease(ctx, d, *o.Trust, false, o.Remote...)
+	res, err := sign.VerifyRelease(ctx, d, *o.Trust, false, o.Registry.Remote(ctx)...)
 	if err != nil {
 		return Status{State: Failed, Detail: err.Error()}, Status{State: Failed, Detail: err.Error()}, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/dorisarm/dorisarm/internal/image"
+	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
 // Store is where a release's images are: a registry repository prefix
@@ -39,39 +40,39 @@ type Found struct {
 	Annotations map[string]string
 }
 
-// OpenStore opens oci:DIR or a registry prefix (host[:port]/path);
-// insecure allows plain HTTP to registries not on loopback.
-func OpenStore(loc string, insecure bool, opts ...remote.Option) (Store, error) {
-	if dir, ok := strings.CutPrefix(loc, "oci:"); ok {
-		lp, err := layout.FromPath(dir)
+// OpenStore opens oci:DIR or a registry prefix (host[:port]/path).
+func OpenStore(loc string, ro registry.Options) (Store, error) {
+	l, err := registry.ParseLocation(loc)
+	if err != nil {
+		return nil, err
+	}
+	if l.IsLayout() {
+		if l.Name != "" {
+			return nil, fmt.Errorf("%s: want a whole layout, oci:DIR, not one of its entries", loc)
+		}
+		lp, err := layout.FromPath(l.Layout)
 		if err != nil {
-			return nil, fmt.Errorf("%s: not an OCI layout (%v): write one with dorisarm image build --out oci:DIR", loc, err)
+			return nil, fmt.Errorf("%s: not an OCI layout (%w): write one with dorisarm image build --out oci:DIR", loc, err)
 		}
 		return &layoutStore{loc: loc, path: lp}, nil
 	}
-	if i := strings.LastIndex(loc, "/"); strings.Contains(loc, "@") || i >= 0 && strings.Contains(loc[i+1:], ":") {
+	i := strings.LastIndex(loc, "/")
+	r, err := ro.Repository(loc + "/x")
+	if err != nil || strings.Contains(loc, "@") || i >= 0 && strings.Contains(loc[i+1:], ":") {
 		return nil, fmt.Errorf("%s: want a repository prefix without a tag (e.g. 127.0.0.1:5000/release), or oci:DIR", loc)
 	}
-	var nopts []name.Option
-	if insecure {
-		nopts = append(nopts, name.Insecure)
-	}
-	if _, err := name.NewRepository(loc+"/x", nopts...); err != nil {
-		return nil, fmt.Errorf("%s: not a registry repository prefix: %v", loc, err)
-	}
-	return &registryStore{prefix: strings.TrimSuffix(loc, "/"), opts: opts, nopts: nopts}, nil
+	return &registryStore{prefix: strings.TrimSuffix(r.String(), "/x"), ro: ro}, nil
 }
 
 type registryStore struct {
 	prefix string
-	opts   []remote.Option
-	nopts  []name.Option
+	ro     registry.Options
 }
 
 func (s *registryStore) String() string { return s.prefix }
 
 func (s *registryStore) repo(img string) (name.Repository, error) {
-	return name.NewRepository(s.prefix+"/"+img, s.nopts...)
+	return s.ro.Repository(s.prefix + "/" + img)
 }
 
 func (s *registryStore) Tags(ctx context.Context, img string) ([]string, error) {
@@ -79,7 +80,7 @@ func (s *registryStore) Tags(ctx context.Context, img string) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	tags, err := remote.List(r, append([]remote.Option{remote.WithContext(ctx)}, s.opts...)...)
+	tags, err := remote.List(r, s.ro.Remote(ctx)...)
 	var te *transport.Error
 	if errors.As(err, &te) && te.StatusCode == 404 {
 		return nil, nil
@@ -93,7 +94,7 @@ func (s *registryStore) Get(ctx context.Context, img, tag string) (*Found, error
 		return nil, err
 	}
 	ref := r.Tag(tag)
-	desc, err := remote.Get(ref, append([]remote.Option{remote.WithContext(ctx)}, s.opts...)...)
+	desc, err := remote.Get(ref, s.ro.Remote(ctx)...)
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +118,11 @@ func (s *registryStore) Digest(img, digest string) (name.Digest, bool) {
 	if err != nil {
 		return name.Digest{}, false
 	}
-	d, err := name.NewDigest(r.String()+"@"+digest, s.nopts...)
-	return d, err == nil
+	h, err := v1.NewHash(digest)
+	if err != nil {
+		return name.Digest{}, false
+	}
+	return r.Digest(h.String()), true
 }
 
 type layoutStore struct {

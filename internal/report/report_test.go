@@ -8,6 +8,7 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/build"
 	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/scan"
 	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
@@ -212,7 +213,7 @@ func TestOpenStore(t *testing.T) {
 		"oci:" + t.TempDir():               false, // no layout there
 		"Not A Registry/UPPER":             false,
 	} {
-		_, err := OpenStore(loc, false)
+		_, err := OpenStore(loc, registry.Options{})
 		if (err == nil) != ok {
 			t.Errorf("OpenStore(%q): %v, want ok=%v", loc, err, ok)
 		}
