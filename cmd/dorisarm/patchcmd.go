@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	goversion "github.com/hashicorp/go-version"
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
@@ -74,7 +73,14 @@ func newPatchListCmd(g *globals, pg *patchGlobals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, _ := g.loadMatrix()
+			m, err := g.loadMatrix()
+			if err != nil {
+				return err
+			}
+			ps, err := s.Query(m, patch.Query{Doris: doris, Target: target})
+			if err != nil {
+				return err
+			}
 			type row struct {
 				ID        string   `json:"id"`
 				Component string   `json:"component"`
@@ -83,30 +89,8 @@ func newPatchListCmd(g *globals, pg *patchGlobals) *cobra.Command {
 				Why       string   `json:"why"`
 				SHA256    string   `json:"sha256"`
 			}
-			var rows []row
-			for _, p := range s.Patches {
-				if doris != "" && p.Component == "doris" && !p.MatchesVersion(doris) {
-					continue
-				}
-				if target != "" {
-					t, err := m.Target(target)
-					if err != nil {
-						return fault.Input(err)
-					}
-					series := m.SeriesNames()[0]
-					if doris != "" {
-						if d, err := m.SeriesFor(doris); err == nil {
-							series = d.Series
-						}
-					}
-					c, err := m.Cell(series, t.Name)
-					if err != nil {
-						return fault.Input(err)
-					}
-					if !p.MatchesTarget(m, c) {
-						continue
-					}
-				}
+			rows := []row{}
+			for _, p := range ps {
 				targets := p.Targets
 				if len(targets) == 0 {
 					targets = []string{"all"}
@@ -139,34 +123,15 @@ func selectFor(g *globals, s *patch.Series, component, ver, target string) ([]*p
 	if ver == "" {
 		return nil, usageErr("--version is required (the component's version, e.g. 0.5.1)")
 	}
-	if _, err := goversion.NewVersion(ver); err != nil {
-		return nil, usageErr("--version %q is not a version", ver)
-	}
 	m, err := g.loadMatrix()
 	if err != nil {
 		return nil, err
 	}
-	var out []*patch.Patch
-	for _, p := range s.Patches {
-		if p.Component != component || !p.MatchesVersion(ver) {
-			continue
-		}
-		if target != "" {
-			t, err := m.Target(target)
-			if err != nil {
-				return nil, fault.Input(err)
-			}
-			c, err := m.Cell(m.SeriesNames()[0], t.Name)
-			if err != nil {
-				return nil, fault.Input(err)
-			}
-			if !p.MatchesTarget(m, c) {
-				continue
-			}
-		}
-		out = append(out, p)
+	q := patch.Query{Component: component, Version: ver, Target: target}
+	if component == "doris" {
+		q.Doris = ver
 	}
-	return out, nil
+	return s.Query(m, q)
 }
 
 func printResult(g *globals, r *patch.Result, format string) {
