@@ -172,6 +172,9 @@ for loopback registries; --insecure allows it elsewhere.`,
 			if err := checkFormat(format, "table", "json"); err != nil {
 				return err
 			}
+			if repo == "" {
+				return usageErr("--repo is required: REGISTRY/PATH or oci:DIR")
+			}
 			loc, err := registry.ParseLocation(repo)
 			if err != nil || loc.Name != "" {
 				return usageErr("--repo %q: want REGISTRY/PATH or oci:DIR", repo)

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/dorisarm/dorisarm/internal/build"
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 )
@@ -46,6 +47,11 @@ type Build struct {
 // FindBuilds returns every build under out (<out>/<doris>/<target>/), each
 // checked against its record, in a stable order.
 func FindBuilds(out string) ([]Build, error) {
+	bs, err := findBuilds(out)
+	return bs, fault.Input(err)
+}
+
+func findBuilds(out string) ([]Build, error) {
 	recs, err := filepath.Glob(filepath.Join(out, "*", "*", build.RecordFile))
 	if err != nil {
 		return nil, err
@@ -118,7 +124,18 @@ type Tagged struct {
 // and Doris version, <name>:<version>-<target> for each non-shared image of
 // each target of the index ISA's kind, <name>:<version> as a multi-arch index
 // of each ISA's index target, and <name>:<version> directly for shared images.
+// Its errors are bad input: builds that do not make a release together.
 func Release(m *matrix.Matrix, r *recipe.Recipe, builds []Build, o Options) ([]Tagged, error) {
+	rel, err := release(m, r, builds, o)
+	return rel, fault.Input(err)
+}
+
+func release(m *matrix.Matrix, r *recipe.Recipe, builds []Build, o Options) ([]Tagged, error) {
+	for _, b := range builds {
+		if b.Record.Recipe.Name != r.Name {
+			return nil, fmt.Errorf("%s was built with recipe %s, not %s (--recipe %s)", b.Dir, b.Record.Recipe.Name, r.Name, r.File)
+		}
+	}
 	if len(r.Images) == 0 {
 		return nil, fmt.Errorf("recipe %s names no images (images: in %s)", r.Name, r.File)
 	}
