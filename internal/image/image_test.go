@@ -51,7 +51,7 @@ func fakeBuild(t *testing.T, m *matrix.Matrix, out, target string, files map[str
 		t.Fatal(err)
 	}
 	dir := build.Dir(out, "2.1.8", target)
-	rec := build.Record{Schema: 1, Cell: plan.CellInfo{Doris: "2.1.8", Target: target, CPU: cell.CPU.Name, ISA: cell.ISA.Name, March: cell.Target.March, PGO: cell.Target.PGO},
+	rec := build.Record{Schema: 1, Recipe: plan.RecipeInfo{Name: "minidoris"}, Cell: plan.CellInfo{Doris: "2.1.8", Target: target, CPU: cell.CPU.Name, ISA: cell.ISA.Name, March: cell.Target.March, PGO: cell.Target.PGO},
 		Compiler: toolchain.Identity{Name: "gcc", Version: "12.2.0"}, Patches: []plan.PatchRef{{ID: "bitshuffle/0001-scalar-bitshuffle", SHA256: "ab"}}}
 	for p, content := range files {
 		full := filepath.Join(dir, p)
