@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,7 +67,9 @@ func (o *releaseOptions) release(g *globals) ([]image.Tagged, error) {
 	}
 	src := o.source
 	if src == "" {
-		src = filepath.Join(g.repoDir(), "examples", "minidoris")
+		if src, err = g.sampleTree(); err != nil {
+			return nil, err
+		}
 	}
 	epoch, rev, err := o.dates(src)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm"
+	"github.com/dorisarm/dorisarm/internal/datafs"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 )
 
@@ -61,17 +63,61 @@ func (g *globals) paint(ok bool, word string) string {
 }
 
 func (g *globals) loadMatrix() (*matrix.Matrix, error) {
-	m, err := matrix.Load(g.matrixFile)
+	m, err := matrix.Load(g.matrixPath())
 	return m, badInput(err)
 }
 
-// repoDir is where matrix.yaml lives: the default recipes and the bundled
-// sample are found relative to it.
-func (g *globals) repoDir() string { return filepath.Dir(g.matrixFile) }
+// matrixPath is the matrix in use: --matrix, else matrix.yaml in the working
+// directory (a checkout), else the copy built into dorisarm.
+func (g *globals) matrixPath() string {
+	if g.matrixFile != "" {
+		return g.matrixFile
+	}
+	if _, err := os.Stat(matrix.DefaultFile); err == nil {
+		return matrix.DefaultFile
+	}
+	return datafs.Embedded(matrix.DefaultFile)
+}
+
+// repoDir is the matrix's directory: the default recipes, patches and the
+// bundled sample are looked for relative to it.
+func (g *globals) repoDir() string { return datafs.Dir(g.matrixPath()) }
+
+// dataFile is a default data file or directory, rel a slash path from the
+// repository root: the one beside the matrix when it is there, else the
+// copy built into dorisarm.
+func (g *globals) dataFile(rel string) string {
+	if beside := datafs.Join(g.repoDir(), rel); datafs.Exists(beside) {
+		return beside
+	}
+	return datafs.Embedded(rel)
+}
 
 // recipeFile is where the recipe a build record names lives.
 func (g *globals) recipeFile(name string) string {
-	return filepath.Join(g.repoDir(), "recipes", name+".yaml")
+	return g.dataFile("recipes/" + name + ".yaml")
+}
+
+// sampleTree is the bundled sample's directory on disk: the checkout's
+// examples/minidoris beside the matrix, else the built-in copy written once
+// to the cache directory (builds copy the tree; nothing is written into it).
+func (g *globals) sampleTree() (string, error) {
+	if d := g.dataFile(dorisarm.Sample); !datafs.IsEmbedded(d) {
+		return d, nil
+	}
+	d, err := datafs.WriteTree(dorisarm.Sample, filepath.Join(defaultCacheDir(), "sample"))
+	if err != nil {
+		return "", badInput(err)
+	}
+	return d, nil
+}
+
+// notEmbedded refuses to write path when it names the built-in data.
+func notEmbedded(path, flag string) error {
+	if datafs.IsEmbedded(path) {
+		return usageErr("%s is the copy built into dorisarm and cannot be changed: run in a checkout or pass %s", path, flag)
+	}
+	return nil
 }
 
 func newRoot() *cobra.Command {
@@ -91,7 +137,7 @@ Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
-	root.PersistentFlags().StringVar(&g.matrixFile, "matrix", matrix.DefaultFile, "the build matrix")
+	root.PersistentFlags().StringVar(&g.matrixFile, "matrix", "", "the build matrix (default: matrix.yaml in the working directory, else the one built into dorisarm)")
 	root.PersistentFlags().StringVar(&g.colorMode, "color", "auto", "colour status words: auto (a terminal without $NO_COLOR), always or never")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		var err error
@@ -108,7 +154,7 @@ Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
 func registerCompletions(c *cobra.Command, g *globals) {
 	names := func(list func(*matrix.Matrix) []string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			m, err := matrix.Load(g.matrixFile)
+			m, err := matrix.Load(g.matrixPath())
 			if err != nil {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}

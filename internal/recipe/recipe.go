@@ -9,7 +9,6 @@ package recipe
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -17,6 +16,7 @@ import (
 	"text/template"
 
 	"github.com/dorisarm/dorisarm/internal/datafile"
+	"github.com/dorisarm/dorisarm/internal/datafs"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 )
 
@@ -159,7 +159,7 @@ type Step struct {
 
 // Load reads and validates a recipe.
 func Load(path string) (*Recipe, error) {
-	data, err := os.ReadFile(path)
+	data, err := datafs.ReadFile(path)
 	if err != nil {
 		return nil, &datafile.Error{Pos: datafile.Pos{File: path}, Msg: fmt.Sprintf("cannot read the recipe: %v (pass --recipe FILE)", err)}
 	}
@@ -168,7 +168,7 @@ func Load(path string) (*Recipe, error) {
 		return nil, err
 	}
 	r.File = path
-	r.Dir = filepath.Dir(path)
+	r.Dir = datafs.Dir(path)
 	r.Digest = digestBytes(data)
 	if err := r.validate(); err != nil {
 		return nil, err
@@ -176,12 +176,13 @@ func Load(path string) (*Recipe, error) {
 	return &r, nil
 }
 
-// Path resolves a path written in the recipe (relative to the recipe's directory).
+// Path resolves a path written in the recipe (relative to the recipe's
+// directory; for a built-in recipe, a name in the built-in data).
 func (r *Recipe) Path(p string) string {
 	if p == "" || filepath.IsAbs(p) {
 		return p
 	}
-	return filepath.Join(r.Dir, p)
+	return datafs.Join(r.Dir, p)
 }
 
 // StepNames returns the tree's steps in dependency order (then by name).
