@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,36 +196,171 @@ func isFlagError(err error) bool {
 		strings.HasPrefix(err.Error(), "required flag") || strings.HasPrefix(err.Error(), "requires at least")
 }
 
-func versionString() string {
-	if version != "" {
-		return version
+// buildInfo is what the binary says about itself: the version (-ldflags
+// main.version, else the module version go install or go build records),
+// and the commit it was built from when the build had VCS information.
+type buildInfo struct {
+	Version    string `json:"version"`
+	Commit     string `json:"commit,omitempty"`
+	CommitTime string `json:"commit_time,omitempty"`
+	Modified   bool   `json:"modified,omitempty"`
+	Go         string `json:"go"`
+}
+
+func readBuildInfo() buildInfo {
+	out := buildInfo{Version: version}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		if out.Version == "" {
+			out.Version = "dev"
+		}
+		return out
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	out.Go = bi.GoVersion
+	if out.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		out.Version = bi.Main.Version
 	}
-	return "dev"
+	if out.Version == "" {
+		out.Version = "dev"
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			out.Commit = s.Value
+		case "vcs.time":
+			out.CommitTime = s.Value
+		case "vcs.modified":
+			out.Modified = s.Value == "true"
+		}
+	}
+	return out
+}
+
+func versionString() string { return readBuildInfo().Version }
+
+// dataItem is one default data file or patch series and where it comes from.
+type dataItem struct {
+	Name    string `json:"name"` // its path in a checkout: matrix.yaml, recipes/doris.yaml, patches
+	Path    string `json:"path"` // the file read: embedded:<name> for the built-in copy
+	SHA256  string `json:"sha256"`
+	Patches *int   `json:"patches,omitempty"` // for a series: how many
+}
+
+// dataInfo says which data the commands use. A series' digest is sha256 of
+// its "<component>/<file> <sha256>" lines (datafs.SeriesDigest).
+type dataInfo struct {
+	Source  string     `json:"source"` // embedded, files or mixed
+	Matrix  dataItem   `json:"matrix"`
+	Recipes []dataItem `json:"recipes"`
+	Patches []dataItem `json:"patches"`
+	Sample  string     `json:"sample"` // the bundled sample tree
+}
+
+func (g *globals) dataInfo() (*dataInfo, error) {
+	d := &dataInfo{}
+	embedded, files := 0, 0
+	item := func(name, path string, series bool) (dataItem, error) {
+		it := dataItem{Name: name, Path: path}
+		var err error
+		if series {
+			var n int
+			it.SHA256, n, err = datafs.SeriesDigest(path)
+			it.Patches = &n
+		} else {
+			it.SHA256, err = datafs.FileDigest(path)
+		}
+		if datafs.IsEmbedded(path) {
+			embedded++
+		} else {
+			files++
+		}
+		return it, err
+	}
+	var err error
+	if d.Matrix, err = item(filepath.Base(g.matrixPath()), g.matrixPath(), false); err != nil {
+		return nil, badInput(fmt.Errorf("%s: cannot read the matrix: %v (pass --matrix FILE)", g.matrixPath(), err))
+	}
+	if datafs.IsEmbedded(g.matrixPath()) {
+		d.Matrix.Name = matrix.DefaultFile
+	}
+	names, err := fs.Glob(dorisarm.Data(), "recipes/*")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		it, err := item(n, g.dataFile(n), false)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		d.Recipes = append(d.Recipes, it)
+	}
+	for _, n := range dorisarm.PatchDirs {
+		it, err := item(n, g.dataFile(n), true)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		d.Patches = append(d.Patches, it)
+	}
+	d.Sample = g.dataFile(dorisarm.Sample)
+	switch {
+	case files == 0:
+		d.Source = "embedded"
+	case embedded == 0:
+		d.Source = "files"
+	default:
+		d.Source = "mixed"
+	}
+	return d, nil
 }
 
 func newVersionCmd(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:     "version",
-		Short:   "Print dorisarm's version",
-		Example: "  dorisarm version\n  dorisarm version -o json",
+		Use:   "version",
+		Short: "Print dorisarm's version and the data it uses",
+		Long: `version prints dorisarm's version and commit, and which data the other
+commands use: matrix.yaml, recipes/ and the patch series from the working
+directory (or --matrix's directory) when they are there, otherwise the copies
+built into dorisarm ("embedded:<path>"), each with its sha256.`,
+		Example: "  dorisarm version\n  dorisarm version -o json\n  dorisarm version --matrix ~/doris-arm/matrix.yaml",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format, "text", "json"); err != nil {
 				return err
 			}
-			bi, _ := debug.ReadBuildInfo()
-			goVer := ""
-			if bi != nil {
-				goVer = bi.GoVersion
+			bi := readBuildInfo()
+			data, err := g.dataInfo()
+			if err != nil {
+				return err
 			}
 			if format == "json" {
-				return printJSON(g.stdout, map[string]string{"version": versionString(), "go": goVer})
+				return printJSON(g.stdout, struct {
+					buildInfo
+					Data *dataInfo `json:"data"`
+				}{bi, data})
 			}
-			fmt.Fprintf(g.stdout, "dorisarm %s (%s)\n", versionString(), goVer)
+			var extra []string
+			if bi.Go != "" {
+				extra = append(extra, bi.Go)
+			}
+			if bi.Commit != "" {
+				c := "commit " + bi.Commit
+				if bi.Modified {
+					c += " (modified)"
+				}
+				extra = append(extra, c)
+			}
+			fmt.Fprintf(g.stdout, "dorisarm %s (%s)\n", bi.Version, strings.Join(extra, ", "))
+			fmt.Fprintf(g.stdout, "data: %s\n", data.Source)
+			rows := [][]string{{"  " + data.Matrix.Name, data.Matrix.Path, data.Matrix.SHA256}}
+			for _, it := range data.Recipes {
+				rows = append(rows, []string{"  " + it.Name, it.Path, it.SHA256})
+			}
+			for _, it := range data.Patches {
+				rows = append(rows, []string{"  " + it.Name + fmt.Sprintf(" (%d patches)", *it.Patches), it.Path, it.SHA256})
+			}
+			rows = append(rows, []string{"  sample", data.Sample, ""})
+			table(g.stdout, rows)
 			return nil
 		},
 	}
