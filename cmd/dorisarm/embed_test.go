@@ -266,3 +266,18 @@ func TestVersionSaysWhichData(t *testing.T) {
 		t.Errorf("version text: %d\n%s", code, out)
 	}
 }
+
+// BenchmarkVersionData is what version adds to start-up: finding and
+// hashing the data (here the built-in copy).
+func BenchmarkVersionData(b *testing.B) {
+	dir := b.TempDir()
+	wd, _ := os.Getwd()
+	os.Chdir(dir)
+	defer os.Chdir(wd)
+	g := &globals{}
+	for i := 0; i < b.N; i++ {
+		if _, err := g.dataInfo(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
