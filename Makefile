@@ -46,7 +46,10 @@ demo: deps build
 bench: deps
 	$(GO) test -run XXX -bench . -benchtime 5x ./internal/isa ./internal/scan
 
-# dorisarm scan against llvm-objdump on real arm64 libraries (downloads to .cache/bench).
+# dorisarm scan (process start included, --target kunpeng920, from an empty
+# directory) against llvm-objdump-16 -d on real arm64 libraries (librocksdb,
+# libLLVM-16, libz3, libcrypto; downloads to .cache/bench), and dorisarm
+# version start-up, in one table.
 bench-scan: deps
 	bash scripts/bench-scan.sh
 

@@ -1,40 +1,76 @@
 #!/usr/bin/env bash
-# Benchmarks dorisarm scan against llvm-objdump -d on real Debian arm64
-# libraries: libLLVM-16 (~47 MB of .text), libz3 (~18 MB) and libcrypto.so.3
-# (~2.4 MB). Downloads go to .cache/bench (outside git). Prints wall time,
-# .text throughput, peak RSS and the speed-up over llvm-objdump.
+# Benchmarks dorisarm against llvm-objdump-16 -d on real Debian 12 arm64
+# libraries, in one run: librocksdb (~6 MB of .text), libLLVM-16 (~47 MB),
+# libz3 (~18 MB) and libcrypto.so.3 (~2.4 MB) when installed. Downloads go to
+# .cache/bench (outside git).
+#
+# Both sides are whole processes started by this script, so dorisarm's
+# start-up is included: scan_s is the median of RUNS runs of
+# `dorisarm scan --target kunpeng920 -o json LIB` (the target policy, from the
+# built-in matrix, as a release manager runs it), objdump_s the median of
+# OBJDUMP_RUNS runs of `llvm-objdump-16 -d LIB`. It also prints
+# `dorisarm version` start-up: the median of STARTUP_RUNS runs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+RUNS=${RUNS:-5}
+OBJDUMP_RUNS=${OBJDUMP_RUNS:-3}
+STARTUP_RUNS=${STARTUP_RUNS:-21}
+TARGET=${TARGET:-kunpeng920}
 cache=.cache/bench
+libdir="${cache}/x/usr/lib/aarch64-linux-gnu"
 mkdir -p "${cache}"
-if [[ ! -f "${cache}/x/usr/lib/aarch64-linux-gnu/libLLVM-16.so.1" ]]; then
-    (cd "${cache}" && apt-get download libllvm16:arm64 libz3-4:arm64 >/dev/null 2>&1 &&
-        for d in *.deb; do dpkg-deb -x "${d}" x; done)
-fi
-go build -o bin/dorisarm ./cmd/dorisarm
+for pkg in libllvm16:arm64 libz3-4:arm64 librocksdb7.8:arm64; do
+    name=${pkg%%:*}
+    if ! ls "${cache}/${name}"_*.deb >/dev/null 2>&1; then
+        (cd "${cache}" && apt-get download "${pkg}" >/dev/null) ||
+            { echo "bench-scan: apt-get download ${pkg} failed (needs arm64 in dpkg --print-foreign-architectures and apt-get update)" >&2; exit 2; }
+        dpkg-deb -x "$(ls "${cache}/${name}"_*.deb | head -1)" "${cache}/x"
+    fi
+done
+command -v llvm-objdump-16 >/dev/null || { echo "bench-scan: llvm-objdump-16 is not installed (make deps)" >&2; exit 2; }
+go build -ldflags "-X main.version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o bin/dorisarm ./cmd/dorisarm
+dorisarm=$(pwd)/bin/dorisarm
+# Run from an empty directory, as the binary alone would be.
+work=$(mktemp -d)
+trap 'rm -rf "${work}"' EXIT
+
+# seconds CMD...: wall nanoseconds of one run, output discarded
+# ($EPOCHREALTIME: no process of its own is timed).
+seconds() {
+    local t0 t1
+    t0=${EPOCHREALTIME/./}
+    "$@" >/dev/null 2>&1 || true
+    t1=${EPOCHREALTIME/./}
+    echo "$(( (t1 - t0) * 1000 ))"
+}
+# median N CMD...: median wall seconds of N runs.
+median() {
+    local n=$1; shift
+    local i
+    for ((i = 0; i < n; i++)); do seconds "$@"; done | sort -n | awk '{a[NR]=$1} END {m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; printf "%.4f\n", m / 1e9}'
+}
+
+(cd "${work}" && "${dorisarm}" version) | head -2
 libs=(
-    "${cache}/x/usr/lib/aarch64-linux-gnu/libLLVM-16.so.1"
-    "${cache}/x/usr/lib/aarch64-linux-gnu/libz3.so.4"
+    "${libdir}/librocksdb.so.7.8"
+    "${libdir}/libLLVM-16.so.1"
+    "${libdir}/libz3.so.4"
     /usr/lib/aarch64-linux-gnu/libcrypto.so.3
 )
-now() { date +%s.%N; }
-printf '%-18s %10s %10s %10s %10s %12s %9s\n' library text_MB scan_s GB/s rss_MB objdump_s speedup
+printf '\n%-20s %8s %9s %8s %8s %11s %9s\n' library text_MB scan_s GB/s rss_MB objdump_s speedup
 for lib in "${libs[@]}"; do
-    [[ -f "${lib}" ]] || continue
-    text=$(bin/dorisarm scan --format json "${lib}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["text_bytes"])')
-    # Best of three for the scan; process start included.
-    best=999
-    for _ in 1 2 3; do
-        t0=$(now)
-        bin/dorisarm scan --format json "${lib}" >/dev/null
-        t=$(echo "$(now) - ${t0}" | bc -l)
-        best=$(echo "if (${t} < ${best}) ${t} else ${best}" | bc -l)
-    done
-    rss=$( { /usr/bin/time -f '%M' bin/dorisarm scan --format json "${lib}" >/dev/null; } 2>&1 | tail -1)
-    t0=$(now)
-    llvm-objdump-16 -d "${lib}" >/dev/null
-    od=$(echo "$(now) - ${t0}" | bc -l)
-    printf '%-18s %10.1f %10.3f %10.2f %10.1f %12.2f %8.0fx\n' "$(basename "${lib}")" "$(echo "${text}/1000000" | bc -l)" "${best}" \
-        "$(echo "${text}/${best}/1000000000" | bc -l)" "$(echo "${rss}/1024" | bc -l)" "${od}" "$(echo "${od}/${best}" | bc -l)"
+    [[ -f "${lib}" ]] || { echo "bench-scan: ${lib} is missing" >&2; continue; }
+    lib=$(realpath "${lib}")
+    text=$(cd "${work}" && "${dorisarm}" scan -o json "${lib}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["text_bytes"])')
+    scan=$(cd "${work}" && median "${RUNS}" "${dorisarm}" scan --target "${TARGET}" -o json "${lib}")
+    rss=$( { cd "${work}" && /usr/bin/time -f '%M' "${dorisarm}" scan --target "${TARGET}" -o json "${lib}" >/dev/null || true; } 2>&1 | tail -1)
+    od=$(median "${OBJDUMP_RUNS}" llvm-objdump-16 -d "${lib}")
+    awk -v n="$(basename "${lib}")" -v t="${text}" -v s="${scan}" -v r="${rss}" -v o="${od}" \
+        'BEGIN { printf "%-20s %8.1f %9.3f %8.2f %8.1f %11.2f %8.0fx\n", n, t/1e6, s, t/s/1e9, r/1024, o, o/s }'
 done
-echo "cores: $(nproc); classifier alone: go test -bench Scan ./internal/isa"
+startup=$(cd "${work}" && median "${STARTUP_RUNS}" "${dorisarm}" version)
+startup_json=$(cd "${work}" && median "${STARTUP_RUNS}" "${dorisarm}" version -o json)
+printf '\ndorisarm version start-up: %.1f ms (median of %d runs; -o json: %.1f ms)\n' \
+    "$(awk -v s="${startup}" 'BEGIN { print s * 1000 }')" "${STARTUP_RUNS}" "$(awk -v s="${startup_json}" 'BEGIN { print s * 1000 }')"
+echo "scan: median of ${RUNS}, process start included, --target ${TARGET}; objdump: median of ${OBJDUMP_RUNS}; cores: $(nproc)"
+echo "classifier alone: go test -bench Scan ./internal/isa"

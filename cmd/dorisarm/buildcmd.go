@@ -73,7 +73,10 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			}
 			tree := o.tree.source
 			if tree == "" {
-				tree = filepath.Join(g.repoDir(), "examples", "minidoris")
+				var err error
+				if tree, err = g.sampleTree(); err != nil {
+					return err
+				}
 			}
 			// Before anything is planned: planning fills the cache (sysroots).
 			if err := build.CheckDirs(tree, opts.Out, opts.Cache); err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -56,7 +55,9 @@ func (o *releaseOptions) release(ctx context.Context, g *globals) ([]image.Tagge
 	}
 	src := o.src
 	if src.SourceDir == "" {
-		src.SourceDir = filepath.Join(g.repoDir(), "examples", "minidoris")
+		if src.SourceDir, err = g.sampleTree(); err != nil {
+			return nil, err
+		}
 	}
 	src.Getenv = os.Getenv
 	opts, err := src.Options(ctx)

@@ -24,7 +24,7 @@ type patchGlobals struct {
 func (p *patchGlobals) series(g *globals) (*patch.Series, error) {
 	dir := p.dir
 	if dir == "" {
-		dir = filepath.Join(g.repoDir(), "patches")
+		dir = g.dataFile("patches")
 	}
 	s, err := patch.LoadSeries(dir)
 	if err != nil {
@@ -50,7 +50,7 @@ Applies-To (component and version constraint), Targets (target names, all,
 or CPU-feature selectors such as !sve) and Evidence, then a unified diff
 applied with -p1. The component "doris" is the Doris tree itself.`,
 	}
-	cmd.PersistentFlags().StringVar(&pg.dir, "patches", "", "the patch directory (default: patches/ beside matrix.yaml)")
+	cmd.PersistentFlags().StringVar(&pg.dir, "patches", "", "the patch directory (default: patches/ beside matrix.yaml, else the one built into dorisarm)")
 	cmd.AddCommand(newPatchListCmd(g, pg), newPatchCheckCmd(g, pg, false), newPatchCheckCmd(g, pg, true),
 		newPatchNewCmd(g, pg), newPatchRefreshCmd(g, pg))
 	return cmd
@@ -302,6 +302,9 @@ header filled in. Edit Description and Evidence before committing.`,
 			if err != nil {
 				return fault.Gate(err)
 			}
+			if err := notEmbedded(s.Dir, "--patches DIR"); err != nil {
+				return err
+			}
 			path := filepath.Join(s.Dir, component, fmt.Sprintf("%04d-%s.patch", s.NextNumber(component), name))
 			if _, err := patch.Parse(path, text); err != nil {
 				return fmt.Errorf("the new patch does not validate (nothing written): %v", err)
@@ -373,6 +376,9 @@ touched and the failing hunks are shown.`,
 			p, err := s.Find(args[0])
 			if err != nil {
 				return fault.Input(err)
+			}
+			if err := notEmbedded(p.Path, "--patches DIR"); err != nil {
+				return err
 			}
 			text, res, changed, err := patch.Refresh(p, source, patch.DefaultOptions())
 			if err != nil {

@@ -40,13 +40,15 @@ func (o *treeOptions) flags(cmd *cobra.Command) {
 func (o *treeOptions) resolve(g *globals) (tree string, r *recipe.Recipe, err error) {
 	tree, rf := o.source, o.recipeFile
 	if tree == "" {
-		tree = filepath.Join(g.repoDir(), "examples", "minidoris")
+		if tree, err = g.sampleTree(); err != nil {
+			return "", nil, err
+		}
 		if rf == "" {
-			rf = filepath.Join(g.repoDir(), "recipes", "minidoris.yaml")
+			rf = g.recipeFile("minidoris")
 		}
 	}
 	if rf == "" {
-		rf = filepath.Join(g.repoDir(), "recipes", "doris.yaml")
+		rf = g.recipeFile("doris")
 	}
 	if st, err := os.Stat(tree); err != nil || !st.IsDir() {
 		return "", nil, usageErr("--source %s: not a directory", tree)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm"
+	"github.com/dorisarm/dorisarm/internal/datafs"
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 )
@@ -64,17 +67,61 @@ func (g *globals) paint(ok bool, word string) string {
 }
 
 func (g *globals) loadMatrix() (*matrix.Matrix, error) {
-	m, err := matrix.Load(g.matrixFile)
+	m, err := matrix.Load(g.matrixPath())
 	return m, fault.Input(err)
 }
 
-// repoDir is where matrix.yaml lives: the default recipes and the bundled
-// sample are found relative to it.
-func (g *globals) repoDir() string { return filepath.Dir(g.matrixFile) }
+// matrixPath is the matrix in use: --matrix, else matrix.yaml in the working
+// directory (a checkout), else the copy built into dorisarm.
+func (g *globals) matrixPath() string {
+	if g.matrixFile != "" {
+		return g.matrixFile
+	}
+	if _, err := os.Stat(matrix.DefaultFile); err == nil {
+		return matrix.DefaultFile
+	}
+	return datafs.Embedded(matrix.DefaultFile)
+}
+
+// repoDir is the matrix's directory: the default recipes, patches and the
+// bundled sample are looked for relative to it.
+func (g *globals) repoDir() string { return datafs.Dir(g.matrixPath()) }
+
+// dataFile is a default data file or directory, rel a slash path from the
+// repository root: the one beside the matrix when it is there, else the
+// copy built into dorisarm.
+func (g *globals) dataFile(rel string) string {
+	if beside := datafs.Join(g.repoDir(), rel); datafs.Exists(beside) {
+		return beside
+	}
+	return datafs.Embedded(rel)
+}
 
 // recipeFile is where the recipe a build record names lives.
 func (g *globals) recipeFile(name string) string {
-	return filepath.Join(g.repoDir(), "recipes", name+".yaml")
+	return g.dataFile("recipes/" + name + ".yaml")
+}
+
+// sampleTree is the bundled sample's directory on disk: the checkout's
+// examples/minidoris beside the matrix, else the built-in copy written once
+// to the cache directory (builds copy the tree; nothing is written into it).
+func (g *globals) sampleTree() (string, error) {
+	if d := g.dataFile(dorisarm.Sample); !datafs.IsEmbedded(d) {
+		return d, nil
+	}
+	d, err := datafs.WriteTree(dorisarm.Sample, filepath.Join(defaultCacheDir(), "sample"))
+	if err != nil {
+		return "", fault.Input(err)
+	}
+	return d, nil
+}
+
+// notEmbedded refuses to write path when it names the built-in data.
+func notEmbedded(path, flag string) error {
+	if datafs.IsEmbedded(path) {
+		return usageErr("%s is the copy built into dorisarm and cannot be changed: run in a checkout or pass %s", path, flag)
+	}
+	return nil
 }
 
 func newRoot() *cobra.Command {
@@ -94,7 +141,7 @@ Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return fmt.Errorf("%w (see --help)", err) })
-	root.PersistentFlags().StringVar(&g.matrixFile, "matrix", matrix.DefaultFile, "the build matrix")
+	root.PersistentFlags().StringVar(&g.matrixFile, "matrix", "", "the build matrix (default: matrix.yaml in the working directory, else the one built into dorisarm)")
 	root.PersistentFlags().StringVar(&g.colorMode, "color", "auto", "colour status words: auto (a terminal without $NO_COLOR), always or never")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		var err error
@@ -111,7 +158,7 @@ Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
 func registerCompletions(c *cobra.Command, g *globals) {
 	names := func(list func(*matrix.Matrix) []string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			m, err := matrix.Load(g.matrixFile)
+			m, err := matrix.Load(g.matrixPath())
 			if err != nil {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
@@ -142,36 +189,171 @@ func registerCompletions(c *cobra.Command, g *globals) {
 	}
 }
 
-func versionString() string {
-	if version != "" {
-		return version
+// buildInfo is what the binary says about itself: the version (-ldflags
+// main.version, else the module version go install or go build records),
+// and the commit it was built from when the build had VCS information.
+type buildInfo struct {
+	Version    string `json:"version"`
+	Commit     string `json:"commit,omitempty"`
+	CommitTime string `json:"commit_time,omitempty"`
+	Modified   bool   `json:"modified,omitempty"`
+	Go         string `json:"go"`
+}
+
+func readBuildInfo() buildInfo {
+	out := buildInfo{Version: version}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		if out.Version == "" {
+			out.Version = "dev"
+		}
+		return out
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	out.Go = bi.GoVersion
+	if out.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		out.Version = bi.Main.Version
 	}
-	return "dev"
+	if out.Version == "" {
+		out.Version = "dev"
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			out.Commit = s.Value
+		case "vcs.time":
+			out.CommitTime = s.Value
+		case "vcs.modified":
+			out.Modified = s.Value == "true"
+		}
+	}
+	return out
+}
+
+func versionString() string { return readBuildInfo().Version }
+
+// dataItem is one default data file or patch series and where it comes from.
+type dataItem struct {
+	Name    string `json:"name"` // its path in a checkout: matrix.yaml, recipes/doris.yaml, patches
+	Path    string `json:"path"` // the file read: embedded:<name> for the built-in copy
+	SHA256  string `json:"sha256"`
+	Patches *int   `json:"patches,omitempty"` // for a series: how many
+}
+
+// dataInfo says which data the commands use. A series' digest is sha256 of
+// its "<component>/<file> <sha256>" lines (datafs.SeriesDigest).
+type dataInfo struct {
+	Source  string     `json:"source"` // embedded, files or mixed
+	Matrix  dataItem   `json:"matrix"`
+	Recipes []dataItem `json:"recipes"`
+	Patches []dataItem `json:"patches"`
+	Sample  string     `json:"sample"` // the bundled sample tree
+}
+
+func (g *globals) dataInfo() (*dataInfo, error) {
+	d := &dataInfo{}
+	embedded, files := 0, 0
+	item := func(name, path string, series bool) (dataItem, error) {
+		it := dataItem{Name: name, Path: path}
+		var err error
+		if series {
+			var n int
+			it.SHA256, n, err = datafs.SeriesDigest(path)
+			it.Patches = &n
+		} else {
+			it.SHA256, err = datafs.FileDigest(path)
+		}
+		if datafs.IsEmbedded(path) {
+			embedded++
+		} else {
+			files++
+		}
+		return it, err
+	}
+	var err error
+	if d.Matrix, err = item(filepath.Base(g.matrixPath()), g.matrixPath(), false); err != nil {
+		return nil, fault.Inputf("%s: cannot read the matrix: %w (pass --matrix FILE)", g.matrixPath(), err)
+	}
+	if datafs.IsEmbedded(g.matrixPath()) {
+		d.Matrix.Name = matrix.DefaultFile
+	}
+	names, err := fs.Glob(dorisarm.Data(), "recipes/*")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		it, err := item(n, g.dataFile(n), false)
+		if err != nil {
+			return nil, fault.Input(err)
+		}
+		d.Recipes = append(d.Recipes, it)
+	}
+	for _, n := range dorisarm.PatchDirs {
+		it, err := item(n, g.dataFile(n), true)
+		if err != nil {
+			return nil, fault.Input(err)
+		}
+		d.Patches = append(d.Patches, it)
+	}
+	d.Sample = g.dataFile(dorisarm.Sample)
+	switch {
+	case files == 0:
+		d.Source = "embedded"
+	case embedded == 0:
+		d.Source = "files"
+	default:
+		d.Source = "mixed"
+	}
+	return d, nil
 }
 
 func newVersionCmd(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:     "version",
-		Short:   "Print dorisarm's version",
-		Example: "  dorisarm version\n  dorisarm version -o json",
+		Use:   "version",
+		Short: "Print dorisarm's version and the data it uses",
+		Long: `version prints dorisarm's version and commit, and which data the other
+commands use: matrix.yaml, recipes/ and the patch series from the working
+directory (or --matrix's directory) when they are there, otherwise the copies
+built into dorisarm ("embedded:<path>"), each with its sha256.`,
+		Example: "  dorisarm version\n  dorisarm version -o json\n  dorisarm version --matrix ~/doris-arm/matrix.yaml",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format, "text", "json"); err != nil {
 				return err
 			}
-			bi, _ := debug.ReadBuildInfo()
-			goVer := ""
-			if bi != nil {
-				goVer = bi.GoVersion
+			bi := readBuildInfo()
+			data, err := g.dataInfo()
+			if err != nil {
+				return err
 			}
 			if format == "json" {
-				return printJSON(g.stdout, map[string]string{"version": versionString(), "go": goVer})
+				return printJSON(g.stdout, struct {
+					buildInfo
+					Data *dataInfo `json:"data"`
+				}{bi, data})
 			}
-			fmt.Fprintf(g.stdout, "dorisarm %s (%s)\n", versionString(), goVer)
+			var extra []string
+			if bi.Go != "" {
+				extra = append(extra, bi.Go)
+			}
+			if bi.Commit != "" {
+				c := "commit " + bi.Commit
+				if bi.Modified {
+					c += " (modified)"
+				}
+				extra = append(extra, c)
+			}
+			fmt.Fprintf(g.stdout, "dorisarm %s (%s)\n", bi.Version, strings.Join(extra, ", "))
+			fmt.Fprintf(g.stdout, "data: %s\n", data.Source)
+			rows := [][]string{{"  " + data.Matrix.Name, data.Matrix.Path, data.Matrix.SHA256}}
+			for _, it := range data.Recipes {
+				rows = append(rows, []string{"  " + it.Name, it.Path, it.SHA256})
+			}
+			for _, it := range data.Patches {
+				rows = append(rows, []string{"  " + it.Name + fmt.Sprintf(" (%d patches)", *it.Patches), it.Path, it.SHA256})
+			}
+			rows = append(rows, []string{"  sample", data.Sample, ""})
+			table(g.stdout, rows)
 			return nil
 		},
 	}

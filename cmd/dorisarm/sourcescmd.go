@@ -179,6 +179,9 @@ whose sha256 differs from an existing pin, and writes the recipe's lock file.`,
 			if err != nil {
 				return err
 			}
+			if err := notEmbedded(lockPath, "--recipe FILE (the lock is written beside it)"); err != nil {
+				return err
+			}
 			mir := mirrorFor(mirror, recipeMirror, tree)
 			if mir == "" {
 				return usageErr("no mirror: pass --mirror DIR|URL")

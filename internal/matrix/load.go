@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/hashicorp/go-version"
 
 	"github.com/dorisarm/dorisarm/internal/datafile"
+	"github.com/dorisarm/dorisarm/internal/datafs"
 )
 
 // DefaultFile is where commands look for the matrix unless told otherwise.
@@ -20,7 +20,7 @@ const DefaultFile = "matrix.yaml"
 
 // Load reads and validates the matrix at path.
 func Load(path string) (*Matrix, error) {
-	data, err := os.ReadFile(path)
+	data, err := datafs.ReadFile(path)
 	if err != nil {
 		return nil, &datafile.Error{Pos: datafile.Pos{File: path}, Msg: fmt.Sprintf("cannot read the matrix: %v (pass --matrix FILE)", err)}
 	}

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/dorisarm/dorisarm/internal/datafs"
 )
 
 // Header is what a new patch says about itself.
@@ -451,7 +453,7 @@ func Refresh(p *Patch, root string, o Options) (text []byte, res *Result, change
 	if clean {
 		return nil, res, false, nil
 	}
-	raw, err := os.ReadFile(p.Path)
+	raw, err := datafs.ReadFile(p.Path)
 	if err != nil {
 		return nil, nil, false, err
 	}

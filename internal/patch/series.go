@@ -9,8 +9,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	"github.com/hashicorp/go-version"
 
 	"github.com/dorisarm/dorisarm/internal/datafile"
+	"github.com/dorisarm/dorisarm/internal/datafs"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 )
 
@@ -217,17 +219,17 @@ func LoadSeries(dir string) (*Series, error) {
 	if dir == "" {
 		return s, nil
 	}
-	if _, err := os.Stat(dir); os.IsNotExist(err) {
+	if _, err := datafs.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return s, nil
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "*", "*.patch"))
+	files, err := datafs.Glob(datafs.Join(dir, "*", "*.patch"))
 	if err != nil {
 		return nil, err
 	}
 	var errs datafile.List
 	seen := map[string]string{}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := datafs.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}

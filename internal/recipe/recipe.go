@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"text/template"
 
 	"github.com/dorisarm/dorisarm/internal/datafile"
+	"github.com/dorisarm/dorisarm/internal/datafs"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 )
 
@@ -161,7 +161,7 @@ type Step struct {
 
 // Load reads and validates a recipe.
 func Load(path string) (*Recipe, error) {
-	data, err := os.ReadFile(path)
+	data, err := datafs.ReadFile(path)
 	if err != nil {
 		return nil, &datafile.Error{Pos: datafile.Pos{File: path}, Msg: fmt.Sprintf("cannot read the recipe: %v (pass --recipe FILE)", err)}
 	}
@@ -170,7 +170,7 @@ func Load(path string) (*Recipe, error) {
 		return nil, err
 	}
 	r.File = path
-	r.Dir = filepath.Dir(path)
+	r.Dir = datafs.Dir(path)
 	r.Digest = digestBytes(data)
 	if err := r.validate(); err != nil {
 		return nil, err
@@ -178,12 +178,13 @@ func Load(path string) (*Recipe, error) {
 	return &r, nil
 }
 
-// Path resolves a path written in the recipe (relative to the recipe's directory).
+// Path resolves a path written in the recipe (relative to the recipe's
+// directory; for a built-in recipe, a name in the built-in data).
 func (r *Recipe) Path(p string) string {
 	if p == "" || filepath.IsAbs(p) {
 		return p
 	}
-	return filepath.Join(r.Dir, p)
+	return datafs.Join(r.Dir, p)
 }
 
 // StepNames returns the tree's steps in dependency order (then by name).

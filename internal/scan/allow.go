@@ -2,10 +2,10 @@ package scan
 
 import (
 	"fmt"
-	"os"
 	"path"
 
 	"github.com/dorisarm/dorisarm/internal/datafile"
+	"github.com/dorisarm/dorisarm/internal/datafs"
 )
 
 // Exception is one reviewed exception: findings whose path matches Path (a
@@ -39,7 +39,7 @@ var knownKinds = map[string]bool{KindForeignArch: true, KindISA: true, KindGlibc
 
 // LoadAllow reads an allow file.
 func LoadAllow(file string) ([]Exception, error) {
-	data, err := os.ReadFile(file)
+	data, err := datafs.ReadFile(file)
 	if err != nil {
 		return nil, &datafile.Error{Pos: datafile.Pos{File: file}, Msg: fmt.Sprintf("cannot read the allow file: %v", err)}
 	}

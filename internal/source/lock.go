@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dorisarm/dorisarm/internal/datafs"
 	"github.com/dorisarm/dorisarm/internal/fsutil"
 )
 
@@ -40,7 +41,7 @@ var ErrMissing = errors.New("not in the mirror")
 // ReadLock reads a lock file; a missing file is an empty lock.
 func ReadLock(path string) (*Lock, error) {
 	l := &Lock{Archives: map[string]LockEntry{}}
-	data, err := os.ReadFile(path)
+	data, err := datafs.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return l, nil
 	}
