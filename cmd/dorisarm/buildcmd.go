@@ -91,7 +91,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			}
 			opts.PGOProfile = o.pgoProfile
 			o.cache = opts.Cache
-			ps, err := makePlanned(g, o)
+			ps, req, err := makePlanned(cmd.Context(), g, o)
 			if err != nil {
 				return err
 			}
@@ -113,18 +113,18 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			}
 			results := []result{}
 			for _, p := range ps {
-				pol, err := scan.PolicyFor(p.m, p.plan.Cell.Target)
+				pol, err := scan.PolicyFor(req.Matrix, p.Plan.Cell.Target)
 				if err != nil {
 					return fault.Input(err)
 				}
-				rec, err := build.Run(ctx, build.Input{Plan: p.plan, Recipe: p.recipe, Tree: p.tree, Series: p.series, TC: p.tc, Lock: p.lock, Policy: pol}, opts)
+				rec, err := build.Run(ctx, build.Input{Plan: p.Plan, Recipe: req.Recipe, Tree: req.Tree, Series: p.Series, TC: p.Toolchain, Lock: p.Lock, Policy: pol}, opts)
 				if err != nil {
 					if ctx.Err() != nil {
 						return fault.Gate(fmt.Errorf("interrupted; the cache keeps every finished step, run again to resume"))
 					}
 					fmt.Fprintln(g.stderr, "dorisarm: "+err.Error())
-					failed = append(failed, p.plan.Cell.Target)
-					results = append(results, result{Target: p.plan.Cell.Target, Doris: p.plan.Cell.Doris, Dir: build.Dir(opts.Out, p.plan.Cell.Doris, p.plan.Cell.Target), State: "failed", Error: err.Error()})
+					failed = append(failed, p.Plan.Cell.Target)
+					results = append(results, result{Target: p.Plan.Cell.Target, Doris: p.Plan.Cell.Doris, Dir: build.Dir(opts.Out, p.Plan.Cell.Doris, p.Plan.Cell.Target), State: "failed", Error: err.Error()})
 					continue
 				}
 				results = append(results, result{Target: rec.Cell.Target, Doris: rec.Cell.Doris, Dir: build.Dir(opts.Out, rec.Cell.Doris, rec.Cell.Target),

@@ -2,24 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/dorisarm/dorisarm/internal/fault"
-	"github.com/dorisarm/dorisarm/internal/matrix"
-	"github.com/dorisarm/dorisarm/internal/patch"
-	"github.com/dorisarm/dorisarm/internal/pgo"
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/recipe"
-	"github.com/dorisarm/dorisarm/internal/source"
-	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
 
 // treeOptions pick a source tree and its recipe.
@@ -54,34 +46,7 @@ func (o *treeOptions) resolve(g *globals) (tree string, r *recipe.Recipe, err er
 		return "", nil, usageErr("--source %s: not a directory", tree)
 	}
 	r, err = recipe.Load(rf)
-	return tree, r, fault.Input(err)
-}
-
-func (o *treeOptions) version(tree string, r *recipe.Recipe) (string, error) {
-	if o.doris != "" {
-		return o.doris, nil
-	}
-	v, err := source.ReadVersion(tree, r)
-	return v, fault.Input(err)
-}
-
-// targetList expands "a,b" or "all".
-func targetList(m *matrix.Matrix, spec string) ([]string, error) {
-	if spec == "" {
-		return nil, usageErr("--target is required (a target name, a comma-separated list, or all; see dorisarm matrix)")
-	}
-	if spec == "all" {
-		return m.TargetNames(), nil
-	}
-	var out []string
-	for _, t := range strings.Split(spec, ",") {
-		t = strings.TrimSpace(t)
-		if _, err := m.Target(t); err != nil {
-			return nil, fault.Input(err)
-		}
-		out = append(out, t)
-	}
-	return out, nil
+	return tree, r, err
 }
 
 type planOptions struct {
@@ -110,116 +75,27 @@ func (o *planOptions) flags(cmd *cobra.Command, profileHelp string) {
 	cmd.Flags().StringSliceVar(&o.packages, "packages", nil, "only these third-party packages (names as vars.sh or build-thirdparty.sh spell them, any case) and what they need; no BE, no FE")
 }
 
-// planned is a plan with what building it takes.
-type planned struct {
-	plan   *plan.Plan
-	tc     *toolchain.Toolchain
-	m      *matrix.Matrix
-	recipe *recipe.Recipe
-	tree   string
-	series *patch.Series
-	lock   *source.Lock
-}
-
-// makePlans plans every requested target.
-func makePlans(g *globals, o *planOptions) ([]*plan.Plan, error) {
-	ps, err := makePlanned(g, o)
-	if err != nil {
-		return nil, err
-	}
-	var out []*plan.Plan
-	for _, p := range ps {
-		out = append(out, p.plan)
-	}
-	return out, nil
-}
-
-// makePlanned plans every requested target and keeps the inputs.
-func makePlanned(g *globals, o *planOptions) ([]planned, error) {
+// makePlanned plans every requested target.
+func makePlanned(ctx context.Context, g *globals, o *planOptions) ([]plan.Planned, *plan.Request, error) {
 	m, err := g.loadMatrix()
 	if err != nil {
-		return nil, err
-	}
-	targets, err := targetList(m, o.targets)
-	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tree, r, err := o.tree.resolve(g)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ver, err := o.tree.version(tree, r)
-	if err != nil {
-		return nil, err
+	cache := o.sysrootCache
+	if cache == "" {
+		cache = o.cache
 	}
-	series, err := m.SeriesFor(ver)
-	if err != nil {
-		return nil, fault.Input(err)
+	if cache == "" {
+		cache = defaultCacheDir()
 	}
-	ps, err := patch.LoadSeries(r.Path(r.Patches))
-	if err != nil {
-		return nil, fault.Input(err)
-	}
-	if err := ps.CheckTargets(m); err != nil {
-		return nil, fault.Input(err)
-	}
-	lock, err := source.ReadLock(r.Path(r.Lock))
-	if err != nil {
-		return nil, fault.Input(err)
-	}
-	profile := ""
-	if o.pgoProfile != "" {
-		if st, err := os.Stat(o.pgoProfile); err == nil && st.IsDir() {
-			profile, err = source.TreeDigest(o.pgoProfile, nil)
-		} else {
-			profile, err = source.FileDigest(o.pgoProfile)
-		}
-		if err != nil {
-			return nil, usageErr("--pgo-profile: %v", err)
-		}
-	}
-	var plans []planned
-	for _, t := range targets {
-		cell, err := m.Cell(series.Series, t)
-		if err != nil {
-			return nil, fault.Input(err)
-		}
-		cache := o.sysrootCache
-		if cache == "" {
-			cache = o.cache
-		}
-		if cache == "" {
-			cache = defaultCacheDir()
-		}
-		sr, err := sysrootFor(context.Background(), m, cell, cache, o.waiver)
-		if err != nil {
-			return nil, err
-		}
-		probes := ""
-		if sr != nil {
-			probes = filepath.Join(cache, "sysroots", ".probes")
-		}
-		tc, err := toolchain.Resolve(m, cell, toolchain.Options{Compiler: o.compiler, Sysroot: sr, ProbeCache: probes})
-		if err != nil {
-			var miss *toolchain.MissingError
-			if errors.As(err, &miss) {
-				return nil, fault.Gate(err)
-			}
-			return nil, fault.Input(err)
-		}
-		if o.pgoProfile != "" && cell.Target.PGO {
-			// A profile the compiler cannot read fails the build late, with "bad magic".
-			if _, err := pgo.Validate(o.pgoProfile, tc.Compiler.Dialect); err != nil {
-				return nil, usageErr("--pgo-profile for %s (%s %s): %v", t, tc.Compiler.Name, tc.Identity.Version, err)
-			}
-		}
-		p, err := plan.Make(plan.Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock, Profile: profile, Packages: o.packages, SysrootWaiver: o.waiver})
-		if err != nil {
-			return nil, fault.Input(err)
-		}
-		plans = append(plans, planned{plan: p, tc: tc, m: m, recipe: r, tree: tree, series: ps, lock: lock})
-	}
-	return plans, nil
+	req := &plan.Request{Matrix: m, Targets: o.targets, Tree: tree, Recipe: r, Doris: o.tree.doris, Compiler: o.compiler,
+		PGOProfile: o.pgoProfile, Packages: o.packages, SysrootWaiver: o.waiver, SysrootCache: cache}
+	ps, err := plan.ForTargets(ctx, *req)
+	return ps, req, err
 }
 
 func newPlanCmd(g *globals) *cobra.Command {
@@ -239,9 +115,13 @@ with a content-addressed cache key. The same inputs give the same bytes.`,
 			if err := checkFormat(o.format, "table", "json"); err != nil {
 				return err
 			}
-			plans, err := makePlans(g, o)
+			ps, _, err := makePlanned(cmd.Context(), g, o)
 			if err != nil {
 				return err
+			}
+			var plans []*plan.Plan
+			for _, p := range ps {
+				plans = append(plans, p.Plan)
 			}
 			if o.format == "json" {
 				if len(plans) != 1 {

@@ -1,0 +1,202 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
+	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/patch"
+	"github.com/dorisarm/dorisarm/internal/pgo"
+	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/source"
+	"github.com/dorisarm/dorisarm/internal/sysroot"
+	"github.com/dorisarm/dorisarm/internal/toolchain"
+)
+
+// Request asks for the plans of one source tree for several targets.
+type Request struct {
+	Matrix *matrix.Matrix
+	// Targets is a target name, a comma-separated list, or "all".
+	Targets string
+	Tree    string
+	Recipe  *recipe.Recipe
+	// Doris is the Doris version ("": the version the tree declares).
+	Doris string
+	// Compiler picks one of a target's compilers instead of the first
+	// installed.
+	Compiler string
+	// PGOProfile is a merged profile file or directory (skips training).
+	PGOProfile string
+	// Packages limits the plan to these third-party packages.
+	Packages []string
+	// SysrootWaiver builds against this machine's libraries, for this
+	// recorded reason, instead of the target OS's sysroot.
+	SysrootWaiver string
+	// SysrootCache is where sysroots (and which compilers passed their
+	// check against one) are kept.
+	SysrootCache string
+}
+
+// Planned is one target's plan with what building it needs.
+type Planned struct {
+	Plan      *Plan
+	Toolchain *toolchain.Toolchain
+	Series    *patch.Series
+	Lock      *source.Lock
+}
+
+// ForTargets plans req's tree for each of its targets: the Doris series of
+// the tree's version, the recipe's patch series and source lock, each
+// target's sysroot and resolved toolchain. A missing compiler is a failed
+// gate; everything else wrong is bad input.
+func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
+	m, r := req.Matrix, req.Recipe
+	targets, err := ExpandTargets(m, req.Targets)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(req.Tree); err != nil || !st.IsDir() {
+		return nil, fault.Inputf("--source %s: not a directory", req.Tree)
+	}
+	ver := req.Doris
+	if ver == "" {
+		if ver, err = source.ReadVersion(req.Tree, r); err != nil {
+			return nil, fault.Input(err)
+		}
+	}
+	series, err := m.SeriesFor(ver)
+	if err != nil {
+		return nil, fault.Input(err)
+	}
+	ps, err := patch.LoadSeries(r.Path(r.Patches))
+	if err != nil {
+		return nil, fault.Input(err)
+	}
+	if err := ps.CheckTargets(m); err != nil {
+		return nil, fault.Input(err)
+	}
+	lock, err := source.ReadLock(r.Path(r.Lock))
+	if err != nil {
+		return nil, fault.Input(err)
+	}
+	profile, err := profileDigest(req.PGOProfile)
+	if err != nil {
+		return nil, err
+	}
+	var out []Planned
+	for _, t := range targets {
+		cell, err := m.Cell(series.Series, t)
+		if err != nil {
+			return nil, fault.Input(err)
+		}
+		sr, err := Sysroot(ctx, m, cell, req.SysrootCache, req.SysrootWaiver)
+		if err != nil {
+			return nil, err
+		}
+		probes := ""
+		if sr != nil {
+			probes = filepath.Join(req.SysrootCache, "sysroots", ".probes")
+		}
+		tc, err := toolchain.Resolve(m, cell, toolchain.Options{Compiler: req.Compiler, Sysroot: sr, ProbeCache: probes})
+		if err != nil {
+			var miss *toolchain.MissingError
+			if errors.As(err, &miss) {
+				return nil, fault.Gate(err)
+			}
+			return nil, fault.Input(err)
+		}
+		if req.PGOProfile != "" && cell.Target.PGO {
+			// A profile the compiler cannot read fails the build late, with "bad magic".
+			if _, err := pgo.Validate(req.PGOProfile, tc.Compiler.Dialect); err != nil {
+				return nil, fault.Inputf("--pgo-profile for %s (%s %s): %w", t, tc.Compiler.Name, tc.Identity.Version, err)
+			}
+		}
+		p, err := Make(Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: req.Tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock,
+			Profile: profile, Packages: req.Packages, SysrootWaiver: req.SysrootWaiver})
+		if err != nil {
+			return nil, fault.Input(err)
+		}
+		out = append(out, Planned{Plan: p, Toolchain: tc, Series: ps, Lock: lock})
+	}
+	return out, nil
+}
+
+// ExpandTargets expands "a,b" or "all" into target names.
+func ExpandTargets(m *matrix.Matrix, spec string) ([]string, error) {
+	if spec == "" {
+		return nil, fault.Inputf("--target is required (a target name, a comma-separated list, or all; see dorisarm matrix)")
+	}
+	if spec == "all" {
+		return m.TargetNames(), nil
+	}
+	var out []string
+	for _, t := range strings.Split(spec, ",") {
+		t = strings.TrimSpace(t)
+		if _, err := m.Target(t); err != nil {
+			return nil, fault.Input(err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func profileDigest(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	var d string
+	var err error
+	if st, serr := os.Stat(path); serr == nil && st.IsDir() {
+		d, err = source.TreeDigest(path, nil)
+	} else {
+		d, err = source.FileDigest(path)
+	}
+	if err != nil {
+		return "", fault.Inputf("--pgo-profile: %w", err)
+	}
+	return d, nil
+}
+
+// Sysroot makes (or finds under cacheDir) the sysroot of a cell's target
+// OS: the matrix's sysroot for its ISA, capped at the OS's glibc. It
+// returns nil with no error when the sysroot is waived.
+func Sysroot(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, waiver string) (*toolchain.Sysroot, error) {
+	if waiver != "" {
+		return nil, nil
+	}
+	name := cell.OS.Sysroot[cell.ISA.Name]
+	if name == "" {
+		return nil, fault.Inputf("target %s: %s has no sysroot for %s (oses.%s.sysroot in %s): add one, or pass --waive-sysroot REASON to link against this machine's libraries (the waiver and its reason are recorded, and the glibc gate is waived)",
+			cell.Target.Name, cell.OS.ID, cell.ISA.Name, cell.OS.ID, m.File)
+	}
+	// apt and the unpacker run in other directories: the cache path must be absolute.
+	abs, err := filepath.Abs(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	sr := m.Sysroots[name]
+	spec := sysroot.Spec{Name: name, Image: sr.Image, Digest: sr.Digest, Glibc: cell.OS.Glibc, Triple: sr.Triple}
+	if d := sr.Debian; d != nil {
+		spec.Debian = &sysroot.DebianSpec{Suite: d.Suite, Arch: d.Arch, Packages: d.Packages, Mirror: d.Mirror}
+	}
+	got, err := sysroot.Ensure(ctx, spec, abs)
+	if err != nil {
+		return nil, fault.Inputf("target %s: cannot make sysroot %s for %s: %w\n(check sysroots.%s in %s, or pass --waive-sysroot REASON to build against this machine's libraries, recorded as a waiver)",
+			cell.Target.Name, name, cell.OS.ID, err, name, m.File)
+	}
+	run := got.Path
+	if got.GlibcFrom != "" {
+		// Target programs run under qemu with the real libraries the stubs stand for.
+		spec.Glibc = ""
+		base, err := sysroot.Ensure(ctx, spec, abs)
+		if err != nil {
+			return nil, fault.Inputf("target %s: sysroot %s: %w", cell.Target.Name, name, err)
+		}
+		run = base.Path
+	}
+	return &toolchain.Sysroot{Name: name, Path: got.Path, RunPath: run, Digest: got.Digest, Glibc: got.Glibc, Source: got.Source}, nil
+}
