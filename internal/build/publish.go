@@ -57,7 +57,7 @@ func (r *runner) collect(s plan.Step, log io.Writer) error {
 	if err := os.MkdirAll(stage, 0o755); err != nil {
 		return err
 	}
-	if inst := s.Inputs["thirdparty"]; inst != "" {
+	if inst := s.Inputs.Collect.Thirdparty; inst != "" {
 		// --packages: the third-party install tree is the build's output.
 		src := filepath.Join(r.src, filepath.FromSlash(inst))
 		if _, err := os.Stat(src); err != nil {

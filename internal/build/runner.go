@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -100,6 +101,11 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	}
 	if err := CheckDirs(in.Tree, opts.Out, opts.Cache); err != nil {
 		return nil, err
+	}
+	for i := range in.Plan.Steps {
+		if err := in.Plan.Steps[i].Validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", in.Plan.Cell.Target, err)
+		}
 	}
 	c := &Cache{Dir: opts.Cache}
 	if err := c.Init(); err != nil {
@@ -252,7 +258,9 @@ func (r *runner) prepare() error {
 		r.rec.Flags[phase] = f.Compile()
 	}
 	if r.opts.PGOProfile != "" && r.in.Plan.Cell.PGO && len(r.in.Plan.Only) == 0 {
-		r.rec.PGOProfile = r.in.Plan.Step("build:" + r.in.Recipe.PGO.Step).Inputs["profile"]
+		if st := r.in.Plan.Step("build:" + r.in.Recipe.PGO.Step); st != nil && st.Inputs.Build != nil {
+			r.rec.PGOProfile = st.Inputs.Build.Profile
+		}
 		if tc.Compiler.Dialect == "clang" {
 			return copyFile(r.opts.PGOProfile, r.profile)
 		}
@@ -323,7 +331,7 @@ func (r *runner) shim(s plan.Step) toolchain.Shim {
 func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 	t0 := time.Now()
 	target := r.in.Plan.Cell.Target
-	cacheable := s.Kind != plan.KindCollect && s.Kind != plan.KindScan
+	cacheable := s.Kind.Cacheable()
 	if cacheable {
 		m, ok := r.cache.Get(s.Key)
 		pulled := r.prefetched[s.Key]
@@ -512,7 +520,7 @@ func (r *runner) run(ctx context.Context, name string, args, env []string, dir s
 // fetch copies an archive from the mirror into the tree's source directory
 // after checking it against vars.sh's MD5 and the lock's sha256.
 func (r *runner) fetch(s plan.Step, log io.Writer) error {
-	name := s.Inputs["archive"]
+	name := s.Inputs.Fetch.Archive
 	mirror := r.opts.Mirror
 	if mirror == "" {
 		mirror = r.in.Recipe.Thirdparty.Mirror
@@ -542,7 +550,7 @@ func (r *runner) fetch(s plan.Step, log io.Writer) error {
 		os.Remove(tmp)
 		return err
 	}
-	pkg := source.Package{Entry: strings.TrimPrefix(s.ID, "fetch:"), Name: name, MD5: s.Inputs["md5"]}
+	pkg := source.Package{Entry: strings.TrimPrefix(s.ID, "fetch:"), Name: name, MD5: s.Inputs.Fetch.MD5}
 	warning, err := source.Verify(pkg, sum, r.in.Lock)
 	if err != nil {
 		os.Remove(tmp)
@@ -557,16 +565,18 @@ func (r *runner) fetch(s plan.Step, log io.Writer) error {
 }
 
 func (r *runner) applyPatches(s plan.Step, root string, log io.Writer) error {
+	// In the plan's order; each patch as the plan saw it.
 	var ps []*patch.Patch
-	for id := range s.Inputs {
-		for _, p := range r.in.Series.Patches {
-			if p.ID() == id {
-				ps = append(ps, p)
-			}
+	for _, in := range s.Inputs.Patch.Patches {
+		i := slices.IndexFunc(r.in.Series.Patches, func(p *patch.Patch) bool { return p.ID() == in.ID })
+		if i < 0 {
+			return fmt.Errorf("patch %s of the plan is not in %s any more; plan again", in.ID, r.in.Series.Dir)
 		}
+		if p := r.in.Series.Patches[i]; p.SHA256 != in.SHA256 {
+			return fmt.Errorf("patch %s changed since the plan was made (sha256 %s, the plan says %s); plan again", in.ID, p.SHA256, in.SHA256)
+		}
+		ps = append(ps, r.in.Series.Patches[i])
 	}
-	// Series order (component, number), whatever order the inputs map gives.
-	sortPatches(ps)
 	res, err := patch.Apply(root, ps, patch.DefaultOptions())
 	if err != nil {
 		return err
@@ -637,7 +647,7 @@ func (r *runner) prefetch(ctx context.Context) {
 	}
 	var keys []string
 	for _, s := range r.in.Plan.Steps {
-		if s.Kind == plan.KindCollect || s.Kind == plan.KindScan {
+		if !s.Kind.Cacheable() {
 			continue
 		}
 		if _, ok := r.cache.Get(s.Key); !ok {
