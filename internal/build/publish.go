@@ -1,6 +1,7 @@
 package build
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -219,10 +220,9 @@ func (r *runner) smoke(ctx context.Context, dir string, argv []string) (SmokeRes
 	if len(r.in.TC.Emulator()) > 0 {
 		res.Model = r.in.TC.Cell.Qemu.Name
 	}
-	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	res.Output = strings.TrimSpace(string(out))
+	var out bytes.Buffer
+	err := r.opts.Exec(ctx, Command{Step: "smoke", Path: full[0], Args: full[1:], Dir: dir, Stdout: &out, Stderr: &out})
+	res.Output = strings.TrimSpace(out.String())
 	if len(res.Output) > 4000 {
 		res.Output = res.Output[len(res.Output)-4000:]
 	}

@@ -41,6 +41,10 @@ type Options struct {
 	Allow              []scan.Exception
 	NoScan             bool // skip the scan gate (reported as skipped in the record)
 	Progress           *Progress
+	// Exec runs the programs of the build (step commands, the tree's patch
+	// tool, smoke runs); RunProcess when nil. Tests give one that needs no
+	// compiler or emulator.
+	Exec Exec
 }
 
 // Input is everything a cell's build needs besides the plan.
@@ -90,6 +94,9 @@ type runner struct {
 func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	if opts.Jobs <= 0 {
 		opts.Jobs = 2
+	}
+	if opts.Exec == nil {
+		opts.Exec = RunProcess
 	}
 	// Steps run in other directories: every path they are given must be absolute.
 	for _, p := range []*string{&opts.Cache, &opts.Out, &in.Tree} {
@@ -477,7 +484,7 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		if tool == "" {
 			return fmt.Errorf("%s has no llvm-profdata (tools.profdata in matrix.yaml)", r.in.TC.Compiler.Name)
 		}
-		if err := r.run(ctx, tool, args, nil, r.src, log); err != nil {
+		if err := r.run(ctx, s.ID, tool, args, nil, r.src, log); err != nil {
 			return err
 		}
 		d, err := source.FileDigest(r.profile)
@@ -503,18 +510,13 @@ func (r *runner) command(ctx context.Context, s plan.Step, argv []string, env []
 		// Target programs the step starts run under qemu on the target's CPU model.
 		args = append(append([]string{}, p...), args...)
 	}
-	return r.run(ctx, args[0], args[1:], env, r.src, log)
+	return r.run(ctx, s.ID, args[0], args[1:], env, r.src, log)
 }
 
-func (r *runner) run(ctx context.Context, name string, args, env []string, dir string, log io.Writer) error {
+// run runs one program of step through Options.Exec, logging it.
+func (r *runner) run(ctx context.Context, step, name string, args, env []string, dir string, log io.Writer) error {
 	fmt.Fprintf(log, "$ %s %s\n", name, strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, log, log
-	// The step and all it starts form one process group; Ctrl-C stops them all.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	return cmd.Run()
+	return r.opts.Exec(ctx, Command{Step: step, Path: name, Args: args, Env: env, Dir: dir, Stdout: log, Stderr: log})
 }
 
 // fetch copies an archive from the mirror into the tree's source directory

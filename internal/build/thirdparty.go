@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -112,9 +111,7 @@ func (r *runner) unpack(ctx context.Context, s plan.Step, log io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(log, "$ patch %s < %s\n", strings.Join(args, " "), tp.File)
-		cmd := exec.CommandContext(ctx, "patch", append([]string{"--batch", "--forward"}, args...)...)
-		cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = dest, fh, log, log
-		err = cmd.Run()
+		err = r.opts.Exec(ctx, Command{Step: s.ID, Path: "patch", Args: append([]string{"--batch", "--forward"}, args...), Dir: dest, Stdin: fh, Stdout: log, Stderr: log})
 		fh.Close()
 		if err != nil {
 			return fmt.Errorf("the tree's own %s does not apply to %s: %v (see the log)", tp.File, source, err)
