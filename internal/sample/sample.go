@@ -73,3 +73,32 @@ func (in *Inputs) Toolchain(t testing.TB, target, compiler string) (matrix.Cell,
 	}
 	return cell, tc
 }
+
+// NoCompilerToolchain is target's cell with a toolchain that names the
+// target's compiler (or compiler) but points at no installed one: its
+// identity is made up and nothing is probed. Plans made with it are real
+// plans of the sample; builds with it run only with an Options.Exec that
+// does not start the compiler. It builds natively (no emulator shim), for
+// tests that need neither a compiler nor qemu.
+func (in *Inputs) NoCompilerToolchain(t testing.TB, target, compiler string) (matrix.Cell, *toolchain.Toolchain) {
+	t.Helper()
+	cell, err := in.Matrix.Cell(Series, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if compiler == "" {
+		compiler = cell.Target.Compilers[0]
+	}
+	cc, ok := in.Matrix.Compilers[compiler]
+	if !ok {
+		t.Fatalf("matrix has no compiler %q", compiler)
+	}
+	home := filepath.Join(t.TempDir(), "no-compiler")
+	tc := &toolchain.Toolchain{
+		Cell: cell, Compiler: cc, Home: home, CC: filepath.Join(home, "bin", cc.CC), CXX: filepath.Join(home, "bin", cc.CXX),
+		Host: in.Matrix.ISAs[toolchain.HostISA()], Tools: map[string]string{},
+		Identity: toolchain.Identity{Name: cc.Name, Dialect: cc.Dialect, Path: filepath.Join(home, "bin", cc.CC), Version: "0.0.0-none",
+			Banner: "no compiler (sample.NoCompilerToolchain)", Digest: "none", Tools: map[string]string{}},
+	}
+	return cell, tc
+}
