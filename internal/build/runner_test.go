@@ -151,6 +151,7 @@ func stagingLeft(t *testing.T, out string) []string {
 // discarded and only its step runs; one changed patch reruns exactly the
 // steps downstream of it.
 func TestRunnerCache(t *testing.T) {
+	t.Parallel()
 	const target = "kunpeng920" // PGO (instrument, train, merge) and three patched components
 	out, cache := t.TempDir(), t.TempDir()
 	fx := &fakeExec{}
@@ -247,6 +248,7 @@ func TestRunnerCache(t *testing.T) {
 // nothing for it, keeps what finished before it, publishes nothing and
 // leaves the published build and no staging directory behind.
 func TestRunnerStepFailure(t *testing.T) {
+	t.Parallel()
 	const target = "kunpeng920"
 	in := fastInput(t, target, "")
 	// The failing builds are of another plan (one patch changed): the same
@@ -271,6 +273,7 @@ func TestRunnerStepFailure(t *testing.T) {
 	stamp, _ := os.ReadFile(published)
 	for _, c := range cases {
 		t.Run(c.step, func(t *testing.T) {
+			t.Parallel()
 			// Into the published build's --out, then into an empty one with
 			// the same cache (the failed step runs again: it was not cached).
 			cache, fresh := t.TempDir(), t.TempDir()
@@ -341,6 +344,7 @@ func TestRunnerStepFailure(t *testing.T) {
 // TestRunnerKeepGoing: with KeepGoing, a failed package does not stop the
 // other packages; the error lists it and nothing is published.
 func TestRunnerKeepGoing(t *testing.T) {
+	t.Parallel()
 	in := fastInput(t, "kunpeng920", "")
 	out, cache := t.TempDir(), t.TempDir()
 	fx := &fakeExec{fail: map[string]string{"thirdparty:BITSHUFFLE": "bitshuffle broke"}}
@@ -371,6 +375,7 @@ func TestRunnerKeepGoing(t *testing.T) {
 // nothing for it, publishes nothing; the next run resumes after the steps
 // finished before.
 func TestRunnerCancel(t *testing.T) {
+	t.Parallel()
 	in := fastInput(t, "kunpeng920", "")
 	out, cache := t.TempDir(), t.TempDir()
 	fx := &fakeExec{block: "build:be", started: make(chan struct{})}
@@ -410,6 +415,7 @@ func TestRunnerCancel(t *testing.T) {
 // (a plan written by hand or by another dorisarm) is refused before any
 // step runs, naming the step.
 func TestRunnerRefusesMalformedPlan(t *testing.T) {
+	t.Parallel()
 	in := fastInput(t, "graviton3", "")
 	cp := *in.Plan
 	cp.Steps = slices.Clone(in.Plan.Steps)
