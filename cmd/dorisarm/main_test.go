@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/plan"
 )
 
 var bin string
@@ -112,7 +114,7 @@ func TestPlanCommand(t *testing.T) {
 	a, _, _ := run(t, "plan", "--target", "graviton3", "--format", "json")
 	b, _, _ := run(t, "plan", "--target", "graviton3", "--format", "json")
 	var p map[string]any
-	if a != b || json.Unmarshal([]byte(a), &p) != nil || p["schema"].(float64) != 1 {
+	if a != b || json.Unmarshal([]byte(a), &p) != nil || p["schema"] != float64(plan.Schema) {
 		t.Fatal("plan json not stable or not JSON")
 	}
 	out, _, code = run(t, "plan", "--target", "all", "--format", "json")

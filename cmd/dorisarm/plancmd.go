@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -112,7 +111,7 @@ with a content-addressed cache key. The same inputs give the same bytes.`,
   dorisarm plan --source ~/src/doris --target graviton3 --mirror /srv/doris-thirdparty`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(o.format, "table", "json"); err != nil {
+			if err := checkFormat(o.format, planFormats...); err != nil {
 				return err
 			}
 			ps, _, err := makePlanned(cmd.Context(), g, o)
@@ -123,29 +122,41 @@ with a content-addressed cache key. The same inputs give the same bytes.`,
 			for _, p := range ps {
 				plans = append(plans, p.Plan)
 			}
-			if o.format == "json" {
-				if len(plans) != 1 {
-					return printJSON(g.stdout, plans)
-				}
-				b, err := plans[0].JSON()
-				if err != nil {
-					return err
-				}
-				_, err = g.stdout.Write(b)
-				return err
-			}
-			for i, p := range plans {
-				if i > 0 {
-					fmt.Fprintln(g.stdout)
-				}
-				printPlan(g.stdout, p)
-			}
-			return nil
+			return writePlans(g.stdout, plans, o.format)
 		},
 	}
 	o.flags(cmd, "a merged PGO profile collected on real hardware (skips training)")
-	formatFlag(cmd, &o.format, "table", "output format: table or json")
+	formatFlag(cmd, &o.format, "table", "output format: "+strings.Join(planFormats, " or "))
 	return cmd
+}
+
+// planFormats are the output formats of plan, each the same bytes for the
+// same plans.
+var planFormats = []string{"table", "json"}
+
+// writePlans prints plans in format (one of planFormats).
+func writePlans(w io.Writer, plans []*plan.Plan, format string) error {
+	switch format {
+	case "json":
+		if len(plans) != 1 {
+			return printJSON(w, plans)
+		}
+		b, err := plans[0].JSON()
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	case "table":
+		for i, p := range plans {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			printPlan(w, p)
+		}
+		return nil
+	}
+	return usageErr("--output/--format %q: use one of %s", format, strings.Join(planFormats, ", "))
 }
 
 func printPlan(w io.Writer, p *plan.Plan) {
@@ -177,49 +188,10 @@ func printPlan(w io.Writer, p *plan.Plan) {
 	}
 	rows := [][]string{{"  STEP", "KIND", "PHASE", "KEY", "COMMAND"}}
 	for _, s := range p.Steps {
-		cmd := strings.Join(s.Command, " ")
-		if cmd == "" && s.Kind == plan.KindFetch {
-			cmd = "fetch " + s.Inputs["archive"] + " (sha256 " + short(s.Inputs["sha256"]) + ")"
-		}
-		if cmd == "" && (s.Kind == plan.KindPatch || s.Kind == plan.KindPatchTree) {
-			var ids []string
-			for id := range s.Inputs {
-				if id != "tree" {
-					ids = append(ids, id)
-				}
-			}
-			sort.Strings(ids)
-			cmd = "apply " + strings.Join(ids, " ")
-		}
-		if cmd == "" && s.Kind == plan.KindMerge {
-			cmd = "keep " + strings.Join(s.Outputs, " ") + " (GCC .gcda profile)"
-		}
-		if cmd == "" && s.Kind == plan.KindUnpack {
-			cmd = "unpack " + s.Inputs["archive"]
-			if n := countPrefix(s.Inputs, "doris_patch."); n > 0 {
-				cmd += fmt.Sprintf(" + %d of the tree's own patches", n)
-			}
-		}
-		if s.Kind == plan.KindCollect {
-			cmd = "collect " + s.Inputs["outputs"] + " -> $OUT"
-			if t := s.Inputs["thirdparty"]; t != "" {
-				cmd = "collect " + t + " -> $OUT/thirdparty/installed"
-			}
-		}
-		rows = append(rows, []string{"  " + s.ID, s.Kind, s.Phase, s.Key[:12], cmd})
+		rows = append(rows, []string{"  " + s.ID, string(s.Kind), s.Phase, s.Key[:12], s.Describe()})
 	}
 	table(w, rows)
 	fmt.Fprintf(w, "  %d steps\n", len(p.Steps))
-}
-
-func countPrefix(m map[string]string, prefix string) int {
-	n := 0
-	for k := range m {
-		if strings.HasPrefix(k, prefix) {
-			n++
-		}
-	}
-	return n
 }
 
 func short(s string) string {

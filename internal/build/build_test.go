@@ -29,15 +29,18 @@ type setup struct {
 	recipe           func(*recipe.Recipe)
 }
 
+// need skips a test that builds the sample with real compilers and qemu
+// under -short (runner_test.go covers the runner there without them) and
+// where they are not installed.
 func need(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the sample with real compilers and qemu (minutes); skipped with -short, where runner_test.go's fast tests cover the runner")
+	}
 	for _, tool := range []string{"qemu-aarch64", "aarch64-linux-gnu-gcc", "clang-16", "make", "javac"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not installed (scripts/install-deps.sh)", tool)
 		}
-	}
-	if testing.Short() {
-		t.Skip("builds the sample; skipped with -short")
 	}
 }
 

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -57,7 +58,7 @@ func (r *runner) collect(s plan.Step, log io.Writer) error {
 	if err := os.MkdirAll(stage, 0o755); err != nil {
 		return err
 	}
-	if inst := s.Inputs["thirdparty"]; inst != "" {
+	if inst := s.Inputs.Collect.Thirdparty; inst != "" {
 		// --packages: the third-party install tree is the build's output.
 		src := filepath.Join(r.src, filepath.FromSlash(inst))
 		if _, err := os.Stat(src); err != nil {
@@ -219,10 +220,9 @@ func (r *runner) smoke(ctx context.Context, dir string, argv []string) (SmokeRes
 	if len(r.in.TC.Emulator()) > 0 {
 		res.Model = r.in.TC.Cell.Qemu.Name
 	}
-	cmd := exec.CommandContext(ctx, full[0], full[1:]...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	res.Output = strings.TrimSpace(string(out))
+	var out bytes.Buffer
+	err := r.opts.Exec(ctx, Command{Step: "smoke", Path: full[0], Args: full[1:], Dir: dir, Stdout: &out, Stderr: &out})
+	res.Output = strings.TrimSpace(out.String())
 	if len(res.Output) > 4000 {
 		res.Output = res.Output[len(res.Output)-4000:]
 	}

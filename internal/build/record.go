@@ -12,7 +12,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/dorisarm/dorisarm/internal/patch"
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/scan"
 	"github.com/dorisarm/dorisarm/internal/source"
@@ -115,7 +114,7 @@ func (r *Record) addStep(s plan.Step, cached bool, d time.Duration) {
 	r.Steps = append(r.Steps, StepRecord{ID: s.ID, Key: s.Key, Cached: cached, Seconds: d.Seconds()})
 	if cached {
 		r.Cache.Hits = append(r.Cache.Hits, s.ID)
-	} else if s.Kind != plan.KindCollect && s.Kind != plan.KindScan {
+	} else if s.Kind.Cacheable() {
 		r.Cache.Misses = append(r.Cache.Misses, s.ID)
 	}
 }
@@ -211,15 +210,6 @@ func ReadRecord(path string) (*Record, error) {
 		return nil, err
 	}
 	return &r, nil
-}
-
-func sortPatches(ps []*patch.Patch) {
-	sort.Slice(ps, func(i, j int) bool {
-		if ps[i].Component != ps[j].Component {
-			return ps[i].Component < ps[j].Component
-		}
-		return ps[i].Number < ps[j].Number
-	})
 }
 
 // ContentDigest identifies what a build is, leaving out when and how fast

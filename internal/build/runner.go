@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,6 +41,10 @@ type Options struct {
 	Allow              []scan.Exception
 	NoScan             bool // skip the scan gate (reported as skipped in the record)
 	Progress           *Progress
+	// Exec runs the programs of the build (step commands, the tree's patch
+	// tool, smoke runs); RunProcess when nil. Tests give one that needs no
+	// compiler or emulator.
+	Exec Exec
 }
 
 // Input is everything a cell's build needs besides the plan.
@@ -90,6 +95,9 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	if opts.Jobs <= 0 {
 		opts.Jobs = 2
 	}
+	if opts.Exec == nil {
+		opts.Exec = RunProcess
+	}
 	// Steps run in other directories: every path they are given must be absolute.
 	for _, p := range []*string{&opts.Cache, &opts.Out, &in.Tree} {
 		abs, err := filepath.Abs(*p)
@@ -100,6 +108,11 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	}
 	if err := CheckDirs(in.Tree, opts.Out, opts.Cache); err != nil {
 		return nil, err
+	}
+	for i := range in.Plan.Steps {
+		if err := in.Plan.Steps[i].Validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", in.Plan.Cell.Target, err)
+		}
 	}
 	c := &Cache{Dir: opts.Cache}
 	if err := c.Init(); err != nil {
@@ -252,7 +265,9 @@ func (r *runner) prepare() error {
 		r.rec.Flags[phase] = f.Compile()
 	}
 	if r.opts.PGOProfile != "" && r.in.Plan.Cell.PGO && len(r.in.Plan.Only) == 0 {
-		r.rec.PGOProfile = r.in.Plan.Step("build:" + r.in.Recipe.PGO.Step).Inputs["profile"]
+		if st := r.in.Plan.Step("build:" + r.in.Recipe.PGO.Step); st != nil && st.Inputs.Build != nil {
+			r.rec.PGOProfile = st.Inputs.Build.Profile
+		}
 		if tc.Compiler.Dialect == "clang" {
 			return copyFile(r.opts.PGOProfile, r.profile)
 		}
@@ -323,7 +338,7 @@ func (r *runner) shim(s plan.Step) toolchain.Shim {
 func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 	t0 := time.Now()
 	target := r.in.Plan.Cell.Target
-	cacheable := s.Kind != plan.KindCollect && s.Kind != plan.KindScan
+	cacheable := s.Kind.Cacheable()
 	if cacheable {
 		m, ok := r.cache.Get(s.Key)
 		pulled := r.prefetched[s.Key]
@@ -469,7 +484,7 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		if tool == "" {
 			return fmt.Errorf("%s has no llvm-profdata (tools.profdata in matrix.yaml)", r.in.TC.Compiler.Name)
 		}
-		if err := r.run(ctx, tool, args, nil, r.src, log); err != nil {
+		if err := r.run(ctx, s.ID, tool, args, nil, r.src, log); err != nil {
 			return err
 		}
 		d, err := source.FileDigest(r.profile)
@@ -495,24 +510,19 @@ func (r *runner) command(ctx context.Context, s plan.Step, argv []string, env []
 		// Target programs the step starts run under qemu on the target's CPU model.
 		args = append(append([]string{}, p...), args...)
 	}
-	return r.run(ctx, args[0], args[1:], env, r.src, log)
+	return r.run(ctx, s.ID, args[0], args[1:], env, r.src, log)
 }
 
-func (r *runner) run(ctx context.Context, name string, args, env []string, dir string, log io.Writer) error {
+// run runs one program of step through Options.Exec, logging it.
+func (r *runner) run(ctx context.Context, step, name string, args, env []string, dir string, log io.Writer) error {
 	fmt.Fprintf(log, "$ %s %s\n", name, strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, log, log
-	// The step and all it starts form one process group; Ctrl-C stops them all.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	return cmd.Run()
+	return r.opts.Exec(ctx, Command{Step: step, Path: name, Args: args, Env: env, Dir: dir, Stdout: log, Stderr: log})
 }
 
 // fetch copies an archive from the mirror into the tree's source directory
 // after checking it against vars.sh's MD5 and the lock's sha256.
 func (r *runner) fetch(s plan.Step, log io.Writer) error {
-	name := s.Inputs["archive"]
+	name := s.Inputs.Fetch.Archive
 	mirror := r.opts.Mirror
 	if mirror == "" {
 		mirror = r.in.Recipe.Thirdparty.Mirror
@@ -542,7 +552,7 @@ func (r *runner) fetch(s plan.Step, log io.Writer) error {
 		os.Remove(tmp)
 		return err
 	}
-	pkg := source.Package{Entry: strings.TrimPrefix(s.ID, "fetch:"), Name: name, MD5: s.Inputs["md5"]}
+	pkg := source.Package{Entry: strings.TrimPrefix(s.ID, "fetch:"), Name: name, MD5: s.Inputs.Fetch.MD5}
 	warning, err := source.Verify(pkg, sum, r.in.Lock)
 	if err != nil {
 		os.Remove(tmp)
@@ -557,16 +567,18 @@ func (r *runner) fetch(s plan.Step, log io.Writer) error {
 }
 
 func (r *runner) applyPatches(s plan.Step, root string, log io.Writer) error {
+	// In the plan's order; each patch as the plan saw it.
 	var ps []*patch.Patch
-	for id := range s.Inputs {
-		for _, p := range r.in.Series.Patches {
-			if p.ID() == id {
-				ps = append(ps, p)
-			}
+	for _, in := range s.Inputs.Patch.Patches {
+		i := slices.IndexFunc(r.in.Series.Patches, func(p *patch.Patch) bool { return p.ID() == in.ID })
+		if i < 0 {
+			return fmt.Errorf("patch %s of the plan is not in %s any more; plan again", in.ID, r.in.Series.Dir)
 		}
+		if p := r.in.Series.Patches[i]; p.SHA256 != in.SHA256 {
+			return fmt.Errorf("patch %s changed since the plan was made (sha256 %s, the plan says %s); plan again", in.ID, p.SHA256, in.SHA256)
+		}
+		ps = append(ps, r.in.Series.Patches[i])
 	}
-	// Series order (component, number), whatever order the inputs map gives.
-	sortPatches(ps)
 	res, err := patch.Apply(root, ps, patch.DefaultOptions())
 	if err != nil {
 		return err
@@ -637,7 +649,7 @@ func (r *runner) prefetch(ctx context.Context) {
 	}
 	var keys []string
 	for _, s := range r.in.Plan.Steps {
-		if s.Kind == plan.KindCollect || s.Kind == plan.KindScan {
+		if !s.Kind.Cacheable() {
 			continue
 		}
 		if _, ok := r.cache.Get(s.Key); !ok {

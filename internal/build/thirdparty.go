@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -74,15 +73,16 @@ func (r *runner) installDir() string {
 // the tree's source directory, then the tree's own patches for it, applied
 // with GNU patch as its download script does, and its patched_mark.
 func (r *runner) unpack(ctx context.Context, s plan.Step, log io.Writer) error {
-	if u := s.Inputs["unsupported"]; u != "" {
+	in := s.Inputs.Unpack
+	if len(in.Unsupported) > 0 {
 		return fmt.Errorf("%s's download script also runs, for this package:\n  %s\ndorisarm runs only its patch commands and never the network; put what these fetch into the mirror and add a patch or recipe step instead",
-			r.in.Recipe.Thirdparty.PatchesFrom, strings.ReplaceAll(u, "\n", "\n  "))
+			r.in.Recipe.Thirdparty.PatchesFrom, strings.Join(in.Unsupported, "\n  "))
 	}
 	srcDir := filepath.Join(r.src, filepath.FromSlash(r.in.Recipe.Thirdparty.SrcDir))
-	archive := filepath.Join(srcDir, s.Inputs["archive"])
-	source := s.Inputs["source"]
+	archive := filepath.Join(srcDir, in.Archive)
+	source := in.Source
 	if source == "" {
-		fmt.Fprintf(log, "%s is used as it is (no <PKG>_SOURCE to unpack to)\n", s.Inputs["archive"])
+		fmt.Fprintf(log, "%s is used as it is (no <PKG>_SOURCE to unpack to)\n", in.Archive)
 		return nil
 	}
 	dest := filepath.Join(srcDir, source)
@@ -93,41 +93,28 @@ func (r *runner) unpack(ctx context.Context, s plan.Step, log io.Writer) error {
 		return err
 	}
 	if !unpack.Supported(archive) {
-		return fmt.Errorf("%s: not an archive dorisarm unpacks (.tar.gz, .tgz, .tar.xz, .tar.bz2, .tar, .zip)", s.Inputs["archive"])
+		return fmt.Errorf("%s: not an archive dorisarm unpacks (.tar.gz, .tgz, .tar.xz, .tar.bz2, .tar, .zip)", in.Archive)
 	}
 	tops, err := unpack.Archive(archive, srcDir, unpack.DefaultLimits)
 	if err != nil {
 		return err
 	}
 	sort.Strings(tops)
-	fmt.Fprintf(log, "unpacked %s: %s\n", s.Inputs["archive"], strings.Join(tops, " "))
+	fmt.Fprintf(log, "unpacked %s: %s\n", in.Archive, strings.Join(tops, " "))
 	if st, err := os.Stat(dest); err != nil || !st.IsDir() {
-		return fmt.Errorf("%s unpacked to %s, not to %s as vars.sh says", s.Inputs["archive"], strings.Join(tops, ", "), source)
+		return fmt.Errorf("%s unpacked to %s, not to %s as vars.sh says", in.Archive, strings.Join(tops, ", "), source)
 	}
-	var keys []string
-	for k := range s.Inputs {
-		if strings.HasPrefix(k, "doris_patch.") {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		f := strings.Fields(s.Inputs[k])
-		if len(f) < 3 {
-			return fmt.Errorf("bad patch input %q", s.Inputs[k])
-		}
-		args, file := f[:len(f)-2], f[len(f)-2]
-		fh, err := os.Open(filepath.Join(r.src, filepath.FromSlash(file)))
+	for _, tp := range in.TreePatches {
+		args := strings.Fields(tp.Args)
+		fh, err := os.Open(filepath.Join(r.src, filepath.FromSlash(tp.File)))
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(log, "$ patch %s < %s\n", strings.Join(args, " "), file)
-		cmd := exec.CommandContext(ctx, "patch", append([]string{"--batch", "--forward"}, args...)...)
-		cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = dest, fh, log, log
-		err = cmd.Run()
+		fmt.Fprintf(log, "$ patch %s < %s\n", strings.Join(args, " "), tp.File)
+		err = r.opts.Exec(ctx, Command{Step: s.ID, Path: "patch", Args: append([]string{"--batch", "--forward"}, args...), Dir: dest, Stdin: fh, Stdout: log, Stderr: log})
 		fh.Close()
 		if err != nil {
-			return fmt.Errorf("the tree's own %s does not apply to %s: %v (see the log)", file, source, err)
+			return fmt.Errorf("the tree's own %s does not apply to %s: %v (see the log)", tp.File, source, err)
 		}
 	}
 	return os.WriteFile(filepath.Join(dest, "patched_mark"), nil, 0o644)

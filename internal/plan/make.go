@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -227,8 +229,8 @@ func Make(in Inputs) (*Plan, error) {
 	var treeNeeds []string
 	if pts := byComponent[treeComponent]; len(pts) > 0 {
 		in := patchInputs(pts)
-		in["tree"] = p.Source.Digest // what it patches
-		p.Steps = append(p.Steps, Step{ID: "patch:" + treeComponent, Kind: KindPatchTree, Inputs: in})
+		in.Tree = p.Source.Digest // what it patches
+		p.Steps = append(p.Steps, Step{ID: "patch:" + treeComponent, Kind: KindPatchTree, Inputs: StepInputs{Patch: in}})
 		treeNeeds = []string{"patch:" + treeComponent}
 	}
 	// 2. Fetch, unpack and patch each package; build it.
@@ -238,13 +240,13 @@ func Make(in Inputs) (*Plan, error) {
 		if only != nil && !only[pk.Entry] {
 			continue
 		}
-		fin := map[string]string{"archive": pk.Name, "md5": pk.MD5, "url": pk.URL}
+		fin := &FetchInputs{Archive: pk.Name, MD5: pk.MD5, URL: pk.URL}
 		if e, ok := in.Lock.Archives[pk.Name]; ok {
-			fin["sha256"] = e.SHA256
+			fin.SHA256 = e.SHA256
 		} else {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("archive %s is not pinned in %s; only its MD5 from vars.sh will vouch for it (run dorisarm sources lock)", pk.Name, r.Lock))
 		}
-		p.Steps = append(p.Steps, Step{ID: "fetch:" + pk.Entry, Kind: KindFetch, Inputs: fin,
+		p.Steps = append(p.Steps, Step{ID: "fetch:" + pk.Entry, Kind: KindFetch, Inputs: StepInputs{Fetch: fin},
 			Outputs: []string{SRC + "/" + r.Thirdparty.SrcDir + "/" + pk.Name}})
 
 		pctx := ctx
@@ -253,7 +255,7 @@ func Make(in Inputs) (*Plan, error) {
 		if r.Thirdparty.PatchesFrom != "" {
 			// dorisarm unpacks, then applies the tree's own patches for the
 			// package: it reads the archive and those patches, nothing else.
-			unpack.Inputs = unpackInputs(pk)
+			unpack.Inputs.Unpack = unpackInputs(pk)
 		} else {
 			// The tree's own unpack command runs the tree's (patched) scripts.
 			unpack.Needs = append(unpack.Needs, treeNeeds...)
@@ -262,7 +264,7 @@ func Make(in Inputs) (*Plan, error) {
 				return nil, fmt.Errorf("recipe %s: thirdparty.unpack: %v", r.Name, err)
 			}
 			unpack.Command = cmd
-			unpack.Inputs = map[string]string{"scripts": p.Source.Scripts}
+			unpack.Inputs.Unpack = &UnpackInputs{Scripts: p.Source.Scripts}
 		}
 		p.Steps = append(p.Steps, unpack)
 		last := "unpack:" + pk.Entry
@@ -273,7 +275,7 @@ func Make(in Inputs) (*Plan, error) {
 					dir = "."
 				}
 				p.Steps = append(p.Steps, Step{ID: "patch:" + comp, Kind: KindPatch, Needs: []string{last},
-					Inputs: patchInputs(pts), Outputs: []string{SRC + "/" + r.Thirdparty.SrcDir + "/" + dir}})
+					Inputs: StepInputs{Patch: patchInputs(pts)}, Outputs: []string{SRC + "/" + r.Thirdparty.SrcDir + "/" + dir}})
 				last = "patch:" + comp
 			}
 		}
@@ -298,7 +300,7 @@ func Make(in Inputs) (*Plan, error) {
 			}
 		}
 		p.Steps = append(p.Steps, Step{ID: "thirdparty:" + pk.Entry, Kind: KindThirdparty, Phase: PhaseThirdparty,
-			Command: bcmd, Env: env, Needs: needs, Inputs: map[string]string{"scripts": p.Source.Scripts}})
+			Command: bcmd, Env: env, Needs: needs, Inputs: StepInputs{Build: &BuildInputs{Scripts: p.Source.Scripts}}})
 		allThirdparty = append(allThirdparty, "thirdparty:"+pk.Entry)
 	}
 	// Dependencies may be declared after their dependents in TP_ARCHIVES: order topologically.
@@ -331,30 +333,20 @@ func Make(in Inputs) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("recipe %s: step %s: %v", r.Name, name, err)
 		}
-		srcIn := map[string]string{"tree": p.Source.Digest}
-		mk := func(id, phase string, needs []string, extra map[string]string) Step {
-			inputs := map[string]string{}
-			for k, v := range srcIn {
-				inputs[k] = v
-			}
-			for k, v := range extra {
-				inputs[k] = v
-			}
-			return Step{ID: id, Kind: KindBuild, Phase: phase, Command: cmd, Env: env, Needs: needs, Inputs: inputs, Outputs: st.Outputs}
+		mk := func(id, phase string, needs []string, profile string) Step {
+			return Step{ID: id, Kind: KindBuild, Phase: phase, Command: cmd, Env: env, Needs: needs,
+				Inputs: StepInputs{Build: &BuildInputs{Tree: p.Source.Digest, Profile: profile}}, Outputs: st.Outputs}
 		}
 		if pgo && name == r.PGO.Step {
 			optNeeds := append([]string{}, needs...)
-			profileIn := map[string]string{}
-			if in.Profile != "" {
-				profileIn["profile"] = in.Profile
-			} else {
-				p.Steps = append(p.Steps, mk("build:"+name+":instrument", PhaseInstrument, needs, nil))
+			if in.Profile == "" {
+				p.Steps = append(p.Steps, mk("build:"+name+":instrument", PhaseInstrument, needs, ""))
 				train, err := expand(r.PGO.Train, ctx)
 				if err != nil {
 					return nil, fmt.Errorf("recipe %s: pgo.train: %v", r.Name, err)
 				}
 				p.Steps = append(p.Steps, Step{ID: "pgo:train", Kind: KindTrain, Command: append(append([]string{}, tc.EmulatorWith(toolchain.SysrootRunPlaceholder)...), train...),
-					Needs: []string{"build:" + name + ":instrument"}, Inputs: map[string]string{"qemu_model": c.Qemu.Name}})
+					Needs: []string{"build:" + name + ":instrument"}, Inputs: StepInputs{Train: &TrainInputs{QemuModel: c.Qemu.Name}}})
 				// Clang's raw profiles are merged into one .profdata; GCC's .gcda
 				// directory is the profile itself.
 				merge := Step{ID: "pgo:merge", Kind: KindMerge, Needs: []string{"pgo:train"}, Outputs: []string{PROFILEDIR}}
@@ -365,17 +357,17 @@ func Make(in Inputs) (*Plan, error) {
 				p.Steps = append(p.Steps, merge)
 				optNeeds = append(optNeeds, "pgo:merge")
 			}
-			p.Steps = append(p.Steps, mk("build:"+name, PhasePGO, optNeeds, profileIn))
+			p.Steps = append(p.Steps, mk("build:"+name, PhasePGO, optNeeds, in.Profile))
 		} else {
-			p.Steps = append(p.Steps, mk("build:"+name, PhaseRelease, needs, nil))
+			p.Steps = append(p.Steps, mk("build:"+name, PhaseRelease, needs, ""))
 		}
 		built = append(built, "build:"+name)
 	}
 
 	// 4. Collect and scan.
-	collectIn := map[string]string{"outputs": strings.Join(r.Outputs, " ")}
+	collectIn := &CollectInputs{Outputs: r.Outputs}
 	if only != nil {
-		collectIn = map[string]string{"thirdparty": r.Thirdparty.Install}
+		collectIn = &CollectInputs{Thirdparty: r.Thirdparty.Install}
 	}
 	for i, rule := range r.Collect {
 		if only != nil {
@@ -386,10 +378,10 @@ func Make(in Inputs) (*Plan, error) {
 			return nil, fmt.Errorf("recipe %s: collect[%d].when: %v", r.Name, i, err)
 		}
 		if rule.When == "" || strings.TrimSpace(when) == "true" {
-			collectIn[fmt.Sprintf("extra.%d", i)] = rule.From + " -> " + rule.To
+			collectIn.Extra = append(collectIn.Extra, CollectExtra{From: rule.From, To: rule.To})
 		}
 	}
-	p.Steps = append(p.Steps, Step{ID: "collect", Kind: KindCollect, Needs: built, Inputs: collectIn, Outputs: []string{OUT}})
+	p.Steps = append(p.Steps, Step{ID: "collect", Kind: KindCollect, Needs: built, Inputs: StepInputs{Collect: collectIn}, Outputs: []string{OUT}})
 	p.Steps = append(p.Steps, Step{ID: "scan", Kind: KindScan, Needs: []string{"collect"},
 		Command: []string{"dorisarm", "scan", "--target", c.Target.Name, OUT}})
 
@@ -409,12 +401,18 @@ func findPackage(pkgs []source.Package, entry string) (source.Package, bool) {
 	return source.Package{}, false
 }
 
-func patchInputs(pts []*patch.Patch) map[string]string {
-	m := map[string]string{}
-	for _, pt := range pts {
-		m[pt.ID()] = pt.SHA256
+// patchInputs lists patches in series order (component, number): the
+// order they apply in.
+func patchInputs(pts []*patch.Patch) *PatchInputs {
+	sorted := slices.Clone(pts)
+	slices.SortStableFunc(sorted, func(a, b *patch.Patch) int {
+		return cmp.Or(strings.Compare(a.Component, b.Component), cmp.Compare(a.Number, b.Number))
+	})
+	in := &PatchInputs{}
+	for _, pt := range sorted {
+		in.Patches = append(in.Patches, PatchInput{ID: pt.ID(), SHA256: pt.SHA256})
 	}
-	return m
+	return in
 }
 
 func flagList(f toolchain.Flags) []string {

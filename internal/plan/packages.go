@@ -100,15 +100,9 @@ func SelectPackages(pkgs []source.Package, r *recipe.Recipe, names []string) (ma
 // unpackInputs are what dorisarm's own unpack of a package reads: the
 // archive (through its fetch step's key), where it unpacks to and the
 // tree's patches for it, by content.
-func unpackInputs(pk source.Package) map[string]string {
-	in := map[string]string{"unpacker": "dorisarm/1", "archive": pk.Name, "source": pk.Source}
-	for i, dp := range pk.Patches {
-		in[fmt.Sprintf("doris_patch.%03d", i)] = dp.Args + " " + dp.File + " " + dp.SHA256
-	}
-	if len(pk.Unsupported) > 0 {
-		in["unsupported"] = strings.Join(pk.Unsupported, "\n")
-	}
-	return in
+func unpackInputs(pk source.Package) *UnpackInputs {
+	return &UnpackInputs{Unpacker: "dorisarm/1", Archive: pk.Name, Source: pk.Source,
+		TreePatches: append([]source.DorisPatch(nil), pk.Patches...), Unsupported: append([]string(nil), pk.Unsupported...)}
 }
 
 // scriptsDigest identifies what third-party steps read of the tree: its

@@ -22,22 +22,9 @@ import (
 	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
 
-// Schema is the plan format version.
-const Schema = 1
-
-// Step kinds.
-const (
-	KindPatchTree  = "patch-tree" // dorisarm's patches on the tree itself (component doris)
-	KindFetch      = "fetch"      // fetch + verify one archive into the tree's source dir
-	KindUnpack     = "unpack"     // the tree's own unpack (and its own patches)
-	KindPatch      = "patch"      // dorisarm's patches on one unpacked package
-	KindThirdparty = "thirdparty" // build one package with the tree's build-thirdparty.sh
-	KindBuild      = "build"      // a recipe step (be, fe), possibly a PGO phase of it
-	KindTrain      = "pgo-train"  // run the instrumented build's workload under emulation
-	KindMerge      = "pgo-merge"  // merge raw profiles
-	KindCollect    = "collect"    // copy the outputs into $OUT
-	KindScan       = "scan"       // scan $OUT with the target's policy
-)
+// Schema is the plan format version. 2: typed step inputs (fetch, unpack,
+// patch, build, train, collect) instead of a string map; every key changed.
+const Schema = 2
 
 // Plan is one cell's build.
 type Plan struct {
@@ -115,17 +102,18 @@ type PatchRef struct {
 	Why       string `json:"why"`
 }
 
-// Step is one unit of work with its cache key.
+// Step is one unit of work with its cache key. Besides its command and
+// needs, a step reads what its kind's inputs say (see Kind).
 type Step struct {
-	ID      string            `json:"id"`
-	Kind    string            `json:"kind"`
-	Needs   []string          `json:"needs,omitempty"`
-	Phase   string            `json:"phase,omitempty"` // toolchain flag phase
-	Command []string          `json:"command,omitempty"`
-	Env     []string          `json:"env,omitempty"`
-	Inputs  map[string]string `json:"inputs,omitempty"`
-	Outputs []string          `json:"outputs,omitempty"`
-	Key     string            `json:"key"`
+	ID      string     `json:"id"`
+	Kind    Kind       `json:"kind"`
+	Needs   []string   `json:"needs,omitempty"`
+	Phase   string     `json:"phase,omitempty"` // toolchain flag phase
+	Command []string   `json:"command,omitempty"`
+	Env     []string   `json:"env,omitempty"`
+	Inputs  StepInputs `json:"inputs,omitzero"`
+	Outputs []string   `json:"outputs,omitempty"`
+	Key     string     `json:"key"`
 }
 
 // Step returns the step with id, or nil.
@@ -164,11 +152,11 @@ func (p *Plan) computeKeys() error {
 		material := struct {
 			Schema   int                 `json:"schema"`
 			ID       string              `json:"id"`
-			Kind     string              `json:"kind"`
+			Kind     Kind                `json:"kind"`
 			Phase    string              `json:"phase"`
 			Command  []string            `json:"command"`
 			Env      []string            `json:"env"`
-			Inputs   map[string]string   `json:"inputs"`
+			Inputs   StepInputs          `json:"inputs"`
 			Outputs  []string            `json:"outputs"`
 			Needs    []string            `json:"needs"`
 			Compiler *toolchain.Identity `json:"compiler,omitempty"`

@@ -162,7 +162,7 @@ func TestPlanShape(t *testing.T) {
 	if f := strings.Join(p.Phases[PhasePGO], " "); !strings.Contains(f, "-fprofile-use="+PROFILE) || !strings.Contains(f, "-flto=thin") {
 		t.Errorf("pgo phase flags %s", f)
 	}
-	if p.Step("fetch:MINILZ").Inputs["sha256"] == "" {
+	if p.Step("fetch:MINILZ").Inputs.Fetch.SHA256 == "" {
 		t.Error("fetch has no pinned sha256")
 	}
 	g3 := f.plan(t, "graviton3", "gcc")
@@ -213,7 +213,7 @@ func TestPGOWithoutTrainingNeedsProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Step("pgo:train") != nil || p.Step("build:be").Inputs["profile"] != "sha256:0123" {
+	if p.Step("pgo:train") != nil || p.Step("build:be").Inputs.Build.Profile != "sha256:0123" {
 		t.Errorf("supplied profile not used: %+v", p.Step("build:be"))
 	}
 }
