@@ -231,10 +231,11 @@ func IndexScan(ix Index) ([]byte, error) {
 }
 
 // indexEntry is a platform manifest of an index made from a build: its
-// platform in the index and its target (the manifest's signed annotation).
-type indexEntry struct{ Platform, Target string }
+// platform in the index, its target and build digest (the manifest's
+// signed annotations).
+type indexEntry struct{ Platform, Target, Build string }
 
-func (e indexEntry) String() string { return e.Platform + " for " + e.Target }
+func (e indexEntry) String() string { return e.Platform + " for " + e.Target + " from build " + e.Build }
 
 // checkIndexPredicate says why the predicate of an index attestation does
 // not describe the index's platform manifests made from builds (want, by
@@ -265,7 +266,7 @@ func checkIndexPredicate(typ string, pred []byte, want map[string]indexEntry) st
 			return fmt.Sprintf("the provenance is of build type %q, not a multi-arch index's (%s)", p.BuildDefinition.BuildType, BuildTypeIndex)
 		}
 		for _, d := range p.BuildDefinition.ResolvedDependencies {
-			add("sha256:"+d.Digest["sha256"], indexEntry{d.Annotations.Platform, d.Annotations.Target})
+			add("sha256:"+d.Digest["sha256"], indexEntry{d.Annotations.Platform, d.Annotations.Target, d.Annotations.Build})
 		}
 	case PredicateSPDX:
 		var doc struct {
@@ -291,7 +292,7 @@ func checkIndexPredicate(typ string, pred []byte, want map[string]indexEntry) st
 			return "the scan attestation does not parse: " + err.Error()
 		}
 		for _, p := range s.Platforms {
-			add(p.Digest, indexEntry{p.Platform, p.Target})
+			add(p.Digest, indexEntry{p.Platform, p.Target, p.Build})
 			if !p.Summary.Clean {
 				dirty = append(dirty, fmt.Sprintf("%d violation(s) on %s for %s", p.Summary.Violations, p.Platform, p.Target))
 			}

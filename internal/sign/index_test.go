@@ -351,7 +351,7 @@ func TestIndexAttestationChildrenMismatch(t *testing.T) {
 		want     map[string]string // predicate type → the reason's words
 	}{
 		{"one platform left out", r.children[:1], map[string]string{
-			PredicateSLSA1: "does not name " + r.children[1].Digest + " (linux/amd64 for x86_64)",
+			PredicateSLSA1: "does not name " + r.children[1].Digest + " (linux/amd64 for x86_64 from build " + r.children[1].Record.ContentDigest() + ")",
 			PredicateSPDX:  "does not name " + r.children[1].Digest,
 			PredicateScan:  "does not name " + r.children[1].Digest,
 		}},
@@ -362,13 +362,13 @@ func TestIndexAttestationChildrenMismatch(t *testing.T) {
 				PredicateScan:  "names " + sd.String() + ", which is not a platform",
 			}},
 		{"a platform's target changed", retarget, map[string]string{
-			PredicateSLSA1: "says " + r.children[1].Digest + " is linux/amd64 for kunpeng920, but it is linux/amd64 for x86_64",
+			PredicateSLSA1: "says " + r.children[1].Digest + " is linux/amd64 for kunpeng920 from build " + rec.ContentDigest() + ", but it is linux/amd64 for x86_64 from build " + r.children[1].Record.ContentDigest(),
 			PredicateScan:  "says " + r.children[1].Digest + " is linux/amd64 for kunpeng920",
 		}},
 		{"a platform's platform changed", []IndexChild{r.children[0], {Digest: r.children[1].Digest, Platform: v1.Platform{OS: "linux", Architecture: "arm64"}, Record: r.children[1].Record, Scan: r.children[1].Scan}},
 			map[string]string{
-				PredicateSLSA1: "is linux/arm64 for x86_64, but it is linux/amd64 for x86_64",
-				PredicateScan:  "is linux/arm64 for x86_64, but it is linux/amd64 for x86_64",
+				PredicateSLSA1: "is linux/arm64 for x86_64 from build " + r.children[1].Record.ContentDigest() + ", but it is linux/amd64 for x86_64",
+				PredicateScan:  "is linux/arm64 for x86_64 from build " + r.children[1].Record.ContentDigest() + ", but it is linux/amd64 for x86_64",
 			}},
 		{"a platform's scan failed", dirty, map[string]string{PredicateScan: "the scan found 2 violation(s) on linux/amd64 for x86_64"}},
 	} {

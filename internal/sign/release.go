@@ -132,7 +132,7 @@ func attestedManifest(ctx context.Context, d name.Digest, opts ...remote.Option)
 		if ann[image.AnnBuild] == "" {
 			continue
 		}
-		e := indexEntry{Target: ann[image.AnnTarget]}
+		e := indexEntry{Target: ann[image.AnnTarget], Build: ann[image.AnnBuild]}
 		if m.Platform != nil {
 			e.Platform = m.Platform.String()
 		}
