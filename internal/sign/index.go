@@ -235,7 +235,9 @@ func IndexScan(ix Index) ([]byte, error) {
 // signed annotations).
 type indexEntry struct{ Platform, Target, Build string }
 
-func (e indexEntry) String() string { return e.Platform + " for " + e.Target + " from build " + e.Build }
+func (e indexEntry) String() string {
+	return e.Platform + " for " + e.Target + " from build " + e.Build
+}
 
 // checkIndexPredicate says why the predicate of an index attestation does
 // not describe the index's platform manifests made from builds (want, by
