@@ -23,26 +23,48 @@ bin/dorisarm keygen --out "${work}/keys"
 bin/dorisarm sign --key "${work}/keys/cosign.key" --build "${work}/out" "${repo}/doris-be:2.1.8"
 bin/dorisarm verify --key "${work}/keys/cosign.pub" "${repo}/doris-be:2.1.8"
 fail=0
-for d in $(bin/dorisarm sign --key "${work}/keys/cosign.key" "${repo}/doris-be:2.1.8" | awk '{print $2}'); do
-    if .cache/bin/cosign verify --key "${work}/keys/cosign.pub" --insecure-ignore-tlog=true --allow-http-registry "${d}" >/dev/null 2>"${work}/cosign.err"; then
-        echo "cosign verify ok: ${d}"
+# The signature and the three attestations as cosign sees them, on the
+# multi-arch tag (the index users pull), each per-target tag and each
+# platform manifest of the index by digest.
+verify_all() { # REF
+    local ref=$1 type
+    if .cache/bin/cosign verify --key "${work}/keys/cosign.pub" --insecure-ignore-tlog=true --allow-http-registry "${ref}" >/dev/null 2>"${work}/cosign.err"; then
+        echo "cosign verify ok: ${ref}"
     else
-        echo "cosign verify FAILED: ${d}"; cat "${work}/cosign.err"; fail=1
+        echo "cosign verify FAILED: ${ref}"; cat "${work}/cosign.err"; fail=1
     fi
+    for type in spdxjson slsaprovenance1 https://dorisarm.dev/attestations/scan/v1; do
+        if .cache/bin/cosign verify-attestation --key "${work}/keys/cosign.pub" --type "${type}" --insecure-ignore-tlog=true --allow-http-registry "${ref}" >/dev/null 2>"${work}/cosign.err"; then
+            echo "cosign verify-attestation --type ${type} ok: ${ref}"
+        else
+            echo "cosign verify-attestation --type ${type} FAILED: ${ref}"; cat "${work}/cosign.err"; fail=1
+        fi
+    done
+}
+digests=$(bin/dorisarm sign --key "${work}/keys/cosign.key" "${repo}/doris-be:2.1.8" | awk '{print $2}')
+for ref in "${repo}/doris-be:2.1.8" "${repo}/doris-be:2.1.8-generic-armv8" "${repo}/doris-be:2.1.8-x86_64" ${digests}; do
+    verify_all "${ref}"
 done
-# The attestations of one platform manifest, as cosign sees them.
-d=$(bin/dorisarm sign --key "${work}/keys/cosign.key" "${repo}/doris-be:2.1.8" | awk 'NR==2 {print $2}')
-for type in spdxjson slsaprovenance1 https://dorisarm.dev/attestations/scan/v1; do
-    if .cache/bin/cosign verify-attestation --key "${work}/keys/cosign.pub" --type "${type}" --insecure-ignore-tlog=true --allow-http-registry "${d}" >/dev/null 2>"${work}/cosign.err"; then
-        echo "cosign verify-attestation --type ${type} ok: ${d}"
+d=$(echo "${digests}" | sed -n 2p) # a platform manifest of the index
+# What cosign verified on the multi-arch tag names every platform of the
+# index: the provenance each platform's digest, target and build parameters,
+# the SBOM a CONTAINER package per platform, the scan each platform's result.
+children=$(curl -fs -H 'Accept: application/vnd.oci.image.index.v1+json' "http://${REGISTRY}/v2/doris/doris-be/manifests/2.1.8" |
+    python3 -c 'import json,sys; print(" ".join(sorted(m["digest"] for m in json.load(sys.stdin)["manifests"])))')
+for type in slsaprovenance1 spdxjson https://dorisarm.dev/attestations/scan/v1; do
+    .cache/bin/cosign verify-attestation --key "${work}/keys/cosign.pub" --type "${type}" --insecure-ignore-tlog=true --allow-http-registry "${repo}/doris-be:2.1.8" 2>/dev/null >"${work}/att.json" || true
+    named=$(python3 scripts/e2e-index-platforms.py "${work}/att.json" || true)
+    if [[ -n "${children}" && "${named}" == "${children}" ]]; then
+        echo "the index's ${type} attestation names its platforms: ${named}"
     else
-        echo "cosign verify-attestation --type ${type} FAILED: ${d}"; cat "${work}/cosign.err"; fail=1
+        echo "the index's ${type} attestation names '${named}', the index holds '${children}'"; fail=1
     fi
 done
 # Promote to a release repository and let cosign verify it there.
 bin/dorisarm promote --key "${work}/keys/cosign.pub" --sign-key "${work}/keys/cosign.key" --yes "${repo}/doris-be:2.1.8" "${REGISTRY}/release/doris-be:2.1.8"
 if .cache/bin/cosign verify --key "${work}/keys/cosign.pub" --insecure-ignore-tlog=true --allow-http-registry "${REGISTRY}/release/doris-be:2.1.8" >/dev/null 2>"${work}/cosign.err" &&
-    .cache/bin/cosign verify-attestation --key "${work}/keys/cosign.pub" --type spdxjson --insecure-ignore-tlog=true --allow-http-registry "${REGISTRY}/release/doris-be@${d#*@}" >/dev/null 2>>"${work}/cosign.err"; then
+    .cache/bin/cosign verify-attestation --key "${work}/keys/cosign.pub" --type spdxjson --insecure-ignore-tlog=true --allow-http-registry "${REGISTRY}/release/doris-be@${d#*@}" >/dev/null 2>>"${work}/cosign.err" &&
+    .cache/bin/cosign verify-attestation --key "${work}/keys/cosign.pub" --type slsaprovenance1 --insecure-ignore-tlog=true --allow-http-registry "${REGISTRY}/release/doris-be:2.1.8" >/dev/null 2>>"${work}/cosign.err"; then
     echo "cosign verify ok at the destination: ${REGISTRY}/release/doris-be:2.1.8"
 else
     echo "cosign verify FAILED at the destination"; cat "${work}/cosign.err"; fail=1
@@ -68,6 +90,31 @@ for dst in release/doris-be:2.1.8-x86_64 release/doris-be:2.1.8-generic-armv8-x 
         echo "promotion of ${src} to ${dst}: exit ${code}, not refused"; cat "${work}/promote.err"; fail=1
     fi
 done
+# An index provenance, signed with the right key by the cosign CLI, that
+# leaves out one platform: cosign accepts it (it checks the signature, not
+# what the predicate says), dorisarm verify and promote refuse it.
+.cache/bin/cosign verify-attestation --key "${work}/keys/cosign.pub" --type slsaprovenance1 --insecure-ignore-tlog=true --allow-http-registry "${repo}/doris-be:2.1.8" 2>/dev/null |
+    python3 -c 'import base64,json,sys; p=json.loads(base64.b64decode(json.loads(sys.stdin.readline())["payload"]))["predicate"]; p["buildDefinition"]["resolvedDependencies"].pop(); json.dump(p, sys.stdout)' >"${work}/short-provenance.json"
+.cache/bin/cosign attest --yes --key "${work}/keys/cosign.key" --type slsaprovenance1 --predicate "${work}/short-provenance.json" --replace \
+    --tlog-upload=false --allow-http-registry "${repo}/doris-be:2.1.8" >/dev/null 2>"${work}/cosign.err" || { cat "${work}/cosign.err"; fail=1; }
+if .cache/bin/cosign verify-attestation --key "${work}/keys/cosign.pub" --type slsaprovenance1 --insecure-ignore-tlog=true --allow-http-registry "${repo}/doris-be:2.1.8" >/dev/null 2>&1; then
+    echo "cosign verify-attestation accepts the index provenance that leaves out a platform (it does not read the predicate)"
+fi
+code=0
+bin/dorisarm verify --key "${work}/keys/cosign.pub" "${repo}/doris-be:2.1.8" >"${work}/verify.out" 2>&1 || code=$?
+if [[ ${code} == 1 ]] && grep -q "does not describe the index's platforms: it does not name" "${work}/verify.out"; then
+    echo "dorisarm verify refuses it: $(grep -o 'it does not name [^ ]*' "${work}/verify.out")"
+else
+    echo "dorisarm verify of the short index provenance: exit ${code}"; cat "${work}/verify.out"; fail=1
+fi
+code=0
+bin/dorisarm promote --key "${work}/keys/cosign.pub" --yes "${repo}/doris-be:2.1.8" "${REGISTRY}/release/doris-be:2.1" >/dev/null 2>"${work}/promote.err" || code=$?
+if [[ ${code} == 1 ]] && grep -q "does not describe the index's platforms" "${work}/promote.err" &&
+    ! curl -fs -o /dev/null "http://${REGISTRY}/v2/release/doris-be/manifests/2.1"; then
+    echo "dorisarm promote refuses it; no tag written"
+else
+    echo "dorisarm promote of the short index provenance: exit ${code}"; cat "${work}/promote.err"; fail=1
+fi
 # A layer altered in the registry's storage: cosign verify still passes (a
 # signature covers the manifest, which names the layer by digest, and cosign
 # does not read layers), dorisarm verify and promote read every blob and refuse.

@@ -155,7 +155,7 @@ func TestPublishToRealRegistry(t *testing.T) {
 		t.Errorf("the base layer was uploaded, not mounted: %d bytes with base, %d without", withBase.Uploaded, noBase.Uploaded)
 	}
 
-	keys := signAndVerify(t, repo+"/doris-be:2.1.8", out, 3, 2)
+	keys := signAndVerify(t, repo+"/doris-be:2.1.8", out, 3, 3)
 
 	// Promote the signed index from doris/ to release/: dry run first.
 	pub, key := filepath.Join(keys, "cosign.pub"), filepath.Join(keys, "cosign.key")
@@ -179,8 +179,9 @@ func TestPublishToRealRegistry(t *testing.T) {
 		t.Fatalf("the destination does not hold the source digest: %v", got)
 	}
 	stdout, _, code = run(t, "verify", "--key", pub, dst)
-	// 3 signatures, 2×3 attestations, the blobs of 2 images, and the tag.
-	if code != 0 || strings.Count(stdout, "ok    ") != 3+6+2+1 {
+	// 3 signatures, 3×3 attestations (the index's and its 2 images'), the
+	// blobs of 2 images, and the tag.
+	if code != 0 || strings.Count(stdout, "ok    ") != 3+9+2+1 {
 		t.Errorf("verify at the destination: exit %d\n%s", code, stdout)
 	}
 	// A per-target image is not the multi-arch release: refused.
@@ -193,7 +194,7 @@ func TestPublishToRealRegistry(t *testing.T) {
 	if _, errOut, code := run(t, "publish", "--build", out, "--repo", repo+"/again", "--epoch", "1700000001", "--base", "scratch"); code != 0 {
 		t.Fatalf("publish again: exit %d %s", code, errOut)
 	}
-	keys2 := signAndVerify(t, repo+"/again/doris-be:2.1.8", out, 3, 2)
+	keys2 := signAndVerify(t, repo+"/again/doris-be:2.1.8", out, 3, 3)
 	_, errOut, code = run(t, "promote", "--key", filepath.Join(keys2, "cosign.pub"), "--yes", repo+"/again/doris-be:2.1.8", dst)
 	if code != 1 || !strings.Contains(errOut, "immutable") {
 		t.Errorf("re-pointing a release tag: exit %d %s", code, errOut)
@@ -238,8 +239,9 @@ func TestPublishToRealRegistry(t *testing.T) {
 // signAndVerify signs and attests ref with a fresh key and checks dorisarm
 // verify: every signature and attestation ok with the key, exit 1 with
 // another key. want is the number of digests (an index and its manifests),
-// fromBuilds the number of them made from builds (3 attestations each).
-func signAndVerify(t *testing.T, ref, out string, want, fromBuilds int) (keys string) {
+// attested the number of them with attestations (3 each): those made from
+// builds, and an index with platforms made from builds.
+func signAndVerify(t *testing.T, ref, out string, want, attested int) (keys string) {
 	t.Helper()
 	keys = t.TempDir()
 	os.Setenv("COSIGN_PASSWORD", "demo")
@@ -257,19 +259,19 @@ func signAndVerify(t *testing.T, ref, out string, want, fromBuilds int) (keys st
 		t.Fatalf("sign: %s", errOut)
 	}
 	stdout, _, code := run(t, "verify", "--key", filepath.Join(keys, "cosign.pub"), ref)
-	if code != 1 || strings.Count(stdout, "ok    signature of ") != want || strings.Count(stdout, "missing (sign it with dorisarm sign --build)") != 3*fromBuilds {
+	if code != 1 || strings.Count(stdout, "ok    signature of ") != want || strings.Count(stdout, "missing (sign it with dorisarm sign --build)") != 3*attested {
 		t.Errorf("verify without attestations: exit %d\n%s", code, stdout)
 	}
 	stdout, errOut, code := run(t, "sign", "--key", filepath.Join(keys, "cosign.key"), "--build", out, ref)
-	if code != 0 || strings.Count(stdout, "signed ") != want || strings.Count(stdout, "attested ") != 3*fromBuilds || strings.Contains(stdout+errOut, "demo") {
+	if code != 0 || strings.Count(stdout, "signed ") != want || strings.Count(stdout, "attested ") != 3*attested || strings.Contains(stdout+errOut, "demo") {
 		t.Fatalf("sign --build: exit %d\n%s%s", code, stdout, errOut)
 	}
 	stdout, errOut, code = run(t, "verify", "--key", filepath.Join(keys, "cosign.pub"), ref)
-	if code != 0 || strings.Count(stdout, "ok    signature of ") != want || strings.Count(stdout, "ok    attestation ") != 3*fromBuilds {
+	if code != 0 || strings.Count(stdout, "ok    signature of ") != want || strings.Count(stdout, "ok    attestation ") != 3*attested {
 		t.Errorf("verify: exit %d\n%s%s", code, stdout, errOut)
 	}
 	stdout, _, code = run(t, "verify", "--key", filepath.Join(keys, "other", "cosign.pub"), ref)
-	if code != 1 || strings.Count(stdout, "FAIL") != want+3*fromBuilds {
+	if code != 1 || strings.Count(stdout, "FAIL") != want+3*attested {
 		t.Errorf("verify with another key: exit %d\n%s", code, stdout)
 	}
 	return keys

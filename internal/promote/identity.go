@@ -86,7 +86,54 @@ func Identify(ctx context.Context, d name.Digest, stmts map[string][]sign.Statem
 			return id, &GateError{Reason: fmt.Sprintf("the index %s is version %q but its child %s is %q", d, id.Version, m.Digest, child.Version)}
 		}
 	}
+	if err := matchIndexAttestations(d.DigestStr(), id, stmts); err != nil {
+		return id, err
+	}
 	return id, nil
+}
+
+// matchIndexAttestations checks an index's name and version against its
+// verified provenance and scan statements (an index with platforms made
+// from builds has them; sign checks they name exactly those platforms).
+func matchIndexAttestations(digest string, id Identity, stmts map[string][]sign.Statement) error {
+	for _, st := range stmts[digest] {
+		var what string
+		var p struct {
+			Image, Doris string
+		}
+		switch st.PredicateType {
+		case sign.PredicateSLSA1:
+			what = "provenance"
+			var prov struct {
+				BuildDefinition struct {
+					ExternalParameters struct {
+						Image string `json:"image"`
+						Doris string `json:"doris"`
+					} `json:"externalParameters"`
+				} `json:"buildDefinition"`
+			}
+			if err := json.Unmarshal(st.Predicate, &prov); err != nil {
+				return &GateError{Reason: fmt.Sprintf("the provenance of the index %s does not parse: %v", digest, err)}
+			}
+			p.Image, p.Doris = prov.BuildDefinition.ExternalParameters.Image, prov.BuildDefinition.ExternalParameters.Doris
+		case sign.PredicateScan:
+			what = "scan attestation"
+			var sc struct {
+				Image string `json:"image"`
+				Doris string `json:"doris"`
+			}
+			if err := json.Unmarshal(st.Predicate, &sc); err != nil {
+				return &GateError{Reason: fmt.Sprintf("the scan attestation of the index %s does not parse: %v", digest, err)}
+			}
+			p.Image, p.Doris = sc.Image, sc.Doris
+		default:
+			continue
+		}
+		if p.Image != id.Name || p.Doris != id.Version {
+			return &GateError{Reason: fmt.Sprintf("the index %s is %s %s, but its signed %s is of %s %s", digest, id.Name, id.Version, what, p.Image, p.Doris)}
+		}
+	}
+	return nil
 }
 
 // matchAttestations checks a build-made manifest's annotations against its

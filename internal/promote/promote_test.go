@@ -21,7 +21,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/dorisarm/dorisarm/internal/build"
 	"github.com/dorisarm/dorisarm/internal/image"
+	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
 
@@ -123,12 +125,16 @@ func (e *env) push(ref, ver string, s *sign.Signer, scan string) v1.Hash {
 type spec struct {
 	name, version, target string
 	provTarget, provDoris string
+	build                 string // the build digest annotation (a fixed one when "")
 }
 
 func (e *env) pushSpec(ref string, sp spec, s *sign.Signer, scan string) v1.Hash {
 	e.t.Helper()
 	img, _ := random.Image(300, 1)
-	ann := map[string]string{VersionAnnotation: sp.version, TitleAnnotation: sp.name, image.AnnBuild: "sha256:" + strings.Repeat("a", 64)}
+	if sp.build == "" {
+		sp.build = "sha256:" + strings.Repeat("a", 64)
+	}
+	ann := map[string]string{VersionAnnotation: sp.version, TitleAnnotation: sp.name, image.AnnBuild: sp.build}
 	if sp.target != "" {
 		ann[image.AnnTarget] = sp.target
 	}
@@ -326,8 +332,13 @@ func TestTagNamesTheImage(t *testing.T) {
 	scanFor := func(target string) string {
 		return fmt.Sprintf(`{"target":%q,"summary":{"clean":true,"violations":0}}`, target)
 	}
-	e.pushSpec("staging/doris-be:kp", spec{name: "doris-be", version: "2.1.8", target: "kunpeng920"}, e.signer, scanFor("kunpeng920"))
-	e.pushSpec("staging/doris-be:g3", spec{name: "doris-be", version: "2.1.8", target: "graviton3"}, e.signer, scanFor("graviton3"))
+	// The two images of the index below, from builds with records.
+	recs := map[string]*build.Record{}
+	for _, target := range []string{"kunpeng920", "graviton3"} {
+		recs[target] = &build.Record{Cell: plan.CellInfo{Doris: "2.1.8", Target: target}, Steps: []build.StepRecord{{ID: "be", Key: target}}}
+	}
+	e.pushSpec("staging/doris-be:kp", spec{name: "doris-be", version: "2.1.8", target: "kunpeng920", build: recs["kunpeng920"].ContentDigest()}, e.signer, scanFor("kunpeng920"))
+	e.pushSpec("staging/doris-be:g3", spec{name: "doris-be", version: "2.1.8", target: "graviton3", build: recs["graviton3"].ContentDigest()}, e.signer, scanFor("graviton3"))
 	e.pushSpec("staging/doris-be:old", spec{name: "doris-be", version: "2.1.7", target: "kunpeng920"}, e.signer, scanFor("kunpeng920"))
 	e.pushSpec("staging/doris-be:liar", spec{name: "doris-be", version: "2.1.8", target: "kunpeng920", provTarget: "graviton3"}, e.signer, scanFor("kunpeng920"))
 	e.pushSpec("staging/doris-be:liar2", spec{name: "doris-be", version: "2.1.8", target: "kunpeng920", provDoris: "2.1.7"}, e.signer, scanFor("kunpeng920"))
@@ -380,6 +391,47 @@ func TestTagNamesTheImage(t *testing.T) {
 	if _, err := e.signer.Sign(ctx, ir); err != nil {
 		t.Fatal(err)
 	}
+	// Signed, its platforms attested, the index not: refused.
+	if _, err := Check(ctx, ir, e.tag("release/doris-be:2.1.8"), opts); err == nil || !strings.Contains(err.Error(), "missing (sign it with dorisarm sign --build)") {
+		t.Errorf("an index without attestations: %v", err)
+	}
+	idig, _ := idx.Digest()
+	attestIndex := func(ix sign.Index) {
+		t.Helper()
+		sbom, err1 := sign.IndexSBOM(ix, "staging/doris-be")
+		prov, err2 := sign.IndexProvenance(ix, "b")
+		sc, err3 := sign.IndexScan(ix)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatal(err)
+		}
+		for typ, p := range map[string][]byte{sign.PredicateSPDX: sbom, sign.PredicateSLSA1: prov, sign.PredicateScan: sc} {
+			if err := e.signer.Attest(ctx, ir.Context().Digest(idig.String()), typ, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	im, _ := idx.IndexManifest()
+	var children []sign.IndexChild
+	for i, target := range []string{"kunpeng920", "graviton3"} {
+		children = append(children, sign.IndexChild{Digest: im.Manifests[i].Digest.String(), Platform: *im.Manifests[i].Platform, Record: recs[target], Scan: []byte(scanFor(target))})
+	}
+	// Index attestations that are not this index's: refused.
+	for _, c := range []struct {
+		ix   sign.Index
+		want string
+	}{
+		{sign.Index{Name: "doris-be", Version: "2.1.8", Children: children[:1]}, "does not name " + children[1].Digest},
+		{sign.Index{Name: "doris-be", Version: "2.1.7", Children: children}, "its signed provenance is of doris-be 2.1.7"},
+		{sign.Index{Name: "doris-fe", Version: "2.1.8", Children: children}, "its signed provenance is of doris-fe 2.1.8"},
+	} {
+		attestIndex(c.ix)
+		_, err := Check(ctx, ir, e.tag("release/doris-be:2.1.8"), opts)
+		var ge *GateError
+		if !errors.As(err, &ge) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("index attested as %s %s with %d platforms: %v, want a refusal with %q", c.ix.Name, c.ix.Version, len(c.ix.Children), err, c.want)
+		}
+	}
+	attestIndex(sign.Index{Name: "doris-be", Version: "2.1.8", Children: children})
 	for dst, ok := range map[string]bool{"release/doris-be:2.1.8": true, "release/doris-be:2.1": true, "release/doris-be:latest": true,
 		"release/doris-be:2.1.8-kunpeng920": false, "release/doris-fe:2.1.8": false} {
 		p, err := Check(ctx, ir, e.tag(dst), opts)

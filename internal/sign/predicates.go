@@ -14,65 +14,91 @@ import (
 // Doris with its source digest, every third-party package with version and
 // archive checksums, and every patch applied.
 func SBOM(rec *build.Record, imageRef string) ([]byte, error) {
-	type checksum struct {
-		Algorithm string `json:"algorithm"`
-		Value     string `json:"checksumValue"`
-	}
-	type pkg struct {
-		SPDXID           string     `json:"SPDXID"`
-		Name             string     `json:"name"`
-		Version          string     `json:"versionInfo,omitempty"`
-		Download         string     `json:"downloadLocation"`
-		FilesAnalyzed    bool       `json:"filesAnalyzed"`
-		Checksums        []checksum `json:"checksums,omitempty"`
-		Comment          string     `json:"comment,omitempty"`
-		PrimaryPurpose   string     `json:"primaryPackagePurpose,omitempty"`
-		LicenseConcluded string     `json:"licenseConcluded"`
-		LicenseDeclared  string     `json:"licenseDeclared"`
-		CopyrightText    string     `json:"copyrightText"`
-	}
-	type rel struct {
-		Element string `json:"spdxElementId"`
-		Type    string `json:"relationshipType"`
-		Related string `json:"relatedSpdxElement"`
-	}
-	noa := "NOASSERTION"
-	doris := pkg{SPDXID: "SPDXRef-Package-doris", Name: "apache-doris", Version: rec.Source.Version, Download: noa, PrimaryPurpose: "APPLICATION",
+	pkgs, rels, root := buildPackages(rec, "", "")
+	rels = append([]spdxRel{{"SPDXRef-DOCUMENT", "DESCRIBES", root}}, rels...)
+	return spdxDocument(imageRef, "https://dorisarm.dev/spdx/"+strings.TrimPrefix(rec.ContentDigest(), "sha256:"), rec.Finished, pkgs, rels)
+}
+
+type spdxChecksum struct {
+	Algorithm string `json:"algorithm"`
+	Value     string `json:"checksumValue"`
+}
+
+type spdxExternalRef struct {
+	Category string `json:"referenceCategory"`
+	Type     string `json:"referenceType"`
+	Locator  string `json:"referenceLocator"`
+}
+
+type spdxPackage struct {
+	SPDXID           string            `json:"SPDXID"`
+	Name             string            `json:"name"`
+	Version          string            `json:"versionInfo,omitempty"`
+	Download         string            `json:"downloadLocation"`
+	FilesAnalyzed    bool              `json:"filesAnalyzed"`
+	Checksums        []spdxChecksum    `json:"checksums,omitempty"`
+	ExternalRefs     []spdxExternalRef `json:"externalRefs,omitempty"`
+	Comment          string            `json:"comment,omitempty"`
+	PrimaryPurpose   string            `json:"primaryPackagePurpose,omitempty"`
+	LicenseConcluded string            `json:"licenseConcluded"`
+	LicenseDeclared  string            `json:"licenseDeclared"`
+	CopyrightText    string            `json:"copyrightText"`
+}
+
+type spdxRel struct {
+	Element string `json:"spdxElementId"`
+	Type    string `json:"relationshipType"`
+	Related string `json:"relatedSpdxElement"`
+}
+
+const noAssertion = "NOASSERTION"
+
+// buildPackages are the SPDX packages of one build (Doris, its third-party
+// packages, its patches) and their relationships; root is Doris's SPDXID.
+// prefix keeps the IDs of several builds in one document apart; note
+// starts every comment (the platform, in an index's SBOM).
+func buildPackages(rec *build.Record, prefix, note string) (pkgs []spdxPackage, rels []spdxRel, root string) {
+	noa := noAssertion
+	id := func(kind, s string) string { return "SPDXRef-" + prefix + kind + "-" + spdxID(s) }
+	doris := spdxPackage{SPDXID: id("Package", "doris"), Name: "apache-doris", Version: rec.Source.Version, Download: noa, PrimaryPurpose: "APPLICATION",
 		LicenseConcluded: noa, LicenseDeclared: noa, CopyrightText: noa,
-		Comment: fmt.Sprintf("built by dorisarm for target %s (cpu %s, -march=%s) with %s %s; source tree digest %s",
+		Comment: note + fmt.Sprintf("built by dorisarm for target %s (cpu %s, -march=%s) with %s %s; source tree digest %s",
 			rec.Cell.Target, rec.Cell.CPU, rec.Cell.March, rec.Compiler.Name, rec.Compiler.Version, rec.Source.Digest)}
 	if d, ok := strings.CutPrefix(rec.Source.Digest, "sha256:"); ok {
-		doris.Checksums = []checksum{{"SHA256", d}}
+		doris.Checksums = []spdxChecksum{{"SHA256", d}}
 	}
-	pkgs := []pkg{doris}
-	rels := []rel{{"SPDXRef-DOCUMENT", "DESCRIBES", doris.SPDXID}}
+	pkgs = []spdxPackage{doris}
 	for _, p := range rec.Packages {
-		sp := pkg{SPDXID: "SPDXRef-Package-" + spdxID(p.Entry), Name: strings.ToLower(p.Entry), Version: p.Version, Download: noa,
-			LicenseConcluded: noa, LicenseDeclared: noa, CopyrightText: noa, Comment: "archive " + p.Archive}
+		sp := spdxPackage{SPDXID: id("Package", p.Entry), Name: strings.ToLower(p.Entry), Version: p.Version, Download: noa,
+			LicenseConcluded: noa, LicenseDeclared: noa, CopyrightText: noa, Comment: note + "archive " + p.Archive}
 		if p.SHA256 != "" {
-			sp.Checksums = append(sp.Checksums, checksum{"SHA256", p.SHA256})
+			sp.Checksums = append(sp.Checksums, spdxChecksum{"SHA256", p.SHA256})
 		}
 		if p.MD5 != "" {
-			sp.Checksums = append(sp.Checksums, checksum{"MD5", p.MD5})
+			sp.Checksums = append(sp.Checksums, spdxChecksum{"MD5", p.MD5})
 		}
 		pkgs = append(pkgs, sp)
-		rels = append(rels, rel{doris.SPDXID, "DEPENDS_ON", sp.SPDXID})
+		rels = append(rels, spdxRel{doris.SPDXID, "DEPENDS_ON", sp.SPDXID})
 	}
 	for _, p := range rec.Patches {
-		sp := pkg{SPDXID: "SPDXRef-Patch-" + spdxID(p.ID), Name: "patch:" + p.ID, Download: noa, FilesAnalyzed: false,
-			LicenseConcluded: noa, LicenseDeclared: noa, CopyrightText: noa, Comment: "applied to " + p.Component + ": " + p.Why,
-			Checksums: []checksum{{"SHA256", p.SHA256}}}
+		sp := spdxPackage{SPDXID: id("Patch", p.ID), Name: "patch:" + p.ID, Download: noa, FilesAnalyzed: false,
+			LicenseConcluded: noa, LicenseDeclared: noa, CopyrightText: noa, Comment: note + "applied to " + p.Component + ": " + p.Why,
+			Checksums: []spdxChecksum{{"SHA256", p.SHA256}}}
 		pkgs = append(pkgs, sp)
-		rels = append(rels, rel{sp.SPDXID, "PATCH_APPLIED", doris.SPDXID})
+		rels = append(rels, spdxRel{sp.SPDXID, "PATCH_APPLIED", doris.SPDXID})
 	}
+	return pkgs, rels, doris.SPDXID
+}
+
+func spdxDocument(name, namespace string, created time.Time, pkgs []spdxPackage, rels []spdxRel) ([]byte, error) {
 	doc := map[string]any{
 		"spdxVersion":       "SPDX-2.3",
 		"dataLicense":       "CC0-1.0",
 		"SPDXID":            "SPDXRef-DOCUMENT",
-		"name":              imageRef,
-		"documentNamespace": "https://dorisarm.dev/spdx/" + strings.TrimPrefix(rec.ContentDigest(), "sha256:"),
+		"name":              name,
+		"documentNamespace": namespace,
 		"creationInfo": map[string]any{
-			"created":  rec.Finished.UTC().Format("2006-01-02T15:04:05Z"),
+			"created":  created.UTC().Format("2006-01-02T15:04:05Z"),
 			"creators": []string{"Tool: dorisarm"},
 		},
 		"packages":      pkgs,
@@ -128,10 +154,8 @@ func Provenance(rec *build.Record, builderID string) ([]byte, error) {
 	}
 	pred := map[string]any{
 		"buildDefinition": map[string]any{
-			"buildType": "https://dorisarm.dev/buildtypes/doris/v1",
-			"externalParameters": map[string]any{
-				"target": rec.Cell.Target, "doris": rec.Cell.Doris, "cpu": rec.Cell.CPU, "os": rec.Cell.OS, "march": rec.Cell.March,
-			},
+			"buildType":          "https://dorisarm.dev/buildtypes/doris/v1",
+			"externalParameters": externalParameters(rec),
 			"internalParameters": map[string]any{
 				"compiler":   map[string]string{"name": rec.Compiler.Name, "version": rec.Compiler.Version, "banner": rec.Compiler.Banner},
 				"flags":      flags,
@@ -169,4 +193,9 @@ func patchIDs(rec *build.Record) []string {
 		ids = append(ids, p.ID)
 	}
 	return ids
+}
+
+// externalParameters are what a build was asked to make: the matrix cell.
+func externalParameters(rec *build.Record) map[string]any {
+	return map[string]any{"target": rec.Cell.Target, "doris": rec.Cell.Doris, "cpu": rec.Cell.CPU, "os": rec.Cell.OS, "march": rec.Cell.March}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/dorisarm/dorisarm/internal/image"
@@ -27,8 +28,9 @@ func BuildDigest(ctx context.Context, d name.Digest, opts ...remote.Option) (str
 }
 
 // VerifyAttestationsOf checks every manifest ref covers that was made from a
-// build: the three attestations exist, are signed by the key, are about its
-// digest, and the scan is clean.
+// build, and an index with platforms made from builds: the three
+// attestations exist, are signed by the key, are about its digest, describe
+// (for an index) exactly its platforms, and the scan is clean.
 func VerifyAttestationsOf(ctx context.Context, ref name.Reference, trust Trust, opts ...remote.Option) ([]Check, error) {
 	ds, err := Digests(ctx, ref, opts...)
 	if err != nil {
@@ -39,17 +41,18 @@ func VerifyAttestationsOf(ctx context.Context, ref name.Reference, trust Trust, 
 }
 
 // attestationChecks checks the attestations of every build-made manifest
-// in ds and returns the statements that verified, by manifest digest.
+// in ds, and of every index in ds with platforms made from builds, and
+// returns the statements that verified, by manifest digest.
 func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts ...remote.Option) ([]Check, map[string][]Statement, error) {
 	var checks []Check
 	verified := map[string][]Statement{}
 	for _, d := range ds {
-		bd, err := BuildDigest(ctx, d, opts...)
+		attested, platforms, err := attestedManifest(ctx, d, opts...)
 		if err != nil {
 			return nil, nil, err
 		}
-		if bd == "" {
-			continue // an index, or an image not made from one build (the shared FE)
+		if !attested {
+			continue // an image not made from one build (the shared FE), or an index of such images
 		}
 		sts, attached, verr := verifyAttestations(ctx, d, trust, opts...)
 		if verr == nil {
@@ -70,6 +73,14 @@ func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts 
 				c.Why = "attached, but its signature does not verify: it was altered or signed with another key"
 			case !ok:
 				c.Why = "missing (sign it with dorisarm sign --build)"
+			case platforms != nil:
+				// A multi-arch index: the predicate must describe exactly
+				// its platforms made from builds, and the scan be clean.
+				if why := checkIndexPredicate(typ, st.Predicate, platforms); why != "" {
+					c.Why = why
+				} else {
+					c.OK = true
+				}
 			case typ == PredicateScan:
 				var rep struct {
 					Summary struct {
@@ -89,4 +100,56 @@ func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts 
 		}
 	}
 	return checks, verified, nil
+}
+
+// attestedManifest says whether the manifest at d must carry attestations:
+// an image made from a build (io.dorisarm.build.digest), or an index with
+// platforms made from builds, returned by digest (nil for an image).
+// Imported platforms (io.dorisarm.imported-from) are not the release's.
+func attestedManifest(ctx context.Context, d name.Digest, opts ...remote.Option) (bool, map[string]indexEntry, error) {
+	ro := append([]remote.Option{remote.WithContext(ctx)}, opts...)
+	desc, err := remote.Get(d, ro...)
+	if err != nil {
+		return false, nil, err
+	}
+	if !desc.MediaType.IsIndex() {
+		return manifestAnnotations(desc.Manifest)[image.AnnBuild] != "", nil, nil
+	}
+	var im v1.IndexManifest
+	if err := json.Unmarshal(desc.Manifest, &im); err != nil {
+		return false, nil, fmt.Errorf("%s: %v", d, err)
+	}
+	platforms := map[string]indexEntry{}
+	for _, m := range im.Manifests {
+		if m.Annotations[image.AnnImported] != "" || m.MediaType.IsIndex() {
+			continue
+		}
+		child, err := remote.Get(d.Context().Digest(m.Digest.String()), ro...)
+		if err != nil {
+			return false, nil, err
+		}
+		ann := manifestAnnotations(child.Manifest)
+		if ann[image.AnnBuild] == "" {
+			continue
+		}
+		e := indexEntry{Target: ann[image.AnnTarget], Build: ann[image.AnnBuild]}
+		if m.Platform != nil {
+			e.Platform = m.Platform.String()
+		}
+		platforms[m.Digest.String()] = e
+	}
+	if len(platforms) == 0 {
+		return false, nil, nil
+	}
+	return true, platforms, nil
+}
+
+func manifestAnnotations(manifest []byte) map[string]string {
+	var mf struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if json.Unmarshal(manifest, &mf) != nil {
+		return nil
+	}
+	return mf.Annotations
 }

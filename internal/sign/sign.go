@@ -164,7 +164,7 @@ type Result struct {
 	Signatures   []Check
 	Attestations []Check
 	// Statements are the verified attestation statements of each
-	// build-made manifest, by its digest (sha256:…).
+	// build-made manifest and attested index, by its digest (sha256:…).
 	Statements map[string][]Statement
 	// Blobs are the checks that each image's config and layers in the
 	// registry are the bytes their manifest names; Bytes is what they hold.

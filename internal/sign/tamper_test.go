@@ -55,35 +55,7 @@ func TestEditedAttestationPayload(t *testing.T) {
 	}
 
 	// Edit the SPDX statement's payload in the .att image, keep its signature.
-	att := ref.Context().Tag(strings.Replace(dg.String(), ":", "-", 1) + ".att")
-	old, err := remote.Image(att)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mf, _ := old.Manifest()
-	layers, _ := old.Layers()
-	edited := mutate.MediaType(empty.Image, mf.MediaType)
-	edited = mutate.ConfigMediaType(edited, mf.Config.MediaType)
-	for i, l := range layers {
-		rc, _ := l.Compressed()
-		data, _ := io.ReadAll(rc)
-		rc.Close()
-		var env map[string]any
-		json.Unmarshal(data, &env)
-		raw, _ := base64.StdEncoding.DecodeString(env["payload"].(string))
-		if strings.Contains(string(raw), PredicateSPDX) {
-			raw = []byte(strings.Replace(string(raw), "SPDX-2.3", "SPDX-9.9", 1))
-			env["payload"] = base64.StdEncoding.EncodeToString(raw)
-			data, _ = json.Marshal(env)
-		}
-		edited, err = mutate.Append(edited, mutate.Addendum{Layer: static.NewLayer(data, types.MediaType(mf.Layers[i].MediaType)), Annotations: mf.Layers[i].Annotations})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := remote.Write(att, edited); err != nil {
-		t.Fatal(err)
-	}
+	editAttestation(t, d, PredicateSPDX, "SPDX-2.3", "SPDX-9.9")
 
 	checks, _, err = attestationChecks(ctx, []name.Digest{d}, Trust{Key: pub})
 	if err != nil {
@@ -97,5 +69,45 @@ func TestEditedAttestationPayload(t *testing.T) {
 		case !spdx && !c.OK:
 			t.Errorf("untouched %s: %s", c.What, c.Why)
 		}
+	}
+}
+
+// editAttestation replaces old with new in the DSSE payload of d's
+// attestation of predicateType, in the registry, keeping its signature.
+func editAttestation(t *testing.T, d name.Digest, predicateType, old, new string) {
+	t.Helper()
+	att := d.Context().Tag(strings.Replace(d.DigestStr(), ":", "-", 1) + ".att")
+	img, err := remote.Image(att)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, _ := img.Manifest()
+	layers, _ := img.Layers()
+	edited := mutate.MediaType(empty.Image, mf.MediaType)
+	edited = mutate.ConfigMediaType(edited, mf.Config.MediaType)
+	changed := false
+	for i, l := range layers {
+		rc, _ := l.Compressed()
+		data, _ := io.ReadAll(rc)
+		rc.Close()
+		var env map[string]any
+		json.Unmarshal(data, &env)
+		raw, _ := base64.StdEncoding.DecodeString(env["payload"].(string))
+		if strings.Contains(string(raw), `"predicateType":"`+predicateType+`"`) && strings.Contains(string(raw), old) {
+			raw = []byte(strings.Replace(string(raw), old, new, 1))
+			env["payload"] = base64.StdEncoding.EncodeToString(raw)
+			data, _ = json.Marshal(env)
+			changed = true
+		}
+		edited, err = mutate.Append(edited, mutate.Addendum{Layer: static.NewLayer(data, types.MediaType(mf.Layers[i].MediaType)), Annotations: mf.Layers[i].Annotations})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !changed {
+		t.Fatalf("no %s attestation of %s holds %q", predicateType, d, old)
+	}
+	if err := remote.Write(att, edited); err != nil {
+		t.Fatal(err)
 	}
 }
