@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/promote"
+	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
 // walk visits every command under c.
@@ -212,7 +213,7 @@ func TestPromoteHelpShapeParses(t *testing.T) {
 	}
 	f := filepath.Join(t.TempDir(), "promotions.yaml")
 	os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
-	ps, err := promote.LoadFile(f)
+	ps, err := promote.LoadFile(f, registry.Options{})
 	if err != nil {
 		t.Fatalf("the shape in promote --help does not parse:\n%s\n%v", strings.Join(lines, "\n"), err)
 	}

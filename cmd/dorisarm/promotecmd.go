@@ -1,30 +1,24 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
-	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/promote"
+	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
-
-// PredicatePromotion is the predicate type of promotion records.
-const predicatePromotion = "https://dorisarm.dev/attestations/promotion/v1"
 
 func newPromoteCmd(g *globals) *cobra.Command {
 	var tf trustFlags
 	var signKey, file, format string
-	var yes, insecure, rollback bool
+	var yes, rollback bool
+	var ro registry.Options
 	cmd := &cobra.Command{
 		Use:   "promote [SRC DST | --file promotions.yaml]",
 		Short: "Promote a verified release image to a release tag, by digest",
@@ -61,138 +55,68 @@ tags, in this shape:
 			if err := checkFormat(format, "text", "json"); err != nil {
 				return err
 			}
-			text := format == "text"
-			type outcome struct {
-				Plans    []*promote.Plan `json:"plans"`
-				Promoted bool            `json:"promoted"`
-				Refused  string          `json:"refused,omitempty"`
-			}
-			var res outcome
-			emit := func() error {
-				if text {
-					return nil
-				}
-				if res.Plans == nil {
-					res.Plans = []*promote.Plan{}
-				}
-				return printJSON(g.stdout, res)
-			}
 			trust, err := tf.trust()
 			if err != nil {
 				return err
 			}
-			var nopts []name.Option
-			if insecure {
-				nopts = append(nopts, name.Insecure)
+			todo, err := promotions(file, args, ro)
+			if err != nil {
+				return err
 			}
-			var todo []*promote.Promotion
-			switch {
-			case file != "" && len(args) == 0:
-				ps, err := promote.LoadFile(file, nopts...)
-				if err != nil {
-					return fault.Input(err)
-				}
-				todo = ps
-			case file == "" && len(args) == 2:
-				src, err := name.ParseReference(args[0], nopts...)
-				if err != nil {
-					return usageErr("%s: %v", args[0], err)
-				}
-				dst, err := name.NewTag(args[1], nopts...)
-				if err != nil {
-					return usageErr("%s: %v", args[1], err)
-				}
-				todo = []*promote.Promotion{{Source: src.String(), Dst: []name.Tag{dst}}}
-			default:
-				return usageErr("give SRC and DST, or --file promotions.yaml")
-			}
-			var signer *sign.Signer
+			var rec promote.Recorder
 			if signKey != "" {
 				pw, err := password()
 				if err != nil {
 					return err
 				}
-				if signer, err = sign.LoadSigner(signKey, pw, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+				if rec, err = sign.LoadSigner(signKey, pw, ro.Remote(cmd.Context())...); err != nil {
 					return fault.Input(err)
 				}
 			}
-			o := promote.Options{Trust: trust, Remote: []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}, Rollback: rollback}
-			ctx := cmd.Context()
-			// Check everything before writing anything.
-			var plans []*promote.Plan
-			for _, p := range todo {
-				src, err := name.ParseReference(p.Source, nopts...)
-				if err != nil {
-					return usageErr("%s: %v", p.Source, err)
-				}
-				for _, dst := range p.Dst {
-					plan, err := promote.Check(ctx, src, dst, o)
-					if plan != nil && text {
-						for _, c := range plan.Checks {
-							word := "ok  "
-							if !c.OK {
-								word = "FAIL"
-							}
-							fmt.Fprintf(g.stdout, "%s  %s\n", g.paint(c.OK, word), c.What)
-						}
-					}
-					if err != nil {
-						var ge *promote.GateError
-						if errors.As(err, &ge) {
-							if plan != nil {
-								res.Plans = append(res.Plans, plan)
-							}
-							res.Refused = fmt.Sprintf("%s -> %s: %v", p.Source, dst, err)
-							if err := emit(); err != nil {
-								return err
-							}
-							return fault.Gate(fmt.Errorf("%s -> %s: %v; nothing was promoted", p.Source, dst, err))
-						}
-						return err
-					}
-					plans = append(plans, plan)
+			o := promote.Options{Trust: trust, Registry: ro, Rollback: rollback}
+			text := format == "text"
+			out := struct {
+				Plans    []*promote.Plan `json:"plans"`
+				Promoted bool            `json:"promoted"`
+				Refused  string          `json:"refused,omitempty"`
+			}{Plans: []*promote.Plan{}}
+			// Everything is checked before anything is written.
+			plans, err := promote.CheckAll(cmd.Context(), todo, o)
+			out.Plans = append(out.Plans, plans...)
+			for i, plan := range plans {
+				if text {
+					printPlanChecks(g, plan, err == nil || i < len(plans)-1)
 				}
 			}
-			res.Plans = plans
-			for _, plan := range plans {
-				move := "new tag"
-				if plan.Replaces != "" {
-					move = "moves from " + plan.Replaces
+			if err != nil {
+				if errors.Is(err, fault.ErrGate) {
+					out.Refused = err.Error()
+					if !text {
+						return errors.Join(printJSON(g.stdout, out), err)
+					}
 				}
-				if plan.RollsBack != "" {
-					move = fmt.Sprintf("rolls back from %s (%s)", plan.RollsBack, plan.Replaces)
-				}
-				if text {
-					fmt.Fprintf(g.stdout, "plan  %s -> %s (%s, %d manifests, %d bytes, %d signature/attestation tags, %s)\n", plan.Src, plan.Dst, plan.Version, len(plan.Digests), plan.Bytes, len(plan.Companions), move)
-				}
+				return err
 			}
 			if !yes {
 				if text {
 					fmt.Fprintln(g.stdout, "dry run: nothing written; run again with --yes to promote")
+					return nil
 				}
-				return emit()
+				return printJSON(g.stdout, out)
 			}
-			for _, plan := range plans {
-				if err := promote.Execute(ctx, plan, o); err != nil {
-					return fault.Gate(fmt.Errorf("%s -> %s: %v", plan.Src, plan.Dst, err))
-				}
+			err = promote.ExecuteAll(cmd.Context(), plans, o, rec, promote.Promoter(os.Getenv), func(p *promote.Plan) {
 				if text {
-					fmt.Fprintf(g.stdout, "promoted %s -> %s\n", plan.Src, plan.Dst)
+					fmt.Fprintf(g.stdout, "promoted %s -> %s\n", p.Src, p.Dst)
 				}
-				if signer != nil {
-					rec, _ := json.Marshal(map[string]string{
-						"promoter": promoter(), "time": time.Now().UTC().Format(time.RFC3339),
-						"source": plan.Src.String(), "destination": plan.Dst.String(), "digest": plan.Src.DigestStr(),
-						"replaces": plan.Replaces, "rolls_back_from": plan.RollsBack,
-					})
-					d := plan.Dst.Context().Digest(plan.Src.DigestStr())
-					if err := signer.AttestAdd(ctx, d, predicatePromotion, rec); err != nil {
-						return fault.Gate(fmt.Errorf("recording the promotion of %s: %v", d, err))
-					}
-				}
+			})
+			if err != nil {
+				return err
 			}
-			res.Promoted = true
-			return emit()
+			out.Promoted = true
+			if text {
+				return nil
+			}
+			return printJSON(g.stdout, out)
 		},
 	}
 	tf.add(cmd)
@@ -200,19 +124,41 @@ tags, in this shape:
 	cmd.Flags().StringVar(&file, "file", "", "promotions file (promotions: [{source: REPO@sha256:..., tags: [REPO:TAG, ...]}]; see the shape above)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "promote (without it: print the plan, write nothing)")
 	cmd.Flags().BoolVar(&rollback, "rollback", false, "let a floating tag (latest, 2.1) move back to an older, still verified release")
-	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+	insecureFlag(cmd, &ro)
 	formatFlag(cmd, &format, "text", "text or json")
 	return cmd
 }
 
-// promoter names who promotes: the CI actor, else the local user.
-func promoter() string {
-	if a := os.Getenv("GITHUB_ACTOR"); a != "" {
-		return "github:" + a
+// promotions are what to promote: --file, or SRC and DST.
+func promotions(file string, args []string, ro registry.Options) ([]*promote.Promotion, error) {
+	switch {
+	case file != "" && len(args) == 0:
+		return promote.LoadFile(file, ro)
+	case file == "" && len(args) == 2:
+		src, err := ro.Reference(args[0])
+		if err != nil {
+			return nil, fault.Input(err)
+		}
+		dst, err := ro.Tag(args[1])
+		if err != nil {
+			return nil, fault.Input(err)
+		}
+		return []*promote.Promotion{{Source: src.String(), Dst: []name.Tag{dst}}}, nil
 	}
-	if u, err := user.Current(); err == nil {
-		h, _ := os.Hostname()
-		return u.Username + "@" + h
+	return nil, usageErr("give SRC and DST, or --file promotions.yaml")
+}
+
+// printPlanChecks prints a plan's checks and, when it passed them, what
+// promoting it does.
+func printPlanChecks(g *globals, plan *promote.Plan, passed bool) {
+	for _, c := range plan.Checks {
+		word := "ok  "
+		if !c.OK {
+			word = "FAIL"
+		}
+		fmt.Fprintf(g.stdout, "%s  %s\n", g.paint(c.OK, word), c.What)
 	}
-	return "unknown"
+	if passed {
+		fmt.Fprintf(g.stdout, "plan  %s -> %s (%s, %d manifests, %d bytes, %d signature/attestation tags, %s)\n", plan.Src, plan.Dst, plan.Version, len(plan.Digests), plan.Bytes, len(plan.Companions), plan.Move())
+	}
 }

@@ -1,18 +1,16 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/attest"
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/promote"
+	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
 
@@ -24,18 +22,6 @@ func password() ([]byte, error) {
 		return nil, usageErr("set COSIGN_PASSWORD (it may be empty) to the key's password")
 	}
 	return []byte(pw), nil
-}
-
-func registryRef(s string, insecure bool) (name.Reference, error) {
-	var opts []name.Option
-	if insecure {
-		opts = append(opts, name.Insecure)
-	}
-	r, err := name.ParseReference(s, opts...)
-	if err != nil {
-		return nil, usageErr("%s: %v", s, err)
-	}
-	return r, nil
 }
 
 func newKeygenCmd(g *globals) *cobra.Command {
@@ -69,16 +55,11 @@ func newKeygenCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// releaseSigner signs and attests: with a key (sign.Signer) or keyless.
-type releaseSigner interface {
-	Sign(ctx context.Context, ref name.Reference) ([]name.Digest, error)
-	Attest(ctx context.Context, d name.Digest, predicateType string, predicate []byte) error
-}
-
 func newSignCmd(g *globals) *cobra.Command {
 	var key, buildDir, format string
-	var insecure, keyless bool
+	var keyless bool
 	var kl sign.Keyless
+	var ro registry.Options
 	cmd := &cobra.Command{
 		Use:   "sign REF...",
 		Short: "Sign an image or index by digest (an index and every manifest in it), as cosign does",
@@ -114,16 +95,16 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 			}
 			var refs []name.Reference
 			for _, a := range args {
-				ref, err := registryRef(a, insecure)
+				ref, err := ro.Reference(a)
 				if err != nil {
-					return err
+					return fault.Input(err)
 				}
 				refs = append(refs, ref)
 			}
-			var s releaseSigner
+			var s attest.Signer
 			var err error
 			if keyless {
-				if s, err = sign.NewKeylessSigner(kl, os.Getenv, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+				if s, err = sign.NewKeylessSigner(kl, os.Getenv, ro.Remote(cmd.Context())...); err != nil {
 					return usageErr("%v", err)
 				}
 			} else {
@@ -131,55 +112,32 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 				if err != nil {
 					return err
 				}
-				if s, err = sign.LoadSigner(key, pw, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+				if s, err = sign.LoadSigner(key, pw, ro.Remote(cmd.Context())...); err != nil {
 					return fault.Input(err)
 				}
 			}
-			var att *attester
+			var builds *attest.Builds
 			if buildDir != "" {
-				if att, err = newAttester(g, buildDir); err != nil {
+				m, err := g.loadMatrix()
+				if err != nil {
+					return err
+				}
+				if builds, err = attest.Open(m, buildDir, g.recipeFile, ro); err != nil {
 					return err
 				}
 			}
-			var ds []name.Digest
-			for _, ref := range refs {
-				got, err := s.Sign(cmd.Context(), ref)
-				if err != nil {
-					return fault.Gate(err)
-				}
-				ds = append(ds, got...)
-			}
-			type signed struct {
-				Digest       string   `json:"digest"`
-				Attestations []string `json:"attestations"`
-			}
-			done := []signed{}
-			seen := map[string]bool{}
-			for _, d := range ds {
-				if seen[d.String()] {
-					continue // an index and a per-target tag share a manifest
-				}
-				seen[d.String()] = true
-				done = append(done, signed{Digest: d.String(), Attestations: []string{}})
-				if format == "text" {
-					fmt.Fprintf(g.stdout, "signed %s\n", d)
-				}
-				if att == nil {
-					continue
-				}
-				kinds, err := att.attest(cmd.Context(), s, d)
-				if err != nil {
-					return fault.Gate(fmt.Errorf("attesting %s: %v", d, err))
-				}
-				done[len(done)-1].Attestations = append(done[len(done)-1].Attestations, kinds...)
-				for _, k := range kinds {
-					if format == "text" {
-						fmt.Fprintf(g.stdout, "attested %s %s\n", d, k)
-					}
-				}
+			done, err := attest.SignAll(cmd.Context(), s, refs, builds)
+			if err != nil {
+				return err
 			}
 			if format == "json" {
 				return printJSON(g.stdout, done)
+			}
+			for _, d := range done {
+				fmt.Fprintf(g.stdout, "signed %s\n", d.Digest)
+				for _, k := range d.Attestations {
+					fmt.Fprintf(g.stdout, "attested %s %s\n", d.Digest, k)
+				}
 			}
 			return nil
 		},
@@ -192,7 +150,7 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 	cmd.Flags().StringVar(&kl.IDToken, "identity-token", "", "keyless: an OIDC token (default $SIGSTORE_ID_TOKEN, or GitHub Actions' own)")
 	cmd.Flags().StringVar(&buildDir, "build", "", "attest the images made from the builds in this dorisarm build --out directory")
 	formatFlag(cmd, &format, "text", "text or json")
-	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+	insecureFlag(cmd, &ro)
 	return cmd
 }
 
@@ -215,7 +173,8 @@ func (f *trustFlags) trust() (sign.Trust, error) {
 
 func newVerifyCmd(g *globals) *cobra.Command {
 	var tf trustFlags
-	var insecure, noAttestations bool
+	var noAttestations bool
+	var ro registry.Options
 	var format string
 	cmd := &cobra.Command{
 		Use:   "verify REF",
@@ -244,24 +203,13 @@ check fails.`,
 			if err != nil {
 				return err
 			}
-			ref, err := registryRef(args[0], insecure)
-			if err != nil {
-				return err
-			}
-			ro := []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}
-			res, err := sign.VerifyRelease(cmd.Context(), ref, trust, noAttestations, ro...)
+			ref, err := ro.Reference(args[0])
 			if err != nil {
 				return fault.Input(err)
 			}
-			checks := res.Checks()
-			if tag, ok := ref.(name.Tag); ok {
-				// A tag means something (image, version, target): it must name
-				// what the signed image is.
-				c, err := tagCheck(cmd.Context(), tag, res, ro)
-				if err != nil {
-					return err
-				}
-				checks = append(checks, c)
+			checks, err := promote.Verify(cmd.Context(), ref, trust, noAttestations, ro)
+			if err != nil {
+				return err
 			}
 			failed := 0
 			for _, c := range checks {
@@ -288,28 +236,8 @@ check fails.`,
 		},
 	}
 	tf.add(cmd)
-	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+	insecureFlag(cmd, &ro)
 	cmd.Flags().BoolVar(&noAttestations, "signatures-only", false, "check signatures only, not the attestations")
 	formatFlag(cmd, &format, "text", "text or json")
 	return cmd
-}
-
-// tagCheck checks that tag names the image it points to (verified as res).
-func tagCheck(ctx context.Context, tag name.Tag, res *sign.Result, ro []remote.Option) (sign.Check, error) {
-	c := sign.Check{What: fmt.Sprintf("%s names what the image is", tag)}
-	id, err := promote.Identify(ctx, res.Digests[0], res.Statements, ro...)
-	if err == nil {
-		c.What = fmt.Sprintf("%s names the image (%s)", tag, id)
-		err = promote.CheckTag(tag, id)
-	}
-	var ge *promote.GateError
-	switch {
-	case errors.As(err, &ge):
-		c.Why = ge.Reason
-	case err != nil:
-		return c, err
-	default:
-		c.OK = true
-	}
-	return c, nil
 }

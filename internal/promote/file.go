@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/dorisarm/dorisarm/internal/datafile"
+	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
 // Promotion is one reviewed entry of a promotions file: a source by digest
@@ -29,7 +30,7 @@ type promotionsFile struct {
 // LoadFile reads a promotions file (promotions: [{source: REPO@sha256:…,
 // tags: [REPO:TAG, …]}]), like the Kubernetes promoter's manifests: sources
 // by digest only, so what is promoted is what was reviewed.
-func LoadFile(path string, nopts ...name.Option) ([]*Promotion, error) {
+func LoadFile(path string, ro registry.Options) ([]*Promotion, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &datafile.Error{Pos: datafile.Pos{File: path}, Msg: fmt.Sprintf("cannot read the promotions file: %v", err)}
@@ -45,8 +46,10 @@ func LoadFile(path string, nopts ...name.Option) ([]*Promotion, error) {
 	for _, p := range f.Promotions {
 		if !strings.Contains(p.Source, "@sha256:") {
 			errs = append(errs, datafile.Errorf(p.Keys.At("source", p.Pos), "source %q must name a digest (REPO@sha256:...): promotions are reviewed by digest", p.Source))
-		} else if d, err := name.NewDigest(p.Source, nopts...); err != nil {
+		} else if r, err := ro.Reference(p.Source); err != nil {
 			errs = append(errs, datafile.Errorf(p.Keys.At("source", p.Pos), "source %q: %v", p.Source, err))
+		} else if d, ok := r.(name.Digest); !ok {
+			errs = append(errs, datafile.Errorf(p.Keys.At("source", p.Pos), "source %q must name a digest (REPO@sha256:...)", p.Source))
 		} else {
 			p.Src = d
 		}
@@ -54,7 +57,7 @@ func LoadFile(path string, nopts ...name.Option) ([]*Promotion, error) {
 			errs = append(errs, datafile.Errorf(p.Pos, "promotion of %s: tags: at least one destination tag is required", p.Source))
 		}
 		for _, t := range p.Tags {
-			tag, err := name.NewTag(t, nopts...)
+			tag, err := ro.Tag(t)
 			if err != nil || !strings.Contains(t[strings.LastIndex(t, "/")+1:], ":") || strings.Contains(t, "@") {
 				errs = append(errs, datafile.Errorf(p.Keys.At("tags", p.Pos), "destination %q must be REPO:TAG", t))
 				continue

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
 func TestLoadFile(t *testing.T) {
@@ -15,7 +17,7 @@ func TestLoadFile(t *testing.T) {
 		return p
 	}
 	good := write("promotions:\n  - source: 127.0.0.1:5000/staging/doris-be@sha256:" + strings.Repeat("a", 64) + "\n    tags: [127.0.0.1:5000/release/doris-be:2.1.8, 127.0.0.1:5000/release/doris-be:latest]\n")
-	ps, err := LoadFile(good)
+	ps, err := LoadFile(good, registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,11 +31,11 @@ func TestLoadFile(t *testing.T) {
 		{"promotions:\n  - sourse: x\n", "sourse"},
 		{"promotions: []\n", "at least one entry"},
 	} {
-		if _, err := LoadFile(write(c.text)); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := LoadFile(write(c.text), registry.Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.text, err, c.want)
 		}
 	}
-	if _, err := LoadFile(filepath.Join(dir, "none.yaml")); err == nil || !strings.Contains(err.Error(), "none.yaml") {
+	if _, err := LoadFile(filepath.Join(dir, "none.yaml"), registry.Options{}); err == nil || !strings.Contains(err.Error(), "none.yaml") {
 		t.Errorf("missing file: %v", err)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/hashicorp/go-version"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
+	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
 
@@ -43,8 +45,8 @@ type Plan struct {
 
 // Options are how a promotion is checked and run.
 type Options struct {
-	Trust  sign.Trust // what the release must be signed with
-	Remote []remote.Option
+	Trust    sign.Trust // what the release must be signed with
+	Registry registry.Options
 	// Rollback lets a floating tag (latest, 2.1) move back to an older
 	// version: the way back from a bad release. Every signature and
 	// attestation gate still holds, and release tags stay immutable.
@@ -56,10 +58,13 @@ type GateError struct{ Reason string }
 
 func (e *GateError) Error() string { return "promotion refused: " + e.Reason }
 
+// Is makes a refusal a failed gate (fault.ErrGate).
+func (e *GateError) Is(target error) bool { return target == fault.ErrGate }
+
 // Check resolves src to a digest, verifies it (signatures, attestations,
 // clean scans) and applies the tag gates for dst. Nothing is written.
 func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*Plan, error) {
-	ro := append([]remote.Option{remote.WithContext(ctx)}, o.Remote...)
+	ro := o.Registry.Remote(ctx)
 	desc, err := remote.Get(src, ro...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", src, err)
@@ -69,7 +74,7 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 
 	// Verify the digest, never the tag: a tag moved meanwhile changes
 	// nothing. Every blob is read and checked against its digest.
-	res, err := sign.VerifyRelease(ctx, p.Src, o.Trust, false, o.Remote...)
+	res, err := sign.VerifyRelease(ctx, p.Src, o.Trust, false, o.Registry.Remote(ctx)...)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +94,7 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 	p.Bytes += res.Bytes
 
 	// The destination must name what the signed image is.
-	id, err := Identify(ctx, p.Src, res.Statements, o.Remote...)
+	id, err := Identify(ctx, p.Src, res.Statements, o.Registry.Remote(ctx)...)
 	tagCheck := sign.Check{What: fmt.Sprintf("%s names what the image is", dst)}
 	if err == nil {
 		err = CheckTag(dst, id)
@@ -154,7 +159,7 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 // tags, then writes the destination tag: on any failure the destination
 // tag is as it was.
 func Execute(ctx context.Context, p *Plan, o Options) error {
-	ro := append([]remote.Option{remote.WithContext(ctx)}, o.Remote...)
+	ro := o.Registry.Remote(ctx)
 	desc, err := remote.Get(p.Src, ro...)
 	if err != nil {
 		return err

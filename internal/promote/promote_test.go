@@ -24,6 +24,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/build"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/plan"
+	dregistry "github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
 
@@ -293,7 +294,7 @@ func TestFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.f.n.Store(n)
-		err = Execute(ctx, p, Options{Trust: sign.Trust{Key: e.pub}, Remote: []remote.Option{remote.WithRetryBackoff(remote.Backoff{Steps: 1})}})
+		err = Execute(ctx, p, Options{Trust: sign.Trust{Key: e.pub}, Registry: dregistry.Options{Backoff: &remote.Backoff{Steps: 1}}})
 		e.f.n.Store(0)
 		got := e.digestOf(dst)
 		if err == nil && got != d.String() {

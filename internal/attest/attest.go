@@ -1,11 +1,16 @@
-package main
+// Package attest makes the attestations of release images from the builds
+// they were made from: for an image, its build's SPDX SBOM, SLSA provenance
+// and scan (the build's files scanned again for its target); for a
+// multi-arch index, the same three naming every platform made from a build.
+// Images are matched to builds by their io.dorisarm.build.digest
+// annotation.
+package attest
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -15,47 +20,53 @@ import (
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/promote"
 	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/scan"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
 
-const builderID = "https://github.com/dorisarm/dorisarm"
+// BuilderID names dorisarm as the builder in provenance.
+const BuilderID = "https://github.com/dorisarm/dorisarm"
 
-// attester makes the attestations of the images made from the builds in a
-// build directory, found by their io.dorisarm.build.digest annotation.
-type attester struct {
-	g      *globals
-	m      *matrix.Matrix
-	builds map[string]image.Build
-	scans  map[string][]byte // scan predicates by build digest
+// Attacher signs and attaches one attestation (sign.Signer, the keyless
+// signer).
+type Attacher interface {
+	Attest(ctx context.Context, d name.Digest, predicateType string, predicate []byte) error
 }
 
-func newAttester(g *globals, dir string) (*attester, error) {
-	m, err := g.loadMatrix()
+// Builds attests the images made from the builds of one build directory.
+type Builds struct {
+	m          *matrix.Matrix
+	recipeFile func(name string) string
+	registry   registry.Options
+	builds     map[string]image.Build
+	scans      map[string][]byte // scan predicates by build digest
+}
+
+// Open reads the builds under dir. recipeFile finds a build's recipe by
+// name (for its scan allow file).
+func Open(m *matrix.Matrix, dir string, recipeFile func(name string) string, ro registry.Options) (*Builds, error) {
+	bs, err := image.FindBuilds(dir)
 	if err != nil {
 		return nil, err
 	}
-	bs, err := image.FindBuilds(dir)
-	if err != nil {
-		return nil, fault.Input(err)
-	}
-	a := &attester{g: g, m: m, builds: map[string]image.Build{}, scans: map[string][]byte{}}
+	a := &Builds{m: m, recipeFile: recipeFile, registry: ro, builds: map[string]image.Build{}, scans: map[string][]byte{}}
 	for _, b := range bs {
 		d := b.Record.ContentDigest()
 		if other, ok := a.builds[d]; ok {
-			return nil, fmt.Errorf("%s and %s have the same build digest %s: their images could not be told apart", other.Dir, b.Dir, d)
+			return nil, fault.Inputf("%s and %s have the same build digest %s: their images could not be told apart", other.Dir, b.Dir, d)
 		}
 		a.builds[d] = b
 	}
 	return a, nil
 }
 
-// attest attaches the SBOM, provenance and scan attestations to d when d
+// Attest attaches the SBOM, provenance and scan attestations to d when d
 // was made from one of the builds, or is a multi-arch index with platforms
 // made from them (the index predicates name every such platform); it
 // returns the predicate types attached.
-func (a *attester) attest(ctx context.Context, s releaseSigner, d name.Digest) ([]string, error) {
-	ro := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+func (a *Builds) Attest(ctx context.Context, s Attacher, d name.Digest) ([]string, error) {
+	ro := a.registry.Remote(ctx)
 	desc, err := remote.Get(d, ro...)
 	if err != nil {
 		return nil, err
@@ -69,7 +80,7 @@ func (a *attester) attest(ctx context.Context, s releaseSigner, d name.Digest) (
 		if sbom, err = sign.IndexSBOM(*ix, d.Context().Name()); err != nil {
 			return nil, err
 		}
-		if prov, err = sign.IndexProvenance(*ix, builderID); err != nil {
+		if prov, err = sign.IndexProvenance(*ix, BuilderID); err != nil {
 			return nil, err
 		}
 		if scanPred, err = sign.IndexScan(*ix); err != nil {
@@ -83,7 +94,7 @@ func (a *attester) attest(ctx context.Context, s releaseSigner, d name.Digest) (
 		if sbom, err = sign.SBOM(b.Record, d.Context().Name()); err != nil {
 			return nil, err
 		}
-		if prov, err = sign.Provenance(b.Record, builderID); err != nil {
+		if prov, err = sign.Provenance(b.Record, BuilderID); err != nil {
 			return nil, err
 		}
 		if scanPred, err = a.scan(ctx, b); err != nil {
@@ -105,7 +116,7 @@ func (a *attester) attest(ctx context.Context, s releaseSigner, d name.Digest) (
 
 // buildOf is the build the image at d was made from, nil when it was not
 // made from one build (the shared FE).
-func (a *attester) buildOf(ctx context.Context, d name.Digest, ro []remote.Option) (*image.Build, error) {
+func (a *Builds) buildOf(ctx context.Context, d name.Digest, ro []remote.Option) (*image.Build, error) {
 	bd, err := sign.BuildDigest(ctx, d, ro...)
 	if err != nil || bd == "" {
 		return nil, err
@@ -120,7 +131,7 @@ func (a *attester) buildOf(ctx context.Context, d name.Digest, ro []remote.Optio
 // index is what the index at d holds from the builds: nil when none of its
 // platforms was made from one (the shared FE's index). Imported platforms
 // (an official x86 release) are not ours to attest.
-func (a *attester) index(ctx context.Context, d name.Digest, desc *remote.Descriptor, ro []remote.Option) (*sign.Index, error) {
+func (a *Builds) index(ctx context.Context, d name.Digest, desc *remote.Descriptor, ro []remote.Option) (*sign.Index, error) {
 	idx, err := desc.ImageIndex()
 	if err != nil {
 		return nil, err
@@ -137,7 +148,7 @@ func (a *attester) index(ctx context.Context, d name.Digest, desc *remote.Descri
 		cd := d.Context().Digest(m.Digest.String())
 		b, err := a.buildOf(ctx, cd, ro)
 		if err != nil {
-			return nil, fmt.Errorf("its platform %s: %v", cd.DigestStr(), err)
+			return nil, fmt.Errorf("its platform %s: %w", cd.DigestStr(), err)
 		}
 		if b == nil {
 			continue
@@ -161,7 +172,7 @@ func (a *attester) index(ctx context.Context, d name.Digest, desc *remote.Descri
 // scan is the scan predicate of a build: its files scanned for its target
 // with the recipe's allow file and the build's recorded waivers, made once
 // per build (an index and its platform manifests share it).
-func (a *attester) scan(ctx context.Context, b *image.Build) ([]byte, error) {
+func (a *Builds) scan(ctx context.Context, b *image.Build) ([]byte, error) {
 	rec := b.Record
 	if p, ok := a.scans[rec.ContentDigest()]; ok {
 		return p, nil
@@ -171,8 +182,13 @@ func (a *attester) scan(ctx context.Context, b *image.Build) ([]byte, error) {
 		return nil, err
 	}
 	opts := scan.DefaultOptions()
-	rf := a.g.recipeFile(rec.Recipe.Name)
-	if r, err := recipe.Load(rf); err == nil && r.ScanAllow != "" {
+	// The recipe's allow file, as the build's gate had it: a recipe that
+	// does not load is an error, not a scan without its exceptions.
+	r, err := recipe.Load(a.recipeFile(rec.Recipe.Name))
+	if err != nil {
+		return nil, fmt.Errorf("%s: the recipe of its build: %w", b.Dir, err)
+	}
+	if r.ScanAllow != "" {
 		if opts.Allow, err = scan.LoadAllow(r.Path(r.ScanAllow)); err != nil {
 			return nil, err
 		}
@@ -189,4 +205,49 @@ func (a *attester) scan(ctx context.Context, b *image.Build) ([]byte, error) {
 	}
 	a.scans[rec.ContentDigest()] = p
 	return p, nil
+}
+
+// Signer signs a reference (an index and every manifest in it) and attests
+// digests: sign.Signer, the keyless signer.
+type Signer interface {
+	Sign(ctx context.Context, ref name.Reference) ([]name.Digest, error)
+	Attacher
+}
+
+// Signed is what SignAll did for one digest.
+type Signed struct {
+	Digest       string   `json:"digest"`
+	Attestations []string `json:"attestations"`
+}
+
+// SignAll signs every ref and, with builds, attests each digest it signed
+// once (an index and a per-target tag share a manifest). Failures are
+// failed gates: the input was checked before.
+func SignAll(ctx context.Context, s Signer, refs []name.Reference, builds *Builds) ([]Signed, error) {
+	var ds []name.Digest
+	for _, ref := range refs {
+		got, err := s.Sign(ctx, ref)
+		if err != nil {
+			return nil, fault.Gate(err)
+		}
+		ds = append(ds, got...)
+	}
+	done := []Signed{}
+	seen := map[string]bool{}
+	for _, d := range ds {
+		if seen[d.String()] {
+			continue
+		}
+		seen[d.String()] = true
+		sd := Signed{Digest: d.String(), Attestations: []string{}}
+		if builds != nil {
+			kinds, err := builds.Attest(ctx, s, d)
+			if err != nil {
+				return nil, fault.Gatef("attesting %s: %w", d, err)
+			}
+			sd.Attestations = append(sd.Attestations, kinds...)
+		}
+		done = append(done, sd)
+	}
+	return done, nil
 }
