@@ -1,18 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
-	"os/user"
-	"path/filepath"
-	"regexp"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
-	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/patch"
 )
 
@@ -134,32 +130,12 @@ func selectFor(g *globals, s *patch.Series, component, ver, target string) ([]*p
 	return s.Query(m, q)
 }
 
-func printResult(g *globals, r *patch.Result, format string) {
+func printResult(g *globals, r *patch.Result, format string) error {
 	if format == "json" {
-		printJSON(g.stdout, r)
-		return
+		return printJSON(g.stdout, r)
 	}
-	counts := map[patch.Status]int{}
-	for _, h := range r.Hunks {
-		counts[h.Status]++
-		line := h.String()
-		if g.color {
-			// Colour the status after the hunk's name: red when it failed,
-			// green when it applied as written, plain otherwise.
-			prefix := fmt.Sprintf("%s %s hunk #%d: ", h.Patch, h.File, h.Hunk)
-			if rest, ok := strings.CutPrefix(line, prefix); ok {
-				switch h.Status {
-				case patch.Failed:
-					line = prefix + g.paint(false, rest)
-				case patch.Clean, patch.Created, patch.Deleted:
-					line = prefix + g.paint(true, rest)
-				}
-			}
-		}
-		fmt.Fprintln(g.stdout, line)
-	}
-	fmt.Fprintf(g.stdout, "%d hunks: %d clean, %d offset, %d fuzz, %d created, %d deleted, %d failed\n", len(r.Hunks),
-		counts[patch.Clean], counts[patch.Offset], counts[patch.Fuzz], counts[patch.Created], counts[patch.Deleted], counts[patch.Failed])
+	r.WriteText(g.stdout, g.paint)
+	return nil
 }
 
 func newPatchCheckCmd(g *globals, pg *patchGlobals, apply bool) *cobra.Command {
@@ -202,7 +178,9 @@ func newPatchCheckCmd(g *globals, pg *patchGlobals, apply bool) *cobra.Command {
 			if err != nil {
 				return fault.Input(err)
 			}
-			printResult(g, res, format)
+			if err := printResult(g, res, format); err != nil {
+				return err
+			}
 			if !res.OK() {
 				what := "would not apply"
 				if apply {
@@ -228,25 +206,9 @@ func forTarget(t string) string {
 	return " for target " + t
 }
 
-var patchNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*$`)
-
-func defaultAuthor() string {
-	name, email := gitConfig("user.name"), gitConfig("user.email")
-	if name == "" {
-		if u, err := user.Current(); err == nil {
-			name = u.Username
-		}
-	}
-	if email != "" {
-		return name + " <" + email + ">"
-	}
-	return name
-}
-
 func newPatchNewCmd(g *globals, pg *patchGlobals) *cobra.Command {
 	var h patch.Header
-	var source, component, ver, pristine, targets string
-	var ignore []string
+	var n patch.NewPatch
 	var format string
 	cmd := &cobra.Command{
 		Use:   "new NAME",
@@ -263,92 +225,36 @@ header filled in. Edit Description and Evidence before committing.`,
 			if err := checkFormat(format, "text", "json"); err != nil {
 				return err
 			}
-			name := args[0]
-			if !patchNameRE.MatchString(name) {
-				return usageErr("patch name %q: use lower-case letters, digits, dots and dashes", name)
-			}
-			if component == "" || source == "" {
-				return usageErr("--component and --source are required")
-			}
 			s, err := pg.series(g)
 			if err != nil {
 				return err
 			}
-			var changes []patch.Change
-			switch {
-			case pristine != "":
-				changes, err = patch.ChangesFromPristine(source, pristine, append(patch.DefaultIgnore, ignore...))
-			case patch.IsGit(source):
-				changes, err = patch.ChangesFromGit(source)
-			default:
-				var arch string
-				if arch, err = patch.FindPristineArchive(source); err == nil {
-					changes, err = patch.ChangesFromPristine(source, arch, append(patch.DefaultIgnore, ignore...))
-				}
-			}
+			n.Name, n.Header = args[0], h
+			path, files, err := s.Create(n)
 			if err != nil {
-				return fault.Input(err)
-			}
-			h.AppliesTo = component
-			if ver != "" {
-				h.AppliesTo += " = " + ver
-			}
-			h.Targets = targets
-			if h.Author == "" {
-				h.Author = defaultAuthor()
-			}
-			h.LastUpdate = time.Now().UTC()
-			text, err := patch.Compose(h, changes)
-			if err != nil {
-				return fault.Gate(err)
-			}
-			if err := notEmbedded(s.Dir, "--patches DIR"); err != nil {
-				return err
-			}
-			path := filepath.Join(s.Dir, component, fmt.Sprintf("%04d-%s.patch", s.NextNumber(component), name))
-			if _, err := patch.Parse(path, text); err != nil {
-				return fmt.Errorf("the new patch does not validate (nothing written): %v", err)
-			}
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return err
-			}
-			if err := writeNew(path, text); err != nil {
 				return err
 			}
 			if h.Description == "" || h.Evidence == "" {
 				fmt.Fprintln(g.stderr, "note: fill in Description and Evidence (the TODO lines) before committing")
 			}
 			if format == "json" {
-				return printJSON(g.stdout, map[string]any{"patch": path, "files_changed": len(changes)})
+				return printJSON(g.stdout, map[string]any{"patch": path, "files_changed": files})
 			}
-			fmt.Fprintf(g.stdout, "wrote %s (%d files changed)\n", path, len(changes))
+			fmt.Fprintf(g.stdout, "wrote %s (%d files changed)\n", path, files)
 			return nil
 		},
 	}
 	formatFlag(cmd, &format, "text", "text or json")
-	cmd.Flags().StringVar(&source, "source", "", "the edited source tree")
-	cmd.Flags().StringVar(&component, "component", "", "the component the patch is for")
-	cmd.Flags().StringVar(&ver, "version", "", "the component version the patch is written against (Applies-To: C = V)")
-	cmd.Flags().StringVar(&pristine, "pristine", "", "the unedited source: a directory or a .tar.gz")
-	cmd.Flags().StringVar(&targets, "targets", "", "Targets: target names, all, or selectors like !sve")
+	cmd.Flags().StringVar(&n.Source, "source", "", "the edited source tree")
+	cmd.Flags().StringVar(&n.Component, "component", "", "the component the patch is for")
+	cmd.Flags().StringVar(&n.Version, "version", "", "the component version the patch is written against (Applies-To: C = V)")
+	cmd.Flags().StringVar(&n.Pristine, "pristine", "", "the unedited source: a directory or a .tar.gz")
+	cmd.Flags().StringVar(&n.Targets, "targets", "", "Targets: target names, all, or selectors like !sve")
 	cmd.Flags().StringVar(&h.Description, "description", "", "Description (first line: summary)")
 	cmd.Flags().StringVar(&h.Evidence, "evidence", "", "Evidence: the measurement or bug behind it")
 	cmd.Flags().StringVar(&h.Author, "author", "", "Author (default: git user.name <user.email>)")
-	cmd.Flags().StringSliceVar(&ignore, "ignore", nil, "more file name globs to leave out of the diff")
+	cmd.Flags().StringSliceVar(&n.Ignore, "ignore", nil, "more file name globs to leave out of the diff")
 	return cmd
-}
-
-func writeNew(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	return f.Close()
 }
 
 func newPatchRefreshCmd(g *globals, pg *patchGlobals) *cobra.Command {
@@ -373,55 +279,24 @@ touched and the failing hunks are shown.`,
 			if err != nil {
 				return err
 			}
-			p, err := s.Find(args[0])
-			if err != nil {
-				return fault.Input(err)
-			}
-			if err := notEmbedded(p.Path, "--patches DIR"); err != nil {
-				return err
-			}
-			text, res, changed, err := patch.Refresh(p, source, patch.DefaultOptions())
-			if err != nil {
-				return fault.Input(err)
-			}
-			if format == "table" {
-				printResult(g, res, "table")
-			}
-			if !res.OK() {
-				if format == "json" {
-					printResult(g, res, "json")
-				}
-				return fault.Gate(fmt.Errorf("%s does not apply to %s; fix it by hand (nothing written)", p.ID(), source))
-			}
-			if !changed {
-				if format == "json" {
-					return printJSON(g.stdout, map[string]any{"patch": p.Path, "refreshed": false, "result": res})
-				}
-				fmt.Fprintf(g.stdout, "%s already applies cleanly; left as it is\n", p.ID())
-				return nil
-			}
-			if _, err := patch.Parse(p.Path, text); err != nil {
-				return fmt.Errorf("refreshed patch does not validate (nothing written): %v", err)
-			}
-			if err := fsutil.WriteFileAtomic(p.Path, text, 0o644); err != nil {
+			r, err := s.RefreshFile(args[0], source)
+			if r.Result == nil {
 				return err
 			}
 			if format == "json" {
-				return printJSON(g.stdout, map[string]any{"patch": p.Path, "refreshed": true, "result": res})
+				return errors.Join(printJSON(g.stdout, r), err)
 			}
-			fmt.Fprintf(g.stdout, "refreshed %s\n", p.Path)
-			return nil
+			r.Result.WriteText(g.stdout, g.paint)
+			switch {
+			case r.Refreshed:
+				fmt.Fprintf(g.stdout, "refreshed %s\n", r.Patch)
+			case err == nil:
+				fmt.Fprintf(g.stdout, "%s already applies cleanly; left as it is\n", r.Patch)
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&source, "source", "", "the new upstream source tree")
 	formatFlag(cmd, &format, "table", "table or json")
 	return cmd
-}
-
-func gitConfig(key string) string {
-	out, err := execOutput("git", "config", "--get", key)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(out)
 }

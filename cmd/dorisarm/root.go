@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -405,9 +404,4 @@ func checkFormat(f string, allowed ...string) error {
 func formatFlag(cmd *cobra.Command, p *string, def, usage string) {
 	cmd.Flags().StringVarP(p, "output", "o", def, usage)
 	cmd.Flags().StringVar(p, "format", def, "the same as --output")
-}
-
-func execOutput(name string, args ...string) (string, error) {
-	out, err := exec.Command(name, args...).Output()
-	return string(out), err
 }
