@@ -21,6 +21,7 @@ import (
 // TestVerifyRefusesAFailingScan: an image whose scan attestation has
 // violations fails verify, though every signature and attestation is good.
 func TestVerifyRefusesAFailingScan(t *testing.T) {
+	slow(t, "builds and signs against a real docker-registry")
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")

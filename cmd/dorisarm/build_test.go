@@ -22,6 +22,7 @@ func needBuildTools(t *testing.T) {
 // real cross compiler and qemu, then checks the published tree, the record,
 // the no-op rebuild and cache prune.
 func TestBuildCommand(t *testing.T) {
+	slow(t, "builds the sample with real cross compilers")
 	needBuildTools(t)
 	dir := t.TempDir()
 	out, cache := filepath.Join(dir, "out"), filepath.Join(dir, "cache")

@@ -34,6 +34,7 @@ func readRecord(t *testing.T, out, target string) cacheRecord {
 // files; `cache pull` fills a third cache; a files.tar altered in the
 // registry's storage is refused and its step runs again.
 func TestRegistryCache(t *testing.T) {
+	slow(t, "builds with real compilers against a real docker-registry")
 	needBuildTools(t)
 	addr, storage := testproc.RegistryStorage(t)
 	repo := addr + "/dorisarm/cache"

@@ -137,6 +137,7 @@ func literal(e ast.Expr) (string, bool) {
 // it), apt's cache volumes are LOCKED and unmounted after the install, and
 // Go's caches are where Go looks (GOMODCACHE, GOCACHE set, no GOPATH guess).
 func TestDaggerModuleLayering(t *testing.T) {
+	slow(t, "builds the Dagger module")
 	path := filepath.Join(repo, "ci", "main.go")
 	data, err := os.ReadFile(path)
 	if err != nil {

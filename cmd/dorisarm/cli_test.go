@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/datafile"
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/promote"
 	"github.com/dorisarm/dorisarm/internal/registry"
 )
@@ -219,5 +223,30 @@ func TestPromoteHelpShapeParses(t *testing.T) {
 	}
 	if len(ps) != 1 || len(ps[0].Dst) != 2 {
 		t.Errorf("parsed %+v", ps)
+	}
+}
+
+// TestExitCodeMapping: the one mapping from error kinds to exit statuses.
+func TestExitCodeMapping(t *testing.T) {
+	in := fault.Inputf("bad flag")
+	gate := fault.Gatef("scan found 3 violations")
+	for _, c := range []struct {
+		err  error
+		ran  bool
+		want int
+	}{
+		{nil, true, exitOK},
+		{errors.New("unknown flag --x"), false, exitUsage}, // refused by cobra before RunE
+		{in, true, exitUsage},
+		{fmt.Errorf("plan: %w", in), true, exitUsage},
+		{gate, true, exitCheck},
+		{fault.Gate(in), true, exitCheck}, // a gate around bad input: the gate wins
+		{errors.New("registry down"), true, exitCheck},
+		{&datafile.Error{Msg: "x"}, true, exitUsage},
+		{&promote.GateError{Reason: "unsigned"}, true, exitCheck},
+	} {
+		if got := exitCode(c.err, c.ran); got != c.want {
+			t.Errorf("exitCode(%v, ran=%v) = %d, want %d", c.err, c.ran, got, c.want)
+		}
 	}
 }

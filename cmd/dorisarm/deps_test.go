@@ -30,6 +30,7 @@ func depsList(t *testing.T, arch string, profiles ...string) []string {
 // compiler is the x86-64 one (Debian has no gcc-aarch64-linux-gnu for
 // arm64).
 func TestInstallDepsProfiles(t *testing.T) {
+	slow(t, "asks apt about every package")
 	for _, arch := range []string{"amd64", "arm64"} {
 		build := depsList(t, arch, "build")
 		test := depsList(t, arch, "test")

@@ -131,6 +131,7 @@ func sandbox(t *testing.T) string {
 // a fresh copy of the repository (a document's blocks share it), against the
 // bundled sample, with a docker-registry on loopback as $REGISTRY.
 func TestDocsRun(t *testing.T) {
+	slow(t, "runs the documented walk-through end to end")
 	needBuildTools(t)
 	reg := startRegistry(t)
 	cache := t.TempDir()

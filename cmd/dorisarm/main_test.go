@@ -30,6 +30,15 @@ func TestMain(m *testing.M) {
 
 const repo = "../.."
 
+// slow skips a test under go test -short: the fast tier runs in-process
+// and without compilers or registries; make test runs everything.
+func slow(t *testing.T, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: this test %s (make test runs it)", why)
+	}
+}
+
 // run runs dorisarm in the repository root.
 func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()

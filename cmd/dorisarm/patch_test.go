@@ -390,6 +390,7 @@ func TestPatchNewFindsCorpusArchiveBeside(t *testing.T) {
 // tree's real thirdparty/build-thirdparty.sh, made against the corpus tree
 // as the pristine copy, checked and refreshed.
 func TestPatchWorkflowOnDoris217(t *testing.T) {
+	slow(t, "unpacks and patches the real Doris 2.1.7 tree")
 	corpus := corpusDir(t)
 	pristine := filepath.Join(corpus, "doris-2.1.7")
 	if _, err := os.Stat(filepath.Join(pristine, "thirdparty", "build-thirdparty.sh")); err != nil {

@@ -47,6 +47,7 @@ func publish(t *testing.T, args ...string) publishReport {
 // go-containerregistry, re-publishes (0 bytes), and publishes a one-target
 // change (only that target's blobs).
 func TestPublishToRealRegistry(t *testing.T) {
+	slow(t, "builds and publishes to a real docker-registry")
 	needBuildTools(t)
 	addr, storage := testproc.RegistryStorage(t)
 	dir := t.TempDir()

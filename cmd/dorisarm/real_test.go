@@ -173,6 +173,7 @@ func writeProfdata(t *testing.T) string {
 
 // --pgo-profile is checked before anything runs: exit 2 with what was expected.
 func TestPGOProfileValidated(t *testing.T) {
+	slow(t, "builds with real compilers")
 	needTool(t, "clang-16")
 	dir := t.TempDir()
 	txt := filepath.Join(dir, "tpch.profdata")
@@ -279,6 +280,7 @@ func neonSize(t *testing.T, lib string) int64 {
 // only where the CPU has it, and Kunpeng 920's bitshuffle keeps only the
 // stubs of its NEON kernels.
 func TestRealDorisPackagesCrossBuild(t *testing.T) {
+	slow(t, "cross-builds real Doris third-party packages")
 	tree, mirror := corpusTree(t)
 	needTool(t, "qemu-aarch64", "aarch64-linux-gnu-gcc", "clang-16", "llvm-objdump-16", "byacc", "flex", "automake", "libtoolize", "cmake")
 	dir := t.TempDir()
@@ -339,6 +341,7 @@ func TestRealDorisPackagesCrossBuild(t *testing.T) {
 // A package that falls back to a host tool fails the step that built it,
 // naming the package; --keep-going builds the rest and reports it.
 func TestRealDorisForeignObjectFailsItsPackage(t *testing.T) {
+	slow(t, "cross-builds real Doris third-party packages")
 	tree, mirror := corpusTree(t)
 	needTool(t, "qemu-aarch64", "aarch64-linux-gnu-gcc", "x86_64-linux-gnu-gcc", "cmake")
 	bad := copyCorpusTree(t, tree)

@@ -33,6 +33,7 @@ func reportJSON(t *testing.T, wantCode int, args ...string) *report.Report {
 // and checks the report against the build records, against the registry,
 // and against what the registry alone (signed attestations) says.
 func TestReportFromBuildsAndRegistry(t *testing.T) {
+	slow(t, "builds and publishes to a real docker-registry")
 	needBuildTools(t)
 	addr := startRegistry(t)
 	dir := t.TempDir()

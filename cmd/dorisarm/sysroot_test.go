@@ -58,6 +58,7 @@ func TestSysrootPlanAndWaiver(t *testing.T) {
 // (graviton3) against their sysroots need no glibc symbol newer than the OS
 // has (readelf -V), and the scan passes with no allow file at all.
 func TestRealDorisPackagesMeetTheOSGlibc(t *testing.T) {
+	slow(t, "cross-builds real Doris third-party packages against sysroots")
 	tree, mirror := corpusTree(t)
 	needSysroots(t, "")
 	needTool(t, "qemu-aarch64", "aarch64-linux-gnu-readelf")
