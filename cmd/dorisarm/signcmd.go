@@ -95,7 +95,7 @@ build's files for its target (predicate type ` + sign.PredicateScan + `).
 
 --keyless signs with a short-lived Fulcio certificate for the CI's OIDC
 identity instead of a key, every signature and attestation logged in Rekor
-(cosign's own keyless code). It needs the network and an OIDC token: GitHub
+(stored as the cosign CLI stores them). It needs the network and an OIDC token: GitHub
 Actions with "permissions: id-token: write" provides one; elsewhere pass
 --identity-token or $SIGSTORE_ID_TOKEN. Verify such releases with
 --certificate-identity and --certificate-oidc-issuer.`,

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -15,7 +13,6 @@ import (
 	ociempty "github.com/sigstore/cosign/v2/pkg/oci/empty"
 	ocimutate "github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
-	"github.com/sigstore/cosign/v2/pkg/oci/static"
 	"github.com/sigstore/cosign/v2/pkg/types"
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
 )
@@ -55,12 +52,7 @@ func (s *Signer) AttestAdd(ctx context.Context, d name.Digest, predicateType str
 }
 
 func (s *Signer) attest(ctx context.Context, d name.Digest, predicateType string, predicate []byte, replace bool) error {
-	if !json.Valid(predicate) {
-		return fmt.Errorf("%s predicate for %s is not JSON", predicateType, d)
-	}
-	hex := strings.TrimPrefix(d.DigestStr(), "sha256:")
-	st, err := json.Marshal(statement{Type: statementType, PredicateType: predicateType,
-		Subject: []subject{{Name: d.Context().Name(), Digest: map[string]string{"sha256": hex}}}, Predicate: predicate})
+	st, err := newStatement(d, predicateType, predicate)
 	if err != nil {
 		return err
 	}
@@ -68,24 +60,11 @@ func (s *Signer) attest(ctx context.Context, d name.Digest, predicateType string
 	if err != nil {
 		return err
 	}
-	att, err := static.NewAttestation(env)
+	att, err := newAttestation(env, predicateType)
 	if err != nil {
 		return err
 	}
-	ro := ociOpts(ctx, s.opts)
-	se, err := ociremote.SignedEntity(d, ro...)
-	if err != nil {
-		return err
-	}
-	var mopts []ocimutate.SignOption
-	if replace {
-		mopts = append(mopts, ocimutate.WithReplaceOp(replaceType(predicateType)))
-	}
-	se, err = ocimutate.AttachAttestationToEntity(se, att, mopts...)
-	if err != nil {
-		return err
-	}
-	return ociremote.WriteAttestations(d.Repository, se, ro...)
+	return writeAttestation(ctx, d, att, predicateType, replace, s.opts)
 }
 
 // Statement is a verified attestation's statement.

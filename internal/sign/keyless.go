@@ -1,113 +1,316 @@
 package sign
 
 import (
+	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	attestcli "github.com/sigstore/cosign/v2/cmd/cosign/cli/attest"
-	"github.com/sigstore/cosign/v2/cmd/cosign/cli/options"
-	signcli "github.com/sigstore/cosign/v2/cmd/cosign/cli/sign"
+	cbundle "github.com/sigstore/cosign/v2/pkg/cosign/bundle"
+	"github.com/sigstore/cosign/v2/pkg/oci"
+	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	"github.com/sigstore/cosign/v2/pkg/types"
+	fulcioapi "github.com/sigstore/fulcio/pkg/api"
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
+	"github.com/sigstore/sigstore/pkg/oauthflow"
+	"github.com/sigstore/sigstore/pkg/signature/payload"
+)
+
+// The public Sigstore instance, used unless told otherwise.
+const (
+	DefaultFulcioURL     = "https://fulcio.sigstore.dev"
+	DefaultRekorURL      = "https://rekor.sigstore.dev"
+	DefaultOIDCIssuerURL = "https://oauth2.sigstore.dev/auth"
 )
 
 // Keyless configures keyless signing: a short-lived Fulcio certificate for
-// the CI's OIDC identity, every signature logged in Rekor. It runs cosign's
-// own signing code; it needs the network and an OIDC token (GitHub Actions
-// with `permissions: id-token: write` provides one).
+// the CI's OIDC identity, every signature logged in Rekor. It needs the
+// network and an OIDC token (GitHub Actions with `permissions: id-token:
+// write` provides one).
 type Keyless struct {
-	FulcioURL  string
-	RekorURL   string
+	FulcioURL string
+	RekorURL  string
+	// OIDCIssuer is checked but not contacted: dorisarm never runs an
+	// interactive login, the token comes from IDToken or the CI.
 	OIDCIssuer string
-	IDToken    string // or $SIGSTORE_ID_TOKEN; on GitHub Actions cosign fetches one
+	IDToken    string // or $SIGSTORE_ID_TOKEN; on GitHub Actions, fetched from the runner
 }
 
-// KeyOpts checks the configuration and turns it into cosign's options.
-func (k Keyless) KeyOpts(getenv func(string) string) (options.KeyOpts, error) {
+// Resolve checks the configuration and fills in the defaults and the token
+// from the environment. With no token given and GitHub Actions' token
+// endpoint in the environment, IDToken stays empty: the signer fetches one.
+func (k Keyless) Resolve(getenv func(string) string) (Keyless, error) {
 	if k.FulcioURL == "" {
-		k.FulcioURL = options.DefaultFulcioURL
+		k.FulcioURL = DefaultFulcioURL
 	}
 	if k.RekorURL == "" {
-		k.RekorURL = options.DefaultRekorURL
+		k.RekorURL = DefaultRekorURL
 	}
 	if k.OIDCIssuer == "" {
-		k.OIDCIssuer = options.DefaultOIDCIssuerURL
+		k.OIDCIssuer = DefaultOIDCIssuerURL
 	}
-	for flag, u := range map[string]string{"--fulcio-url": k.FulcioURL, "--rekor-url": k.RekorURL, "--oidc-issuer": k.OIDCIssuer} {
-		p, err := url.Parse(u)
-		if err != nil || p.Host == "" || (p.Scheme != "https" && !loopback(p.Hostname())) {
-			return options.KeyOpts{}, fmt.Errorf("%s %q: want an https:// URL (plain http only on loopback)", flag, u)
+	for _, f := range []struct{ flag, u string }{{"--fulcio-url", k.FulcioURL}, {"--rekor-url", k.RekorURL}, {"--oidc-issuer", k.OIDCIssuer}} {
+		p, err := url.Parse(f.u)
+		if err != nil || p.Host == "" || (p.Scheme != "https" && !(p.Scheme == "http" && loopback(p.Hostname()))) {
+			return Keyless{}, fmt.Errorf("%s %q: want an https:// URL (plain http only on loopback)", f.flag, f.u)
 		}
 	}
 	if k.IDToken == "" {
 		k.IDToken = getenv("SIGSTORE_ID_TOKEN")
 	}
-	if k.IDToken == "" && getenv("ACTIONS_ID_TOKEN_REQUEST_URL") == "" {
-		return options.KeyOpts{}, fmt.Errorf("keyless signing needs an OIDC token: run in GitHub Actions with `permissions: id-token: write`, or pass --identity-token (or $SIGSTORE_ID_TOKEN)")
+	if k.IDToken == "" {
+		if getenv(actionsURLEnv) == "" {
+			return Keyless{}, fmt.Errorf("keyless signing needs an OIDC token: run in GitHub Actions with `permissions: id-token: write`, or pass --identity-token (or $SIGSTORE_ID_TOKEN)")
+		}
+		if getenv(actionsTokenEnv) == "" {
+			return Keyless{}, fmt.Errorf("$%s is set but $%s is empty: give the job `permissions: id-token: write`", actionsURLEnv, actionsTokenEnv)
+		}
 	}
-	return options.KeyOpts{
-		FulcioURL:        k.FulcioURL,
-		RekorURL:         k.RekorURL,
-		OIDCIssuer:       k.OIDCIssuer,
-		OIDCClientID:     "sigstore",
-		IDToken:          k.IDToken,
-		SkipConfirmation: true,
-	}, nil
+	return k, nil
 }
 
 func loopback(host string) bool {
 	return host == "localhost" || host == "127.0.0.1" || host == "::1"
 }
 
+// GitHub Actions' OIDC token endpoint and its bearer token.
+const (
+	actionsURLEnv   = "ACTIONS_ID_TOKEN_REQUEST_URL"
+	actionsTokenEnv = "ACTIONS_ID_TOKEN_REQUEST_TOKEN"
+)
+
 // KeylessSigner signs and attests keylessly, with the same method set as
-// Signer.
+// Signer. One ephemeral key and its Fulcio certificate serve every
+// signature until the certificate is about to expire.
 type KeylessSigner struct {
-	ko   options.KeyOpts
-	opts []remote.Option
+	cfg    Keyless
+	getenv func(string) string
+	opts   []remote.Option
+	client *http.Client // GitHub's token endpoint
+	rekor  *sgsign.Rekor
+
+	key   *sgsign.EphemeralKeypair
+	cert  *x509.Certificate
+	certs fulcioapi.CertificateResponse // PEM: the certificate and its chain
 }
 
-// NewKeylessSigner checks k (see Keyless.KeyOpts).
+// NewKeylessSigner checks k (see Keyless.Resolve).
 func NewKeylessSigner(k Keyless, getenv func(string) string, opts ...remote.Option) (*KeylessSigner, error) {
-	ko, err := k.KeyOpts(getenv)
+	cfg, err := k.Resolve(getenv)
 	if err != nil {
 		return nil, err
 	}
-	return &KeylessSigner{ko: ko, opts: opts}, nil
+	return &KeylessSigner{cfg: cfg, getenv: getenv, opts: opts, client: &http.Client{Timeout: time.Minute},
+		rekor: sgsign.NewRekor(&sgsign.RekorOptions{BaseURL: cfg.RekorURL, Timeout: time.Minute, Retries: rekorRetries, Version: 1})}, nil
 }
 
-// Sign signs ref by digest, recursively for an index, logging in Rekor.
+// rekorRetries is how often a failed Rekor upload is retried (with
+// backoff); a variable for tests.
+var rekorRetries uint = 3
+
+// Sign signs ref by digest, recursively for an index, each signature
+// logged in Rekor (a hashedrekord entry). Every digest is signed and logged
+// before anything is written to the registry.
 func (s *KeylessSigner) Sign(ctx context.Context, ref name.Reference) ([]name.Digest, error) {
 	ds, err := Digests(ctx, ref, s.opts...)
 	if err != nil {
 		return nil, err
 	}
-	so := options.SignOptions{Upload: true, Recursive: true, TlogUpload: true, SkipConfirmation: true}
-	if err := signcli.SignCmd(&options.RootOptions{Timeout: 3 * time.Minute}, s.ko, so, []string{ds[0].String()}); err != nil {
-		return nil, err
+	sigs := make([]oci.Signature, len(ds))
+	for i, d := range ds {
+		pl, err := (&payload.Cosign{Image: d}).MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		b, err := s.bundle(ctx, &sgsign.PlainData{Data: pl})
+		if err != nil {
+			return nil, fmt.Errorf("signing %s: %w", d, err)
+		}
+		more, err := s.material(b)
+		if err != nil {
+			return nil, fmt.Errorf("signing %s: %w", d, err)
+		}
+		raw := b.GetMessageSignature().GetSignature()
+		if sigs[i], err = static.NewSignature(pl, base64.StdEncoding.EncodeToString(raw), more...); err != nil {
+			return nil, err
+		}
+	}
+	for i, d := range ds {
+		if err := writeSignature(ctx, d, sigs[i], s.opts); err != nil {
+			return nil, fmt.Errorf("storing the signature of %s: %w", d, err)
+		}
 	}
 	return ds, nil
 }
 
-// Attest attaches a keyless-signed attestation about d.
+// Attest attaches a keyless-signed attestation about d, logged in Rekor (a
+// dsse entry), replacing those of the same predicate type.
 func (s *KeylessSigner) Attest(ctx context.Context, d name.Digest, predicateType string, predicate []byte) error {
-	dir, err := os.MkdirTemp("", "dorisarm-attest-")
+	st, err := newStatement(d, predicateType, predicate)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	p := filepath.Join(dir, "predicate.json")
-	if err := os.WriteFile(p, predicate, 0o600); err != nil {
+	b, err := s.bundle(ctx, &sgsign.DSSEData{Data: st, PayloadType: types.IntotoPayloadType})
+	if err != nil {
+		return fmt.Errorf("attesting %s: %w", d, err)
+	}
+	more, err := s.material(b)
+	if err != nil {
+		return fmt.Errorf("attesting %s: %w", d, err)
+	}
+	// The envelope exactly as Rekor hashed it (the entry's envelopeHash).
+	env, err := json.Marshal(b.GetDsseEnvelope())
+	if err != nil {
 		return err
 	}
-	c := &attestcli.AttestCommand{KeyOpts: s.ko, PredicatePath: p, PredicateType: predicateType, Replace: true,
-		TlogUpload: true, Timeout: 3 * time.Minute, RekorEntryType: "dsse"}
-	if strings.HasPrefix(d.RegistryStr(), "127.0.0.1") || strings.HasPrefix(d.RegistryStr(), "localhost") {
-		c.RegistryOptions.AllowHTTPRegistry = true
+	att, err := newAttestation(env, predicateType, more...)
+	if err != nil {
+		return err
 	}
-	return c.Exec(ctx, d.String())
+	return writeAttestation(ctx, d, att, predicateType, true, s.opts)
+}
+
+// bundle signs content with the ephemeral key, certified by Fulcio, and
+// logs it in Rekor.
+func (s *KeylessSigner) bundle(ctx context.Context, content sgsign.Content) (b *protobundle.Bundle, err error) {
+	if err := s.certify(ctx); err != nil {
+		return nil, err
+	}
+	// sigstore-go reads Rekor's answer without checking its shape: a Rekor
+	// that answers 201 with a malformed entry must be an error, not a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("Rekor %s: a malformed log entry in its answer (%v)", s.cfg.RekorURL, r)
+		}
+	}()
+	b, err = sgsign.Bundle(content, s.key, sgsign.BundleOptions{Context: ctx,
+		CertificateProvider: s, CertificateProviderOptions: &sgsign.CertificateProviderOptions{},
+		TransparencyLogs: []sgsign.Transparency{s.rekor}})
+	if err != nil {
+		return nil, fmt.Errorf("Rekor %s: %w", s.cfg.RekorURL, err)
+	}
+	return b, nil
+}
+
+// GetCertificate gives sigstore-go the certificate certify got (DER).
+func (s *KeylessSigner) GetCertificate(context.Context, sgsign.Keypair, *sgsign.CertificateProviderOptions) ([]byte, error) {
+	return s.cert.Raw, nil
+}
+
+// material is what cosign stores beside a keyless signature: the
+// certificate, its chain and the Rekor bundle (the entry and its signed
+// entry timestamp).
+func (s *KeylessSigner) material(b *protobundle.Bundle) ([]static.Option, error) {
+	es := b.GetVerificationMaterial().GetTlogEntries()
+	if len(es) != 1 || es[0].GetInclusionPromise() == nil {
+		return nil, fmt.Errorf("Rekor %s returned no signed entry timestamp", s.cfg.RekorURL)
+	}
+	e := es[0]
+	rb := &cbundle.RekorBundle{SignedEntryTimestamp: e.GetInclusionPromise().GetSignedEntryTimestamp(),
+		Payload: cbundle.RekorPayload{Body: base64.StdEncoding.EncodeToString(e.GetCanonicalizedBody()),
+			IntegratedTime: e.GetIntegratedTime(), LogIndex: e.GetLogIndex(), LogID: hex.EncodeToString(e.GetLogId().GetKeyId())}}
+	return []static.Option{static.WithCertChain(s.certs.CertPEM, s.certs.ChainPEM), static.WithBundle(rb)}, nil
+}
+
+// certify gets a Fulcio certificate for a new ephemeral key, unless the
+// one it has is good for two more minutes (Rekor's time must fall inside
+// it).
+func (s *KeylessSigner) certify(ctx context.Context) error {
+	if s.cert != nil && time.Until(s.cert.NotAfter) > 2*time.Minute {
+		return nil
+	}
+	tok, err := s.token(ctx)
+	if err != nil {
+		return err
+	}
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return errors.New("the OIDC token is not a JWT (want header.claims.signature)")
+	}
+	claims, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return fmt.Errorf("the OIDC token's claims: %v", err)
+	}
+	subject, err := oauthflow.SubjectFromUnverifiedToken(claims)
+	if err != nil {
+		return fmt.Errorf("the OIDC token's subject: %v", err)
+	}
+	key, err := sgsign.NewEphemeralKeypair(nil)
+	if err != nil {
+		return err
+	}
+	// Fulcio wants the token's subject signed with the key: proof that we hold it.
+	proof, _, err := key.SignData(ctx, []byte(subject))
+	if err != nil {
+		return err
+	}
+	der, err := x509.MarshalPKIXPublicKey(key.GetPublicKey())
+	if err != nil {
+		return err
+	}
+	u, _ := url.Parse(s.cfg.FulcioURL) // checked by Resolve
+	resp, err := fulcioapi.NewClient(u, fulcioapi.WithUserAgent("dorisarm"), fulcioapi.WithTimeout(time.Minute)).
+		SigningCert(fulcioapi.CertificateRequest{PublicKey: fulcioapi.Key{Content: der, Algorithm: "ecdsa"}, SignedEmailAddress: proof}, tok)
+	if err != nil {
+		return fmt.Errorf("Fulcio refused a certificate (is the OIDC token valid and for audience \"sigstore\"?): %w", err)
+	}
+	blk, _ := pem.Decode(resp.CertPEM)
+	if blk == nil {
+		return fmt.Errorf("Fulcio %s returned no certificate", s.cfg.FulcioURL)
+	}
+	cert, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		return fmt.Errorf("Fulcio %s returned a bad certificate: %v", s.cfg.FulcioURL, err)
+	}
+	if got, _ := x509.MarshalPKIXPublicKey(cert.PublicKey); !bytes.Equal(got, der) {
+		return fmt.Errorf("Fulcio %s certified another key than the one sent", s.cfg.FulcioURL)
+	}
+	s.key, s.cert, s.certs = key, cert, *resp
+	return nil
+}
+
+// token is the OIDC token: given, or GitHub Actions' for audience sigstore.
+func (s *KeylessSigner) token(ctx context.Context) (string, error) {
+	if s.cfg.IDToken != "" {
+		return s.cfg.IDToken, nil
+	}
+	u := s.getenv(actionsURLEnv)
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+sep+"audience=sigstore", nil)
+	if err != nil {
+		return "", fmt.Errorf("$%s: %v", actionsURLEnv, err)
+	}
+	req.Header.Set("Authorization", "bearer "+s.getenv(actionsTokenEnv))
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("fetching GitHub Actions' OIDC token: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("fetching GitHub Actions' OIDC token: %s: %s (does the job have `permissions: id-token: write`?)", resp.Status, bytes.TrimSpace(body))
+	}
+	var v struct {
+		Value string `json:"value"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil || v.Value == "" {
+		return "", fmt.Errorf("fetching GitHub Actions' OIDC token: no token in the answer")
+	}
+	return v.Value, nil
 }

@@ -103,16 +103,7 @@ func (s *Signer) signOne(ctx context.Context, d name.Digest) error {
 	if err != nil {
 		return err
 	}
-	ro := ociOpts(ctx, s.opts)
-	se, err := ociremote.SignedEntity(d, ro...)
-	if err != nil {
-		return err
-	}
-	se, err = ocimutate.AttachSignatureToEntity(se, sig, ocimutate.WithDupeDetector(cremote.NewDupeDetector(s.sv)))
-	if err != nil {
-		return err
-	}
-	return ociremote.WriteSignatures(d.Repository, se, ro...)
+	return writeSignature(ctx, d, sig, s.opts, ocimutate.WithDupeDetector(cremote.NewDupeDetector(s.sv)))
 }
 
 // Digests resolves ref to the digests a recursive signature covers: the
