@@ -2,6 +2,9 @@ package sign
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -110,6 +113,27 @@ func TestKeylessSignAttestVerify(t *testing.T) {
 		if len(checks) == 0 || checks[0].OK {
 			t.Errorf("%s: %+v", what, checks)
 		}
+	}
+	// A trusted_root.json given (--trusted-root) instead of TUF's.
+	trustedRoot = func() (root.TrustedMaterial, error) { return nil, errors.New("no network") }
+	tr, _ := f.TrustedRoot()
+	js, err := tr.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trPath := filepath.Join(t.TempDir(), "trusted_root.json")
+	os.WriteFile(trPath, js, 0o644)
+	withFile := trust
+	withFile.TrustedRoot = trPath
+	if checks, err := VerifySignatures(ctx, ref, withFile); err != nil || len(checks) != 3 || !checks[0].OK || !checks[2].OK {
+		t.Errorf("--trusted-root: %+v %v", checks, err)
+	}
+	withFile.TrustedRoot = filepath.Join(t.TempDir(), "missing.json")
+	if _, err := VerifySignatures(ctx, ref, withFile); err == nil || !strings.Contains(err.Error(), "--trusted-root") {
+		t.Errorf("a missing --trusted-root: %v", err)
+	}
+	if err := (Trust{Key: "cosign.pub", TrustedRoot: trPath}).Validate(); err == nil {
+		t.Error("a key with --trusted-root")
 	}
 	trustedRoot = func() (root.TrustedMaterial, error) { return f.TrustedRoot() }
 

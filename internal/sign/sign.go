@@ -22,6 +22,7 @@ import (
 	ocimutate "github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
@@ -243,6 +244,9 @@ type Trust struct {
 	// IdentityRegexp matches the identity instead (e.g. any release tag).
 	IdentityRegexp string
 	Issuer         string // OIDC issuer, e.g. https://token.actions.githubusercontent.com
+	// TrustedRoot is a trusted_root.json to trust instead of the Sigstore
+	// trusted root from TUF (a private Sigstore instance).
+	TrustedRoot string
 }
 
 // Validate says what is missing or contradictory.
@@ -250,6 +254,8 @@ func (t Trust) Validate() error {
 	switch {
 	case t.Key != "" && (t.Identity != "" || t.IdentityRegexp != "" || t.Issuer != ""):
 		return fmt.Errorf("give a key or a certificate identity and issuer, not both")
+	case t.Key != "" && t.TrustedRoot != "":
+		return fmt.Errorf("--trusted-root is for keyless signatures; a key needs none")
 	case t.Key == "" && ((t.Identity == "") == (t.IdentityRegexp == "") || t.Issuer == ""):
 		return fmt.Errorf("give --key cosign.pub, or --certificate-identity (or --certificate-identity-regexp) and --certificate-oidc-issuer for keyless signatures")
 	}
@@ -273,8 +279,13 @@ func (t Trust) checkOpts(ctx context.Context, opts ...remote.Option) (*cosign.Ch
 	}
 	co := &cosign.CheckOpts{ClaimVerifier: cosign.SimpleClaimVerifier, RegistryClientOpts: ociOpts(ctx, opts)}
 	if t.Key == "" {
-		tm, err := trustedRoot()
-		if err != nil {
+		var tm root.TrustedMaterial
+		var err error
+		if t.TrustedRoot != "" {
+			if tm, err = root.NewTrustedRootFromPath(t.TrustedRoot); err != nil {
+				return nil, fmt.Errorf("--trusted-root %s: %v", t.TrustedRoot, err)
+			}
+		} else if tm, err = trustedRoot(); err != nil {
 			return nil, fmt.Errorf("keyless verification needs the Sigstore trusted root: %v", err)
 		}
 		co.TrustedMaterial = tm
