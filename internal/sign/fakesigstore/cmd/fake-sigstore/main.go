@@ -49,7 +49,10 @@ func run(dir, identity string) error {
 		return err
 	}
 	env := fmt.Sprintf("FULCIO_URL=%s\nREKOR_URL=%s\nOIDC_ISSUER=%s\nIDENTITY=%s\n", f.Fulcio.URL, f.Rekor.URL, f.Issuer, identity)
-	for name, data := range map[string][]byte{"trusted_root.json": js, "token": []byte(f.Token(identity)), "env": []byte(env)} {
+	roots, rekorKey, ctKey := f.PEM()
+	files := map[string][]byte{"trusted_root.json": js, "fulcio_roots.pem": roots, "rekor.pub": rekorKey, "ctlog.pub": ctKey,
+		"token": []byte(f.Token(identity)), "env": []byte(env)}
+	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err
 		}
