@@ -17,10 +17,27 @@ import (
 // so everything linked into the binary is paid for at every start.
 
 // deniedPackages are import-path prefixes that must never be linked into
-// dorisarm again: the cosign CLI packages and what they dragged in
-// (Kubernetes, cloud SDKs, go-cmp), none of which dorisarm uses.
+// dorisarm again: cosign (its CLI packages dragged in Kubernetes, cloud
+// SDKs and go-cmp; its library packages, Rekor's generated OpenAPI client
+// and models, gRPC and Let's Encrypt's key checks), none of which dorisarm
+// needs to sign and verify in cosign's format. Together they cost 10-100 ms
+// of init at every start.
 var deniedPackages = []string{
-	"github.com/sigstore/cosign/v2/cmd/",
+	"github.com/sigstore/cosign/",
+	"github.com/sigstore/rekor/",
+	"github.com/sigstore/rekor-tiles/",
+	"github.com/sigstore/sigstore-go/pkg/sign",
+	"github.com/sigstore/sigstore-go/pkg/verify",
+	"github.com/go-openapi/",
+	"github.com/asaskevich/govalidator",
+	"go.mongodb.org/",
+	"google.golang.org/grpc",
+	"github.com/letsencrypt/",
+	"github.com/titanous/rocacheck",
+	"github.com/go-chi/",
+	"github.com/syndtr/goleveldb",
+	"net/http/pprof",
+	"expvar",
 	"k8s.io/",
 	"sigs.k8s.io/",
 	"cloud.google.com/",
@@ -36,10 +53,11 @@ var deniedPackages = []string{
 }
 
 // maxLinkedPackages bounds how many packages (standard library included)
-// cmd/dorisarm links: 712 when this was written. A new dependency that
+// cmd/dorisarm links: 391 when this was written (712 with cosign's library
+// packages, more with its CLI packages). A new dependency that
 // pushes past it must earn its place: raise the bound in the same change,
 // saying why.
-const maxLinkedPackages = 730
+const maxLinkedPackages = 410
 
 // TestLinkedPackages: nothing denied is linked and the count stays bounded
 // (exact, unlike timings, so it cannot flake).
@@ -69,13 +87,14 @@ func TestLinkedPackages(t *testing.T) {
 
 // Budgets. The size is exact and asserted as is. Time depends on the
 // machine's load, so init is asserted only as the median of several runs
-// against a ceiling well above what an idle machine measures (~9.6 ms on
-// the 2-core build box; issue 14's target is 5 ms; with the cosign CLI
-// packages it was 27-104 ms): it catches a heavy dependency coming back, not noise. The
-// deny list and package count above are the sharp checks.
+// against a ceiling three times what the 2-core build box measures (~4 ms
+// with other jobs running; issue 14's target is 5 ms; with cosign's library
+// packages it was ~10 ms, with its CLI packages 27-104 ms): it catches a
+// heavy dependency coming back, not noise. The deny list and package count
+// above are the sharp checks.
 const (
 	maxBinaryBytes = 45 << 20
-	maxInitMedian  = 25 * time.Millisecond
+	maxInitMedian  = 15 * time.Millisecond
 	startRuns      = 9
 )
 

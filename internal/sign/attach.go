@@ -1,23 +1,21 @@
 package sign
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/sigstore/cosign/v2/pkg/oci"
-	ocimutate "github.com/sigstore/cosign/v2/pkg/oci/mutate"
-	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
-	"github.com/sigstore/cosign/v2/pkg/oci/static"
-	"github.com/sigstore/cosign/v2/pkg/types"
+	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/sigstore/sigstore/pkg/signature/dsse"
 )
 
-// This file is what key-based and keyless signing share: the in-toto
-// statement an attestation signs, and storing a signature or attestation
-// the way cosign does (the sha256-<digest>.sig and .att tags).
+// This file is what key-based and keyless signing share: the payloads
+// they sign and storing a signature or attestation the way cosign does.
 
 // newStatement is the in-toto statement that predicate (of predicateType)
 // is about d.
@@ -30,42 +28,58 @@ func newStatement(d name.Digest, predicateType string, predicate []byte) ([]byte
 		Subject: []subject{{Name: d.Context().Name(), Digest: map[string]string{"sha256": hex}}}, Predicate: predicate})
 }
 
-// newAttestation is the layer cosign stores a DSSE envelope in: the
-// envelope as its payload, the predicate type as an annotation; a keyless
-// one also carries its certificate and Rekor bundle (more).
-func newAttestation(envelope []byte, predicateType string, more ...static.Option) (oci.Signature, error) {
-	opts := append([]static.Option{static.WithLayerMediaType(types.DssePayloadType),
-		static.WithAnnotations(map[string]string{"predicateType": predicateType})}, more...)
-	return static.NewAttestation(envelope, opts...)
+// signDSSE wraps st in a DSSE envelope signed by sv.
+func signDSSE(sv signature.Signer, st []byte) ([]byte, error) {
+	return dsse.WrapSigner(sv, payloadInToto).SignMessage(bytes.NewReader(st))
 }
 
-// writeSignature adds sig to d's signatures in the registry.
-func writeSignature(ctx context.Context, d name.Digest, sig oci.Signature, opts []remote.Option, mopts ...ocimutate.SignOption) error {
-	ro := ociOpts(ctx, opts)
-	se, err := ociremote.SignedEntity(d, ro...)
+// signatureLayer is a signature of payload as cosign stores it; a keyless
+// one carries its certificate, chain and Rekor bundle (keyless, if not nil).
+func signatureLayer(payload, sig []byte, keyless map[string]string) layer {
+	ann := map[string]string{annSignature: base64.StdEncoding.EncodeToString(sig)}
+	for k, v := range keyless {
+		ann[k] = v
+	}
+	return layer{Payload: payload, MediaType: mediaSimpleSigning, Annotations: ann}
+}
+
+// attestationLayer is a DSSE envelope as cosign stores it.
+func attestationLayer(envelope []byte, predicateType string, keyless map[string]string) layer {
+	ann := map[string]string{annSignature: "", annPredicate: predicateType}
+	for k, v := range keyless {
+		ann[k] = v
+	}
+	return layer{Payload: envelope, MediaType: mediaDSSE, Annotations: ann}
+}
+
+// writeSignature adds l to d's signatures, unless dup says one of those
+// there already is the same.
+func writeSignature(ctx context.Context, d name.Digest, l layer, opts []remote.Option, dup func(layer) bool) error {
+	ls, err := readLayers(ctx, d, sigSuffix, opts)
 	if err != nil {
 		return err
 	}
-	if se, err = ocimutate.AttachSignatureToEntity(se, sig, mopts...); err != nil {
-		return err
+	for _, old := range ls {
+		if dup != nil && dup(old) {
+			return nil
+		}
 	}
-	return ociremote.WriteSignatures(d.Repository, se, ro...)
+	return writeLayers(ctx, d, sigSuffix, append(ls, l), opts)
 }
 
-// writeAttestation adds att to d's attestations in the registry; with
-// replace, those of the same predicate type go.
-func writeAttestation(ctx context.Context, d name.Digest, att oci.Signature, predicateType string, replace bool, opts []remote.Option) error {
-	ro := ociOpts(ctx, opts)
-	se, err := ociremote.SignedEntity(d, ro...)
+// writeAttestation adds l to d's attestations; with replace, those of the
+// same predicate type go.
+func writeAttestation(ctx context.Context, d name.Digest, l layer, predicateType string, replace bool, opts []remote.Option) error {
+	ls, err := readLayers(ctx, d, attSuffix, opts)
 	if err != nil {
 		return err
 	}
-	var mopts []ocimutate.SignOption
-	if replace {
-		mopts = append(mopts, ocimutate.WithReplaceOp(replaceType(predicateType)))
+	var keep []layer
+	for _, old := range ls {
+		if st, _ := statementOf(old.Payload); replace && st.PredicateType == predicateType {
+			continue
+		}
+		keep = append(keep, old)
 	}
-	if se, err = ocimutate.AttachAttestationToEntity(se, att, mopts...); err != nil {
-		return err
-	}
-	return ociremote.WriteAttestations(d.Repository, se, ro...)
+	return writeLayers(ctx, d, attSuffix, append(keep, l), opts)
 }

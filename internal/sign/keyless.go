@@ -3,9 +3,12 @@ package sign
 import (
 	"bytes"
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -18,14 +21,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	cbundle "github.com/sigstore/cosign/v2/pkg/cosign/bundle"
-	"github.com/sigstore/cosign/v2/pkg/oci"
-	"github.com/sigstore/cosign/v2/pkg/oci/static"
-	"github.com/sigstore/cosign/v2/pkg/types"
 	fulcioapi "github.com/sigstore/fulcio/pkg/api"
-	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
-	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore/pkg/oauthflow"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 )
 
@@ -100,9 +98,9 @@ type KeylessSigner struct {
 	getenv func(string) string
 	opts   []remote.Option
 	client *http.Client // GitHub's token endpoint
-	rekor  *sgsign.Rekor
+	rekor  *rekorClient
 
-	key   *sgsign.EphemeralKeypair
+	key   signature.SignerVerifier
 	cert  *x509.Certificate
 	certs fulcioapi.CertificateResponse // PEM: the certificate and its chain
 }
@@ -113,13 +111,14 @@ func NewKeylessSigner(k Keyless, getenv func(string) string, opts ...remote.Opti
 	if err != nil {
 		return nil, err
 	}
-	return &KeylessSigner{cfg: cfg, getenv: getenv, opts: opts, client: &http.Client{Timeout: time.Minute},
-		rekor: sgsign.NewRekor(&sgsign.RekorOptions{BaseURL: cfg.RekorURL, Timeout: time.Minute, Retries: rekorRetries, Version: 1})}, nil
+	c := &http.Client{Timeout: time.Minute}
+	return &KeylessSigner{cfg: cfg, getenv: getenv, opts: opts, client: c,
+		rekor: &rekorClient{url: cfg.RekorURL, http: c, retries: rekorRetries, backoff: time.Second}}, nil
 }
 
 // rekorRetries is how often a failed Rekor upload is retried (with
 // backoff); a variable for tests.
-var rekorRetries uint = 3
+var rekorRetries = 3
 
 // Sign signs ref by digest, recursively for an index, each signature
 // logged in Rekor (a hashedrekord entry). Every digest is signed and logged
@@ -129,27 +128,29 @@ func (s *KeylessSigner) Sign(ctx context.Context, ref name.Reference) ([]name.Di
 	if err != nil {
 		return nil, err
 	}
-	sigs := make([]oci.Signature, len(ds))
+	sigs := make([]layer, len(ds))
 	for i, d := range ds {
 		pl, err := (&payload.Cosign{Image: d}).MarshalJSON()
 		if err != nil {
 			return nil, err
 		}
-		b, err := s.bundle(ctx, &sgsign.PlainData{Data: pl})
+		if err := s.certify(ctx); err != nil {
+			return nil, err
+		}
+		sig, err := s.key.SignMessage(bytes.NewReader(pl))
+		if err != nil {
+			return nil, err
+		}
+		b, err := s.rekor.upload(ctx, hashedrekord(pl, sig, s.certs.CertPEM))
 		if err != nil {
 			return nil, fmt.Errorf("signing %s: %w", d, err)
 		}
-		more, err := s.material(b)
-		if err != nil {
-			return nil, fmt.Errorf("signing %s: %w", d, err)
-		}
-		raw := b.GetMessageSignature().GetSignature()
-		if sigs[i], err = static.NewSignature(pl, base64.StdEncoding.EncodeToString(raw), more...); err != nil {
+		if sigs[i], err = s.layer(signatureLayer(pl, sig, nil), b); err != nil {
 			return nil, err
 		}
 	}
 	for i, d := range ds {
-		if err := writeSignature(ctx, d, sigs[i], s.opts); err != nil {
+		if err := writeSignature(ctx, d, sigs[i], s.opts, nil); err != nil {
 			return nil, fmt.Errorf("storing the signature of %s: %w", d, err)
 		}
 	}
@@ -163,66 +164,36 @@ func (s *KeylessSigner) Attest(ctx context.Context, d name.Digest, predicateType
 	if err != nil {
 		return err
 	}
-	b, err := s.bundle(ctx, &sgsign.DSSEData{Data: st, PayloadType: types.IntotoPayloadType})
-	if err != nil {
-		return fmt.Errorf("attesting %s: %w", d, err)
-	}
-	more, err := s.material(b)
-	if err != nil {
-		return fmt.Errorf("attesting %s: %w", d, err)
-	}
-	// The envelope exactly as Rekor hashed it (the entry's envelopeHash).
-	env, err := json.Marshal(b.GetDsseEnvelope())
-	if err != nil {
-		return err
-	}
-	att, err := newAttestation(env, predicateType, more...)
-	if err != nil {
-		return err
-	}
-	return writeAttestation(ctx, d, att, predicateType, true, s.opts)
-}
-
-// bundle signs content with the ephemeral key, certified by Fulcio, and
-// logs it in Rekor.
-func (s *KeylessSigner) bundle(ctx context.Context, content sgsign.Content) (b *protobundle.Bundle, err error) {
 	if err := s.certify(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	// sigstore-go reads Rekor's answer without checking its shape: a Rekor
-	// that answers 201 with a malformed entry must be an error, not a crash.
-	defer func() {
-		if r := recover(); r != nil {
-			b, err = nil, fmt.Errorf("Rekor %s: a malformed log entry in its answer (%v)", s.cfg.RekorURL, r)
-		}
-	}()
-	b, err = sgsign.Bundle(content, s.key, sgsign.BundleOptions{Context: ctx,
-		CertificateProvider: s, CertificateProviderOptions: &sgsign.CertificateProviderOptions{},
-		TransparencyLogs: []sgsign.Transparency{s.rekor}})
+	env, err := signDSSE(s.key, st)
 	if err != nil {
-		return nil, fmt.Errorf("Rekor %s: %w", s.cfg.RekorURL, err)
+		return err
 	}
-	return b, nil
+	// Rekor hashes the envelope as sent: it is stored byte for byte.
+	b, err := s.rekor.upload(ctx, dsseEntry(env, s.certs.CertPEM))
+	if err != nil {
+		return fmt.Errorf("attesting %s: %w", d, err)
+	}
+	l, err := s.layer(attestationLayer(env, predicateType, nil), b)
+	if err != nil {
+		return err
+	}
+	return writeAttestation(ctx, d, l, predicateType, true, s.opts)
 }
 
-// GetCertificate gives sigstore-go the certificate certify got (DER).
-func (s *KeylessSigner) GetCertificate(context.Context, sgsign.Keypair, *sgsign.CertificateProviderOptions) ([]byte, error) {
-	return s.cert.Raw, nil
-}
-
-// material is what cosign stores beside a keyless signature: the
-// certificate, its chain and the Rekor bundle (the entry and its signed
-// entry timestamp).
-func (s *KeylessSigner) material(b *protobundle.Bundle) ([]static.Option, error) {
-	es := b.GetVerificationMaterial().GetTlogEntries()
-	if len(es) != 1 || es[0].GetInclusionPromise() == nil {
-		return nil, fmt.Errorf("Rekor %s returned no signed entry timestamp", s.cfg.RekorURL)
+// layer adds what cosign stores beside a keyless signature: the
+// certificate, its chain and the Rekor bundle.
+func (s *KeylessSigner) layer(l layer, b *rekorBundle) (layer, error) {
+	js, err := json.Marshal(b)
+	if err != nil {
+		return l, err
 	}
-	e := es[0]
-	rb := &cbundle.RekorBundle{SignedEntryTimestamp: e.GetInclusionPromise().GetSignedEntryTimestamp(),
-		Payload: cbundle.RekorPayload{Body: base64.StdEncoding.EncodeToString(e.GetCanonicalizedBody()),
-			IntegratedTime: e.GetIntegratedTime(), LogIndex: e.GetLogIndex(), LogID: hex.EncodeToString(e.GetLogId().GetKeyId())}}
-	return []static.Option{static.WithCertChain(s.certs.CertPEM, s.certs.ChainPEM), static.WithBundle(rb)}, nil
+	l.Annotations[annCertificate] = string(s.certs.CertPEM)
+	l.Annotations[annChain] = string(s.certs.ChainPEM)
+	l.Annotations[annBundle] = string(js)
+	return l, nil
 }
 
 // certify gets a Fulcio certificate for a new ephemeral key, unless the
@@ -248,16 +219,20 @@ func (s *KeylessSigner) certify(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the OIDC token's subject: %v", err)
 	}
-	key, err := sgsign.NewEphemeralKeypair(nil)
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	key, err := signature.LoadECDSASignerVerifier(priv, crypto.SHA256)
 	if err != nil {
 		return err
 	}
 	// Fulcio wants the token's subject signed with the key: proof that we hold it.
-	proof, _, err := key.SignData(ctx, []byte(subject))
+	proof, err := key.SignMessage(strings.NewReader(subject))
 	if err != nil {
 		return err
 	}
-	der, err := x509.MarshalPKIXPublicKey(key.GetPublicKey())
+	der, err := x509.MarshalPKIXPublicKey(priv.Public())
 	if err != nil {
 		return err
 	}

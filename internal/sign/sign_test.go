@@ -162,16 +162,20 @@ func TestTrustConfiguration(t *testing.T) {
 	defer func() { trustedRoot = saved }()
 	trustedRoot = func() (root.TrustedMaterial, error) { return nil, errors.New("no network") }
 	kl := Trust{Identity: "https://github.com/dorisarm/dorisarm/.github/workflows/release.yml@refs/tags/v1", Issuer: "https://token.actions.githubusercontent.com"}
-	if _, err := kl.checkOpts(context.Background()); err == nil || !strings.Contains(err.Error(), "trusted root") {
+	if _, err := kl.verifier(context.Background()); err == nil || !strings.Contains(err.Error(), "trusted root") {
 		t.Errorf("keyless without the trusted root: %v", err)
 	}
 	trustedRoot = func() (root.TrustedMaterial, error) { return &root.BaseTrustedMaterial{}, nil }
-	co, err := kl.checkOpts(context.Background())
+	v, err := kl.verifier(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if co.IgnoreTlog || co.IgnoreSCT || co.SigVerifier != nil || len(co.Identities) != 1 || co.Identities[0].Subject != kl.Identity || co.Identities[0].Issuer != kl.Issuer || co.TrustedMaterial == nil {
-		t.Errorf("keyless check options: %+v", co)
+	if v.key != nil || v.identity != kl.Identity || v.issuer != kl.Issuer || v.identityRE != nil || v.tm == nil {
+		t.Errorf("keyless verifier: %+v", v)
+	}
+	kl.Identity, kl.IdentityRegexp = "", "^https://github.com/dorisarm/"
+	if v, err := kl.verifier(context.Background()); err != nil || v.identityRE == nil || v.identityRE.String() != kl.IdentityRegexp {
+		t.Errorf("keyless verifier with an identity regexp: %+v %v", v, err)
 	}
 }
 
