@@ -54,6 +54,19 @@ if .cache/bin/cosign verify --key "${work}/keys/other/cosign.pub" --insecure-ign
 else
     echo "cosign verify refused another key, as it should"
 fi
+# The other way round: a key pair made by the cosign CLI signs with
+# dorisarm, and what the cosign CLI signs with it dorisarm verifies.
+rm -rf "${work}/cosign-keys" && mkdir -p "${work}/cosign-keys"
+(cd "${work}/cosign-keys" && "${OLDPWD}/.cache/bin/cosign" generate-key-pair >/dev/null 2>&1)
+x="${repo}/doris-be:2.1.8-x86_64"
+if bin/dorisarm sign --key "${work}/cosign-keys/cosign.key" "${x}" >/dev/null 2>"${work}/sign.err" &&
+    .cache/bin/cosign sign --key "${work}/cosign-keys/cosign.key" --tlog-upload=false --allow-http-registry --yes "${repo}/doris-be:2.1.8-generic-armv8" >/dev/null 2>"${work}/cosign.err" &&
+    bin/dorisarm verify --signatures-only --key "${work}/cosign-keys/cosign.pub" "${x}" >/dev/null 2>>"${work}/sign.err" &&
+    bin/dorisarm verify --signatures-only --key "${work}/cosign-keys/cosign.pub" "${repo}/doris-be:2.1.8-generic-armv8" >"${work}/verify.out" 2>&1; then
+    echo "dorisarm signs with a cosign-made key and verifies what cosign signed"
+else
+    echo "cosign-made key or signature FAILED in dorisarm"; cat "${work}/sign.err" "${work}/cosign.err" "${work}/verify.out" 2>/dev/null; fail=1
+fi
 # Keyless, against a FAKE Sigstore (internal/sign/fakesigstore: a fake
 # Fulcio, Rekor and OIDC issuer with throw-away keys on loopback; the real
 # Sigstore cannot run here): dorisarm signs and attests a fresh copy of the
