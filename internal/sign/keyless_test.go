@@ -2,6 +2,7 @@ package sign
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -295,4 +296,64 @@ func TestKeylessFailures(t *testing.T) {
 		t.Errorf("Rekor failing half-way: %v", err)
 	}
 	nothingWritten("Rekor failing half-way")
+}
+
+// TestKeylessTampered: a Rekor bundle moved from another signature, a
+// signed entry timestamp altered, or a certificate swapped for another one
+// of the same CA does not verify; the signature left alone still does.
+func TestKeylessTampered(t *testing.T) {
+	f := fakeSigstore(t)
+	ref := pushIndex(t)
+	ctx := context.Background()
+	s, err := NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: f.Token(releaseIdentity)}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.Sign(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: f.Token(releaseIdentity)}, noEnv)
+	if _, err := other.Sign(ctx, ds[2]); err != nil { // a second signature of ds[2], with another key and certificate
+		t.Fatal(err)
+	}
+	layers := func(d name.Digest) []layer {
+		ls, err := readLayers(ctx, d, sigSuffix, nil)
+		if err != nil || len(ls) == 0 {
+			t.Fatalf("%s: %d layers, %v", d, len(ls), err)
+		}
+		return ls
+	}
+	second := layers(ds[2])
+	v, err := Trust{Identity: releaseIdentity, Issuer: f.Issuer}.verifier(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, edit := range map[string]func(l layer) layer{
+		"another signature's Rekor bundle": func(l layer) layer { l.Annotations[annBundle] = layers(ds[0])[0].Annotations[annBundle]; return l },
+		"an altered signed entry timestamp": func(l layer) layer {
+			var b rekorBundle
+			json.Unmarshal([]byte(l.Annotations[annBundle]), &b)
+			b.Payload.IntegratedTime++
+			js, _ := json.Marshal(b)
+			l.Annotations[annBundle] = string(js)
+			return l
+		},
+		"another certificate of the same CA": func(l layer) layer { l.Annotations[annCertificate] = second[1].Annotations[annCertificate]; return l },
+		"no bundle":                         func(l layer) layer { delete(l.Annotations, annBundle); return l },
+	} {
+		l := layers(ds[1])[0]
+		if err := v.verifySignature(ds[1], edit(l)); err == nil {
+			t.Errorf("%s: verified", what)
+		} else {
+			t.Logf("%s: %v", what, err)
+		}
+	}
+	if err := v.verifySignature(ds[1], layers(ds[1])[0]); err != nil {
+		t.Errorf("the untouched signature: %v", err)
+	}
+	// A signature of one digest does not verify for another.
+	if err := v.verifySignature(ds[0], layers(ds[1])[0]); err == nil || !strings.Contains(err.Error(), "not "+ds[0].DigestStr()) {
+		t.Errorf("a signature of another digest: %v", err)
+	}
 }
