@@ -340,7 +340,7 @@ func TestKeylessTampered(t *testing.T) {
 			return l
 		},
 		"another certificate of the same CA": func(l layer) layer { l.Annotations[annCertificate] = second[1].Annotations[annCertificate]; return l },
-		"no bundle":                         func(l layer) layer { delete(l.Annotations, annBundle); return l },
+		"no bundle":                          func(l layer) layer { delete(l.Annotations, annBundle); return l },
 	} {
 		l := layers(ds[1])[0]
 		if err := v.verifySignature(ds[1], edit(l)); err == nil {
