@@ -91,7 +91,7 @@ func verifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ..
 			types[st.PredicateType] = true
 		}
 	}
-	sts, err := v.verifyAttestations(ctx, d, list)
+	sts, err := v.verifyAttestations(d, list)
 	if err != nil {
 		return nil, types, err
 	}

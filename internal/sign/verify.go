@@ -109,7 +109,7 @@ func (v *verifier) verifySignature(d name.Digest, l layer) error {
 
 // verifyAttestations returns the statements of the attestations stored
 // beside d that verify and are about d; an error if none does.
-func (v *verifier) verifyAttestations(ctx context.Context, d name.Digest, ls []layer) ([]statement, error) {
+func (v *verifier) verifyAttestations(d name.Digest, ls []layer) ([]statement, error) {
 	nm := &errNoMatch{what: "attestations"}
 	var out []statement
 	for _, l := range ls {
