@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -355,5 +358,22 @@ func TestKeylessTampered(t *testing.T) {
 	// A signature of one digest does not verify for another.
 	if err := v.verifySignature(ds[0], layers(ds[1])[0]); err == nil || !strings.Contains(err.Error(), "not "+ds[0].DigestStr()) {
 		t.Errorf("a signature of another digest: %v", err)
+	}
+}
+
+// TestRekorMalformedAnswers: a Rekor that answers 201 with something other
+// than one well-formed entry is an error that names it, never a crash.
+func TestRekorMalformedAnswers(t *testing.T) {
+	for _, body := range []string{`{}`, `not json`, `{"a":{}}`, `{"a":{"body":"eyJ9","integratedTime":1,"logID":"ab","logIndex":0}}`,
+		`{"a":{"body":"eyJ9","integratedTime":1,"logID":"ab","logIndex":0,"verification":{}}}`} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, body)
+		}))
+		c := &rekorClient{url: srv.URL, http: srv.Client()}
+		if _, err := c.upload(context.Background(), hashedrekord([]byte("x"), []byte("sig"), []byte("cert"))); err == nil || !strings.Contains(err.Error(), "Rekor "+srv.URL) {
+			t.Errorf("%s: %v", body, err)
+		}
+		srv.Close()
 	}
 }
