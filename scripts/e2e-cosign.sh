@@ -76,6 +76,67 @@ if .cache/bin/cosign verify --key "${work}/keys/other/cosign.pub" --insecure-ign
 else
     echo "cosign verify refused another key, as it should"
 fi
+# The other way round: a key pair made by the cosign CLI signs with
+# dorisarm, and what the cosign CLI signs with it dorisarm verifies.
+rm -rf "${work}/cosign-keys" && mkdir -p "${work}/cosign-keys"
+(cd "${work}/cosign-keys" && "${OLDPWD}/.cache/bin/cosign" generate-key-pair >/dev/null 2>&1)
+x="${repo}/doris-be:2.1.8-x86_64"
+if bin/dorisarm sign --key "${work}/cosign-keys/cosign.key" "${x}" >/dev/null 2>"${work}/sign.err" &&
+    .cache/bin/cosign sign --key "${work}/cosign-keys/cosign.key" --tlog-upload=false --allow-http-registry --yes "${repo}/doris-be:2.1.8-generic-armv8" >/dev/null 2>"${work}/cosign.err" &&
+    bin/dorisarm verify --signatures-only --key "${work}/cosign-keys/cosign.pub" "${x}" >/dev/null 2>>"${work}/sign.err" &&
+    bin/dorisarm verify --signatures-only --key "${work}/cosign-keys/cosign.pub" "${repo}/doris-be:2.1.8-generic-armv8" >"${work}/verify.out" 2>&1; then
+    echo "dorisarm signs with a cosign-made key and verifies what cosign signed"
+else
+    echo "cosign-made key or signature FAILED in dorisarm"; cat "${work}/sign.err" "${work}/cosign.err" "${work}/verify.out" 2>/dev/null; fail=1
+fi
+# Keyless, against a FAKE Sigstore (internal/sign/fakesigstore: a fake
+# Fulcio, Rekor and OIDC issuer with throw-away keys on loopback; the real
+# Sigstore cannot run here): dorisarm signs and attests a fresh copy of the
+# release keylessly, and the real cosign CLI verifies it with the fake's
+# trusted_root.json, identity and issuer (SCT and Rekor entry checked).
+go build -o .cache/bin/fake-sigstore ./internal/sign/fakesigstore/cmd/fake-sigstore
+rm -rf "${work}/fake-sigstore"
+.cache/bin/fake-sigstore --dir "${work}/fake-sigstore" &
+FAKE_PID=$!
+trap 'kill ${FAKE_PID} ${REGISTRY_PID} 2>/dev/null; rm -rf "${REGISTRY_DIR}"' EXIT
+for _ in $(seq 100); do [[ -s "${work}/fake-sigstore/env" ]] && break; sleep 0.05; done
+. "${work}/fake-sigstore/env"
+kl="${REGISTRY}/keyless"
+bin/dorisarm publish --build "${work}/out" --repo "${kl}" --epoch 1700000000 --base scratch >/dev/null
+bin/dorisarm sign --keyless --fulcio-url "${FULCIO_URL}" --rekor-url "${REKOR_URL}" --identity-token "$(cat "${work}/fake-sigstore/token")" \
+    --build "${work}/out" -o json "${kl}/doris-be:2.1.8" >"${work}/keyless.json"
+ktrust=(--trusted-root "${work}/fake-sigstore/trusted_root.json" --certificate-identity "${IDENTITY}" --certificate-oidc-issuer "${OIDC_ISSUER}")
+if bin/dorisarm verify "${ktrust[@]}" "${kl}/doris-be:2.1.8" >"${work}/verify.out" 2>&1; then
+    echo "dorisarm verify ok (keyless, fake Sigstore): ${kl}/doris-be:2.1.8"
+else
+    echo "dorisarm verify FAILED (keyless, fake Sigstore)"; cat "${work}/verify.out"; fail=1
+fi
+for d in $(python3 -c 'import json,sys; [print(s["digest"]) for s in json.load(open(sys.argv[1]))]' "${work}/keyless.json"); do
+    if .cache/bin/cosign verify "${ktrust[@]}" --allow-http-registry "${d}" >/dev/null 2>"${work}/cosign.err"; then
+        echo "cosign verify ok (keyless, fake Sigstore): ${d}"
+    else
+        echo "cosign verify FAILED (keyless, fake Sigstore): ${d}"; cat "${work}/cosign.err"; fail=1
+    fi
+done
+d=$(python3 -c 'import json,sys; print([s["digest"] for s in json.load(open(sys.argv[1])) if s["attestations"]][0])' "${work}/keyless.json")
+# cosign 2.6's verify-attestation takes --trusted-root only for the new
+# bundle format; for cosign's storage format it takes the same trust piece
+# by piece from the environment.
+fs="${work}/fake-sigstore"
+for type in spdxjson slsaprovenance1 https://dorisarm.dev/attestations/scan/v1; do
+    if SIGSTORE_ROOT_FILE="${fs}/fulcio_roots.pem" SIGSTORE_REKOR_PUBLIC_KEY="${fs}/rekor.pub" SIGSTORE_CT_LOG_PUBLIC_KEY_FILE="${fs}/ctlog.pub" \
+        .cache/bin/cosign verify-attestation "${ktrust[@]:2}" --type "${type}" --allow-http-registry "${d}" >/dev/null 2>"${work}/cosign.err"; then
+        echo "cosign verify-attestation --type ${type} ok (keyless, fake Sigstore): ${d}"
+    else
+        echo "cosign verify-attestation --type ${type} FAILED (keyless, fake Sigstore): ${d}"; cat "${work}/cosign.err"; fail=1
+    fi
+done
+if .cache/bin/cosign verify --trusted-root "${work}/fake-sigstore/trusted_root.json" --certificate-identity https://github.com/evil/fork/.github/workflows/release.yml@refs/tags/v1 \
+    --certificate-oidc-issuer "${OIDC_ISSUER}" --allow-http-registry "${kl}/doris-be:2.1.8" >/dev/null 2>&1; then
+    echo "cosign verify accepted another identity"; fail=1
+else
+    echo "cosign verify refused another identity, as it should"
+fi
 # A signed, attested image promoted under a tag that names something else
 # (another target, the multi-arch tag, another version, another image):
 # refused with exit 1, and no tag written.

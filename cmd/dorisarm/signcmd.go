@@ -78,7 +78,7 @@ A multi-arch index gets the same three, naming each of its platforms.
 
 --keyless signs with a short-lived Fulcio certificate for the CI's OIDC
 identity instead of a key, every signature and attestation logged in Rekor
-(cosign's own keyless code). It needs the network and an OIDC token: GitHub
+(stored as the cosign CLI stores them). It needs the network and an OIDC token: GitHub
 Actions with "permissions: id-token: write" provides one; elsewhere pass
 --identity-token or $SIGSTORE_ID_TOKEN. Verify such releases with
 --certificate-identity and --certificate-oidc-issuer.`,
@@ -162,6 +162,7 @@ func (f *trustFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.t.Identity, "certificate-identity", "", "keyless: the signer's identity in its Fulcio certificate (e.g. the release workflow's URL)")
 	cmd.Flags().StringVar(&f.t.IdentityRegexp, "certificate-identity-regexp", "", "keyless: a regular expression the signer's identity must match")
 	cmd.Flags().StringVar(&f.t.Issuer, "certificate-oidc-issuer", "", "keyless: the OIDC issuer (e.g. https://token.actions.githubusercontent.com)")
+	cmd.Flags().StringVar(&f.t.TrustedRoot, "trusted-root", "", "keyless: a trusted_root.json to trust instead of Sigstore's (from TUF), for a private Sigstore")
 }
 
 func (f *trustFlags) trust() (sign.Trust, error) {

@@ -1,23 +1,12 @@
 package sign
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/sigstore/cosign/v2/pkg/cosign"
-	"github.com/sigstore/cosign/v2/pkg/oci"
-	ociempty "github.com/sigstore/cosign/v2/pkg/oci/empty"
-	ocimutate "github.com/sigstore/cosign/v2/pkg/oci/mutate"
-	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
-	"github.com/sigstore/cosign/v2/pkg/oci/static"
-	"github.com/sigstore/cosign/v2/pkg/types"
-	"github.com/sigstore/sigstore/pkg/signature/dsse"
 )
 
 // Predicate types dorisarm attests with: the first two are the ones the
@@ -55,37 +44,15 @@ func (s *Signer) AttestAdd(ctx context.Context, d name.Digest, predicateType str
 }
 
 func (s *Signer) attest(ctx context.Context, d name.Digest, predicateType string, predicate []byte, replace bool) error {
-	if !json.Valid(predicate) {
-		return fmt.Errorf("%s predicate for %s is not JSON", predicateType, d)
-	}
-	hex := strings.TrimPrefix(d.DigestStr(), "sha256:")
-	st, err := json.Marshal(statement{Type: statementType, PredicateType: predicateType,
-		Subject: []subject{{Name: d.Context().Name(), Digest: map[string]string{"sha256": hex}}}, Predicate: predicate})
+	st, err := newStatement(d, predicateType, predicate)
 	if err != nil {
 		return err
 	}
-	env, err := dsse.WrapSigner(s.sv, types.IntotoPayloadType).SignMessage(bytes.NewReader(st))
+	env, err := signDSSE(s.sv, st)
 	if err != nil {
 		return err
 	}
-	att, err := static.NewAttestation(env)
-	if err != nil {
-		return err
-	}
-	ro := ociOpts(ctx, s.opts)
-	se, err := ociremote.SignedEntity(d, ro...)
-	if err != nil {
-		return err
-	}
-	var mopts []ocimutate.SignOption
-	if replace {
-		mopts = append(mopts, ocimutate.WithReplaceOp(replaceType(predicateType)))
-	}
-	se, err = ocimutate.AttachAttestationToEntity(se, att, mopts...)
-	if err != nil {
-		return err
-	}
-	return ociremote.WriteAttestations(d.Repository, se, ro...)
+	return writeAttestation(ctx, d, attestationLayer(env, predicateType, nil), predicateType, replace, s.opts)
 }
 
 // Statement is a verified attestation's statement.
@@ -106,21 +73,12 @@ func VerifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ..
 // types are attached to d at all, verified or not (read from the unverified
 // envelopes), so that an altered attestation is told apart from a missing one.
 func verifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ...remote.Option) ([]Statement, map[string]bool, error) {
-	co, err := trust.checkOpts(ctx, opts...)
+	v, err := trust.verifier(ctx, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
-	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
 	// Nothing attached at all is "missing", not a verification failure.
-	se, err := ociremote.SignedEntity(d, co.RegistryClientOpts...)
-	if err != nil {
-		return nil, nil, err
-	}
-	attached, err := se.Attestations()
-	if err != nil {
-		return nil, nil, err
-	}
-	list, err := attached.Get()
+	list, err := readLayers(ctx, d, attSuffix, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,20 +87,16 @@ func verifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ..
 	}
 	types := map[string]bool{}
 	for _, a := range list {
-		if st, err := statementOf(a); err == nil {
+		if st, err := statementOf(a.Payload); err == nil {
 			types[st.PredicateType] = true
 		}
 	}
-	atts, _, err := cosign.VerifyImageAttestations(ctx, d, co)
+	sts, err := v.verifyAttestations(d, list)
 	if err != nil {
 		return nil, types, err
 	}
 	var out []Statement
-	for _, a := range atts {
-		st, err := statementOf(a)
-		if err != nil {
-			return nil, types, err
-		}
+	for _, st := range sts {
 		sub := ""
 		if len(st.Subject) > 0 {
 			sub = "sha256:" + st.Subject[0].Digest["sha256"]
@@ -152,32 +106,10 @@ func verifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ..
 	return out, types, nil
 }
 
-// replaceType keeps one attestation per predicate type: the new one
-// replaces those of its type (quietly, unlike cosign's own ReplaceOp).
-type replaceType string
-
-func (r replaceType) Replace(sigs oci.Signatures, n oci.Signature) (oci.Signatures, error) {
-	list, err := sigs.Get()
-	if err != nil {
-		return nil, err
-	}
-	var keep []oci.Signature
-	for _, s := range list {
-		if st, _ := statementOf(s); st.PredicateType != string(r) {
-			keep = append(keep, s)
-		}
-	}
-	return ocimutate.AppendSignatures(ociempty.Signatures(), false, append(keep, n)...)
-}
-
 // statementOf reads the in-toto statement inside an attestation (a DSSE
 // envelope).
-func statementOf(s oci.Signature) (statement, error) {
+func statementOf(pl []byte) (statement, error) {
 	var st statement
-	pl, err := s.Payload()
-	if err != nil {
-		return st, err
-	}
 	var env struct {
 		Payload string `json:"payload"`
 	}

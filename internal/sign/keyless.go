@@ -1,113 +1,291 @@
 package sign
 
 import (
+	"bytes"
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	attestcli "github.com/sigstore/cosign/v2/cmd/cosign/cli/attest"
-	"github.com/sigstore/cosign/v2/cmd/cosign/cli/options"
-	signcli "github.com/sigstore/cosign/v2/cmd/cosign/cli/sign"
+	fulcioapi "github.com/sigstore/fulcio/pkg/api"
+	"github.com/sigstore/sigstore/pkg/oauthflow"
+	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/sigstore/sigstore/pkg/signature/payload"
+)
+
+// The public Sigstore instance, used unless told otherwise.
+const (
+	DefaultFulcioURL     = "https://fulcio.sigstore.dev"
+	DefaultRekorURL      = "https://rekor.sigstore.dev"
+	DefaultOIDCIssuerURL = "https://oauth2.sigstore.dev/auth"
 )
 
 // Keyless configures keyless signing: a short-lived Fulcio certificate for
-// the CI's OIDC identity, every signature logged in Rekor. It runs cosign's
-// own signing code; it needs the network and an OIDC token (GitHub Actions
-// with `permissions: id-token: write` provides one).
+// the CI's OIDC identity, every signature logged in Rekor. It needs the
+// network and an OIDC token (GitHub Actions with `permissions: id-token:
+// write` provides one).
 type Keyless struct {
-	FulcioURL  string
-	RekorURL   string
+	FulcioURL string
+	RekorURL  string
+	// OIDCIssuer is checked but not contacted: dorisarm never runs an
+	// interactive login, the token comes from IDToken or the CI.
 	OIDCIssuer string
-	IDToken    string // or $SIGSTORE_ID_TOKEN; on GitHub Actions cosign fetches one
+	IDToken    string // or $SIGSTORE_ID_TOKEN; on GitHub Actions, fetched from the runner
 }
 
-// KeyOpts checks the configuration and turns it into cosign's options.
-func (k Keyless) KeyOpts(getenv func(string) string) (options.KeyOpts, error) {
+// Resolve checks the configuration and fills in the defaults and the token
+// from the environment. With no token given and GitHub Actions' token
+// endpoint in the environment, IDToken stays empty: the signer fetches one.
+func (k Keyless) Resolve(getenv func(string) string) (Keyless, error) {
 	if k.FulcioURL == "" {
-		k.FulcioURL = options.DefaultFulcioURL
+		k.FulcioURL = DefaultFulcioURL
 	}
 	if k.RekorURL == "" {
-		k.RekorURL = options.DefaultRekorURL
+		k.RekorURL = DefaultRekorURL
 	}
 	if k.OIDCIssuer == "" {
-		k.OIDCIssuer = options.DefaultOIDCIssuerURL
+		k.OIDCIssuer = DefaultOIDCIssuerURL
 	}
-	for flag, u := range map[string]string{"--fulcio-url": k.FulcioURL, "--rekor-url": k.RekorURL, "--oidc-issuer": k.OIDCIssuer} {
-		p, err := url.Parse(u)
-		if err != nil || p.Host == "" || (p.Scheme != "https" && !loopback(p.Hostname())) {
-			return options.KeyOpts{}, fmt.Errorf("%s %q: want an https:// URL (plain http only on loopback)", flag, u)
+	for _, f := range []struct{ flag, u string }{{"--fulcio-url", k.FulcioURL}, {"--rekor-url", k.RekorURL}, {"--oidc-issuer", k.OIDCIssuer}} {
+		p, err := url.Parse(f.u)
+		if err != nil || p.Host == "" || (p.Scheme != "https" && !(p.Scheme == "http" && loopback(p.Hostname()))) {
+			return Keyless{}, fmt.Errorf("%s %q: want an https:// URL (plain http only on loopback)", f.flag, f.u)
 		}
 	}
 	if k.IDToken == "" {
 		k.IDToken = getenv("SIGSTORE_ID_TOKEN")
 	}
-	if k.IDToken == "" && getenv("ACTIONS_ID_TOKEN_REQUEST_URL") == "" {
-		return options.KeyOpts{}, fmt.Errorf("keyless signing needs an OIDC token: run in GitHub Actions with `permissions: id-token: write`, or pass --identity-token (or $SIGSTORE_ID_TOKEN)")
+	if k.IDToken == "" {
+		if getenv(actionsURLEnv) == "" {
+			return Keyless{}, fmt.Errorf("keyless signing needs an OIDC token: run in GitHub Actions with `permissions: id-token: write`, or pass --identity-token (or $SIGSTORE_ID_TOKEN)")
+		}
+		if getenv(actionsTokenEnv) == "" {
+			return Keyless{}, fmt.Errorf("$%s is set but $%s is empty: give the job `permissions: id-token: write`", actionsURLEnv, actionsTokenEnv)
+		}
 	}
-	return options.KeyOpts{
-		FulcioURL:        k.FulcioURL,
-		RekorURL:         k.RekorURL,
-		OIDCIssuer:       k.OIDCIssuer,
-		OIDCClientID:     "sigstore",
-		IDToken:          k.IDToken,
-		SkipConfirmation: true,
-	}, nil
+	return k, nil
 }
 
 func loopback(host string) bool {
 	return host == "localhost" || host == "127.0.0.1" || host == "::1"
 }
 
+// GitHub Actions' OIDC token endpoint and its bearer token.
+const (
+	actionsURLEnv   = "ACTIONS_ID_TOKEN_REQUEST_URL"
+	actionsTokenEnv = "ACTIONS_ID_TOKEN_REQUEST_TOKEN"
+)
+
 // KeylessSigner signs and attests keylessly, with the same method set as
-// Signer.
+// Signer. One ephemeral key and its Fulcio certificate serve every
+// signature until the certificate is about to expire.
 type KeylessSigner struct {
-	ko   options.KeyOpts
-	opts []remote.Option
+	cfg    Keyless
+	getenv func(string) string
+	opts   []remote.Option
+	client *http.Client // GitHub's token endpoint
+	rekor  *rekorClient
+
+	key   signature.SignerVerifier
+	cert  *x509.Certificate
+	certs fulcioapi.CertificateResponse // PEM: the certificate and its chain
 }
 
-// NewKeylessSigner checks k (see Keyless.KeyOpts).
+// NewKeylessSigner checks k (see Keyless.Resolve).
 func NewKeylessSigner(k Keyless, getenv func(string) string, opts ...remote.Option) (*KeylessSigner, error) {
-	ko, err := k.KeyOpts(getenv)
+	cfg, err := k.Resolve(getenv)
 	if err != nil {
 		return nil, err
 	}
-	return &KeylessSigner{ko: ko, opts: opts}, nil
+	c := &http.Client{Timeout: time.Minute}
+	return &KeylessSigner{cfg: cfg, getenv: getenv, opts: opts, client: c,
+		rekor: &rekorClient{url: cfg.RekorURL, http: c, retries: rekorRetries, backoff: time.Second}}, nil
 }
 
-// Sign signs ref by digest, recursively for an index, logging in Rekor.
+// rekorRetries is how often a failed Rekor upload is retried (with
+// backoff); a variable for tests.
+var rekorRetries = 3
+
+// Sign signs ref by digest, recursively for an index, each signature
+// logged in Rekor (a hashedrekord entry). Every digest is signed and logged
+// before anything is written to the registry.
 func (s *KeylessSigner) Sign(ctx context.Context, ref name.Reference) ([]name.Digest, error) {
 	ds, err := Digests(ctx, ref, s.opts...)
 	if err != nil {
 		return nil, err
 	}
-	so := options.SignOptions{Upload: true, Recursive: true, TlogUpload: true, SkipConfirmation: true}
-	if err := signcli.SignCmd(&options.RootOptions{Timeout: 3 * time.Minute}, s.ko, so, []string{ds[0].String()}); err != nil {
-		return nil, err
+	sigs := make([]layer, len(ds))
+	for i, d := range ds {
+		pl, err := (&payload.Cosign{Image: d}).MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		if err := s.certify(ctx); err != nil {
+			return nil, err
+		}
+		sig, err := s.key.SignMessage(bytes.NewReader(pl))
+		if err != nil {
+			return nil, err
+		}
+		b, err := s.rekor.upload(ctx, hashedrekord(pl, sig, s.certs.CertPEM))
+		if err != nil {
+			return nil, fmt.Errorf("signing %s: %w", d, err)
+		}
+		if sigs[i], err = s.layer(signatureLayer(pl, sig, nil), b); err != nil {
+			return nil, err
+		}
+	}
+	for i, d := range ds {
+		if err := writeSignature(ctx, d, sigs[i], s.opts, nil); err != nil {
+			return nil, fmt.Errorf("storing the signature of %s: %w", d, err)
+		}
 	}
 	return ds, nil
 }
 
-// Attest attaches a keyless-signed attestation about d.
+// Attest attaches a keyless-signed attestation about d, logged in Rekor (a
+// dsse entry), replacing those of the same predicate type.
 func (s *KeylessSigner) Attest(ctx context.Context, d name.Digest, predicateType string, predicate []byte) error {
-	dir, err := os.MkdirTemp("", "dorisarm-attest-")
+	st, err := newStatement(d, predicateType, predicate)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	p := filepath.Join(dir, "predicate.json")
-	if err := os.WriteFile(p, predicate, 0o600); err != nil {
+	if err := s.certify(ctx); err != nil {
 		return err
 	}
-	c := &attestcli.AttestCommand{KeyOpts: s.ko, PredicatePath: p, PredicateType: predicateType, Replace: true,
-		TlogUpload: true, Timeout: 3 * time.Minute, RekorEntryType: "dsse"}
-	if strings.HasPrefix(d.RegistryStr(), "127.0.0.1") || strings.HasPrefix(d.RegistryStr(), "localhost") {
-		c.RegistryOptions.AllowHTTPRegistry = true
+	env, err := signDSSE(s.key, st)
+	if err != nil {
+		return err
 	}
-	return c.Exec(ctx, d.String())
+	// Rekor hashes the envelope as sent: it is stored byte for byte.
+	b, err := s.rekor.upload(ctx, dsseEntry(env, s.certs.CertPEM))
+	if err != nil {
+		return fmt.Errorf("attesting %s: %w", d, err)
+	}
+	l, err := s.layer(attestationLayer(env, predicateType, nil), b)
+	if err != nil {
+		return err
+	}
+	return writeAttestation(ctx, d, l, predicateType, true, s.opts)
+}
+
+// layer adds what cosign stores beside a keyless signature: the
+// certificate, its chain and the Rekor bundle.
+func (s *KeylessSigner) layer(l layer, b *rekorBundle) (layer, error) {
+	js, err := json.Marshal(b)
+	if err != nil {
+		return l, err
+	}
+	l.Annotations[annCertificate] = string(s.certs.CertPEM)
+	l.Annotations[annChain] = string(s.certs.ChainPEM)
+	l.Annotations[annBundle] = string(js)
+	return l, nil
+}
+
+// certify gets a Fulcio certificate for a new ephemeral key, unless the
+// one it has is good for two more minutes (Rekor's time must fall inside
+// it).
+func (s *KeylessSigner) certify(ctx context.Context) error {
+	if s.cert != nil && time.Until(s.cert.NotAfter) > 2*time.Minute {
+		return nil
+	}
+	tok, err := s.token(ctx)
+	if err != nil {
+		return err
+	}
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return errors.New("the OIDC token is not a JWT (want header.claims.signature)")
+	}
+	claims, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return fmt.Errorf("the OIDC token's claims: %v", err)
+	}
+	subject, err := oauthflow.SubjectFromUnverifiedToken(claims)
+	if err != nil {
+		return fmt.Errorf("the OIDC token's subject: %v", err)
+	}
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	key, err := signature.LoadECDSASignerVerifier(priv, crypto.SHA256)
+	if err != nil {
+		return err
+	}
+	// Fulcio wants the token's subject signed with the key: proof that we hold it.
+	proof, err := key.SignMessage(strings.NewReader(subject))
+	if err != nil {
+		return err
+	}
+	der, err := x509.MarshalPKIXPublicKey(priv.Public())
+	if err != nil {
+		return err
+	}
+	u, _ := url.Parse(s.cfg.FulcioURL) // checked by Resolve
+	resp, err := fulcioapi.NewClient(u, fulcioapi.WithUserAgent("dorisarm"), fulcioapi.WithTimeout(time.Minute)).
+		SigningCert(fulcioapi.CertificateRequest{PublicKey: fulcioapi.Key{Content: der, Algorithm: "ecdsa"}, SignedEmailAddress: proof}, tok)
+	if err != nil {
+		return fmt.Errorf("Fulcio refused a certificate (is the OIDC token valid and for audience \"sigstore\"?): %w", err)
+	}
+	blk, _ := pem.Decode(resp.CertPEM)
+	if blk == nil {
+		return fmt.Errorf("Fulcio %s returned no certificate", s.cfg.FulcioURL)
+	}
+	cert, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		return fmt.Errorf("Fulcio %s returned a bad certificate: %v", s.cfg.FulcioURL, err)
+	}
+	if got, _ := x509.MarshalPKIXPublicKey(cert.PublicKey); !bytes.Equal(got, der) {
+		return fmt.Errorf("Fulcio %s certified another key than the one sent", s.cfg.FulcioURL)
+	}
+	s.key, s.cert, s.certs = key, cert, *resp
+	return nil
+}
+
+// token is the OIDC token: given, or GitHub Actions' for audience sigstore.
+func (s *KeylessSigner) token(ctx context.Context) (string, error) {
+	if s.cfg.IDToken != "" {
+		return s.cfg.IDToken, nil
+	}
+	u := s.getenv(actionsURLEnv)
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+sep+"audience=sigstore", nil)
+	if err != nil {
+		return "", fmt.Errorf("$%s: %v", actionsURLEnv, err)
+	}
+	req.Header.Set("Authorization", "bearer "+s.getenv(actionsTokenEnv))
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("fetching GitHub Actions' OIDC token: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("fetching GitHub Actions' OIDC token: %s: %s (does the job have `permissions: id-token: write`?)", resp.Status, bytes.TrimSpace(body))
+	}
+	var v struct {
+		Value string `json:"value"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil || v.Value == "" {
+		return "", fmt.Errorf("fetching GitHub Actions' OIDC token: no token in the answer")
+	}
+	return v.Value, nil
 }

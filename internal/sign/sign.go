@@ -1,7 +1,10 @@
-// Package sign signs release images the way cosign does (key-based: a
-// simple-signing payload per manifest digest, stored in the
-// sha256-<digest>.sig tag), so the cosign CLI verifies what dorisarm signs,
-// and verifies them again.
+// Package sign signs release images the way cosign does (a simple-signing
+// payload per manifest digest, stored in the sha256-<digest>.sig tag;
+// in-toto attestations in DSSE envelopes in the .att tag), with a key or
+// keyless (Fulcio and Rekor), so the cosign CLI verifies what dorisarm
+// signs, and verifies them again. It implements cosign's format itself
+// rather than linking cosign's packages, which cost 10-100 ms of package
+// init at every dorisarm start.
 package sign
 
 import (
@@ -17,11 +20,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/sigstore/cosign/v2/pkg/cosign"
-	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
-	ocimutate "github.com/sigstore/cosign/v2/pkg/oci/mutate"
-	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
-	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/tuf"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
@@ -38,17 +38,17 @@ func Keygen(dir string, password []byte) (priv, pub string, err error) {
 			return "", "", fmt.Errorf("%s exists; remove it or choose another --out", p)
 		}
 	}
-	kb, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return password, nil })
+	privPEM, pubPEM, err := newKeyPair(password)
 	if err != nil {
 		return "", "", err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", err
 	}
-	if err := os.WriteFile(priv, kb.PrivateBytes, 0o600); err != nil {
+	if err := os.WriteFile(priv, privPEM, 0o600); err != nil {
 		return "", "", err
 	}
-	if err := os.WriteFile(pub, kb.PublicBytes, 0o644); err != nil {
+	if err := os.WriteFile(pub, pubPEM, 0o644); err != nil {
 		os.Remove(priv)
 		return "", "", err
 	}
@@ -67,7 +67,7 @@ func LoadSigner(keyPath string, password []byte, opts ...remote.Option) (*Signer
 	if err != nil {
 		return nil, err
 	}
-	sv, err := cosign.LoadPrivateKey(data, password, nil)
+	sv, err := loadPrivateKey(data, password)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v (is COSIGN_PASSWORD right?)", keyPath, err)
 	}
@@ -99,20 +99,12 @@ func (s *Signer) signOne(ctx context.Context, d name.Digest) error {
 	if err != nil {
 		return err
 	}
-	sig, err := static.NewSignature(pl, base64.StdEncoding.EncodeToString(raw))
-	if err != nil {
-		return err
+	// Signed before by this key: cosign would not add it again.
+	dup := func(old layer) bool {
+		sig, err := base64.StdEncoding.DecodeString(old.Annotations[annSignature])
+		return err == nil && bytes.Equal(old.Payload, pl) && s.sv.VerifySignature(bytes.NewReader(sig), bytes.NewReader(pl)) == nil
 	}
-	ro := ociOpts(ctx, s.opts)
-	se, err := ociremote.SignedEntity(d, ro...)
-	if err != nil {
-		return err
-	}
-	se, err = ocimutate.AttachSignatureToEntity(se, sig, ocimutate.WithDupeDetector(cremote.NewDupeDetector(s.sv)))
-	if err != nil {
-		return err
-	}
-	return ociremote.WriteSignatures(d.Repository, se, ro...)
+	return writeSignature(ctx, d, signatureLayer(pl, raw, nil), s.opts, dup)
 }
 
 // Digests resolves ref to the digests a recursive signature covers: the
@@ -192,7 +184,7 @@ func Verify(ctx context.Context, ref name.Reference, trust Trust, signaturesOnly
 // apart, with the attestation statements it verified.
 func VerifyRelease(ctx context.Context, ref name.Reference, trust Trust, signaturesOnly bool, opts ...remote.Option) (*Result, error) {
 	// The key (or trusted root) first: a bad key is bad input whatever the registry says.
-	co, err := trust.checkOpts(ctx, opts...)
+	v, err := trust.verifier(ctx, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +192,7 @@ func VerifyRelease(ctx context.Context, ref name.Reference, trust Trust, signatu
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{Digests: ds, Signatures: signatureChecks(ctx, ds, co)}
+	r := &Result{Digests: ds, Signatures: signatureChecks(ctx, ds, v)}
 	// A signature vouches for a manifest, and the manifest for its blobs by
 	// digest: read them all, or a layer altered in storage goes unnoticed.
 	for _, d := range ds {
@@ -228,12 +220,11 @@ func VerifyRelease(ctx context.Context, ref name.Reference, trust Trust, signatu
 	return r, err
 }
 
-func signatureChecks(ctx context.Context, ds []name.Digest, co *cosign.CheckOpts) []Check {
+func signatureChecks(ctx context.Context, ds []name.Digest, v *verifier) []Check {
 	var checks []Check
 	for _, d := range ds {
 		c := Check{What: "signature of " + d.String()}
-		_, _, err := cosign.VerifyImageSignatures(ctx, d, co)
-		if err != nil {
+		if err := v.verifySignatures(ctx, d); err != nil {
 			c.Why = explain(err)
 		} else {
 			c.OK = true
@@ -252,6 +243,9 @@ type Trust struct {
 	// IdentityRegexp matches the identity instead (e.g. any release tag).
 	IdentityRegexp string
 	Issuer         string // OIDC issuer, e.g. https://token.actions.githubusercontent.com
+	// TrustedRoot is a trusted_root.json to trust instead of the Sigstore
+	// trusted root from TUF (a private Sigstore instance).
+	TrustedRoot string
 }
 
 // Validate says what is missing or contradictory.
@@ -259,6 +253,8 @@ func (t Trust) Validate() error {
 	switch {
 	case t.Key != "" && (t.Identity != "" || t.IdentityRegexp != "" || t.Issuer != ""):
 		return fmt.Errorf("give a key or a certificate identity and issuer, not both")
+	case t.Key != "" && t.TrustedRoot != "":
+		return fmt.Errorf("--trusted-root is for keyless signatures; a key needs none")
 	case t.Key == "" && ((t.Identity == "") == (t.IdentityRegexp == "") || t.Issuer == ""):
 		return fmt.Errorf("give --key cosign.pub, or --certificate-identity (or --certificate-identity-regexp) and --certificate-oidc-issuer for keyless signatures")
 	}
@@ -270,25 +266,38 @@ func (t Trust) Validate() error {
 	return nil
 }
 
-// trustedRoot fetches the Sigstore trusted root (TUF); a variable for tests.
-var trustedRoot = cosign.TrustedRoot
+// trustedRoot fetches the Sigstore trusted root (TUF; $TUF_ROOT is its
+// cache, by default ~/.sigstore/root); a variable for tests.
+var trustedRoot = func() (root.TrustedMaterial, error) {
+	opts := tuf.DefaultOptions()
+	if dir := os.Getenv("TUF_ROOT"); dir != "" {
+		opts.CachePath = dir
+	}
+	return root.FetchTrustedRootWithOptions(opts)
+}
 
-// checkOpts are cosign's verification options. With a key there is no
+// verifier is how signatures are checked. With a key there is no
 // transparency log (key-based signing here does not upload to Rekor);
 // keyless signatures need the trusted root, the SCT and the log entry.
-func (t Trust) checkOpts(ctx context.Context, opts ...remote.Option) (*cosign.CheckOpts, error) {
+func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	co := &cosign.CheckOpts{ClaimVerifier: cosign.SimpleClaimVerifier, RegistryClientOpts: ociOpts(ctx, opts)}
+	v := &verifier{opts: opts}
 	if t.Key == "" {
-		tm, err := trustedRoot()
-		if err != nil {
+		var err error
+		if t.TrustedRoot != "" {
+			if v.tm, err = root.NewTrustedRootFromPath(t.TrustedRoot); err != nil {
+				return nil, fmt.Errorf("--trusted-root %s: %v", t.TrustedRoot, err)
+			}
+		} else if v.tm, err = trustedRoot(); err != nil {
 			return nil, fmt.Errorf("keyless verification needs the Sigstore trusted root: %v", err)
 		}
-		co.TrustedMaterial = tm
-		co.Identities = []cosign.Identity{{Subject: t.Identity, SubjectRegExp: t.IdentityRegexp, Issuer: t.Issuer}}
-		return co, nil
+		v.identity, v.issuer = t.Identity, t.Issuer
+		if t.IdentityRegexp != "" {
+			v.identityRE = regexp.MustCompile(t.IdentityRegexp) // Validate compiled it
+		}
+		return v, nil
 	}
 	data, err := os.ReadFile(t.Key)
 	if err != nil {
@@ -298,23 +307,16 @@ func (t Trust) checkOpts(ctx context.Context, opts ...remote.Option) (*cosign.Ch
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a public key: %v", t.Key, err)
 	}
-	v, err := signature.LoadVerifier(pk, crypto.SHA256)
-	if err != nil {
+	if v.key, err = signature.LoadVerifier(pk, crypto.SHA256); err != nil {
 		return nil, err
 	}
-	co.SigVerifier, co.IgnoreTlog, co.IgnoreSCT = v, true, true
-	return co, nil
+	return v, nil
 }
 
 func explain(err error) string {
-	var none *cosign.ErrNoMatchingSignatures
+	var none *errNoMatch
 	if errors.As(err, &none) {
 		return "no signature by this key: " + err.Error()
 	}
 	return err.Error()
-}
-
-// ociOpts are cosign's registry options for go-containerregistry's.
-func ociOpts(ctx context.Context, opts []remote.Option) []ociremote.Option {
-	return []ociremote.Option{ociremote.WithRemoteOptions(append([]remote.Option{remote.WithContext(ctx)}, opts...)...)}
 }

@@ -162,43 +162,59 @@ func TestTrustConfiguration(t *testing.T) {
 	defer func() { trustedRoot = saved }()
 	trustedRoot = func() (root.TrustedMaterial, error) { return nil, errors.New("no network") }
 	kl := Trust{Identity: "https://github.com/dorisarm/dorisarm/.github/workflows/release.yml@refs/tags/v1", Issuer: "https://token.actions.githubusercontent.com"}
-	if _, err := kl.checkOpts(context.Background()); err == nil || !strings.Contains(err.Error(), "trusted root") {
+	if _, err := kl.verifier(context.Background()); err == nil || !strings.Contains(err.Error(), "trusted root") {
 		t.Errorf("keyless without the trusted root: %v", err)
 	}
 	trustedRoot = func() (root.TrustedMaterial, error) { return &root.BaseTrustedMaterial{}, nil }
-	co, err := kl.checkOpts(context.Background())
+	v, err := kl.verifier(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if co.IgnoreTlog || co.IgnoreSCT || co.SigVerifier != nil || len(co.Identities) != 1 || co.Identities[0].Subject != kl.Identity || co.Identities[0].Issuer != kl.Issuer || co.TrustedMaterial == nil {
-		t.Errorf("keyless check options: %+v", co)
+	if v.key != nil || v.identity != kl.Identity || v.issuer != kl.Issuer || v.identityRE != nil || v.tm == nil {
+		t.Errorf("keyless verifier: %+v", v)
+	}
+	kl.Identity, kl.IdentityRegexp = "", "^https://github.com/dorisarm/"
+	if v, err := kl.verifier(context.Background()); err != nil || v.identityRE == nil || v.identityRE.String() != kl.IdentityRegexp {
+		t.Errorf("keyless verifier with an identity regexp: %+v %v", v, err)
 	}
 }
 
 func TestKeylessConfiguration(t *testing.T) {
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
-	if _, err := (Keyless{}).KeyOpts(getenv); err == nil || !strings.Contains(err.Error(), "id-token: write") {
+	if _, err := (Keyless{}).Resolve(getenv); err == nil || !strings.Contains(err.Error(), "id-token: write") {
 		t.Errorf("no token anywhere: %v", err)
 	}
 	env["ACTIONS_ID_TOKEN_REQUEST_URL"] = "https://pipelines.actions.githubusercontent.com/x"
-	ko, err := (Keyless{}).KeyOpts(getenv)
+	if _, err := (Keyless{}).Resolve(getenv); err == nil || !strings.Contains(err.Error(), "ACTIONS_ID_TOKEN_REQUEST_TOKEN") {
+		t.Errorf("GitHub's token endpoint without its bearer token: %v", err)
+	}
+	env["ACTIONS_ID_TOKEN_REQUEST_TOKEN"] = "bearer"
+	k, err := (Keyless{}).Resolve(getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ko.FulcioURL != "https://fulcio.sigstore.dev" || ko.RekorURL != "https://rekor.sigstore.dev" || ko.OIDCIssuer != "https://oauth2.sigstore.dev/auth" || !ko.SkipConfirmation || ko.IDToken != "" {
-		t.Errorf("GitHub Actions defaults: %+v", ko)
+	if k.FulcioURL != "https://fulcio.sigstore.dev" || k.RekorURL != "https://rekor.sigstore.dev" || k.OIDCIssuer != "https://oauth2.sigstore.dev/auth" || k.IDToken != "" {
+		t.Errorf("GitHub Actions defaults: %+v", k)
 	}
 	delete(env, "ACTIONS_ID_TOKEN_REQUEST_URL")
 	env["SIGSTORE_ID_TOKEN"] = "tok"
-	ko, err = (Keyless{FulcioURL: "https://fulcio.internal", RekorURL: "http://127.0.0.1:3000"}).KeyOpts(getenv)
-	if err != nil || ko.IDToken != "tok" || ko.FulcioURL != "https://fulcio.internal" || ko.RekorURL != "http://127.0.0.1:3000" {
-		t.Errorf("private instance with a token from the environment: %+v %v", ko, err)
+	k, err = (Keyless{FulcioURL: "https://fulcio.internal", RekorURL: "http://127.0.0.1:3000"}).Resolve(getenv)
+	if err != nil || k.IDToken != "tok" || k.FulcioURL != "https://fulcio.internal" || k.RekorURL != "http://127.0.0.1:3000" {
+		t.Errorf("private instance with a token from the environment: %+v %v", k, err)
 	}
-	if _, err := (Keyless{RekorURL: "http://rekor.example.com"}).KeyOpts(getenv); err == nil || !strings.Contains(err.Error(), "--rekor-url") {
-		t.Errorf("plain http Rekor: %v", err)
+	for _, bad := range []Keyless{{RekorURL: "http://rekor.example.com"}, {RekorURL: "ftp://127.0.0.1/x"}, {RekorURL: "rekor.example.com"}} {
+		if _, err := bad.Resolve(getenv); err == nil || !strings.Contains(err.Error(), "--rekor-url") {
+			t.Errorf("Rekor %q: %v", bad.RekorURL, err)
+		}
 	}
-	if ko, _ := (Keyless{IDToken: "flag"}).KeyOpts(getenv); ko.IDToken != "flag" {
-		t.Errorf("--identity-token must win over the environment: %q", ko.IDToken)
+	if _, err := (Keyless{FulcioURL: "http://fulcio.example.com"}).Resolve(getenv); err == nil || !strings.Contains(err.Error(), "--fulcio-url") {
+		t.Errorf("plain http Fulcio: %v", err)
+	}
+	if _, err := (Keyless{OIDCIssuer: "http://issuer.example.com"}).Resolve(getenv); err == nil || !strings.Contains(err.Error(), "--oidc-issuer") {
+		t.Errorf("plain http issuer: %v", err)
+	}
+	if k, _ := (Keyless{IDToken: "flag"}).Resolve(getenv); k.IDToken != "flag" {
+		t.Errorf("--identity-token must win over the environment: %q", k.IDToken)
 	}
 }

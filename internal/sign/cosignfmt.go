@@ -1,0 +1,119 @@
+package sign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// How cosign stores signatures and attestations in a registry: an image
+// tagged sha256-<hex>.sig (or .att) in the signed manifest's repository,
+// one layer per signature, the payload as the layer's blob and the rest in
+// the layer descriptor's annotations.
+const (
+	annSignature   = "dev.cosignproject.cosign/signature" // base64; empty for an attestation (signed inside its envelope)
+	annCertificate = "dev.sigstore.cosign/certificate"    // keyless: the Fulcio certificate (PEM)
+	annChain       = "dev.sigstore.cosign/chain"          // keyless: its chain (PEM)
+	annBundle      = "dev.sigstore.cosign/bundle"         // keyless: the Rekor entry and its signed entry timestamp (JSON)
+	annPredicate   = "predicateType"                      // attestations
+
+	mediaSimpleSigning types.MediaType = "application/vnd.dev.cosign.simplesigning.v1+json"
+	mediaDSSE          types.MediaType = "application/vnd.dsse.envelope.v1+json"
+	payloadInToto                      = "application/vnd.in-toto+json"
+
+	sigSuffix = ".sig"
+	attSuffix = ".att"
+)
+
+// layer is one stored signature or attestation.
+type layer struct {
+	Payload     []byte
+	MediaType   types.MediaType
+	Annotations map[string]string
+}
+
+// maxLayer bounds what is read of one signature layer (SBOMs are large,
+// but not this large).
+const maxLayer = 64 << 20
+
+func sigTag(d name.Digest, suffix string) name.Tag {
+	return d.Context().Tag(strings.Replace(d.DigestStr(), ":", "-", 1) + suffix)
+}
+
+// readLayers reads the layers stored beside d under suffix; none if the
+// tag does not exist.
+func readLayers(ctx context.Context, d name.Digest, suffix string, opts []remote.Option) ([]layer, error) {
+	ro := append([]remote.Option{remote.WithContext(ctx)}, opts...)
+	img, err := remote.Image(sigTag(d, suffix), ro...)
+	var te *transport.Error
+	if errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	var out []layer
+	for _, desc := range m.Layers {
+		if desc.Size > maxLayer {
+			return nil, fmt.Errorf("%s: a %d-byte layer, more than a signature holds", sigTag(d, suffix), desc.Size)
+		}
+		l, err := img.LayerByDigest(desc.Digest)
+		if err != nil {
+			return nil, err
+		}
+		rc, err := l.Compressed() // checked against its digest as it is read
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(io.LimitReader(rc, maxLayer))
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", sigTag(d, suffix), err)
+		}
+		out = append(out, layer{Payload: b, MediaType: desc.MediaType, Annotations: desc.Annotations})
+	}
+	return out, nil
+}
+
+// writeLayers stores ls beside d under suffix, replacing what was there.
+func writeLayers(ctx context.Context, d name.Digest, suffix string, ls []layer, opts []remote.Option) error {
+	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	for _, l := range ls {
+		var err error
+		if img, err = mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(l.Payload, l.MediaType), Annotations: l.Annotations}); err != nil {
+			return err
+		}
+	}
+	return remote.Write(sigTag(d, suffix), img, append([]remote.Option{remote.WithContext(ctx)}, opts...)...)
+}
+
+// rekorBundle is the Rekor entry cosign stores beside a keyless signature
+// (annotation dev.sigstore.cosign/bundle).
+type rekorBundle struct {
+	SignedEntryTimestamp []byte
+	Payload              rekorPayload
+}
+
+// rekorPayload is what the signed entry timestamp signs, as canonical JSON
+// (these fields, keys sorted).
+type rekorPayload struct {
+	Body           string `json:"body"` // base64 of the canonicalized entry
+	IntegratedTime int64  `json:"integratedTime"`
+	LogID          string `json:"logID"` // hex SHA-256 of the log's public key
+	LogIndex       int64  `json:"logIndex"`
+}

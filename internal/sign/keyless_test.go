@@ -1,0 +1,379 @@
+package sign
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/sigstore-go/pkg/root"
+
+	"github.com/dorisarm/dorisarm/internal/sign/fakesigstore"
+)
+
+// These tests run against fakesigstore (a fake Fulcio, Rekor and OIDC
+// issuer with throw-away keys), never the real Sigstore.
+
+func fakeSigstore(t *testing.T) *fakesigstore.Server {
+	t.Helper()
+	f, err := fakesigstore.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	saved, savedRetries := trustedRoot, rekorRetries
+	trustedRoot = func() (root.TrustedMaterial, error) { return f.TrustedRoot() }
+	rekorRetries = 0
+	t.Cleanup(func() { trustedRoot, rekorRetries = saved, savedRetries })
+	return f
+}
+
+func noEnv(string) string { return "" }
+
+// pushIndex pushes an index of two images and returns its tag.
+func pushIndex(t *testing.T) name.Reference {
+	t.Helper()
+	idx, err := random.Index(100, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.ParseReference(registryHost(t) + "/doris/doris-be:2.1.8")
+	if err := remote.WriteIndex(ref, idx); err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+// sigTags says which of ds have a cosign signature (.sig) or attestation
+// (.att) tag.
+func hasTag(t *testing.T, d name.Digest, suffix string) bool {
+	t.Helper()
+	tag := d.Context().Tag(strings.ReplaceAll(d.DigestStr(), ":", "-") + suffix)
+	_, err := remote.Head(tag)
+	return err == nil
+}
+
+const releaseIdentity = "https://github.com/dorisarm/dorisarm/.github/workflows/release.yml@refs/tags/v1"
+
+func TestKeylessSignAttestVerify(t *testing.T) {
+	f := fakeSigstore(t)
+	ref := pushIndex(t)
+	ctx := context.Background()
+	s, err := NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: f.Token(releaseIdentity)}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.Sign(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 3 || f.Logged() != 3 {
+		t.Fatalf("signed %d digests with %d Rekor entries, want the index and its 2 manifests, each logged", len(ds), f.Logged())
+	}
+	trust := Trust{Identity: releaseIdentity, Issuer: f.Issuer}
+	checks, err := VerifySignatures(ctx, ref, trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range checks {
+		if !c.OK {
+			t.Errorf("%s: %s", c.What, c.Why)
+		}
+	}
+	// The identity, the issuer, the trusted root (CA, Rekor key) and the SCT
+	// (the CT log's key) each matter.
+	for what, tr := range map[string]Trust{
+		"another identity":                       {Identity: "https://github.com/evil/fork/.github/workflows/release.yml@refs/tags/v1", Issuer: f.Issuer},
+		"another issuer":                         {Identity: releaseIdentity, Issuer: "https://token.actions.githubusercontent.com"},
+		"an identity regexp that does not match": {IdentityRegexp: "^https://github.com/evil/", Issuer: f.Issuer},
+	} {
+		checks, _ := VerifySignatures(ctx, ref, tr)
+		for _, c := range checks {
+			if c.OK {
+				t.Errorf("%s: %s verified", what, c.What)
+			}
+		}
+	}
+	if checks, _ := VerifySignatures(ctx, ref, Trust{IdentityRegexp: "^https://github.com/dorisarm/", Issuer: f.Issuer}); len(checks) != 3 || !checks[0].OK {
+		t.Errorf("identity regexp: %+v", checks)
+	}
+	other, err := fakesigstore.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for what, tm := range map[string]func() (*root.TrustedRoot, error){"another Sigstore's root": other.TrustedRoot, "a root without the CT log": f.TrustedRootWithoutCT} {
+		trustedRoot = func() (root.TrustedMaterial, error) { return tm() }
+		checks, _ := VerifySignatures(ctx, ref, trust)
+		if len(checks) == 0 || checks[0].OK {
+			t.Errorf("%s: %+v", what, checks)
+		}
+	}
+	// A trusted_root.json given (--trusted-root) instead of TUF's.
+	trustedRoot = func() (root.TrustedMaterial, error) { return nil, errors.New("no network") }
+	tr, _ := f.TrustedRoot()
+	js, err := tr.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trPath := filepath.Join(t.TempDir(), "trusted_root.json")
+	os.WriteFile(trPath, js, 0o644)
+	withFile := trust
+	withFile.TrustedRoot = trPath
+	if checks, err := VerifySignatures(ctx, ref, withFile); err != nil || len(checks) != 3 || !checks[0].OK || !checks[2].OK {
+		t.Errorf("--trusted-root: %+v %v", checks, err)
+	}
+	withFile.TrustedRoot = filepath.Join(t.TempDir(), "missing.json")
+	if _, err := VerifySignatures(ctx, ref, withFile); err == nil || !strings.Contains(err.Error(), "--trusted-root") {
+		t.Errorf("a missing --trusted-root: %v", err)
+	}
+	if err := (Trust{Key: "cosign.pub", TrustedRoot: trPath}).Validate(); err == nil {
+		t.Error("a key with --trusted-root")
+	}
+	trustedRoot = func() (root.TrustedMaterial, error) { return f.TrustedRoot() }
+
+	// The stored form is cosign's: certificate, chain and Rekor bundle.
+	se, err := remote.Image(ds[1].Context().Tag(strings.ReplaceAll(ds[1].DigestStr(), ":", "-") + ".sig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := se.Manifest()
+	if len(m.Layers) != 1 {
+		t.Fatalf("signature image has %d layers", len(m.Layers))
+	}
+	for _, k := range []string{"dev.sigstore.cosign/certificate", "dev.sigstore.cosign/chain", "dev.sigstore.cosign/bundle", "dev.cosignproject.cosign/signature"} {
+		if m.Layers[0].Annotations[k] == "" {
+			t.Errorf("signature layer lacks %s: %v", k, m.Layers[0].Annotations)
+		}
+	}
+
+	// Attestations: DSSE entries in Rekor, the same predicate type replaced.
+	d := ds[1]
+	for i, p := range []string{`{"clean":false}`, `{"clean":true}`} {
+		if err := s.Attest(ctx, d, PredicateScan, []byte(p)); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	if err := s.Attest(ctx, d, PredicateSPDX, []byte(`{"spdxVersion":"SPDX-2.3"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Attest(ctx, d, PredicateSPDX, []byte(`not json`)); err == nil {
+		t.Error("a non-JSON predicate was attested")
+	}
+	if f.Logged() != 6 {
+		t.Errorf("%d Rekor entries after 3 signatures and 3 attestations", f.Logged())
+	}
+	sts, err := VerifyAttestations(ctx, d, trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, st := range sts {
+		if st.Subject != d.DigestStr() {
+			t.Errorf("%s: subject %s, want %s", st.PredicateType, st.Subject, d.DigestStr())
+		}
+		got[st.PredicateType] += string(st.Predicate)
+	}
+	if len(sts) != 2 || got[PredicateScan] != `{"clean":true}` || got[PredicateSPDX] == "" {
+		t.Errorf("attestations: %v", got)
+	}
+	if _, err := VerifyAttestations(ctx, d, Trust{Identity: "someone@example.com", Issuer: f.Issuer}); err == nil {
+		t.Error("attestations verified for another identity")
+	}
+	att, err := remote.Image(d.Context().Tag(strings.ReplaceAll(d.DigestStr(), ":", "-") + ".att"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	am, _ := att.Manifest()
+	for _, l := range am.Layers {
+		if l.MediaType != "application/vnd.dsse.envelope.v1+json" || l.Annotations["predicateType"] == "" || l.Annotations["dev.sigstore.cosign/bundle"] == "" || l.Annotations["dev.sigstore.cosign/certificate"] == "" {
+			t.Errorf("attestation layer: %s %v", l.MediaType, l.Annotations)
+		}
+	}
+}
+
+// TestKeylessGitHubActionsToken: with no token given, the signer fetches
+// GitHub Actions' (audience sigstore) and the certificate names the
+// workflow it identifies.
+func TestKeylessGitHubActionsToken(t *testing.T) {
+	f := fakeSigstore(t)
+	ref := pushIndex(t)
+	ctx := context.Background()
+	env := map[string]string{"ACTIONS_ID_TOKEN_REQUEST_URL": f.Actions.URL + "/token?api-version=2.0", "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "wrong"}
+	s, err := NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL}, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sign(ctx, ref); err == nil || !strings.Contains(err.Error(), "id-token: write") {
+		t.Errorf("a refused token request: %v", err)
+	}
+	env["ACTIONS_ID_TOKEN_REQUEST_TOKEN"] = f.ActionsBearer
+	if _, err := s.Sign(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	checks, _ := VerifySignatures(ctx, ref, Trust{Identity: f.ActionsIdentity, Issuer: f.Issuer})
+	for _, c := range checks {
+		if !c.OK {
+			t.Errorf("%s: %s", c.What, c.Why)
+		}
+	}
+}
+
+// TestKeylessFailures: Fulcio refusing, Rekor down or failing half-way and
+// no token give errors that say what failed, and nothing reaches the
+// registry.
+func TestKeylessFailures(t *testing.T) {
+	f := fakeSigstore(t)
+	ctx := context.Background()
+	ref := pushIndex(t)
+	ds, err := Digests(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nothingWritten := func(what string) {
+		t.Helper()
+		for _, d := range ds {
+			if hasTag(t, d, ".sig") || hasTag(t, d, ".att") {
+				t.Errorf("%s: %s has a signature or attestation", what, d)
+			}
+		}
+	}
+	if _, err := NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL}, noEnv); err == nil || !strings.Contains(err.Error(), "needs an OIDC token") {
+		t.Errorf("no token: %v", err)
+	}
+
+	f.Refuse("token revoked")
+	s, err := NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: f.Token(releaseIdentity)}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sign(ctx, ref); err == nil || !strings.Contains(err.Error(), "Fulcio refused") || !strings.Contains(err.Error(), "token revoked") {
+		t.Errorf("Fulcio refusing: %v", err)
+	}
+	if err := s.Attest(ctx, ds[1], PredicateScan, []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "Fulcio refused") {
+		t.Errorf("Fulcio refusing an attestation: %v", err)
+	}
+	nothingWritten("Fulcio refusing")
+	f.Refuse("")
+
+	// A token from another issuer (not the fake's key) is refused too.
+	forged := strings.Split(f.Token(releaseIdentity), ".")
+	other, _ := fakesigstore.New()
+	defer other.Close()
+	otherTok := strings.Split(other.Token(releaseIdentity), ".")
+	s, _ = NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: forged[0] + "." + forged[1] + "." + otherTok[2]}, noEnv)
+	if _, err := s.Sign(ctx, ref); err == nil || !strings.Contains(err.Error(), "Fulcio refused") {
+		t.Errorf("a forged token: %v", err)
+	}
+	if _, err := (&KeylessSigner{cfg: Keyless{IDToken: "not-a-jwt"}}).Sign(ctx, ref); err == nil || !strings.Contains(err.Error(), "not a JWT") {
+		t.Errorf("a token that is not a JWT: %v", err)
+	}
+	nothingWritten("bad tokens")
+
+	// Rekor down.
+	down, _ := fakesigstore.New()
+	down.Close()
+	s, _ = NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: down.Rekor.URL, IDToken: f.Token(releaseIdentity)}, noEnv)
+	if _, err := s.Sign(ctx, ref); err == nil || !strings.Contains(err.Error(), "Rekor "+down.Rekor.URL) {
+		t.Errorf("Rekor down: %v", err)
+	}
+	if err := s.Attest(ctx, ds[1], PredicateScan, []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "Rekor "+down.Rekor.URL) {
+		t.Errorf("Rekor down, attesting: %v", err)
+	}
+	nothingWritten("Rekor down")
+
+	// Rekor failing after the index's entry: no digest gets a signature,
+	// not even those logged.
+	f.FailRekorAfter(f.Logged() + 1)
+	s, _ = NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: f.Token(releaseIdentity)}, noEnv)
+	if _, err := s.Sign(ctx, ref); err == nil || !strings.Contains(err.Error(), "Rekor "+f.Rekor.URL) {
+		t.Errorf("Rekor failing half-way: %v", err)
+	}
+	nothingWritten("Rekor failing half-way")
+}
+
+// TestKeylessTampered: a Rekor bundle moved from another signature, a
+// signed entry timestamp altered, or a certificate swapped for another one
+// of the same CA does not verify; the signature left alone still does.
+func TestKeylessTampered(t *testing.T) {
+	f := fakeSigstore(t)
+	ref := pushIndex(t)
+	ctx := context.Background()
+	s, err := NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: f.Token(releaseIdentity)}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.Sign(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: f.Token(releaseIdentity)}, noEnv)
+	if _, err := other.Sign(ctx, ds[2]); err != nil { // a second signature of ds[2], with another key and certificate
+		t.Fatal(err)
+	}
+	layers := func(d name.Digest) []layer {
+		ls, err := readLayers(ctx, d, sigSuffix, nil)
+		if err != nil || len(ls) == 0 {
+			t.Fatalf("%s: %d layers, %v", d, len(ls), err)
+		}
+		return ls
+	}
+	second := layers(ds[2])
+	v, err := Trust{Identity: releaseIdentity, Issuer: f.Issuer}.verifier(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, edit := range map[string]func(l layer) layer{
+		"another signature's Rekor bundle": func(l layer) layer { l.Annotations[annBundle] = layers(ds[0])[0].Annotations[annBundle]; return l },
+		"an altered signed entry timestamp": func(l layer) layer {
+			var b rekorBundle
+			json.Unmarshal([]byte(l.Annotations[annBundle]), &b)
+			b.Payload.IntegratedTime++
+			js, _ := json.Marshal(b)
+			l.Annotations[annBundle] = string(js)
+			return l
+		},
+		"another certificate of the same CA": func(l layer) layer { l.Annotations[annCertificate] = second[1].Annotations[annCertificate]; return l },
+		"no bundle":                          func(l layer) layer { delete(l.Annotations, annBundle); return l },
+	} {
+		l := layers(ds[1])[0]
+		if err := v.verifySignature(ds[1], edit(l)); err == nil {
+			t.Errorf("%s: verified", what)
+		} else {
+			t.Logf("%s: %v", what, err)
+		}
+	}
+	if err := v.verifySignature(ds[1], layers(ds[1])[0]); err != nil {
+		t.Errorf("the untouched signature: %v", err)
+	}
+	// A signature of one digest does not verify for another.
+	if err := v.verifySignature(ds[0], layers(ds[1])[0]); err == nil || !strings.Contains(err.Error(), "not "+ds[0].DigestStr()) {
+		t.Errorf("a signature of another digest: %v", err)
+	}
+}
+
+// TestRekorMalformedAnswers: a Rekor that answers 201 with something other
+// than one well-formed entry is an error that names it, never a crash.
+func TestRekorMalformedAnswers(t *testing.T) {
+	for _, body := range []string{`{}`, `not json`, `{"a":{}}`, `{"a":{"body":"eyJ9","integratedTime":1,"logID":"ab","logIndex":0}}`,
+		`{"a":{"body":"eyJ9","integratedTime":1,"logID":"ab","logIndex":0,"verification":{}}}`} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, body)
+		}))
+		c := &rekorClient{url: srv.URL, http: srv.Client()}
+		if _, err := c.upload(context.Background(), hashedrekord([]byte("x"), []byte("sig"), []byte("cert"))); err == nil || !strings.Contains(err.Error(), "Rekor "+srv.URL) {
+			t.Errorf("%s: %v", body, err)
+		}
+		srv.Close()
+	}
+}
