@@ -74,7 +74,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			tree := o.tree.source
 			if tree == "" {
 				var err error
-				if tree, err = g.sampleTree(); err != nil {
+				if tree, err = g.data.SampleTree(); err != nil {
 					return err
 				}
 			}

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/datafs"
 )
 
 // runIn runs dorisarm in dir.
@@ -75,11 +77,11 @@ func seriesSHA(t *testing.T, dir string) (string, int) {
 type versionOut struct {
 	Version string `json:"version"`
 	Data    struct {
-		Source  string     `json:"source"`
-		Matrix  dataItem   `json:"matrix"`
-		Recipes []dataItem `json:"recipes"`
-		Patches []dataItem `json:"patches"`
-		Sample  string     `json:"sample"`
+		Source  string        `json:"source"`
+		Matrix  datafs.Item   `json:"matrix"`
+		Recipes []datafs.Item `json:"recipes"`
+		Patches []datafs.Item `json:"patches"`
+		Sample  string        `json:"sample"`
 	} `json:"data"`
 }
 
@@ -194,7 +196,7 @@ func TestVersionSaysWhichData(t *testing.T) {
 	if in.Data.Source != "files" {
 		t.Errorf("in the checkout: data %q; want files", in.Data.Source)
 	}
-	check := func(what string, got dataItem, wantPath string) {
+	check := func(what string, got datafs.Item, wantPath string) {
 		t.Helper()
 		if got.Path != wantPath {
 			t.Errorf("%s: %s, want %s", what, got.Path, wantPath)
@@ -274,9 +276,9 @@ func BenchmarkVersionData(b *testing.B) {
 	wd, _ := os.Getwd()
 	os.Chdir(dir)
 	defer os.Chdir(wd)
-	g := &globals{}
+	g := &globals{data: datafs.Locator{CacheDir: b.TempDir()}}
 	for i := 0; i < b.N; i++ {
-		if _, err := g.dataInfo(); err != nil {
+		if _, err := g.data.Info(); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -47,7 +47,7 @@ func (o *releaseOptions) release(ctx context.Context, g *globals) ([]image.Tagge
 	}
 	rf := o.recipeFile
 	if rf == "" {
-		rf = g.recipeFile(builds[0].Record.Recipe.Name)
+		rf = g.data.Recipe(builds[0].Record.Recipe.Name)
 	}
 	r, err := recipe.Load(rf)
 	if err != nil {
@@ -55,7 +55,7 @@ func (o *releaseOptions) release(ctx context.Context, g *globals) ([]image.Tagge
 	}
 	src := o.src
 	if src.SourceDir == "" {
-		if src.SourceDir, err = g.sampleTree(); err != nil {
+		if src.SourceDir, err = g.data.SampleTree(); err != nil {
 			return nil, err
 		}
 	}

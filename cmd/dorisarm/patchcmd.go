@@ -20,7 +20,7 @@ type patchGlobals struct {
 func (p *patchGlobals) series(g *globals) (*patch.Series, error) {
 	dir := p.dir
 	if dir == "" {
-		dir = g.dataFile("patches")
+		dir = g.data.File("patches")
 	}
 	s, err := patch.LoadSeries(dir)
 	if err != nil {

@@ -31,15 +31,15 @@ func (o *treeOptions) flags(cmd *cobra.Command) {
 func (o *treeOptions) resolve(g *globals) (tree string, r *recipe.Recipe, err error) {
 	tree, rf := o.source, o.recipeFile
 	if tree == "" {
-		if tree, err = g.sampleTree(); err != nil {
+		if tree, err = g.data.SampleTree(); err != nil {
 			return "", nil, err
 		}
 		if rf == "" {
-			rf = g.recipeFile("minidoris")
+			rf = g.data.Recipe("minidoris")
 		}
 	}
 	if rf == "" {
-		rf = g.recipeFile("doris")
+		rf = g.data.Recipe("doris")
 	}
 	if st, err := os.Stat(tree); err != nil || !st.IsDir() {
 		return "", nil, usageErr("--source %s: not a directory", tree)

@@ -53,7 +53,7 @@ another build.`,
 				return err
 			}
 			req := report.Request{Release: release, Images: images, Registry: ro, Matrix: g.loadMatrix,
-				RecipeImages: func(name string) ([]string, error) { return imageNames(g.recipeFile(name)) }}
+				RecipeImages: func(name string) ([]string, error) { return imageNames(g.data.Recipe(name)) }}
 			if recipeFile != "" {
 				var err error
 				if req.ImageNames, err = imageNames(recipeFile); err != nil {

@@ -4,17 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/dorisarm/dorisarm"
 	"github.com/dorisarm/dorisarm/internal/datafs"
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
@@ -25,11 +22,11 @@ import (
 var version = ""
 
 type globals struct {
-	matrixFile string
-	stdout     io.Writer
-	stderr     io.Writer
-	colorMode  string
-	color      bool // colour stdout's status words (see useColor)
+	data      datafs.Locator
+	stdout    io.Writer
+	stderr    io.Writer
+	colorMode string
+	color     bool // colour stdout's status words (see useColor)
 }
 
 // useColor decides whether to colour: --color always or never wins;
@@ -66,65 +63,12 @@ func (g *globals) paint(ok bool, word string) string {
 }
 
 func (g *globals) loadMatrix() (*matrix.Matrix, error) {
-	m, err := matrix.Load(g.matrixPath())
+	m, err := matrix.Load(g.data.MatrixPath())
 	return m, fault.Input(err)
 }
 
-// matrixPath is the matrix in use: --matrix, else matrix.yaml in the working
-// directory (a checkout), else the copy built into dorisarm.
-func (g *globals) matrixPath() string {
-	if g.matrixFile != "" {
-		return g.matrixFile
-	}
-	if _, err := os.Stat(matrix.DefaultFile); err == nil {
-		return matrix.DefaultFile
-	}
-	return datafs.Embedded(matrix.DefaultFile)
-}
-
-// repoDir is the matrix's directory: the default recipes, patches and the
-// bundled sample are looked for relative to it.
-func (g *globals) repoDir() string { return datafs.Dir(g.matrixPath()) }
-
-// dataFile is a default data file or directory, rel a slash path from the
-// repository root: the one beside the matrix when it is there, else the
-// copy built into dorisarm.
-func (g *globals) dataFile(rel string) string {
-	if beside := datafs.Join(g.repoDir(), rel); datafs.Exists(beside) {
-		return beside
-	}
-	return datafs.Embedded(rel)
-}
-
-// recipeFile is where the recipe a build record names lives.
-func (g *globals) recipeFile(name string) string {
-	return g.dataFile("recipes/" + name + ".yaml")
-}
-
-// sampleTree is the bundled sample's directory on disk: the checkout's
-// examples/minidoris beside the matrix, else the built-in copy written once
-// to the cache directory (builds copy the tree; nothing is written into it).
-func (g *globals) sampleTree() (string, error) {
-	if d := g.dataFile(dorisarm.Sample); !datafs.IsEmbedded(d) {
-		return d, nil
-	}
-	d, err := datafs.WriteTree(dorisarm.Sample, filepath.Join(defaultCacheDir(), "sample"))
-	if err != nil {
-		return "", fault.Input(err)
-	}
-	return d, nil
-}
-
-// notEmbedded refuses to write path when it names the built-in data.
-func notEmbedded(path, flag string) error {
-	if datafs.IsEmbedded(path) {
-		return usageErr("%s is the copy built into dorisarm and cannot be changed: run in a checkout or pass %s", path, flag)
-	}
-	return nil
-}
-
 func newRoot() *cobra.Command {
-	g := &globals{stdout: os.Stdout, stderr: os.Stderr}
+	g := &globals{stdout: os.Stdout, stderr: os.Stderr, data: datafs.Locator{CacheDir: defaultCacheDir()}}
 	root := &cobra.Command{
 		Use:   "dorisarm",
 		Short: "Build Apache Doris for ARM servers, prove it fits the CPU, publish signed images",
@@ -140,7 +84,7 @@ Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return fmt.Errorf("%w (see --help)", err) })
-	root.PersistentFlags().StringVar(&g.matrixFile, "matrix", "", "the build matrix (default: matrix.yaml in the working directory, else the one built into dorisarm)")
+	root.PersistentFlags().StringVar(&g.data.Matrix, "matrix", "", "the build matrix (default: matrix.yaml in the working directory, else the one built into dorisarm)")
 	root.PersistentFlags().StringVar(&g.colorMode, "color", "auto", "colour status words: auto (a terminal without $NO_COLOR), always or never")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		var err error
@@ -157,7 +101,7 @@ Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
 func registerCompletions(c *cobra.Command, g *globals) {
 	names := func(list func(*matrix.Matrix) []string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			m, err := matrix.Load(g.matrixPath())
+			m, err := matrix.Load(g.data.MatrixPath())
 			if err != nil {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
@@ -230,81 +174,6 @@ func readBuildInfo() buildInfo {
 
 func versionString() string { return readBuildInfo().Version }
 
-// dataItem is one default data file or patch series and where it comes from.
-type dataItem struct {
-	Name    string `json:"name"` // its path in a checkout: matrix.yaml, recipes/doris.yaml, patches
-	Path    string `json:"path"` // the file read: embedded:<name> for the built-in copy
-	SHA256  string `json:"sha256"`
-	Patches *int   `json:"patches,omitempty"` // for a series: how many
-}
-
-// dataInfo says which data the commands use. A series' digest is sha256 of
-// its "<component>/<file> <sha256>" lines (datafs.SeriesDigest).
-type dataInfo struct {
-	Source  string     `json:"source"` // embedded, files or mixed
-	Matrix  dataItem   `json:"matrix"`
-	Recipes []dataItem `json:"recipes"`
-	Patches []dataItem `json:"patches"`
-	Sample  string     `json:"sample"` // the bundled sample tree
-}
-
-func (g *globals) dataInfo() (*dataInfo, error) {
-	d := &dataInfo{}
-	embedded, files := 0, 0
-	item := func(name, path string, series bool) (dataItem, error) {
-		it := dataItem{Name: name, Path: path}
-		var err error
-		if series {
-			var n int
-			it.SHA256, n, err = datafs.SeriesDigest(path)
-			it.Patches = &n
-		} else {
-			it.SHA256, err = datafs.FileDigest(path)
-		}
-		if datafs.IsEmbedded(path) {
-			embedded++
-		} else {
-			files++
-		}
-		return it, err
-	}
-	var err error
-	if d.Matrix, err = item(filepath.Base(g.matrixPath()), g.matrixPath(), false); err != nil {
-		return nil, fault.Inputf("%s: cannot read the matrix: %w (pass --matrix FILE)", g.matrixPath(), err)
-	}
-	if datafs.IsEmbedded(g.matrixPath()) {
-		d.Matrix.Name = matrix.DefaultFile
-	}
-	names, err := fs.Glob(dorisarm.Data(), "recipes/*")
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range names {
-		it, err := item(n, g.dataFile(n), false)
-		if err != nil {
-			return nil, fault.Input(err)
-		}
-		d.Recipes = append(d.Recipes, it)
-	}
-	for _, n := range dorisarm.PatchDirs {
-		it, err := item(n, g.dataFile(n), true)
-		if err != nil {
-			return nil, fault.Input(err)
-		}
-		d.Patches = append(d.Patches, it)
-	}
-	d.Sample = g.dataFile(dorisarm.Sample)
-	switch {
-	case files == 0:
-		d.Source = "embedded"
-	case embedded == 0:
-		d.Source = "files"
-	default:
-		d.Source = "mixed"
-	}
-	return d, nil
-}
-
 func newVersionCmd(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
@@ -321,14 +190,14 @@ built into dorisarm ("embedded:<path>"), each with its sha256.`,
 				return err
 			}
 			bi := readBuildInfo()
-			data, err := g.dataInfo()
+			data, err := g.data.Info()
 			if err != nil {
-				return err
+				return fault.Inputf("%s: cannot read dorisarm's data: %w (pass --matrix FILE)", g.data.MatrixPath(), err)
 			}
 			if format == "json" {
 				return printJSON(g.stdout, struct {
 					buildInfo
-					Data *dataInfo `json:"data"`
+					Data *datafs.Info `json:"data"`
 				}{bi, data})
 			}
 			var extra []string

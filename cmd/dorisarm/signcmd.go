@@ -122,7 +122,7 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 				if err != nil {
 					return err
 				}
-				if builds, err = attest.Open(m, buildDir, g.recipeFile, ro); err != nil {
+				if builds, err = attest.Open(m, buildDir, g.data.Recipe, ro); err != nil {
 					return err
 				}
 			}

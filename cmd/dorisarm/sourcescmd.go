@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/datafs"
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/source"
@@ -179,7 +180,7 @@ whose sha256 differs from an existing pin, and writes the recipe's lock file.`,
 			if err != nil {
 				return err
 			}
-			if err := notEmbedded(lockPath, "--recipe FILE (the lock is written beside it)"); err != nil {
+			if err := datafs.Writable(lockPath, "pass --recipe FILE (the lock is written beside it)"); err != nil {
 				return err
 			}
 			mir := mirrorFor(mirror, recipeMirror, tree)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/dorisarm/dorisarm"
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 // MatrixFile is the default matrix's name in a checkout.
@@ -103,6 +104,9 @@ func (l Locator) Info() (*Info, error) {
 	if d.Matrix, err = item(path.Base(filepath.ToSlash(mp)), mp, false); err != nil {
 		return nil, err
 	}
+	if IsEmbedded(mp) {
+		d.Matrix.Name = MatrixFile
+	}
 	names, err := fs.Glob(dorisarm.Data(), "recipes/*")
 	if err != nil {
 		return nil, err
@@ -131,4 +135,13 @@ func (l Locator) Info() (*Info, error) {
 		d.Source = "mixed"
 	}
 	return d, nil
+}
+
+// Writable refuses to write the built-in copy: how says what to do instead
+// (e.g. "pass --patches DIR").
+func Writable(name, how string) error {
+	if IsEmbedded(name) {
+		return fault.Inputf("%s is the copy built into dorisarm and cannot be changed: run in a checkout or %s", name, how)
+	}
+	return nil
 }

@@ -42,7 +42,7 @@ func (s *Series) Create(n NewPatch) (string, int, error) {
 	if n.Component == "" || n.Source == "" {
 		return "", 0, fault.Inputf("--component and --source are required")
 	}
-	if err := writable(s.Dir); err != nil {
+	if err := datafs.Writable(s.Dir, "pass --patches DIR"); err != nil {
 		return "", 0, err
 	}
 	ignore := append(append([]string{}, DefaultIgnore...), n.Ignore...)
@@ -101,7 +101,7 @@ func (s *Series) RefreshFile(name, source string) (Refreshed, error) {
 	if err != nil {
 		return Refreshed{}, fault.Input(err)
 	}
-	if err := writable(p.Path); err != nil {
+	if err := datafs.Writable(p.Path, "pass --patches DIR"); err != nil {
 		return Refreshed{}, err
 	}
 	text, res, changed, err := Refresh(p, source, DefaultOptions())
@@ -123,14 +123,6 @@ func (s *Series) RefreshFile(name, source string) (Refreshed, error) {
 	}
 	r.Refreshed = true
 	return r, nil
-}
-
-// writable refuses the copy built into dorisarm.
-func writable(path string) error {
-	if datafs.IsEmbedded(path) {
-		return fault.Inputf("%s is the copy built into dorisarm and cannot be changed: run in a checkout or pass --patches DIR", path)
-	}
-	return nil
 }
 
 func writeNew(path string, data []byte) error {
