@@ -65,6 +65,9 @@ func agreement(t *testing.T, path string) (ours, llvm map[string]int, disagree i
 // happens to fall in unallocated encodings of their groups (see the note in
 // rules.yaml); such libraries are guarded by soname.
 func TestAgreementOnRealBinaries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs real compilers and llvm-objdump (make test runs it)")
+	}
 	need(t, "llvm-mc-16")
 	checked := 0
 	for _, p := range realBinaries {

@@ -231,6 +231,9 @@ func TestProbeAgainstLLVM(t *testing.T) {
 // TestCompiledCodeAgainstLLVM compiles C the compilers vectorise and
 // atomicise for several -march values and checks every word of .text.
 func TestCompiledCodeAgainstLLVM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs real compilers and llvm-objdump (make test runs it)")
+	}
 	need(t, "llvm-mc-16", "clang-16", "aarch64-linux-gnu-gcc")
 	src := filepath.Join(t.TempDir(), "k.c")
 	os.WriteFile(src, []byte(`

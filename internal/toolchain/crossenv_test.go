@@ -77,6 +77,9 @@ func machineOf(t *testing.T, path string) elf.Machine {
 // machine from uname, the target's compiler and binutils under their plain
 // names, the host's compiler only under its explicit names.
 func TestCrossEnvironmentPlainNames(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs real compilers and llvm-objdump (make test runs it)")
+	}
 	needTool(t, "qemu-aarch64", "proot", "aarch64-linux-gnu-gcc", "clang-16")
 	for _, c := range []struct {
 		target, compiler string
@@ -140,6 +143,9 @@ $CC_FOR_BUILD m.c a.c -o hostprog
 // fails with "cannot run C compiled programs"), and a program it builds and
 // runs during the build runs under qemu.
 func TestCrossEnvironmentAutotools(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs real compilers and llvm-objdump (make test runs it)")
+	}
 	needTool(t, "qemu-aarch64", "proot", "aarch64-linux-gnu-gcc", "autoreconf", "automake", "make")
 	for _, c := range []struct{ target, compiler string }{{"graviton3", "gcc"}, {"kunpeng920", "clang"}} {
 		t.Run(c.target+"/"+c.compiler, func(t *testing.T) {
