@@ -96,7 +96,7 @@ func Identify(ctx context.Context, d name.Digest, stmts map[string][]sign.Statem
 // verified provenance and scan statements (an index with platforms made
 // from builds has them; sign checks they name exactly those platforms).
 func matchIndexAttestations(digest string, id Identity, stmts map[string][]sign.Statement) error {
-	for _, st := range stmts[digest] {
+	for _, st := range inOrder(stmts[digest]) {
 		var what string
 		var p struct {
 			Image, Doris string
@@ -142,7 +142,7 @@ func matchAttestations(digest string, ann map[string]string, stmts map[string][]
 	if ann[image.AnnBuild] == "" || stmts == nil {
 		return nil // not made from a build (a shared image), or not asked to check
 	}
-	for _, st := range stmts[digest] {
+	for _, st := range inOrder(stmts[digest]) {
 		switch st.PredicateType {
 		case sign.PredicateSLSA1:
 			var p struct {
@@ -174,6 +174,21 @@ func matchAttestations(digest string, ann map[string]string, stmts map[string][]
 		}
 	}
 	return nil
+}
+
+// inOrder is the provenance statements, then the scan statements: the
+// first mismatch reported does not depend on the order the registry lists
+// attestations in.
+func inOrder(sts []sign.Statement) []sign.Statement {
+	var out []sign.Statement
+	for _, typ := range []string{sign.PredicateSLSA1, sign.PredicateScan} {
+		for _, st := range sts {
+			if st.PredicateType == typ {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
 }
 
 // Series are the tags a version may carry: the version itself, each
