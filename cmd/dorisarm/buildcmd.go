@@ -1,11 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -95,70 +95,34 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			opts.Progress = build.NewProgress(g.stderr, isTerminal(os.Stderr))
-			var failed []string
-			type result struct {
-				Target     string  `json:"target"`
-				Doris      string  `json:"doris"`
-				Dir        string  `json:"dir"`
-				State      string  `json:"state"` // built, up to date, failed
-				Compiler   string  `json:"compiler,omitempty"`
-				Steps      int     `json:"steps,omitempty"`
-				CacheHits  int     `json:"cache_hits"`
-				CacheSteps int     `json:"cache_steps"`
-				Seconds    float64 `json:"seconds"`
-				Error      string  `json:"error,omitempty"`
-			}
-			results := []result{}
+			var ins []build.Input
 			for _, p := range ps {
 				pol, err := scan.PolicyFor(req.Matrix, p.Plan.Cell.Target)
 				if err != nil {
 					return fault.Input(err)
 				}
-				rec, err := build.Run(ctx, build.Input{Plan: p.Plan, Recipe: req.Recipe, Tree: req.Tree, Series: p.Series, TC: p.Toolchain, Lock: p.Lock, Policy: pol}, opts)
-				if err != nil {
-					if ctx.Err() != nil {
-						return fault.Gate(fmt.Errorf("interrupted; the cache keeps every finished step, run again to resume"))
-					}
-					fmt.Fprintln(g.stderr, "dorisarm: "+err.Error())
-					failed = append(failed, p.Plan.Cell.Target)
-					results = append(results, result{Target: p.Plan.Cell.Target, Doris: p.Plan.Cell.Doris, Dir: build.Dir(opts.Out, p.Plan.Cell.Doris, p.Plan.Cell.Target), State: "failed", Error: err.Error()})
-					continue
-				}
-				results = append(results, result{Target: rec.Cell.Target, Doris: rec.Cell.Doris, Dir: build.Dir(opts.Out, rec.Cell.Doris, rec.Cell.Target),
-					State: "built", Compiler: rec.Compiler.Name + " " + rec.Compiler.Version, Steps: len(rec.Steps),
-					CacheHits: len(rec.Cache.Hits), CacheSteps: len(rec.Cache.Hits) + len(rec.Cache.Misses), Seconds: rec.Seconds})
-				if rec.UpToDate {
-					results[len(results)-1].State = "up to date"
-				}
-				if format == "json" {
-					continue
-				}
-				if rec.UpToDate {
-					fmt.Fprintf(g.stdout, "%s  %s  up to date (the published build matches the plan)\n", build.Dir(opts.Out, rec.Cell.Doris, rec.Cell.Target), rec.Cell.Target)
-					continue
-				}
-				fmt.Fprintf(g.stdout, "%s  %s  %s %s  %d steps; cache: %d of %d cacheable steps (%.0f%%); %.1fs\n",
-					build.Dir(opts.Out, rec.Cell.Doris, rec.Cell.Target), rec.Cell.Target, rec.Compiler.Name, rec.Compiler.Version,
-					len(rec.Steps), len(rec.Cache.Hits), len(rec.Cache.Hits)+len(rec.Cache.Misses), 100*rec.HitRate(), rec.Seconds)
+				ins = append(ins, build.Input{Plan: p.Plan, Recipe: req.Recipe, Tree: req.Tree, Series: p.Series, TC: p.Toolchain, Lock: p.Lock, Policy: pol})
 			}
-			if cacheMax > 0 {
-				c := &build.Cache{Dir: opts.Cache}
-				if _, err := c.Prune(cacheMax); err != nil {
-					return err
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			opts.Progress = build.NewProgress(g.stderr, isTerminal(os.Stderr))
+			outs, err := build.RunAll(ctx, ins, opts, func(o build.Outcome) {
+				switch {
+				case o.State == "failed":
+					fmt.Fprintln(g.stderr, "dorisarm: "+o.Error)
+				case format == "text":
+					fmt.Fprintln(g.stdout, o.String())
+				}
+			})
+			if cacheMax > 0 && ctx.Err() == nil {
+				if _, perr := (&build.Cache{Dir: opts.Cache}).Prune(cacheMax); perr != nil {
+					return errors.Join(err, perr)
 				}
 			}
 			if format == "json" {
-				if err := printJSON(g.stdout, results); err != nil {
-					return err
-				}
+				return errors.Join(printJSON(g.stdout, outs), err)
 			}
-			if len(failed) > 0 {
-				return fault.Gate(fmt.Errorf("build failed for %s", strings.Join(failed, ", ")))
-			}
-			return nil
+			return err
 		},
 	}
 	o.flags(cmd, "a merged PGO profile collected on real hardware (skips training)")
