@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"maps"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,6 +9,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/datafs"
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/source"
 )
 
@@ -26,81 +24,18 @@ func newSourcesCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// mirrorFor resolves the mirror: the flag, else the recipe's (relative to the tree).
-func mirrorFor(flag, recipeMirror, tree string) string {
-	m := flag
-	if m == "" {
-		m = recipeMirror
-	}
-	if m == "" || strings.Contains(m, "://") || filepath.IsAbs(m) {
-		return m
-	}
-	if flag != "" {
-		return m
-	}
-	return filepath.Join(tree, m)
-}
-
-// allPackages reads the tree's packages for every ISA in the matrix (vars.sh
-// differs per machine: vectorscan replaces hyperscan on aarch64).
-func allPackages(g *globals, tree string, o *treeOptions) ([]source.Package, *source.Lock, string, string, error) {
+// treePackages are the packages of the tree o names, and its recipe.
+func treePackages(g *globals, o *treeOptions) (string, *recipe.Recipe, []source.Package, error) {
 	m, err := g.loadMatrix()
 	if err != nil {
-		return nil, nil, "", "", err
+		return "", nil, nil, err
 	}
-	_, r, err := o.resolve(g)
+	tree, r, err := o.resolve(g)
 	if err != nil {
-		return nil, nil, "", "", err
+		return "", nil, nil, err
 	}
-	seen := map[string]bool{}
-	var pkgs []source.Package
-	for _, isa := range slices.Sorted(maps.Keys(m.ISAs)) {
-		ps, err := source.ReadPackages(tree, r, isa)
-		if err != nil {
-			return nil, nil, "", "", fault.Input(err)
-		}
-		for _, p := range ps {
-			if !seen[p.Name] {
-				seen[p.Name] = true
-				pkgs = append(pkgs, p)
-			}
-		}
-	}
-	if funcs, err := source.BuildFunctions(filepath.Join(tree, r.Thirdparty.Build[0])); err == nil {
-		source.ResolveBuilds(pkgs, funcs, r, r.Thirdparty.Build[0])
-	}
-	if len(o.packages) > 0 {
-		sel, err := plan.SelectPackages(pkgs, r, o.packages)
-		if err != nil {
-			return nil, nil, "", "", fault.Input(err)
-		}
-		var keep []source.Package
-		for _, p := range pkgs {
-			if sel[p.Entry] {
-				keep = append(keep, p)
-			}
-		}
-		pkgs = keep
-	}
-	lockPath := r.Path(r.Lock)
-	lock, err := source.ReadLock(lockPath)
-	return pkgs, lock, lockPath, r.Thirdparty.Mirror, fault.Input(err)
-}
-
-// sortedKeys are a map's keys in order.
-// missingOf are the archives of pkgs the lock lists as missing.
-func missingOf(l *source.Lock, pkgs []source.Package) []string {
-	want := map[string]bool{}
-	for _, p := range pkgs {
-		want[p.Name] = true
-	}
-	var out []string
-	for _, m := range l.Missing {
-		if want[m] {
-			out = append(out, m)
-		}
-	}
-	return out
+	pkgs, err := plan.TreePackages(m, tree, r, o.packages)
+	return tree, r, pkgs, err
 }
 
 func newSourcesListCmd(g *globals) *cobra.Command {
@@ -115,13 +50,13 @@ func newSourcesListCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format, "table", "json"); err != nil {
 				return err
 			}
-			tree, _, err := o.resolve(g)
+			_, r, pkgs, err := treePackages(g, o)
 			if err != nil {
 				return err
 			}
-			pkgs, lock, _, _, err := allPackages(g, tree, o)
+			lock, err := source.ReadLock(r.Path(r.Lock))
 			if err != nil {
-				return err
+				return fault.Input(err)
 			}
 			if format == "json" {
 				type row struct {
@@ -172,37 +107,29 @@ whose sha256 differs from an existing pin, and writes the recipe's lock file.`,
 			if err := checkFormat(format, "text", "json"); err != nil {
 				return err
 			}
-			tree, _, err := o.resolve(g)
+			tree, r, pkgs, err := treePackages(g, o)
 			if err != nil {
 				return err
 			}
-			pkgs, lock, lockPath, recipeMirror, err := allPackages(g, tree, o)
-			if err != nil {
-				return err
-			}
+			lockPath := r.Path(r.Lock)
 			if err := datafs.Writable(lockPath, "pass --recipe FILE (the lock is written beside it)"); err != nil {
 				return err
 			}
-			mir := mirrorFor(mirror, recipeMirror, tree)
-			if mir == "" {
-				return usageErr("no mirror: pass --mirror DIR|URL")
-			}
-			out, err := source.LockPackages(lock, pkgs, mir, update)
+			lock, err := source.ReadLock(lockPath)
 			if err != nil {
-				return fault.Gate(fmt.Errorf("nothing written to %s:\n%v", lockPath, err))
+				return fault.Input(err)
 			}
-			if m := missingOf(out, pkgs); len(m) == len(pkgs) {
-				return fault.Gate(fmt.Errorf("nothing written to %s: %s has none of the %d archives (is --mirror right?)", lockPath, mir, len(pkgs)))
-			}
-			if err := out.Write(lockPath); err != nil {
+			mir := source.MirrorFor(mirror, r.Thirdparty.Mirror, tree)
+			out, missing, err := source.LockFile(lockPath, lock, pkgs, mir, update)
+			if err != nil {
 				return err
 			}
 			if format == "json" {
 				return printJSON(g.stdout, map[string]any{"lock": lockPath, "archives": out.Archives})
 			}
-			fmt.Fprintf(g.stdout, "pinned %d archives in %s\n", len(pkgs)-len(missingOf(out, pkgs)), lockPath)
-			if m := missingOf(out, pkgs); len(m) > 0 {
-				fmt.Fprintf(g.stderr, "warning: %d archive(s) are not in %s and stay unpinned (listed under \"missing\" in the lock): %s\n", len(m), mir, strings.Join(m, ", "))
+			fmt.Fprintf(g.stdout, "pinned %d archives in %s\n", len(pkgs)-len(missing), lockPath)
+			if len(missing) > 0 {
+				fmt.Fprintf(g.stderr, "warning: %d archive(s) are not in %s and stay unpinned (listed under \"missing\" in the lock): %s\n", len(missing), mir, strings.Join(missing, ", "))
 			}
 			return nil
 		},

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/dorisarm/dorisarm/internal/datafs"
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/fsutil"
 )
 
@@ -192,4 +193,44 @@ func LockPackages(l *Lock, pkgs []Package, mirror string, update bool) (*Lock, e
 	}
 	sort.Strings(out.Missing)
 	return out, nil
+}
+
+// MirrorFor is the mirror to fetch from: the flag as given, else the
+// recipe's, relative to the tree unless it is a URL or absolute.
+func MirrorFor(flag, recipeMirror, tree string) string {
+	switch {
+	case flag != "":
+		return flag
+	case recipeMirror == "" || strings.Contains(recipeMirror, "://") || filepath.IsAbs(recipeMirror):
+		return recipeMirror
+	}
+	return filepath.Join(tree, recipeMirror)
+}
+
+// LockFile pins pkgs from mirror into the lock file at path (whose current
+// pins are l): every archive fetched and checked, nothing written unless
+// all that were found check out and at least one was found. It returns
+// the new lock and the archives the mirror lacks (left unpinned).
+func LockFile(path string, l *Lock, pkgs []Package, mirror string, update bool) (*Lock, []string, error) {
+	if mirror == "" {
+		return nil, nil, fault.Inputf("no mirror: pass --mirror DIR|URL")
+	}
+	out, err := LockPackages(l, pkgs, mirror, update)
+	if err != nil {
+		return nil, nil, fault.Gatef("nothing written to %s:\n%w", path, err)
+	}
+	want := map[string]bool{}
+	for _, p := range pkgs {
+		want[p.Name] = true
+	}
+	var missing []string
+	for _, m := range out.Missing {
+		if want[m] {
+			missing = append(missing, m)
+		}
+	}
+	if len(missing) == len(pkgs) {
+		return nil, nil, fault.Gatef("nothing written to %s: %s has none of the %d archives (is --mirror right?)", path, mirror, len(pkgs))
+	}
+	return out, missing, out.Write(path)
 }
