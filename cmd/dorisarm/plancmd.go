@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -111,7 +109,7 @@ with a content-addressed cache key. The same inputs give the same bytes.`,
   dorisarm plan --source ~/src/doris --target graviton3 --mirror /srv/doris-thirdparty`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(o.format, planFormats...); err != nil {
+			if err := checkFormat(o.format, plan.Formats...); err != nil {
 				return err
 			}
 			ps, _, err := makePlanned(cmd.Context(), g, o)
@@ -122,84 +120,10 @@ with a content-addressed cache key. The same inputs give the same bytes.`,
 			for _, p := range ps {
 				plans = append(plans, p.Plan)
 			}
-			return writePlans(g.stdout, plans, o.format)
+			return plan.Write(g.stdout, plans, o.format)
 		},
 	}
 	o.flags(cmd, "a merged PGO profile collected on real hardware (skips training)")
-	formatFlag(cmd, &o.format, "table", "output format: "+strings.Join(planFormats, " or "))
+	formatFlag(cmd, &o.format, "table", "output format: "+strings.Join(plan.Formats, " or "))
 	return cmd
-}
-
-// planFormats are the output formats of plan, each the same bytes for the
-// same plans.
-var planFormats = []string{"table", "json"}
-
-// writePlans prints plans in format (one of planFormats).
-func writePlans(w io.Writer, plans []*plan.Plan, format string) error {
-	switch format {
-	case "json":
-		if len(plans) != 1 {
-			return printJSON(w, plans)
-		}
-		b, err := plans[0].JSON()
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
-	case "table":
-		for i, p := range plans {
-			if i > 0 {
-				fmt.Fprintln(w)
-			}
-			printPlan(w, p)
-		}
-		return nil
-	}
-	return usageErr("--output/--format %q: use one of %s", format, strings.Join(planFormats, ", "))
-}
-
-func printPlan(w io.Writer, p *plan.Plan) {
-	c := p.Cell
-	fmt.Fprintf(w, "plan %s/%s  doris %s  cpu %s  os %s (glibc %s, %dK pages)\n", c.Series, c.Target, c.Doris, c.CPU, c.OS, c.Glibc, c.PageSize/1024)
-	id := p.Toolchain.Compiler
-	fmt.Fprintf(w, "  compiler  %s %s (%s)\n", id.Name, id.Version, id.Banner)
-	if sr := c.Sysroot; sr != nil {
-		fmt.Fprintf(w, "  sysroot   %s: glibc %s (%s's is %s), %s, %s\n", sr.Name, sr.Glibc, c.OS, c.Glibc, short(sr.Digest), sr.Source)
-	} else {
-		fmt.Fprintf(w, "  sysroot   none, WAIVED: %s\n", c.SysrootWaiver)
-	}
-	fmt.Fprintf(w, "  flags     %s\n", strings.Join(p.Phases[plan.PhaseRelease], " "))
-	if f, ok := p.Phases[plan.PhaseInstrument]; ok {
-		fmt.Fprintf(w, "  pgo-gen   %s\n", strings.Join(f, " "))
-	}
-	if f, ok := p.Phases[plan.PhasePGO]; ok {
-		fmt.Fprintf(w, "  pgo-use   %s\n", strings.Join(f, " "))
-	}
-	if len(p.Toolchain.Emulator) > 0 {
-		fmt.Fprintf(w, "  emulator  %s\n", strings.Join(p.Toolchain.Emulator, " "))
-	}
-	fmt.Fprintf(w, "  allowed   %s\n", strings.Join(c.Allowed, " "))
-	for _, pt := range p.Patches {
-		fmt.Fprintf(w, "  patch     %s  %s\n", pt.ID, pt.Why)
-	}
-	for _, wn := range p.Warnings {
-		fmt.Fprintf(w, "  warning   %s\n", wn)
-	}
-	rows := [][]string{{"  STEP", "KIND", "PHASE", "KEY", "COMMAND"}}
-	for _, s := range p.Steps {
-		rows = append(rows, []string{"  " + s.ID, string(s.Kind), s.Phase, s.Key[:12], s.Describe()})
-	}
-	table(w, rows)
-	fmt.Fprintf(w, "  %d steps\n", len(p.Steps))
-}
-
-func short(s string) string {
-	if s == "" {
-		return "unpinned"
-	}
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }

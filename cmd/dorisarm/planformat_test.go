@@ -31,9 +31,9 @@ func TestPlanFormatsSameBytes(t *testing.T) {
 	first := map[string][]byte{}
 	for i := 0; i < 50; i++ {
 		ps := plans()
-		for _, f := range planFormats {
+		for _, f := range plan.Formats {
 			var b bytes.Buffer
-			if err := writePlans(&b, ps, f); err != nil {
+			if err := plan.Write(&b, ps, f); err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
 			if i == 0 {
@@ -50,7 +50,7 @@ func TestPlanFormatsSameBytes(t *testing.T) {
 	if !strings.Contains(table, want) || !strings.Contains(table, "doris/0003-alpha doris/0010-mid") {
 		t.Errorf("the table does not list patches in series order:\n%s", table)
 	}
-	if err := writePlans(&bytes.Buffer{}, plans(), "yaml"); err == nil {
+	if err := plan.Write(&bytes.Buffer{}, plans(), "yaml"); err == nil {
 		t.Error("an unknown format was accepted")
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -15,6 +14,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/datafs"
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/textfmt"
 )
 
 // version is set at link time (-ldflags "-X main.version=…"); otherwise the
@@ -230,34 +230,10 @@ built into dorisarm ("embedded:<path>"), each with its sha256.`,
 }
 
 // printJSON writes v as indented JSON: what --output json prints.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func printJSON(w io.Writer, v any) error { return textfmt.JSON(w, v) }
 
 // table writes aligned columns.
-func table(w io.Writer, rows [][]string) {
-	widths := map[int]int{}
-	for _, r := range rows {
-		for i, c := range r {
-			if len(c) > widths[i] {
-				widths[i] = len(c)
-			}
-		}
-	}
-	for _, r := range rows {
-		var b strings.Builder
-		for i, c := range r {
-			if i == len(r)-1 {
-				b.WriteString(c)
-				break
-			}
-			b.WriteString(c + strings.Repeat(" ", widths[i]-len(c)+2))
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
-}
+func table(w io.Writer, rows [][]string) { textfmt.Table(w, rows) }
 
 func checkFormat(f string, allowed ...string) error {
 	for _, a := range allowed {
