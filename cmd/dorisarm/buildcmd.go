@@ -58,9 +58,6 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
   dorisarm build --source ~/src/doris --mirror /srv/doris-thirdparty --target graviton3 --packages all --keep-going`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, "text", "json"); err != nil {
-				return err
-			}
 			if cacheMax < 0 {
 				return usageErr("--cache-max-size %d: give the bytes the cache may keep after the build", cacheMax)
 			}
@@ -137,7 +134,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 	cmd.Flags().StringVar(&cacheTo, "cache-to", "", "a registry repository to offer every step result to (may be the same as --cache-from)")
 	insecureFlag(cmd, &ro)
 	cmd.Flags().Int64Var(&cacheMax, "cache-max-size", 0, "after building, prune the cache to this many bytes (least recently used first)")
-	formatFlag(cmd, &format, "text", "text or json (one entry per target; progress stays on stderr)")
+	formatFlag(cmd, &format, "text or json (one entry per target; progress stays on stderr)", "text", "json")
 	return cmd
 }
 
@@ -151,9 +148,6 @@ func newCacheCmd(g *globals) *cobra.Command {
 		Example: "  dorisarm cache prune --max-size 20000000000\n  dorisarm cache prune --cache .cache/demo --max-size 0 -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, "text", "json"); err != nil {
-				return err
-			}
 			if maxSize < 0 {
 				return usageErr("--max-size %d: give the bytes the cache may keep (0 empties it)", maxSize)
 			}
@@ -175,7 +169,7 @@ func newCacheCmd(g *globals) *cobra.Command {
 		},
 	}
 	prune.Flags().Int64Var(&maxSize, "max-size", 10<<30, "bytes the cache may keep")
-	formatFlag(prune, &format, "text", "text or json")
+	formatFlag(prune, &format, "text or json", "text", "json")
 	cmd.PersistentFlags().StringVar(&dir, "cache", defaultCacheDir(), "the cache directory")
 	cmd.AddCommand(prune, newCachePushCmd(g, &dir), newCachePullCmd(g, &dir))
 	return cmd

@@ -33,9 +33,6 @@ func newCachePushCmd(g *globals, dir *string) *cobra.Command {
   dorisarm cache push --repo ghcr.io/ORG/dorisarm-cache -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, "text", "json"); err != nil {
-				return err
-			}
 			r, err := cacheoci.Open(repo, ro)
 			if err != nil {
 				return fmt.Errorf("--repo %w", err)
@@ -53,7 +50,7 @@ func newCachePushCmd(g *globals, dir *string) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "the registry repository of the shared cache")
 	insecureFlag(cmd, &ro)
-	formatFlag(cmd, &format, "text", "text or json")
+	formatFlag(cmd, &format, "text or json", "text", "json")
 	return cmd
 }
 
@@ -67,9 +64,6 @@ func newCachePullCmd(g *globals, dir *string) *cobra.Command {
   dorisarm cache pull --repo ghcr.io/ORG/dorisarm-cache -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, "text", "json"); err != nil {
-				return err
-			}
 			r, err := cacheoci.Open(repo, ro)
 			if err != nil {
 				return fmt.Errorf("--repo %w", err)
@@ -90,6 +84,6 @@ func newCachePullCmd(g *globals, dir *string) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "the registry repository of the shared cache")
 	insecureFlag(cmd, &ro)
-	formatFlag(cmd, &format, "text", "text or json")
+	formatFlag(cmd, &format, "text or json", "text", "json")
 	return cmd
 }

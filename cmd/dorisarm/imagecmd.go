@@ -84,9 +84,6 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
   SOURCE_DATE_EPOCH=1717000000 dorisarm image build --build out --out oci:out/images --base oci:/srv/bases/ubuntu-22.04`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, "table", "json"); err != nil {
-				return err
-			}
 			loc, err := registry.ParseLocation(out)
 			if err != nil || !loc.IsLayout() || loc.Name != "" {
 				return usageErr("--out %q: want oci:DIR (use dorisarm publish for registries)", out)
@@ -110,7 +107,7 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
 	}
 	o.flags(buildCmd)
 	buildCmd.Flags().StringVar(&out, "out", "oci:out/images", "where the images go: oci:DIR")
-	formatFlag(buildCmd, &format, "table", "table or json")
+	formatFlag(buildCmd, &format, "table or json", "table", "json")
 	cmd.AddCommand(buildCmd, newInspectCmd(g))
 	return cmd
 }
@@ -170,9 +167,6 @@ for loopback registries; --insecure allows it elsewhere.`,
   dorisarm publish --build out --repo oci:out/images`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, "table", "json"); err != nil {
-				return err
-			}
 			if repo == "" {
 				return usageErr("--repo is required: REGISTRY/PATH or oci:DIR")
 			}
@@ -218,7 +212,7 @@ for loopback registries; --insecure allows it elsewhere.`,
 	cmd.Flags().StringVar(&username, "username", "", "registry user (with --password-stdin)")
 	cmd.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read the registry password from standard input")
 	cmd.Flags().IntVar(&jobs, "jobs", 4, "blobs uploaded at once")
-	formatFlag(cmd, &format, "table", "table or json")
+	formatFlag(cmd, &format, "table or json", "table", "json")
 	return cmd
 }
 
@@ -233,9 +227,6 @@ func newInspectCmd(g *globals) *cobra.Command {
   dorisarm image inspect oci:out/images:doris-be:2.1.8 -o json | jq '.manifests[].annotations["io.dorisarm.target"]'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format, "text", "json"); err != nil {
-				return err
-			}
 			loc, err := registry.ParseLocation(args[0])
 			if err != nil {
 				return fault.Input(err)
@@ -256,7 +247,7 @@ func newInspectCmd(g *globals) *cobra.Command {
 		},
 	}
 	insecureFlag(cmd, &ro)
-	formatFlag(cmd, &format, "text", "text or json")
+	formatFlag(cmd, &format, "text or json", "text", "json")
 	return cmd
 }
 

@@ -41,9 +41,6 @@ func newMatrixCmd(g *globals) *cobra.Command {
   dorisarm matrix --format json | jq '.[] | select(.target=="kunpeng920")'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, "table", "json"); err != nil {
-				return err
-			}
 			m, err := g.loadMatrix()
 			if err != nil {
 				return err
@@ -73,7 +70,7 @@ func newMatrixCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	formatFlag(cmd, &format, "table", "output format: table or json")
+	formatFlag(cmd, &format, "output format: table or json", "table", "json")
 	return cmd
 }
 

@@ -62,9 +62,6 @@ func newPatchListCmd(g *globals, pg *patchGlobals) *cobra.Command {
   dorisarm patch list --patches examples/minidoris/patches --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, "table", "json"); err != nil {
-				return err
-			}
 			s, err := pg.series(g)
 			if err != nil {
 				return err
@@ -107,7 +104,7 @@ func newPatchListCmd(g *globals, pg *patchGlobals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&doris, "doris", "", "only patches for this Doris version")
 	cmd.Flags().StringVar(&target, "target", "", "only patches selected for this target")
-	formatFlag(cmd, &format, "table", "table or json")
+	formatFlag(cmd, &format, "table or json", "table", "json")
 	return cmd
 }
 
@@ -151,9 +148,6 @@ func newPatchCheckCmd(g *globals, pg *patchGlobals, apply bool) *cobra.Command {
   dorisarm patch %s --source ~/src/doris --component doris --version 2.1.8`, use, use),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, "table", "json"); err != nil {
-				return err
-			}
 			if source == "" {
 				return usageErr("--source is required (the unpacked source of the component)")
 			}
@@ -195,7 +189,7 @@ func newPatchCheckCmd(g *globals, pg *patchGlobals, apply bool) *cobra.Command {
 	cmd.Flags().StringVar(&component, "component", "", "the component (directory name under the patch dir)")
 	cmd.Flags().StringVar(&ver, "version", "", "the component's version")
 	cmd.Flags().StringVar(&target, "target", "", "only patches selected for this target")
-	formatFlag(cmd, &format, "table", "table or json")
+	formatFlag(cmd, &format, "table or json", "table", "json")
 	return cmd
 }
 
@@ -222,9 +216,6 @@ header filled in. Edit Description and Evidence before committing.`,
       --source thirdparty/src/bitshuffle-0.5.1 --targets kunpeng920`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format, "text", "json"); err != nil {
-				return err
-			}
 			s, err := pg.series(g)
 			if err != nil {
 				return err
@@ -244,7 +235,7 @@ header filled in. Edit Description and Evidence before committing.`,
 			return nil
 		},
 	}
-	formatFlag(cmd, &format, "text", "text or json")
+	formatFlag(cmd, &format, "text or json", "text", "json")
 	cmd.Flags().StringVar(&n.Source, "source", "", "the edited source tree")
 	cmd.Flags().StringVar(&n.Component, "component", "", "the component the patch is for")
 	cmd.Flags().StringVar(&n.Version, "version", "", "the component version the patch is written against (Applies-To: C = V)")
@@ -269,9 +260,6 @@ touched and the failing hunks are shown.`,
 		Example: "  dorisarm patch refresh scalar-bitshuffle --source thirdparty/src/bitshuffle-0.5.2",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format, "table", "json"); err != nil {
-				return err
-			}
 			if source == "" {
 				return usageErr("--source is required")
 			}
@@ -297,6 +285,6 @@ touched and the failing hunks are shown.`,
 		},
 	}
 	cmd.Flags().StringVar(&source, "source", "", "the new upstream source tree")
-	formatFlag(cmd, &format, "table", "table or json")
+	formatFlag(cmd, &format, "table or json", "table", "json")
 	return cmd
 }

@@ -109,9 +109,6 @@ with a content-addressed cache key. The same inputs give the same bytes.`,
   dorisarm plan --source ~/src/doris --target graviton3 --mirror /srv/doris-thirdparty`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(o.format, plan.Formats...); err != nil {
-				return err
-			}
 			ps, _, err := makePlanned(cmd.Context(), g, o)
 			if err != nil {
 				return err
@@ -124,6 +121,6 @@ with a content-addressed cache key. The same inputs give the same bytes.`,
 		},
 	}
 	o.flags(cmd, "a merged PGO profile collected on real hardware (skips training)")
-	formatFlag(cmd, &o.format, "table", "output format: "+strings.Join(plan.Formats, " or "))
+	formatFlag(cmd, &o.format, "output format: "+strings.Join(plan.Formats, " or "), plan.Formats...)
 	return cmd
 }

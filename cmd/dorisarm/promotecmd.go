@@ -52,9 +52,6 @@ tags, in this shape:
   dorisarm promote --key keys/cosign.pub --sign-key keys/cosign.key --yes --file promotions.yaml
   dorisarm promote --key keys/cosign.pub --rollback --yes 127.0.0.1:5000/release/doris-be:2.1.7 127.0.0.1:5000/release/doris-be:2.1`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format, "text", "json"); err != nil {
-				return err
-			}
 			trust, err := tf.trust()
 			if err != nil {
 				return err
@@ -125,7 +122,7 @@ tags, in this shape:
 	cmd.Flags().BoolVar(&yes, "yes", false, "promote (without it: print the plan, write nothing)")
 	cmd.Flags().BoolVar(&rollback, "rollback", false, "let a floating tag (latest, 2.1) move back to an older, still verified release")
 	insecureFlag(cmd, &ro)
-	formatFlag(cmd, &format, "text", "text or json")
+	formatFlag(cmd, &format, "text or json", "text", "json")
 	return cmd
 }
 

@@ -49,9 +49,6 @@ another build.`,
   dorisarm report --release 127.0.0.1:5000/release/doris-be:2.1.8 --key keys/cosign.pub --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, "markdown", "json"); err != nil {
-				return err
-			}
 			req := report.Request{Release: release, Images: images, Registry: ro, Matrix: g.loadMatrix,
 				RecipeImages: func(name string) ([]string, error) { return imageNames(g.data.Recipe(name)) }}
 			if recipeFile != "" {
@@ -97,7 +94,7 @@ another build.`,
 	cmd.Flags().StringVar(&mdFile, "markdown", "", "write the Markdown here instead of stdout")
 	cmd.Flags().StringVar(&htmlFile, "html", "", "write a self-contained HTML page here")
 	insecureFlag(cmd, &ro)
-	formatFlag(cmd, &format, "markdown", "markdown or json (the report as data)")
+	formatFlag(cmd, &format, "markdown or json (the report as data)", "markdown", "json")
 	tf.add(cmd)
 	return cmd
 }

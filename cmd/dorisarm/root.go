@@ -88,8 +88,10 @@ Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
 	root.PersistentFlags().StringVar(&g.colorMode, "color", "auto", "colour status words: auto (a terminal without $NO_COLOR), always or never")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		var err error
-		g.color, err = useColor(g.colorMode, os.Getenv, isTerminal(os.Stdout))
-		return err
+		if g.color, err = useColor(g.colorMode, os.Getenv, isTerminal(os.Stdout)); err != nil {
+			return err
+		}
+		return checkFormat(cmd)
 	}
 	root.AddCommand(newVersionCmd(g), newMatrixCmd(g), newPlanCmd(g), newSourcesCmd(g), newPatchCmd(g), newScanCmd(g), newBuildCmd(g), newCacheCmd(g), newImageCmd(g), newPublishCmd(g), newKeygenCmd(g), newSignCmd(g), newVerifyCmd(g), newPromoteCmd(g), newReportCmd(g))
 	registerCompletions(root, g)
@@ -186,9 +188,6 @@ built into dorisarm ("embedded:<path>"), each with its sha256.`,
 		Example: "  dorisarm version\n  dorisarm version -o json\n  dorisarm version --matrix ~/doris-arm/matrix.yaml",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, "text", "json"); err != nil {
-				return err
-			}
 			bi := readBuildInfo()
 			data, err := g.data.Info()
 			if err != nil {
@@ -225,7 +224,7 @@ built into dorisarm ("embedded:<path>"), each with its sha256.`,
 			return nil
 		},
 	}
-	formatFlag(cmd, &format, "text", "text or json")
+	formatFlag(cmd, &format, "text or json", "text", "json")
 	return cmd
 }
 
@@ -235,18 +234,24 @@ func printJSON(w io.Writer, v any) error { return textfmt.JSON(w, v) }
 // table writes aligned columns.
 func table(w io.Writer, rows [][]string) { textfmt.Table(w, rows) }
 
-func checkFormat(f string, allowed ...string) error {
-	for _, a := range allowed {
-		if f == a {
-			return nil
-		}
-	}
-	return usageErr("--output/--format %q: use one of %s", f, strings.Join(allowed, ", "))
+// formatFlag registers --output (-o), and --format as another name for
+// it, on one variable: every command that prints data takes --output json.
+// allowed[0] is the default; the root checks the value before RunE runs.
+func formatFlag(cmd *cobra.Command, p *string, usage string, allowed ...string) {
+	cmd.Flags().StringVarP(p, "output", "o", allowed[0], usage)
+	cmd.Flags().StringVar(p, "format", allowed[0], "the same as --output")
+	cmd.Flags().SetAnnotation("output", "formats", allowed)
 }
 
-// formatFlag registers --output (-o), and --format as another name for it,
-// on one variable: every command that prints data takes --output json.
-func formatFlag(cmd *cobra.Command, p *string, def, usage string) {
-	cmd.Flags().StringVarP(p, "output", "o", def, usage)
-	cmd.Flags().StringVar(p, "format", def, "the same as --output")
+// checkFormat refuses an --output the command does not print.
+func checkFormat(cmd *cobra.Command) error {
+	f := cmd.Flags().Lookup("output")
+	if f == nil {
+		return nil
+	}
+	allowed := f.Annotations["formats"]
+	if slices.Contains(allowed, f.Value.String()) {
+		return nil
+	}
+	return usageErr("--output/--format %q: use one of %s", f.Value.String(), strings.Join(allowed, ", "))
 }

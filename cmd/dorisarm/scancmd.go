@@ -43,9 +43,6 @@ Without --target it reports what it found. Exit status: 0 clean, 1 violations,
   dorisarm scan /usr/lib/aarch64-linux-gnu/libcrypto.so.3`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format, scan.Formats...); err != nil {
-				return err
-			}
 			var pol *scan.Policy
 			if target != "" {
 				m, err := g.loadMatrix()
@@ -83,7 +80,7 @@ Without --target it reports what it found. Exit status: 0 clean, 1 violations,
 		},
 	}
 	cmd.Flags().StringVar(&target, "target", "", "the target whose policy applies (see dorisarm matrix)")
-	formatFlag(cmd, &format, "table", "output: "+strings.Join(scan.Formats, ", "))
+	formatFlag(cmd, &format, "output: "+strings.Join(scan.Formats, ", "), scan.Formats...)
 	cmd.Flags().StringVar(&allowFile, "allow", "", "reviewed exceptions (YAML: exceptions: [{path, kind, feature, reason}])")
 	cmd.Flags().IntVar(&opts.MaxDepth, "max-depth", opts.MaxDepth, "archive nesting to follow")
 	cmd.Flags().Int64Var(&opts.MaxBytes, "max-bytes", opts.MaxBytes, "bytes to read out of archives, in all")

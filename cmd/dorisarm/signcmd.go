@@ -32,9 +32,6 @@ func newKeygenCmd(g *globals) *cobra.Command {
 		Example: "  COSIGN_PASSWORD=... dorisarm keygen --out keys",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, "text", "json"); err != nil {
-				return err
-			}
 			pw, err := password()
 			if err != nil {
 				return err
@@ -51,7 +48,7 @@ func newKeygenCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", ".", "directory for cosign.key and cosign.pub")
-	formatFlag(cmd, &format, "text", "text or json")
+	formatFlag(cmd, &format, "text or json", "text", "json")
 	return cmd
 }
 
@@ -87,9 +84,6 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
   dorisarm sign --key keys/cosign.key --build out 127.0.0.1:5000/doris/doris-be:2.1.8 127.0.0.1:5000/doris/doris-be:2.1.8-kunpeng920`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format, "text", "json"); err != nil {
-				return err
-			}
 			if (key == "") == !keyless {
 				return usageErr("give --key cosign.key (dorisarm keygen writes one), or --keyless")
 			}
@@ -149,7 +143,7 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 	cmd.Flags().StringVar(&kl.OIDCIssuer, "oidc-issuer", "", "keyless: OIDC issuer (default https://oauth2.sigstore.dev/auth)")
 	cmd.Flags().StringVar(&kl.IDToken, "identity-token", "", "keyless: an OIDC token (default $SIGSTORE_ID_TOKEN, or GitHub Actions' own)")
 	cmd.Flags().StringVar(&buildDir, "build", "", "attest the images made from the builds in this dorisarm build --out directory")
-	formatFlag(cmd, &format, "text", "text or json")
+	formatFlag(cmd, &format, "text or json", "text", "json")
 	insecureFlag(cmd, &ro)
 	return cmd
 }
@@ -197,9 +191,6 @@ check fails.`,
   dorisarm verify --key keys/cosign.pub -o json 127.0.0.1:5000/doris/doris-be:2.1.8 | jq '.checks[] | select(.ok | not)'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format, "text", "json"); err != nil {
-				return err
-			}
 			trust, err := tf.trust()
 			if err != nil {
 				return err
@@ -239,6 +230,6 @@ check fails.`,
 	tf.add(cmd)
 	insecureFlag(cmd, &ro)
 	cmd.Flags().BoolVar(&noAttestations, "signatures-only", false, "check signatures only, not the attestations")
-	formatFlag(cmd, &format, "text", "text or json")
+	formatFlag(cmd, &format, "text or json", "text", "json")
 	return cmd
 }

@@ -47,9 +47,6 @@ func newSourcesListCmd(g *globals) *cobra.Command {
 		Example: "  dorisarm sources list\n  dorisarm sources list --source ~/src/doris\n  dorisarm sources list -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, "table", "json"); err != nil {
-				return err
-			}
 			_, r, pkgs, err := treePackages(g, o)
 			if err != nil {
 				return err
@@ -85,7 +82,7 @@ func newSourcesListCmd(g *globals) *cobra.Command {
 		},
 	}
 	o.flags(cmd)
-	formatFlag(cmd, &format, "table", "table or json")
+	formatFlag(cmd, &format, "table or json", "table", "json")
 	return cmd
 }
 
@@ -104,9 +101,6 @@ whose sha256 differs from an existing pin, and writes the recipe's lock file.`,
   dorisarm sources lock --source ~/src/doris --mirror /srv/doris-thirdparty`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format, "text", "json"); err != nil {
-				return err
-			}
 			tree, r, pkgs, err := treePackages(g, o)
 			if err != nil {
 				return err
@@ -135,7 +129,7 @@ whose sha256 differs from an existing pin, and writes the recipe's lock file.`,
 		},
 	}
 	o.flags(cmd)
-	formatFlag(cmd, &format, "text", "text or json")
+	formatFlag(cmd, &format, "text or json", "text", "json")
 	cmd.Flags().StringVar(&mirror, "mirror", "", "where the archives are (default: the recipe's mirror)")
 	cmd.Flags().BoolVar(&update, "update", false, "accept archives whose sha256 changed from the pin")
 	cmd.Flags().StringSliceVar(&o.packages, "packages", nil, "only these packages (as vars.sh or build-thirdparty.sh name them) and what they need")
