@@ -5,12 +5,12 @@ import (
 	"io"
 	"maps"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/about"
 	"github.com/dorisarm/dorisarm/internal/datafs"
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
@@ -29,38 +29,17 @@ type globals struct {
 	color     bool // colour stdout's status words (see useColor)
 }
 
-// useColor decides whether to colour: --color always or never wins;
-// auto colours a terminal unless NO_COLOR is set to anything (no-color.org)
-// or TERM is dumb.
+// useColor decides whether to colour (see textfmt.UseColor).
 func useColor(mode string, getenv func(string) string, tty bool) (bool, error) {
-	switch mode {
-	case "always":
-		return true, nil
-	case "never":
-		return false, nil
-	case "auto", "":
-		return tty && getenv("NO_COLOR") == "" && getenv("TERM") != "dumb", nil
+	c, ok := textfmt.UseColor(mode, getenv, tty)
+	if !ok {
+		return false, usageErr("--color %q: use auto, always or never", mode)
 	}
-	return false, usageErr("--color %q: use auto, always or never", mode)
+	return c, nil
 }
-
-const (
-	ansiGreen = "\033[32m"
-	ansiRed   = "\033[31m"
-	ansiReset = "\033[0m"
-)
 
 // paint colours a status word green (ok) or red when colour is on.
-func (g *globals) paint(ok bool, word string) string {
-	if !g.color {
-		return word
-	}
-	c := ansiGreen
-	if !ok {
-		c = ansiRed
-	}
-	return c + word + ansiReset
-}
+func (g *globals) paint(ok bool, word string) string { return textfmt.Paint(g.color, ok, word) }
 
 func (g *globals) loadMatrix() (*matrix.Matrix, error) {
 	m, err := matrix.Load(g.data.MatrixPath())
@@ -134,48 +113,6 @@ func registerCompletions(c *cobra.Command, g *globals) {
 	}
 }
 
-// buildInfo is what the binary says about itself: the version (-ldflags
-// main.version, else the module version go install or go build records),
-// and the commit it was built from when the build had VCS information.
-type buildInfo struct {
-	Version    string `json:"version"`
-	Commit     string `json:"commit,omitempty"`
-	CommitTime string `json:"commit_time,omitempty"`
-	Modified   bool   `json:"modified,omitempty"`
-	Go         string `json:"go"`
-}
-
-func readBuildInfo() buildInfo {
-	out := buildInfo{Version: version}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		if out.Version == "" {
-			out.Version = "dev"
-		}
-		return out
-	}
-	out.Go = bi.GoVersion
-	if out.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		out.Version = bi.Main.Version
-	}
-	if out.Version == "" {
-		out.Version = "dev"
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			out.Commit = s.Value
-		case "vcs.time":
-			out.CommitTime = s.Value
-		case "vcs.modified":
-			out.Modified = s.Value == "true"
-		}
-	}
-	return out
-}
-
-func versionString() string { return readBuildInfo().Version }
-
 func newVersionCmd(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
@@ -188,39 +125,15 @@ built into dorisarm ("embedded:<path>"), each with its sha256.`,
 		Example: "  dorisarm version\n  dorisarm version -o json\n  dorisarm version --matrix ~/doris-arm/matrix.yaml",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bi := readBuildInfo()
 			data, err := g.data.Info()
 			if err != nil {
 				return fault.Inputf("%s: cannot read dorisarm's data: %w (pass --matrix FILE)", g.data.MatrixPath(), err)
 			}
+			r := about.Report{Build: about.ReadBuild(version), Data: data}
 			if format == "json" {
-				return printJSON(g.stdout, struct {
-					buildInfo
-					Data *datafs.Info `json:"data"`
-				}{bi, data})
+				return printJSON(g.stdout, r)
 			}
-			var extra []string
-			if bi.Go != "" {
-				extra = append(extra, bi.Go)
-			}
-			if bi.Commit != "" {
-				c := "commit " + bi.Commit
-				if bi.Modified {
-					c += " (modified)"
-				}
-				extra = append(extra, c)
-			}
-			fmt.Fprintf(g.stdout, "dorisarm %s (%s)\n", bi.Version, strings.Join(extra, ", "))
-			fmt.Fprintf(g.stdout, "data: %s\n", data.Source)
-			rows := [][]string{{"  " + data.Matrix.Name, data.Matrix.Path, data.Matrix.SHA256}}
-			for _, it := range data.Recipes {
-				rows = append(rows, []string{"  " + it.Name, it.Path, it.SHA256})
-			}
-			for _, it := range data.Patches {
-				rows = append(rows, []string{"  " + it.Name + fmt.Sprintf(" (%d patches)", *it.Patches), it.Path, it.SHA256})
-			}
-			rows = append(rows, []string{"  sample", data.Sample, ""})
-			table(g.stdout, rows)
+			r.WriteText(g.stdout)
 			return nil
 		},
 	}

@@ -37,3 +37,30 @@ func JSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// UseColor decides whether to colour: mode always or never wins; auto
+// colours a terminal unless NO_COLOR is set to anything (no-color.org) or
+// TERM is dumb. ok is false for an unknown mode.
+func UseColor(mode string, getenv func(string) string, tty bool) (color, ok bool) {
+	switch mode {
+	case "always":
+		return true, true
+	case "never":
+		return false, true
+	case "auto", "":
+		return tty && getenv("NO_COLOR") == "" && getenv("TERM") != "dumb", true
+	}
+	return false, false
+}
+
+// Paint colours a status word green (ok) or red when on.
+func Paint(on, ok bool, word string) string {
+	if !on {
+		return word
+	}
+	c := "\033[32m"
+	if !ok {
+		c = "\033[31m"
+	}
+	return c + word + "\033[0m"
+}

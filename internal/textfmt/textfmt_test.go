@@ -1,0 +1,42 @@
+package textfmt
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestTable(t *testing.T) {
+	var b bytes.Buffer
+	Table(&b, [][]string{{"A", "LONGER", "x"}, {"aaaa", "b", ""}})
+	want := "A     LONGER  x\naaaa  b\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
+func TestColor(t *testing.T) {
+	env := func(v map[string]string) func(string) string { return func(k string) string { return v[k] } }
+	for _, c := range []struct {
+		mode   string
+		env    map[string]string
+		tty    bool
+		want   bool
+		wantOK bool
+	}{
+		{"auto", nil, true, true, true},
+		{"auto", map[string]string{"NO_COLOR": "1"}, true, false, true},
+		{"auto", map[string]string{"TERM": "dumb"}, true, false, true},
+		{"auto", nil, false, false, true},
+		{"always", nil, false, true, true},
+		{"never", nil, true, false, true},
+		{"sometimes", nil, true, false, false},
+	} {
+		got, ok := UseColor(c.mode, env(c.env), c.tty)
+		if got != c.want || ok != c.wantOK {
+			t.Errorf("%+v: %v %v", c, got, ok)
+		}
+	}
+	if Paint(false, true, "ok") != "ok" || Paint(true, false, "FAIL") != "\033[31mFAIL\033[0m" || Paint(true, true, "ok") != "\033[32mok\033[0m" {
+		t.Error("Paint")
+	}
+}
