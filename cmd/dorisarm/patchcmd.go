@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -74,30 +72,11 @@ func newPatchListCmd(g *globals, pg *patchGlobals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			type row struct {
-				ID        string   `json:"id"`
-				Component string   `json:"component"`
-				AppliesTo string   `json:"applies_to"`
-				Targets   []string `json:"targets"`
-				Why       string   `json:"why"`
-				SHA256    string   `json:"sha256"`
-			}
-			rows := []row{}
-			for _, p := range ps {
-				targets := p.Targets
-				if len(targets) == 0 {
-					targets = []string{"all"}
-				}
-				rows = append(rows, row{p.ID(), p.Component, p.Component + " " + p.AppliesTo, targets, p.Summary(), p.SHA256})
-			}
+			rows := patch.Rows(ps)
 			if format == "json" {
 				return printJSON(g.stdout, rows)
 			}
-			out := [][]string{{"PATCH", "COMPONENT", "APPLIES-TO", "TARGETS", "WHY"}}
-			for _, r := range rows {
-				out = append(out, []string{r.ID, r.Component, r.AppliesTo, strings.Join(r.Targets, ","), r.Why})
-			}
-			table(g.stdout, out)
+			patch.WriteRows(g.stdout, rows)
 			fmt.Fprintf(g.stdout, "%d patches in %s\n", len(rows), s.Dir)
 			return nil
 		},
@@ -106,33 +85,6 @@ func newPatchListCmd(g *globals, pg *patchGlobals) *cobra.Command {
 	cmd.Flags().StringVar(&target, "target", "", "only patches selected for this target")
 	formatFlag(cmd, &format, "table or json", "table", "json")
 	return cmd
-}
-
-// selectFor picks the patches of one component for a version and target.
-func selectFor(g *globals, s *patch.Series, component, ver, target string) ([]*patch.Patch, error) {
-	if component == "" {
-		return nil, usageErr("--component is required (the directory name under the patch dir, e.g. bitshuffle or doris)")
-	}
-	if ver == "" {
-		return nil, usageErr("--version is required (the component's version, e.g. 0.5.1)")
-	}
-	m, err := g.loadMatrix()
-	if err != nil {
-		return nil, err
-	}
-	q := patch.Query{Component: component, Version: ver, Target: target}
-	if component == "doris" {
-		q.Doris = ver
-	}
-	return s.Query(m, q)
-}
-
-func printResult(g *globals, r *patch.Result, format string) error {
-	if format == "json" {
-		return printJSON(g.stdout, r)
-	}
-	r.WriteText(g.stdout, g.paint)
-	return nil
 }
 
 func newPatchCheckCmd(g *globals, pg *patchGlobals, apply bool) *cobra.Command {
@@ -148,41 +100,24 @@ func newPatchCheckCmd(g *globals, pg *patchGlobals, apply bool) *cobra.Command {
   dorisarm patch %s --source ~/src/doris --component doris --version 2.1.8`, use, use),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if source == "" {
-				return usageErr("--source is required (the unpacked source of the component)")
-			}
-			if st, err := os.Stat(source); err != nil || !st.IsDir() {
-				return usageErr("--source %s: not a directory", source)
-			}
 			s, err := pg.series(g)
 			if err != nil {
 				return err
 			}
-			sel, err := selectFor(g, s, component, ver, target)
+			m, err := g.loadMatrix()
 			if err != nil {
 				return err
 			}
-			if len(sel) == 0 {
+			res, err := s.ApplyTo(m, patch.Query{Component: component, Version: ver, Target: target}, source, !apply)
+			switch {
+			case res == nil && err == nil:
 				fmt.Fprintf(g.stdout, "no patches in %s apply to %s %s%s\n", s.Dir, component, ver, forTarget(target))
-				return nil
+			case res != nil && format == "json":
+				return errors.Join(printJSON(g.stdout, res), err)
+			case res != nil:
+				res.WriteText(g.stdout, g.paint)
 			}
-			o := patch.DefaultOptions()
-			o.DryRun = !apply
-			res, err := patch.Apply(source, sel, o)
-			if err != nil {
-				return fault.Input(err)
-			}
-			if err := printResult(g, res, format); err != nil {
-				return err
-			}
-			if !res.OK() {
-				what := "would not apply"
-				if apply {
-					what = "did not apply; the source tree was left untouched"
-				}
-				return fault.Gate(fmt.Errorf("%d hunk(s) %s", len(res.Failed()), what))
-			}
-			return nil
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&source, "source", "", "the component's source tree")
