@@ -70,50 +70,28 @@ tags, in this shape:
 					return fault.Input(err)
 				}
 			}
-			o := promote.Options{Trust: trust, Registry: ro, Rollback: rollback}
 			text := format == "text"
-			out := struct {
-				Plans    []*promote.Plan `json:"plans"`
-				Promoted bool            `json:"promoted"`
-				Refused  string          `json:"refused,omitempty"`
-			}{Plans: []*promote.Plan{}}
-			// Everything is checked before anything is written.
-			plans, err := promote.CheckAll(cmd.Context(), todo, o)
-			out.Plans = append(out.Plans, plans...)
-			for i, plan := range plans {
-				if text {
-					printPlanChecks(g, plan, err == nil || i < len(plans)-1)
-				}
-			}
-			if err != nil {
-				if errors.Is(err, fault.ErrGate) {
-					out.Refused = err.Error()
-					if !text {
-						return errors.Join(printJSON(g.stdout, out), err)
+			hooks := promote.Hooks{
+				Checked: func(p *promote.Plan, passed bool) {
+					if text {
+						printPlanChecks(g, p, passed)
 					}
-				}
-				return err
+				},
+				Promoted: func(p *promote.Plan) {
+					if text {
+						fmt.Fprintf(g.stdout, "promoted %s -> %s\n", p.Src, p.Dst)
+					}
+				},
 			}
-			if !yes {
-				if text {
-					fmt.Fprintln(g.stdout, "dry run: nothing written; run again with --yes to promote")
-					return nil
-				}
-				return printJSON(g.stdout, out)
+			o := promote.Options{Trust: trust, Registry: ro, Rollback: rollback}
+			out, err := promote.Run(cmd.Context(), todo, o, yes, rec, promote.Promoter(os.Getenv), hooks)
+			switch {
+			case !text && (err == nil || errors.Is(err, fault.ErrGate)):
+				return errors.Join(printJSON(g.stdout, out), err)
+			case text && err == nil && !yes:
+				fmt.Fprintln(g.stdout, "dry run: nothing written; run again with --yes to promote")
 			}
-			err = promote.ExecuteAll(cmd.Context(), plans, o, rec, promote.Promoter(os.Getenv), func(p *promote.Plan) {
-				if text {
-					fmt.Fprintf(g.stdout, "promoted %s -> %s\n", p.Src, p.Dst)
-				}
-			})
-			if err != nil {
-				return err
-			}
-			out.Promoted = true
-			if text {
-				return nil
-			}
-			return printJSON(g.stdout, out)
+			return err
 		},
 	}
 	tf.add(cmd)

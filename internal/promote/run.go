@@ -145,3 +145,42 @@ func Verify(ctx context.Context, ref name.Reference, t sign.Trust, signaturesOnl
 	}
 	return append(checks, c), nil
 }
+
+// Outcome is what Run did.
+type Outcome struct {
+	Plans    []*Plan `json:"plans"`
+	Promoted bool    `json:"promoted"`
+	Refused  string  `json:"refused,omitempty"`
+}
+
+// Hooks let a caller show progress: Checked after each plan is checked
+// (passed: it cleared every gate), Promoted after each promotion.
+type Hooks struct {
+	Checked  func(p *Plan, passed bool)
+	Promoted func(p *Plan)
+}
+
+// Run checks every promotion before anything is written and then, with
+// yes, carries them out, recording each with rec when it is set (who is
+// the promoter).
+func Run(ctx context.Context, todo []*Promotion, o Options, yes bool, rec Recorder, who string, h Hooks) (Outcome, error) {
+	out := Outcome{Plans: []*Plan{}}
+	plans, err := CheckAll(ctx, todo, o)
+	out.Plans = append(out.Plans, plans...)
+	for i, p := range plans {
+		if h.Checked != nil {
+			h.Checked(p, err == nil || i < len(plans)-1)
+		}
+	}
+	if errors.Is(err, fault.ErrGate) {
+		out.Refused = err.Error()
+	}
+	if err != nil || !yes {
+		return out, err
+	}
+	if err := ExecuteAll(ctx, plans, o, rec, who, h.Promoted); err != nil {
+		return out, err
+	}
+	out.Promoted = true
+	return out, nil
+}
