@@ -62,11 +62,10 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 				return usageErr("--cache-max-size %d: give the bytes the cache may keep after the build", cacheMax)
 			}
 			if allowFile != "" {
-				exc, err := scan.LoadAllow(allowFile)
-				if err != nil {
+				var err error
+				if opts.Allow, err = scan.LoadAllow(allowFile); err != nil {
 					return fault.Input(err)
 				}
-				opts.Allow = exc
 			}
 			tree := o.tree.source
 			if tree == "" {
@@ -86,19 +85,15 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			if opts.CacheTo, err = remoteCache("--cache-to", cacheTo, ro); err != nil {
 				return err
 			}
-			opts.PGOProfile = o.pgoProfile
+			opts.PGOProfile = o.req.PGOProfile
 			o.cache = opts.Cache
 			ps, req, err := makePlanned(cmd.Context(), g, o)
 			if err != nil {
 				return err
 			}
-			var ins []build.Input
-			for _, p := range ps {
-				pol, err := scan.PolicyFor(req.Matrix, p.Plan.Cell.Target)
-				if err != nil {
-					return fault.Input(err)
-				}
-				ins = append(ins, build.Input{Plan: p.Plan, Recipe: req.Recipe, Tree: req.Tree, Series: p.Series, TC: p.Toolchain, Lock: p.Lock, Policy: pol})
+			ins, err := build.Inputs(req, ps)
+			if err != nil {
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"strings"
@@ -46,30 +47,27 @@ func (o *treeOptions) resolve(g *globals) (tree string, r *recipe.Recipe, err er
 	return tree, r, err
 }
 
+// planOptions are plan's and build's flags: the request's fields, and
+// where sysroots are kept.
 type planOptions struct {
-	tree       treeOptions
-	targets    string
-	compiler   string
-	pgoProfile string
-	packages   []string
-	format     string
-	waiver     string // --waive-sysroot
-	cache      string // where sysroots are kept (build's --cache)
-	// sysrootCache overrides cache for sysroots (--sysroot-cache): a
-	// machine-wide store that a fresh step cache can share.
-	sysrootCache string
+	tree   treeOptions
+	req    plan.Request
+	format string
+	// cache is build's --cache; sysrootCache (--sysroot-cache) overrides it
+	// for sysroots: a machine-wide store a fresh step cache can share.
+	cache, sysrootCache string
 }
 
 // flags registers what plan and build share: the tree, the targets, the
 // compiler and a PGO profile.
 func (o *planOptions) flags(cmd *cobra.Command, profileHelp string) {
 	o.tree.flags(cmd)
-	cmd.Flags().StringVar(&o.targets, "target", "", "target name, comma-separated names, or all")
-	cmd.Flags().StringVar(&o.compiler, "compiler", "", "use this compiler of the target's list instead of the first installed")
-	cmd.Flags().StringVar(&o.pgoProfile, "pgo-profile", "", profileHelp)
-	cmd.Flags().StringVar(&o.waiver, "waive-sysroot", "", "build without the target OS's sysroot, against this machine's libraries, for this reason (recorded in the build record, its attestation and the report; the glibc gate is waived)")
+	cmd.Flags().StringVar(&o.req.Targets, "target", "", "target name, comma-separated names, or all")
+	cmd.Flags().StringVar(&o.req.Compiler, "compiler", "", "use this compiler of the target's list instead of the first installed")
+	cmd.Flags().StringVar(&o.req.PGOProfile, "pgo-profile", "", profileHelp)
+	cmd.Flags().StringVar(&o.req.SysrootWaiver, "waive-sysroot", "", "build without the target OS's sysroot, against this machine's libraries, for this reason (recorded in the build record, its attestation and the report; the glibc gate is waived)")
 	cmd.Flags().StringVar(&o.sysrootCache, "sysroot-cache", os.Getenv("DORISARM_SYSROOT_CACHE"), "where target-OS sysroots (and which compilers passed their check) are kept, shared by step caches; default: the cache directory ($DORISARM_SYSROOT_CACHE)")
-	cmd.Flags().StringSliceVar(&o.packages, "packages", nil, "only these third-party packages (names as vars.sh or build-thirdparty.sh spell them, any case) and what they need; no BE, no FE")
+	cmd.Flags().StringSliceVar(&o.req.Packages, "packages", nil, "only these third-party packages (names as vars.sh or build-thirdparty.sh spell them, any case) and what they need; no BE, no FE")
 }
 
 // makePlanned plans every requested target.
@@ -82,17 +80,11 @@ func makePlanned(ctx context.Context, g *globals, o *planOptions) ([]plan.Planne
 	if err != nil {
 		return nil, nil, err
 	}
-	cache := o.sysrootCache
-	if cache == "" {
-		cache = o.cache
-	}
-	if cache == "" {
-		cache = defaultCacheDir()
-	}
-	req := &plan.Request{Matrix: m, Targets: o.targets, Tree: tree, Recipe: r, Doris: o.tree.doris, Compiler: o.compiler,
-		PGOProfile: o.pgoProfile, Packages: o.packages, SysrootWaiver: o.waiver, SysrootCache: cache}
-	ps, err := plan.ForTargets(ctx, *req)
-	return ps, req, err
+	req := o.req
+	req.Matrix, req.Tree, req.Recipe, req.Doris = m, tree, r, o.tree.doris
+	req.SysrootCache = cmp.Or(o.sysrootCache, o.cache, defaultCacheDir())
+	ps, err := plan.ForTargets(ctx, req)
+	return ps, &req, err
 }
 
 func newPlanCmd(g *globals) *cobra.Command {

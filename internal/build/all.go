@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
+	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/scan"
 )
 
 // Outcome is what building one cell came to.
@@ -73,4 +75,18 @@ func RunAll(ctx context.Context, ins []Input, opts Options, done func(Outcome)) 
 		return outs, fault.Gatef("build failed for %s", strings.Join(failed, ", "))
 	}
 	return outs, nil
+}
+
+// Inputs pair each planned cell of req with its scan policy: what RunAll
+// builds.
+func Inputs(req *plan.Request, ps []plan.Planned) ([]Input, error) {
+	var ins []Input
+	for _, p := range ps {
+		pol, err := scan.PolicyFor(req.Matrix, p.Plan.Cell.Target)
+		if err != nil {
+			return nil, fault.Input(err)
+		}
+		ins = append(ins, Input{Plan: p.Plan, Recipe: req.Recipe, Tree: req.Tree, Series: p.Series, TC: p.Toolchain, Lock: p.Lock, Policy: pol})
+	}
+	return ins, nil
 }
