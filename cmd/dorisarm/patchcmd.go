@@ -1,34 +1,23 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/patch"
 )
 
-type patchGlobals struct {
-	dir   string
-	strip int
-}
+type patchGlobals struct{ dir string }
 
 func (p *patchGlobals) series(g *globals) (*patch.Series, error) {
-	dir := p.dir
-	if dir == "" {
-		dir = g.data.File("patches")
-	}
-	s, err := patch.LoadSeries(dir)
-	if err != nil {
-		return nil, fault.Input(err)
-	}
 	m, err := g.loadMatrix()
 	if err != nil {
 		return nil, err
 	}
-	return s, fault.Input(s.CheckTargets(m))
+	return patch.LoadFor(cmp.Or(p.dir, g.data.File("patches")), m)
 }
 
 func newPatchCmd(g *globals) *cobra.Command {

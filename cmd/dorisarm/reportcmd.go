@@ -2,13 +2,10 @@ package main
 
 import (
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 
 	"github.com/spf13/cobra"
 
-	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/report"
@@ -50,10 +47,10 @@ another build.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req := report.Request{Release: release, Images: images, Registry: ro, Matrix: g.loadMatrix,
-				RecipeImages: func(name string) ([]string, error) { return imageNames(g.data.Recipe(name)) }}
+				RecipeImages: func(name string) ([]string, error) { return recipe.ImageNames(g.data.Recipe(name)) }}
 			if recipeFile != "" {
 				var err error
-				if req.ImageNames, err = imageNames(recipeFile); err != nil {
+				if req.ImageNames, err = recipe.ImageNames(recipeFile); err != nil {
 					return err
 				}
 			}
@@ -97,16 +94,4 @@ another build.`,
 	formatFlag(cmd, &format, "markdown or json (the report as data)", "markdown", "json")
 	tf.add(cmd)
 	return cmd
-}
-
-// imageNames are the image names of a recipe's images: section.
-func imageNames(file string) ([]string, error) {
-	r, err := recipe.Load(file)
-	if err != nil {
-		return nil, err
-	}
-	if len(r.Images) == 0 {
-		return nil, fault.Inputf("%s names no images (images:): pass the recipe the release was built with", file)
-	}
-	return slices.Sorted(maps.Keys(r.Images)), nil
 }

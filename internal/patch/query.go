@@ -84,3 +84,16 @@ func (s *Series) Query(m *matrix.Matrix, q Query) ([]*Patch, error) {
 	}
 	return out, nil
 }
+
+// LoadFor loads the series in dir and checks its Targets terms against
+// the matrix: a series a build can use.
+func LoadFor(dir string, m *matrix.Matrix) (*Series, error) {
+	s, err := LoadSeries(dir)
+	if err != nil {
+		return nil, fault.Input(err)
+	}
+	if err := s.CheckTargets(m); err != nil {
+		return nil, fault.Input(err)
+	}
+	return s, nil
+}

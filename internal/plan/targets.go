@@ -72,12 +72,9 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 	if err != nil {
 		return nil, fault.Input(err)
 	}
-	ps, err := patch.LoadSeries(r.Path(r.Patches))
+	ps, err := patch.LoadFor(r.Path(r.Patches), m)
 	if err != nil {
-		return nil, fault.Input(err)
-	}
-	if err := ps.CheckTargets(m); err != nil {
-		return nil, fault.Input(err)
+		return nil, err
 	}
 	lock, err := source.ReadLock(r.Path(r.Lock))
 	if err != nil {

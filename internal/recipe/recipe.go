@@ -19,6 +19,7 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/datafile"
 	"github.com/dorisarm/dorisarm/internal/datafs"
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 )
 
@@ -425,3 +426,16 @@ func Expand(s string, ctx Context) (string, error) {
 }
 
 var portRE = regexp.MustCompile(`^[0-9]{1,5}/(tcp|udp)$`)
+
+// ImageNames are the names in the images: section of the recipe file, in
+// order; a recipe without images is bad input (a release needs them).
+func ImageNames(file string) ([]string, error) {
+	r, err := Load(file)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Images) == 0 {
+		return nil, fault.Inputf("%s names no images (images:): pass the recipe the release was built with", file)
+	}
+	return slices.Sorted(maps.Keys(r.Images)), nil
+}
