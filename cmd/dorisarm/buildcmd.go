@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -14,22 +13,12 @@ import (
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/scan"
+	"github.com/dorisarm/dorisarm/internal/textfmt"
 )
 
-func defaultCacheDir() string {
-	if d := os.Getenv("DORISARM_CACHE"); d != "" {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "dorisarm")
-	}
-	return ".cache/dorisarm"
-}
+func defaultCacheDir() string { return build.DefaultCacheDir(os.Getenv) }
 
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
-}
+func isTerminal(f *os.File) bool { return textfmt.IsTerminal(f, os.Getenv) }
 
 func newBuildCmd(g *globals) *cobra.Command {
 	o := &planOptions{}

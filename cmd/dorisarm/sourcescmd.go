@@ -56,28 +56,9 @@ func newSourcesListCmd(g *globals) *cobra.Command {
 				return fault.Input(err)
 			}
 			if format == "json" {
-				type row struct {
-					Entry   string `json:"entry"`
-					Version string `json:"version"`
-					Archive string `json:"archive"`
-					MD5     string `json:"md5"`
-					SHA256  string `json:"sha256,omitempty"`
-				}
-				rows := []row{}
-				for _, p := range pkgs {
-					rows = append(rows, row{p.Entry, p.Version, p.Name, p.MD5, lock.Archives[p.Name].SHA256})
-				}
-				return printJSON(g.stdout, rows)
+				return printJSON(g.stdout, lock.Pins(pkgs))
 			}
-			rows := [][]string{{"ENTRY", "VERSION", "ARCHIVE", "MD5", "SHA256 (lock)"}}
-			for _, p := range pkgs {
-				pin := "unpinned"
-				if e, ok := lock.Archives[p.Name]; ok {
-					pin = e.SHA256[:16] + "…"
-				}
-				rows = append(rows, []string{p.Entry, p.Version, p.Name, p.MD5, pin})
-			}
-			table(g.stdout, rows)
+			source.WritePins(g.stdout, lock.Pins(pkgs))
 			return nil
 		},
 	}

@@ -541,3 +541,15 @@ func writeFile(path string, r io.Reader, mode os.FileMode, mtime time.Time) erro
 	}
 	return os.Chtimes(path, mtime, mtime)
 }
+
+// DefaultCacheDir is where the step cache lives by default:
+// $DORISARM_CACHE, else the user's cache directory, else .cache/dorisarm.
+func DefaultCacheDir(getenv func(string) string) string {
+	if d := getenv("DORISARM_CACHE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "dorisarm")
+	}
+	return ".cache/dorisarm"
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/datafs"
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/fsutil"
+	"github.com/dorisarm/dorisarm/internal/textfmt"
 )
 
 // LockEntry pins one archive by content.
@@ -233,4 +234,35 @@ func LockFile(path string, l *Lock, pkgs []Package, mirror string, update bool) 
 		return nil, nil, fault.Gatef("nothing written to %s: %s has none of the %d archives (is --mirror right?)", path, mirror, len(pkgs))
 	}
 	return out, missing, out.Write(path)
+}
+
+// Pin is one package's archive and its pin, as sources list shows it.
+type Pin struct {
+	Entry   string `json:"entry"`
+	Version string `json:"version"`
+	Archive string `json:"archive"`
+	MD5     string `json:"md5"`
+	SHA256  string `json:"sha256,omitempty"`
+}
+
+// Pins are pkgs with their sha256 from the lock ("" when unpinned).
+func (l *Lock) Pins(pkgs []Package) []Pin {
+	out := []Pin{}
+	for _, p := range pkgs {
+		out = append(out, Pin{p.Entry, p.Version, p.Name, p.MD5, l.Archives[p.Name].SHA256})
+	}
+	return out
+}
+
+// WritePins prints pins as a table.
+func WritePins(w io.Writer, pins []Pin) {
+	rows := [][]string{{"ENTRY", "VERSION", "ARCHIVE", "MD5", "SHA256 (lock)"}}
+	for _, p := range pins {
+		pin := "unpinned"
+		if len(p.SHA256) >= 16 {
+			pin = p.SHA256[:16] + "…"
+		}
+		rows = append(rows, []string{p.Entry, p.Version, p.Archive, p.MD5, pin})
+	}
+	textfmt.Table(w, rows)
 }

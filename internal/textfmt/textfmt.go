@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -63,4 +64,11 @@ func Paint(on, ok bool, word string) string {
 		c = "\033[31m"
 	}
 	return c + word + "\033[0m"
+}
+
+// IsTerminal reports whether f is a terminal that takes escapes (TERM is
+// not dumb).
+func IsTerminal(f *os.File, getenv func(string) string) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0 && getenv("TERM") != "dumb"
 }
