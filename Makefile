@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build test test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-cache e2e scan-corpus
+.PHONY: all deps build test test-short test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-cache e2e scan-corpus
 
 all: build
 
@@ -23,6 +23,11 @@ vet:
 # The test suite: real cross compilers, clang-16 and qemu-user (installed by deps).
 test: deps vet
 	$(GO) test -count=1 -timeout 45m ./...
+
+# The fast tier: in-process tests with seams (no compilers, registries in
+# memory), about a minute. make test runs these and the slow ones.
+test-short: vet
+	$(GO) test -count=1 -short ./...
 
 # The Dagger module (ci/) against the real SDK at dagger.json's engineVersion,
 # from the Go module proxy (no engine needed): ci/go.mod resolved the way
