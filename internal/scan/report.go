@@ -198,6 +198,7 @@ var ruleText = map[string]string{
 	KindJNIMissing:    "Jar without a native library for the target platform",
 	KindPageSize:      "LOAD segments aligned below the target's page size",
 	KindUnreadable:    "Input that could not be read",
+	KindHeaders:       "ELF section headers that disagree with the program headers",
 }
 
 func sarif(r *Report) map[string]any {
