@@ -7,17 +7,25 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/patch"
 )
 
 type patchGlobals struct{ dir string }
 
 func (p *patchGlobals) series(g *globals) (*patch.Series, error) {
+	s, _, err := p.load(g)
+	return s, err
+}
+
+// load reads the series and the matrix it was checked against.
+func (p *patchGlobals) load(g *globals) (*patch.Series, *matrix.Matrix, error) {
 	m, err := g.loadMatrix()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return patch.LoadFor(cmp.Or(p.dir, g.data.File("patches")), m)
+	s, err := patch.LoadFor(cmp.Or(p.dir, g.data.File("patches")), m)
+	return s, m, err
 }
 
 func newPatchCmd(g *globals) *cobra.Command {
@@ -49,11 +57,7 @@ func newPatchListCmd(g *globals, pg *patchGlobals) *cobra.Command {
   dorisarm patch list --patches examples/minidoris/patches --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := pg.series(g)
-			if err != nil {
-				return err
-			}
-			m, err := g.loadMatrix()
+			s, m, err := pg.load(g)
 			if err != nil {
 				return err
 			}
@@ -89,11 +93,7 @@ func newPatchCheckCmd(g *globals, pg *patchGlobals, apply bool) *cobra.Command {
   dorisarm patch %s --source ~/src/doris --component doris --version 2.1.8`, use, use),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := pg.series(g)
-			if err != nil {
-				return err
-			}
-			m, err := g.loadMatrix()
+			s, m, err := pg.load(g)
 			if err != nil {
 				return err
 			}

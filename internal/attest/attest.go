@@ -132,11 +132,7 @@ func (a *Builds) buildOf(ctx context.Context, d name.Digest, ro []remote.Option)
 // platforms was made from one (the shared FE's index). Imported platforms
 // (an official x86 release) are not ours to attest.
 func (a *Builds) index(ctx context.Context, d name.Digest, desc *remote.Descriptor, ro []remote.Option) (*sign.Index, error) {
-	idx, err := desc.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	im, err := idx.IndexManifest()
+	_, im, err := registry.IndexOf(desc)
 	if err != nil {
 		return nil, err
 	}

@@ -513,14 +513,7 @@ func untar(r io.Reader, root *os.Root) error {
 // modification time mtime.
 func writeRootFile(root *os.Root, rel string, r io.Reader, mode os.FileMode, mtime time.Time) error {
 	f, err := root.OpenFile(rel, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := fill(f, err, r); err != nil {
 		return err
 	}
 	return root.Chtimes(rel, mtime, mtime)
@@ -529,17 +522,22 @@ func writeRootFile(root *os.Root, rel string, r io.Reader, mode os.FileMode, mti
 // writeFile writes r to path with mode and modification time mtime.
 func writeFile(path string, r io.Reader, mode os.FileMode, mtime time.Time) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := fill(f, err, r); err != nil {
 		return err
 	}
 	return os.Chtimes(path, mtime, mtime)
+}
+
+// fill copies r into f, just opened (or not: openErr), and closes it.
+func fill(f *os.File, openErr error, r io.Reader) error {
+	if openErr != nil {
+		return openErr
+	}
+	_, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // DefaultCacheDir is where the step cache lives by default:

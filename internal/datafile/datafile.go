@@ -9,7 +9,9 @@ package datafile
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -296,6 +298,16 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 	if v.IsNil() {
 		v.Set(reflect.MakeMap(v.Type()))
 	}
+	d.pairs(n, path, func(k, val *yaml.Node) {
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.decode(val, elem, join(path, k.Value))
+		v.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), elem)
+	})
+}
+
+// pairs calls fn with each key and value of a mapping, in order: keys
+// must be plain names and appear once; expansion is bounded (visit).
+func (d *decoder) pairs(n *yaml.Node, path string, fn func(k, val *yaml.Node)) {
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
@@ -311,9 +323,7 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		seen[k.Value] = true
-		elem := reflect.New(v.Type().Elem()).Elem()
-		d.decode(val, elem, join(path, k.Value))
-		v.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), elem)
+		fn(k, val)
 	}
 }
 
@@ -361,28 +371,12 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		v.Field(posIdx).Set(reflect.ValueOf(d.pos(n)))
 	}
 	keys := Keys{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		if !d.visit(k) {
-			return
-		}
-		if k.Kind != yaml.ScalarNode {
-			d.fail(k, "%s: keys must be plain names", where(path))
-			continue
-		}
-		if _, dup := keys[k.Value]; dup {
-			d.fail(k, "%s: key %q appears twice; keep one", where(path), k.Value)
-			continue
-		}
+	d.pairs(n, path, func(k, val *yaml.Node) {
 		f, ok := fields[k.Value]
 		if !ok {
-			known := make([]string, 0, len(fields))
-			for name := range fields {
-				known = append(known, name)
-			}
-			sort.Strings(known)
+			known := slices.Sorted(maps.Keys(fields))
 			d.fail(k, "%s: unknown key %q (known keys: %s)", where(path), k.Value, strings.Join(known, ", "))
-			continue
+			return
 		}
 		vn := val
 		for vn.Kind == yaml.AliasNode {
@@ -390,7 +384,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		}
 		keys[k.Value] = d.pos(val)
 		d.decode(vn, v.Field(f.index), join(path, k.Value))
-	}
+	})
 	if keysIdx >= 0 {
 		v.Field(keysIdx).Set(reflect.ValueOf(keys))
 	}

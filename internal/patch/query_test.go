@@ -2,6 +2,7 @@ package patch
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	goversion "github.com/hashicorp/go-version"
@@ -52,7 +53,7 @@ func TestQuery(t *testing.T) {
 		{Query{Doris: "2.1.8", Target: "graviton3"}, []string{"doris/0002-new"}},
 		{Query{Target: "graviton3"}, []string{"doris/0001-old", "doris/0002-new"}},
 	} {
-		if got := ids(c.q); !equal(got, c.want) {
+		if got := ids(c.q); !slices.Equal(got, c.want) {
 			t.Errorf("%+v: %v, want %v", c.q, got, c.want)
 		}
 	}
@@ -66,16 +67,4 @@ func TestQuery(t *testing.T) {
 			t.Errorf("%+v: %v, want bad input", bad, err)
 		}
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -181,3 +181,16 @@ func imageIs(img v1.Image, p v1.Platform) (bool, error) {
 	}
 	return cf.OS == p.OS && cf.Architecture == p.Architecture, nil
 }
+
+// IndexOf reads the index a registry descriptor names and its manifest.
+func IndexOf(desc *remote.Descriptor) (v1.ImageIndex, *v1.IndexManifest, error) {
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return nil, nil, err
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, nil, err
+	}
+	return idx, im, nil
+}

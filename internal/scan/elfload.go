@@ -104,22 +104,7 @@ func readLoaderDyn(f *elf.File, data []byte) loaderDyn {
 		}
 		b := data[p.Off : p.Off+min(p.Filesz, n-p.Off)]
 		d = loaderDyn{present: true, tags: map[elf.DynTag][]uint64{}, span: span{p.Off, p.Off + uint64(len(b))}}
-		size := 16
-		if f.Class == elf.ELFCLASS32 {
-			size = 8
-		}
-		for i := 0; i+size <= len(b); i += size {
-			var tag, val uint64
-			if size == 16 {
-				tag, val = f.ByteOrder.Uint64(b[i:]), f.ByteOrder.Uint64(b[i+8:])
-			} else {
-				tag, val = uint64(f.ByteOrder.Uint32(b[i:])), uint64(f.ByteOrder.Uint32(b[i+4:]))
-			}
-			if elf.DynTag(tag) == elf.DT_NULL {
-				break
-			}
-			d.tags[elf.DynTag(tag)] = append(d.tags[elf.DynTag(tag)], val)
-		}
+		dynEntries(f, b, func(tag elf.DynTag, val uint64) { d.tags[tag] = append(d.tags[tag], val) })
 		break // the loader uses the first
 	}
 	return d
@@ -301,4 +286,25 @@ func encSize(enc byte) int {
 		return 8
 	}
 	return 0
+}
+
+// dynEntries calls fn with each (tag, value) of a dynamic table in b, up
+// to DT_NULL, in the file's class and byte order.
+func dynEntries(f *elf.File, b []byte, fn func(tag elf.DynTag, val uint64)) {
+	size := 16
+	if f.Class == elf.ELFCLASS32 {
+		size = 8
+	}
+	for i := 0; i+size <= len(b); i += size {
+		var tag, val uint64
+		if size == 16 {
+			tag, val = f.ByteOrder.Uint64(b[i:]), f.ByteOrder.Uint64(b[i+8:])
+		} else {
+			tag, val = uint64(f.ByteOrder.Uint32(b[i:])), uint64(f.ByteOrder.Uint32(b[i+4:]))
+		}
+		if elf.DynTag(tag) == elf.DT_NULL {
+			return
+		}
+		fn(elf.DynTag(tag), val)
+	}
 }

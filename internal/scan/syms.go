@@ -105,27 +105,14 @@ func readDynamic(f *elf.File, data []byte) dynInfo {
 			continue
 		}
 		dynstr := sectionBytes(data, f.Sections[s.Link])
-		b := sectionBytes(data, s)
-		size := 16
-		if f.Class == elf.ELFCLASS32 {
-			size = 8
-		}
-		for i := 0; i+size <= len(b); i += size {
-			var tag, val uint64
-			if size == 16 {
-				tag, val = f.ByteOrder.Uint64(b[i:]), f.ByteOrder.Uint64(b[i+8:])
-			} else {
-				tag, val = uint64(f.ByteOrder.Uint32(b[i:])), uint64(f.ByteOrder.Uint32(b[i+4:]))
-			}
-			switch elf.DynTag(tag) {
-			case elf.DT_NULL:
-				i = len(b)
+		dynEntries(f, sectionBytes(data, s), func(tag elf.DynTag, val uint64) {
+			switch tag {
 			case elf.DT_NEEDED:
 				d.needed = append(d.needed, cstr(dynstr, val))
 			case elf.DT_SONAME:
 				d.soname = cstr(dynstr, val)
 			}
-		}
+		})
 		break
 	}
 	for _, s := range f.Sections {

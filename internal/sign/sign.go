@@ -27,6 +27,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
 	"github.com/dorisarm/dorisarm/internal/image"
+	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
 // Keygen writes a cosign-format key pair into dir: cosign.key (encrypted
@@ -119,11 +120,7 @@ func Digests(ctx context.Context, ref name.Reference, opts ...remote.Option) ([]
 	if !desc.MediaType.IsIndex() {
 		return out, nil
 	}
-	idx, err := desc.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	im, err := idx.IndexManifest()
+	_, im, err := registry.IndexOf(desc)
 	if err != nil {
 		return nil, err
 	}

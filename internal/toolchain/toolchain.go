@@ -5,11 +5,8 @@ package toolchain
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +17,7 @@ import (
 	"github.com/hashicorp/go-version"
 
 	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/source"
 )
 
 // HostISA is the ISA of the machine dorisarm runs on, in matrix.yaml's names.
@@ -244,16 +242,7 @@ func binaryDigest(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f, err := os.Open(real)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	return source.FileDigest(real)
 }
 
 // ErrNoPGO is returned when profile flags are asked of a target without PGO.
