@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,25 +14,6 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/datafs"
 )
-
-// runIn runs dorisarm in dir.
-func runIn(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(e.String(), "panic:") || strings.Contains(e.String(), "goroutine ") {
-		t.Fatalf("dorisarm %v panicked:\n%s", args, e.String())
-	}
-	return o.String(), e.String(), code
-}
 
 // emptyDir is a fresh directory outside the repository.
 func emptyDir(t *testing.T) string {

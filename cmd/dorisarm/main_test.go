@@ -42,8 +42,14 @@ func slow(t *testing.T, why string) {
 // run runs dorisarm in the repository root.
 func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runIn(t, repo, args...)
+}
+
+// runIn runs dorisarm in dir.
+func runIn(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = repo
+	cmd.Dir = dir
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
