@@ -105,16 +105,12 @@ func (m *Matrix) validate() error {
 	}
 	for _, n := range slices.Sorted(maps.Keys(m.Extensions)) {
 		e := m.Extensions[n]
-		if _, ok := m.ISAs[e.ISA]; !ok {
-			c.fail(e.Keys.At("isa", e.Pos), "extension %s: unknown isa %q", n, e.ISA)
-		}
+		m.knownISA(c, e.Keys.At("isa", e.Pos), "extension "+n, e.ISA)
 		c.extList(e.Keys.At("implies", e.Pos), "extension "+n, e.ISA, e.Implies)
 	}
 	for _, n := range slices.Sorted(maps.Keys(m.ArchLevels)) {
 		al := m.ArchLevels[n]
-		if _, ok := m.ISAs[al.ISA]; !ok {
-			c.fail(al.Keys.At("isa", al.Pos), "arch level %s: unknown isa %q", n, al.ISA)
-		}
+		m.knownISA(c, al.Keys.At("isa", al.Pos), "arch level "+n, al.ISA)
 		if al.Extends != "" {
 			parent, ok := m.ArchLevels[al.Extends]
 			switch {
@@ -132,9 +128,7 @@ func (m *Matrix) validate() error {
 	}
 	for _, n := range slices.Sorted(maps.Keys(m.QemuModels)) {
 		q := m.QemuModels[n]
-		if _, ok := m.ISAs[q.ISA]; !ok {
-			c.fail(q.Keys.At("isa", q.Pos), "qemu model %s: unknown isa %q", n, q.ISA)
-		}
+		m.knownISA(c, q.Keys.At("isa", q.Pos), "qemu model "+n, q.ISA)
 		c.extList(q.Keys.At("extensions", q.Pos), "qemu model "+n, q.ISA, q.Extensions)
 	}
 	for _, n := range slices.Sorted(maps.Keys(m.Compilers)) {
@@ -369,4 +363,11 @@ func (m *Matrix) Warnings() []string {
 		}
 	}
 	return out
+}
+
+// knownISA reports an isa: the matrix does not define.
+func (m *Matrix) knownISA(c *checker, at datafile.Pos, what, isa string) {
+	if _, ok := m.ISAs[isa]; !ok {
+		c.fail(at, "%s: unknown isa %q", what, isa)
+	}
 }
