@@ -241,7 +241,7 @@ func (r *runner) smoke(ctx context.Context, dir string, argv []string) (SmokeRes
 		}
 		return res, fmt.Errorf("%w: %s: smoke run %v failed (exit %d %s):\n%s", ErrGate, target, argv, res.Exit, res.Signal, res.Output)
 	}
-	return res, fmt.Errorf("%s: smoke run %v: %v", target, argv, err)
+	return res, fmt.Errorf("%s: smoke run %v: %w", target, argv, err)
 }
 
 func digestTree(root string) ([]OutputFile, error) {

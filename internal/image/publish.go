@@ -60,7 +60,7 @@ func WriteLayout(dir string, rel []Tagged) error {
 			err = p.AppendImage(t.Image, opt)
 		}
 		if err != nil {
-			return fmt.Errorf("writing %s:%s: %v", t.Repo, t.Tag, err)
+			return fmt.Errorf("writing %s:%s: %w", t.Repo, t.Tag, err)
 		}
 	}
 	old := tmp + ".old"

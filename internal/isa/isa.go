@@ -130,7 +130,7 @@ func parse(file string, data, groups []byte) (*Table, error) {
 	t := &Table{Features: []string{""}, index: map[string]uint8{"": 0}, Rules: f.Rules, Guarded: f.Guarded}
 	if groups != nil {
 		if err := t.loadGroups(groups); err != nil {
-			return nil, fmt.Errorf("%s: %v", file, err)
+			return nil, fmt.Errorf("%s: %w", file, err)
 		}
 	}
 	for _, r := range f.Rules {

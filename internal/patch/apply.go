@@ -209,7 +209,7 @@ func simulate(root string, patches []*Patch, o Options) (*Result, map[string]*fi
 		for _, fd := range fds {
 			rel, err := fd.Target(o.Strip)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s:%d: %w: %v", p.Path, fd.Line, ErrUnsafe, err)
+				return nil, nil, fmt.Errorf("%s:%d: %w: %w", p.Path, fd.Line, ErrUnsafe, err)
 			}
 			st, err := load(rel)
 			if err != nil {
@@ -526,7 +526,7 @@ func writeAll(root string, files map[string]*fileState, res *Result) error {
 		}
 		if err != nil {
 			rollback()
-			return fmt.Errorf("writing %s: %v (every file of the series was restored)", rel, err)
+			return fmt.Errorf("writing %s: %w (every file of the series was restored)", rel, err)
 		}
 		done = append(done, rel)
 	}

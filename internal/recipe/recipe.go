@@ -419,7 +419,7 @@ func Expand(s string, ctx Context) (string, error) {
 	}
 	var b bytes.Buffer
 	if err := t.Execute(&b, ctx); err != nil {
-		return "", fmt.Errorf("expanding %q: %v", s, err)
+		return "", fmt.Errorf("expanding %q: %w", s, err)
 	}
 	return b.String(), nil
 }

@@ -117,7 +117,7 @@ func attestedManifest(ctx context.Context, d name.Digest, opts ...remote.Option)
 	}
 	var im v1.IndexManifest
 	if err := json.Unmarshal(desc.Manifest, &im); err != nil {
-		return false, nil, fmt.Errorf("%s: %v", d, err)
+		return false, nil, fmt.Errorf("%s: %w", d, err)
 	}
 	platforms := map[string]indexEntry{}
 	for _, m := range im.Manifests {

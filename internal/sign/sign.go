@@ -69,7 +69,7 @@ func LoadSigner(keyPath string, password []byte, opts ...remote.Option) (*Signer
 	}
 	sv, err := loadPrivateKey(data, password)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v (is COSIGN_PASSWORD right?)", keyPath, err)
+		return nil, fmt.Errorf("%s: %w (is COSIGN_PASSWORD right?)", keyPath, err)
 	}
 	return &Signer{sv: sv, opts: opts}, nil
 }
@@ -84,7 +84,7 @@ func (s *Signer) Sign(ctx context.Context, ref name.Reference) ([]name.Digest, e
 	}
 	for _, d := range ds {
 		if err := s.signOne(ctx, d); err != nil {
-			return nil, fmt.Errorf("signing %s: %v", d, err)
+			return nil, fmt.Errorf("signing %s: %w", d, err)
 		}
 	}
 	return ds, nil
@@ -260,7 +260,7 @@ func (t Trust) Validate() error {
 	}
 	if t.IdentityRegexp != "" {
 		if _, err := regexp.Compile(t.IdentityRegexp); err != nil {
-			return fmt.Errorf("--certificate-identity-regexp: %v", err)
+			return fmt.Errorf("--certificate-identity-regexp: %w", err)
 		}
 	}
 	return nil
@@ -288,10 +288,10 @@ func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, 
 		var err error
 		if t.TrustedRoot != "" {
 			if v.tm, err = root.NewTrustedRootFromPath(t.TrustedRoot); err != nil {
-				return nil, fmt.Errorf("--trusted-root %s: %v", t.TrustedRoot, err)
+				return nil, fmt.Errorf("--trusted-root %s: %w", t.TrustedRoot, err)
 			}
 		} else if v.tm, err = trustedRoot(); err != nil {
-			return nil, fmt.Errorf("keyless verification needs the Sigstore trusted root: %v", err)
+			return nil, fmt.Errorf("keyless verification needs the Sigstore trusted root: %w", err)
 		}
 		v.identity, v.issuer = t.Identity, t.Issuer
 		if t.IdentityRegexp != "" {
@@ -305,7 +305,7 @@ func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, 
 	}
 	pk, err := cryptoutils.UnmarshalPEMToPublicKey(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a public key: %v", t.Key, err)
+		return nil, fmt.Errorf("%s: not a public key: %w", t.Key, err)
 	}
 	if v.key, err = signature.LoadVerifier(pk, crypto.SHA256); err != nil {
 		return nil, err

@@ -60,7 +60,7 @@ func TreeDigest(dir string, ignore []string) (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("hashing %s: %v", dir, err)
+		return "", fmt.Errorf("hashing %s: %w", dir, err)
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
 	h := sha256.New()

@@ -49,7 +49,7 @@ func ReadLock(path string) (*Lock, error) {
 		return nil, err
 	}
 	if err := json.Unmarshal(data, l); err != nil {
-		return nil, fmt.Errorf("%s: not a lock file: %v (regenerate it with dorisarm sources lock)", path, err)
+		return nil, fmt.Errorf("%s: not a lock file: %w (regenerate it with dorisarm sources lock)", path, err)
 	}
 	if l.Archives == nil {
 		l.Archives = map[string]LockEntry{}
@@ -87,7 +87,7 @@ func Open(mirror, name string) (io.ReadCloser, error) {
 		u := strings.TrimSuffix(mirror, "/") + "/" + url.PathEscape(name)
 		resp, err := http.Get(u)
 		if err != nil {
-			return nil, fmt.Errorf("fetch %s: %v", u, err)
+			return nil, fmt.Errorf("fetch %s: %w", u, err)
 		}
 		if resp.StatusCode == http.StatusNotFound {
 			resp.Body.Close()
@@ -101,7 +101,7 @@ func Open(mirror, name string) (io.ReadCloser, error) {
 	case strings.HasPrefix(mirror, "file://"):
 		u, err := url.Parse(mirror)
 		if err != nil {
-			return nil, fmt.Errorf("mirror %q: %v", mirror, err)
+			return nil, fmt.Errorf("mirror %q: %w", mirror, err)
 		}
 		mirror = u.Path
 	}
@@ -110,7 +110,7 @@ func Open(mirror, name string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("archive %s is not in mirror %s: %w", name, mirror, ErrMissing)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("archive %s: mirror %s: %v", name, mirror, err)
+		return nil, fmt.Errorf("archive %s: mirror %s: %w", name, mirror, err)
 	}
 	return f, nil
 }

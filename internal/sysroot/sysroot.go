@@ -281,7 +281,7 @@ func Ensure(ctx context.Context, s Spec, cacheDir string, opts ...Option) (*Sysr
 			return nil, fmt.Errorf("%s: a glibc ceiling needs the GNU triple of the sysroot's architecture, to pick the binutils that make the stubs: set %s.triple (aarch64-linux-gnu for arm64, x86_64-linux-gnu for amd64)", s.label(), s.where())
 		}
 		if tools, err = ToolsFor(s.Triple); err != nil {
-			return nil, fmt.Errorf("%s: %v; they make the stubs for the glibc ceiling in %s.glibc", s.label(), err, s.where())
+			return nil, fmt.Errorf("%s: %w; they make the stubs for the glibc ceiling in %s.glibc", s.label(), err, s.where())
 		}
 		id, err := tools.identity(ctx)
 		if err != nil {
