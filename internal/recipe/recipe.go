@@ -163,7 +163,7 @@ type Step struct {
 func Load(path string) (*Recipe, error) {
 	data, err := datafs.ReadFile(path)
 	if err != nil {
-		return nil, &datafile.Error{Pos: datafile.Pos{File: path}, Msg: fmt.Sprintf("cannot read the recipe: %v (pass --recipe FILE)", err)}
+		return nil, &datafile.Error{Pos: datafile.Pos{File: path}, Msg: fmt.Sprintf("cannot read the recipe: %v (pass --recipe FILE)", err), Err: err}
 	}
 	var r Recipe
 	if err := datafile.Decode(path, data, &r); err != nil {
