@@ -180,13 +180,19 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 	}
 	old := final + ".old"
 	os.RemoveAll(old)
+	moved := false
 	if _, err := os.Stat(final); err == nil {
 		if err := os.Rename(final, old); err != nil {
 			return err
 		}
+		moved = true
 	}
 	if err := os.Rename(stage, final); err != nil {
-		os.Rename(old, final)
+		if moved {
+			if rerr := os.Rename(old, final); rerr != nil {
+				return fmt.Errorf("%w; the previous build is at %s (putting it back failed: %v)", err, old, rerr)
+			}
+		}
 		return err
 	}
 	os.RemoveAll(old)

@@ -368,7 +368,9 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 				return fmt.Errorf("%s: restoring %s from the cache: %w", target, s.ID, err)
 			default:
 				if s.Kind == plan.KindMerge {
-					r.rec.PGOProfile = r.profileDigest(s)
+					if r.rec.PGOProfile, err = r.profileDigest(s); err != nil {
+						return fmt.Errorf("%s: the PGO profile %s restored from the cache: %w", target, s.ID, err)
+					}
 				}
 				if pulled {
 					r.rec.Cache.Pulled = append(r.rec.Cache.Pulled, s.ID)
@@ -596,13 +598,13 @@ func (r *runner) applyPatches(s plan.Step, root string, log io.Writer) error {
 	return nil
 }
 
-func (r *runner) profileDigest(s plan.Step) string {
+// profileDigest is the digest the record gives the profile a merge step
+// made: its directory (GCC) or file (clang).
+func (r *runner) profileDigest(s plan.Step) (string, error) {
 	if len(s.Command) == 0 {
-		d, _ := source.TreeDigest(r.profileDir, nil)
-		return d
+		return source.TreeDigest(r.profileDir, nil)
 	}
-	d, _ := source.FileDigest(r.profile)
-	return d
+	return source.FileDigest(r.profile)
 }
 
 func tail(path string, n int) string {

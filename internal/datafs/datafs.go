@@ -205,7 +205,10 @@ func WriteTree(rel, cacheDir string) (string, error) {
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return "", err
 		}
-		b, _ := fs.ReadFile(fsys, p)
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return "", fmt.Errorf("the built-in %s: %w", rel, err)
+		}
 		mode := os.FileMode(0o644)
 		if exec[p] {
 			mode = 0o755

@@ -64,13 +64,19 @@ func WriteLayout(dir string, rel []Tagged) error {
 		}
 	}
 	old := tmp + ".old"
+	moved := false
 	if _, err := os.Stat(dir); err == nil {
 		if err := os.Rename(dir, old); err != nil {
 			return err
 		}
+		moved = true
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		os.Rename(old, dir)
+		if moved {
+			if rerr := os.Rename(old, dir); rerr != nil {
+				return fmt.Errorf("%w; the previous layout is at %s (putting it back failed: %v)", err, old, rerr)
+			}
+		}
 		return err
 	}
 	return os.RemoveAll(old)
