@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 )
 
 // TreeDigest hashes a directory by content: every regular file's path
@@ -90,11 +89,6 @@ func fileSHA256(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// Under reports whether rel is p or below p.
-func Under(rel, p string) bool {
-	return rel == p || strings.HasPrefix(rel, p+"/")
 }
 
 // StringDigest is the sha256 of s, in the form the other digests take.
