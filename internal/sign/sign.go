@@ -140,16 +140,6 @@ type Check struct {
 	Why  string `json:"why,omitempty"`
 }
 
-// VerifySignatures checks that every digest ref covers carries a valid
-// signature by the public key at pubPath.
-func VerifySignatures(ctx context.Context, ref name.Reference, trust Trust, opts ...remote.Option) ([]Check, error) {
-	r, err := VerifyRelease(ctx, ref, trust, true, opts...)
-	if r == nil {
-		return nil, err
-	}
-	return r.Signatures, err
-}
-
 // Result is what VerifyRelease checked.
 type Result struct {
 	Digests      []name.Digest // ref's digest and, for an index, its manifests'
@@ -169,19 +159,12 @@ func (r *Result) Checks() []Check {
 	return append(append(append([]Check{}, r.Signatures...), r.Attestations...), r.Blobs...)
 }
 
-// Verify resolves ref once and checks the signature of every digest it
-// covers and, unless signaturesOnly, the attestations of every build-made
-// manifest (see VerifyAttestationsOf). It returns the digests it checked.
-func Verify(ctx context.Context, ref name.Reference, trust Trust, signaturesOnly bool, opts ...remote.Option) ([]name.Digest, []Check, error) {
-	r, err := VerifyRelease(ctx, ref, trust, signaturesOnly, opts...)
-	if r == nil {
-		return nil, nil, err
-	}
-	return r.Digests, r.Checks(), err
-}
-
-// VerifyRelease is Verify keeping the signature and attestation checks
-// apart, with the attestation statements it verified.
+// VerifyRelease is sign's one verification of a release: it resolves ref
+// once and checks the signature of every digest it covers, that every
+// image's blobs are the bytes its manifest names, and, unless
+// signaturesOnly, the attestations of every manifest made from a build and
+// of every index with platforms made from builds (see attestationChecks).
+// It returns the checks and the attestation statements that verified.
 func VerifyRelease(ctx context.Context, ref name.Reference, trust Trust, signaturesOnly bool, opts ...remote.Option) (*Result, error) {
 	// The key (or trusted root) first: a bad key is bad input whatever the registry says.
 	v, err := trust.verifier(ctx, opts...)
