@@ -66,16 +66,6 @@ func (l *Lock) Write(path string) error {
 	return fsutil.WriteFileAtomic(path, append(data, '\n'), 0o644)
 }
 
-// Names returns the pinned archive names in order.
-func (l *Lock) Names() []string {
-	out := make([]string, 0, len(l.Archives))
-	for n := range l.Archives {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Open opens archive name from a mirror: a directory, a file:// URL or an
 // http(s):// URL (REPOSITORY_URL style: <mirror>/<name>).
 func Open(mirror, name string) (io.ReadCloser, error) {
