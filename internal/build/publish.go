@@ -190,6 +190,7 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 	if err := os.Rename(stage, final); err != nil {
 		if moved {
 			if rerr := os.Rename(old, final); rerr != nil {
+				// err is the cause callers may test; rerr is only told (%v).
 				return fmt.Errorf("%w; the previous build is at %s (putting it back failed: %v)", err, old, rerr)
 			}
 		}

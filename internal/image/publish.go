@@ -74,6 +74,7 @@ func WriteLayout(dir string, rel []Tagged) error {
 	if err := os.Rename(tmp, dir); err != nil {
 		if moved {
 			if rerr := os.Rename(old, dir); rerr != nil {
+				// err is the cause callers may test; rerr is only told (%v).
 				return fmt.Errorf("%w; the previous layout is at %s (putting it back failed: %v)", err, old, rerr)
 			}
 		}
