@@ -63,7 +63,8 @@ func (e *Error) Unwrap() error { return e.Err }
 // Is makes every data-file error bad input (fault.ErrInput).
 func (e *Error) Is(target error) bool { return target == fault.ErrInput }
 
-// Errorf makes an Error at p.
+// Errorf makes an Error at p. It formats like fmt.Sprintf (no %w): the
+// message is the problem in the file; set Err to keep a cause for errors.Is.
 func Errorf(p Pos, format string, args ...any) *Error {
 	return &Error{Pos: p, Msg: fmt.Sprintf(format, args...)}
 }
