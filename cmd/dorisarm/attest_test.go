@@ -47,10 +47,11 @@ func TestVerifyRefusesAFailingScan(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	checks, err := sign.VerifyAttestationsOf(ctx, ref, sign.Trust{Key: pub})
+	res, err := sign.VerifyRelease(ctx, ref, sign.Trust{Key: pub}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checks := res.Attestations
 	var failed []string
 	for _, c := range checks {
 		if !c.OK {

@@ -198,7 +198,7 @@ func checkEntry(f *os.File, m *Meta) error {
 	}
 	for _, d := range m.Deleted {
 		if err := checkRel(d); err != nil {
-			return fmt.Errorf("deleted path %q: %v", d, err)
+			return fmt.Errorf("deleted path %q: %w", d, err)
 		}
 	}
 	h := sha256.New()
@@ -210,7 +210,7 @@ func checkEntry(f *os.File, m *Meta) error {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("files.tar: %v", err)
+			return fmt.Errorf("files.tar: %w", err)
 		}
 		if err := checkHeader(hdr); err != nil {
 			return err
@@ -236,7 +236,7 @@ func checkHeader(h *tar.Header) error {
 	case tar.TypeDir, tar.TypeReg, tar.TypeCont:
 	case tar.TypeSymlink:
 		if err := checkLink(h.Name, h.Linkname); err != nil {
-			return fmt.Errorf("link %q: %v", h.Name, err)
+			return fmt.Errorf("link %q: %w", h.Name, err)
 		}
 	default:
 		return fmt.Errorf("entry %q has type %q, which the cache never stores", h.Name, h.Typeflag)
@@ -246,7 +246,7 @@ func checkHeader(h *tar.Header) error {
 		name = strings.TrimSuffix(name, "/")
 	}
 	if err := checkRel(name); err != nil {
-		return fmt.Errorf("entry %q: %v", h.Name, err)
+		return fmt.Errorf("entry %q: %w", h.Name, err)
 	}
 	return nil
 }

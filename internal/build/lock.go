@@ -35,7 +35,7 @@ func lockFile(ctx context.Context, f *os.File, wait func()) (unlock func(), err 
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			f.Close()
-			return nil, fmt.Errorf("locking %s: %v", path, err)
+			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
 		if !waited && wait != nil {
 			wait()

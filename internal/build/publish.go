@@ -180,13 +180,20 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 	}
 	old := final + ".old"
 	os.RemoveAll(old)
+	moved := false
 	if _, err := os.Stat(final); err == nil {
 		if err := os.Rename(final, old); err != nil {
 			return err
 		}
+		moved = true
 	}
 	if err := os.Rename(stage, final); err != nil {
-		os.Rename(old, final)
+		if moved {
+			if rerr := os.Rename(old, final); rerr != nil {
+				// err is the cause callers may test; rerr is only told (%v).
+				return fmt.Errorf("%w; the previous build is at %s (putting it back failed: %v)", err, old, rerr)
+			}
+		}
 		return err
 	}
 	os.RemoveAll(old)
@@ -241,7 +248,7 @@ func (r *runner) smoke(ctx context.Context, dir string, argv []string) (SmokeRes
 		}
 		return res, fmt.Errorf("%w: %s: smoke run %v failed (exit %d %s):\n%s", ErrGate, target, argv, res.Exit, res.Signal, res.Output)
 	}
-	return res, fmt.Errorf("%s: smoke run %v: %v", target, argv, err)
+	return res, fmt.Errorf("%s: smoke run %v: %w", target, argv, err)
 }
 
 func digestTree(root string) ([]OutputFile, error) {

@@ -152,7 +152,7 @@ func Verify(dir string) (*Record, error) {
 		return nil, fmt.Errorf("%s has no build record (%s): is it a dorisarm build --out directory (<out>/<doris>/<target>)?", dir, RecordFile)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	outs, err := digestTree(dir)
 	if err != nil {

@@ -214,7 +214,7 @@ func (r *runner) prepare() error {
 	}
 	ignore := append([]string{r.in.Recipe.Thirdparty.SrcDir, r.in.Recipe.Thirdparty.Install}, r.in.Recipe.Ignore...)
 	if err := copyTree(r.in.Tree, r.src, ignore); err != nil {
-		return fmt.Errorf("copying %s: %v", r.in.Tree, err)
+		return fmt.Errorf("copying %s: %w", r.in.Tree, err)
 	}
 	if pf := r.in.Recipe.Thirdparty.PatchesFrom; pf != "" {
 		// dorisarm fetched, unpacked and patched every package already; the
@@ -362,13 +362,15 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 				// Found before the tree changed: drop the entry and run the step.
 				r.warn(fmt.Sprintf("%s: %v; discarded it and running the step again", s.ID, err))
 				if derr := r.cache.Discard(s.Key); derr != nil {
-					return fmt.Errorf("%s: discarding the corrupt cache entry of %s: %v", target, s.ID, derr)
+					return fmt.Errorf("%s: discarding the corrupt cache entry of %s: %w", target, s.ID, derr)
 				}
 			case err != nil:
 				return fmt.Errorf("%s: restoring %s from the cache: %w", target, s.ID, err)
 			default:
 				if s.Kind == plan.KindMerge {
-					r.rec.PGOProfile = r.profileDigest(s)
+					if r.rec.PGOProfile, err = r.profileDigest(s); err != nil {
+						return fmt.Errorf("%s: the PGO profile %s restored from the cache: %w", target, s.ID, err)
+					}
 				}
 				if pulled {
 					r.rec.Cache.Pulled = append(r.rec.Cache.Pulled, s.ID)
@@ -596,13 +598,13 @@ func (r *runner) applyPatches(s plan.Step, root string, log io.Writer) error {
 	return nil
 }
 
-func (r *runner) profileDigest(s plan.Step) string {
+// profileDigest is the digest the record gives the profile a merge step
+// made: its directory (GCC) or file (clang).
+func (r *runner) profileDigest(s plan.Step) (string, error) {
 	if len(s.Command) == 0 {
-		d, _ := source.TreeDigest(r.profileDir, nil)
-		return d
+		return source.TreeDigest(r.profileDir, nil)
 	}
-	d, _ := source.FileDigest(r.profile)
-	return d
+	return source.FileDigest(r.profile)
 }
 
 func tail(path string, n int) string {

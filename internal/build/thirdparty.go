@@ -114,7 +114,7 @@ func (r *runner) unpack(ctx context.Context, s plan.Step, log io.Writer) error {
 		err = r.opts.Exec(ctx, Command{Step: s.ID, Path: "patch", Args: append([]string{"--batch", "--forward"}, args...), Dir: dest, Stdin: fh, Stdout: log, Stderr: log})
 		fh.Close()
 		if err != nil {
-			return fmt.Errorf("the tree's own %s does not apply to %s: %v (see the log)", tp.File, source, err)
+			return fmt.Errorf("the tree's own %s does not apply to %s: %w (see the log)", tp.File, source, err)
 		}
 	}
 	return os.WriteFile(filepath.Join(dest, "patched_mark"), nil, 0o644)

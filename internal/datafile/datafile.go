@@ -52,14 +52,21 @@ func (k Keys) At(key string, fallback Pos) Pos {
 type Error struct {
 	Pos Pos
 	Msg string
+	// Err is the cause, when the problem is an error from elsewhere (a file
+	// that cannot be read); Msg already says it, Unwrap lets errors.Is see it.
+	Err error
 }
 
 func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
 
+// Unwrap returns the cause, if any.
+func (e *Error) Unwrap() error { return e.Err }
+
 // Is makes every data-file error bad input (fault.ErrInput).
 func (e *Error) Is(target error) bool { return target == fault.ErrInput }
 
-// Errorf makes an Error at p.
+// Errorf makes an Error at p. It formats like fmt.Sprintf (no %w): the
+// message is the problem in the file; set Err to keep a cause for errors.Is.
 func Errorf(p Pos, format string, args ...any) *Error {
 	return &Error{Pos: p, Msg: fmt.Sprintf(format, args...)}
 }

@@ -182,7 +182,7 @@ func WriteTree(rel, cacheDir string) (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("the built-in %s: %v", rel, err)
+		return "", fmt.Errorf("the built-in %s: %w", rel, err)
 	}
 	if len(files) == 0 {
 		return "", fmt.Errorf("the built-in data has no %s", rel)
@@ -193,11 +193,11 @@ func WriteTree(rel, cacheDir string) (string, error) {
 		return final, nil
 	}
 	if err := os.MkdirAll(base, 0o755); err != nil {
-		return "", fmt.Errorf("writing the built-in %s: %v (set DORISARM_CACHE to a writable directory)", rel, err)
+		return "", fmt.Errorf("writing the built-in %s: %w (set DORISARM_CACHE to a writable directory)", rel, err)
 	}
 	tmp, err := os.MkdirTemp(base, ".tmp-")
 	if err != nil {
-		return "", fmt.Errorf("writing the built-in %s: %v (set DORISARM_CACHE to a writable directory)", rel, err)
+		return "", fmt.Errorf("writing the built-in %s: %w (set DORISARM_CACHE to a writable directory)", rel, err)
 	}
 	defer os.RemoveAll(tmp)
 	for _, p := range files {
@@ -205,13 +205,16 @@ func WriteTree(rel, cacheDir string) (string, error) {
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return "", err
 		}
-		b, _ := fs.ReadFile(fsys, p)
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return "", fmt.Errorf("the built-in %s: %w", rel, err)
+		}
 		mode := os.FileMode(0o644)
 		if exec[p] {
 			mode = 0o755
 		}
 		if err := os.WriteFile(out, b, mode); err != nil {
-			return "", fmt.Errorf("writing the built-in %s: %v", rel, err)
+			return "", fmt.Errorf("writing the built-in %s: %w", rel, err)
 		}
 		if err := os.Chmod(out, mode); err != nil { // whatever the umask
 			return "", err
@@ -222,7 +225,7 @@ func WriteTree(rel, cacheDir string) (string, error) {
 		if st, serr := os.Stat(final); serr == nil && st.IsDir() {
 			return final, nil
 		}
-		return "", fmt.Errorf("writing the built-in %s: %v", rel, err)
+		return "", fmt.Errorf("writing the built-in %s: %w", rel, err)
 	}
 	return final, nil
 }

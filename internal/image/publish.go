@@ -60,17 +60,24 @@ func WriteLayout(dir string, rel []Tagged) error {
 			err = p.AppendImage(t.Image, opt)
 		}
 		if err != nil {
-			return fmt.Errorf("writing %s:%s: %v", t.Repo, t.Tag, err)
+			return fmt.Errorf("writing %s:%s: %w", t.Repo, t.Tag, err)
 		}
 	}
 	old := tmp + ".old"
+	moved := false
 	if _, err := os.Stat(dir); err == nil {
 		if err := os.Rename(dir, old); err != nil {
 			return err
 		}
+		moved = true
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		os.Rename(old, dir)
+		if moved {
+			if rerr := os.Rename(old, dir); rerr != nil {
+				// err is the cause callers may test; rerr is only told (%v).
+				return fmt.Errorf("%w; the previous layout is at %s (putting it back failed: %v)", err, old, rerr)
+			}
+		}
 		return err
 	}
 	return os.RemoveAll(old)

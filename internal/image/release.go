@@ -232,7 +232,7 @@ func releaseImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, version
 			if o.IndexImage != nil {
 				img, ref, err := o.IndexImage(name, *platform(m.ISAs[isa]))
 				if err != nil {
-					return nil, fmt.Errorf("%s:%s %s: %v", name, version, platform(m.ISAs[isa]), err)
+					return nil, fmt.Errorf("%s:%s %s: %w", name, version, platform(m.ISAs[isa]), err)
 				}
 				if img != nil {
 					adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: platform(m.ISAs[isa]), Annotations: map[string]string{AnnImported: ref}}})
@@ -281,12 +281,12 @@ func targetImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, b Build,
 	if t, ok := m.Targets[rec.Cell.Target]; ok && o.Base != nil {
 		img, ref, err := o.Base(*plat, t.BaseImage)
 		if err != nil {
-			return nil, fmt.Errorf("base image for %s: %v", rec.Cell.Target, err)
+			return nil, fmt.Errorf("base image for %s: %w", rec.Cell.Target, err)
 		}
 		if img != nil {
 			d, err := img.Digest()
 			if err != nil {
-				return nil, fmt.Errorf("base image %s: %v", ref, err)
+				return nil, fmt.Errorf("base image %s: %w", ref, err)
 			}
 			base, baseRef, baseDigest = img, ref, d.String()
 		}

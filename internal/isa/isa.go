@@ -8,7 +8,6 @@ import (
 	_ "embed"
 	"fmt"
 	"path"
-	"sort"
 	"sync"
 
 	"github.com/dorisarm/dorisarm/internal/datafile"
@@ -113,13 +112,11 @@ func mustLoad() *Table {
 	return t
 }
 
-// ParseWithGroups compiles a rules file and the group refinement tables.
+// ParseWithGroups compiles a rules file and the group refinement tables
+// (none when groups is nil).
 func ParseWithGroups(file string, rules, groups []byte) (*Table, error) {
 	return parse(file, rules, groups)
 }
-
-// Parse compiles a rules file without refinement tables.
-func Parse(file string, data []byte) (*Table, error) { return parse(file, data, nil) }
 
 func parse(file string, data, groups []byte) (*Table, error) {
 	var f rulesFile
@@ -130,7 +127,7 @@ func parse(file string, data, groups []byte) (*Table, error) {
 	t := &Table{Features: []string{""}, index: map[string]uint8{"": 0}, Rules: f.Rules, Guarded: f.Guarded}
 	if groups != nil {
 		if err := t.loadGroups(groups); err != nil {
-			return nil, fmt.Errorf("%s: %v", file, err)
+			return nil, fmt.Errorf("%s: %w", file, err)
 		}
 	}
 	for _, r := range f.Rules {
@@ -289,11 +286,4 @@ func (t *Table) GuardIn(soname, function, feature string) string {
 		}
 	}
 	return ""
-}
-
-// Names returns the feature names except the base one, sorted.
-func (t *Table) Names() []string {
-	out := append([]string{}, t.Features[1:]...)
-	sort.Strings(out)
-	return out
 }

@@ -192,7 +192,7 @@ func TestRulesUseMatrixNames(t *testing.T) {
 			t.Errorf("rules.yaml feature %q is not an extension in matrix.yaml", f)
 		}
 	}
-	if _, err := Parse("x.yaml", []byte("schema: 1\nrules:\n  - {feature: sve, mask: 0x1, value: 0x3}\n")); err == nil || !strings.Contains(err.Error(), "x.yaml:3:5") {
+	if _, err := ParseWithGroups("x.yaml", []byte("schema: 1\nrules:\n  - {feature: sve, mask: 0x1, value: 0x3}\n"), nil); err == nil || !strings.Contains(err.Error(), "x.yaml:3:5") {
 		t.Errorf("bad rule accepted: %v", err)
 	}
 }
@@ -369,7 +369,7 @@ func TestDispatchedTable(t *testing.T) {
 			t.Errorf("entry %q/%q lacks package, evidence or why", g.Match, g.Soname)
 		}
 	}
-	tb, err := Parse("rules.yaml", []byte("schema: 1\nrules: []\n"))
+	tb, err := ParseWithGroups("rules.yaml", []byte("schema: 1\nrules: []\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

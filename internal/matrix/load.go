@@ -22,7 +22,7 @@ const DefaultFile = "matrix.yaml"
 func Load(path string) (*Matrix, error) {
 	data, err := datafs.ReadFile(path)
 	if err != nil {
-		return nil, &datafile.Error{Pos: datafile.Pos{File: path}, Msg: fmt.Sprintf("cannot read the matrix: %v (pass --matrix FILE)", err)}
+		return nil, &datafile.Error{Pos: datafile.Pos{File: path}, Msg: fmt.Sprintf("cannot read the matrix: %v (pass --matrix FILE)", err), Err: err}
 	}
 	return Parse(path, data)
 }

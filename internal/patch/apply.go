@@ -209,7 +209,7 @@ func simulate(root string, patches []*Patch, o Options) (*Result, map[string]*fi
 		for _, fd := range fds {
 			rel, err := fd.Target(o.Strip)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s:%d: %w: %v", p.Path, fd.Line, ErrUnsafe, err)
+				return nil, nil, fmt.Errorf("%s:%d: %w: %w", p.Path, fd.Line, ErrUnsafe, err)
 			}
 			st, err := load(rel)
 			if err != nil {
@@ -494,19 +494,27 @@ func writeAll(root string, files map[string]*fileState, res *Result) error {
 	names := sortedChanged(files)
 	var done []string
 	var madeDirs []string
-	rollback := func() {
+	// rollback restores what was written and returns the files it could not
+	// restore (an empty directory left behind does not count).
+	rollback := func() []string {
+		var failed []string
 		for i := len(done) - 1; i >= 0; i-- {
 			st := files[done[i]]
 			full := filepath.Join(root, filepath.FromSlash(done[i]))
+			var err error
 			if st.existed {
-				_ = fsutil.WriteFileAtomic(full, st.orig, st.mode)
-			} else {
-				_ = os.Remove(full)
+				err = fsutil.WriteFileAtomic(full, st.orig, st.mode)
+			} else if err = os.Remove(full); errors.Is(err, fs.ErrNotExist) {
+				err = nil
+			}
+			if err != nil {
+				failed = append(failed, fmt.Sprintf("%s (%v)", done[i], err))
 			}
 		}
 		for i := len(madeDirs) - 1; i >= 0; i-- {
-			_ = os.Remove(madeDirs[i])
+			os.Remove(madeDirs[i]) // only empty ones go; a left-over directory is harmless
 		}
+		return failed
 	}
 	for _, rel := range names {
 		st := files[rel]
@@ -525,8 +533,10 @@ func writeAll(root string, files map[string]*fileState, res *Result) error {
 			}
 		}
 		if err != nil {
-			rollback()
-			return fmt.Errorf("writing %s: %v (every file of the series was restored)", rel, err)
+			if failed := rollback(); len(failed) > 0 {
+				return fmt.Errorf("writing %s: %w; restoring what was already written failed too, so the tree is half-patched: %s (check it out or unpack it again)", rel, err, strings.Join(failed, ", "))
+			}
+			return fmt.Errorf("writing %s: %w (every file of the series was restored)", rel, err)
 		}
 		done = append(done, rel)
 	}

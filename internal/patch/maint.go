@@ -68,11 +68,11 @@ func DiffFiles(changes []Change) string {
 func ChangesFromGit(dir string) ([]Change, error) {
 	out, err := exec.Command("git", "-C", dir, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", ".").Output()
 	if err != nil {
-		return nil, fmt.Errorf("git status in %s: %v", dir, err)
+		return nil, fmt.Errorf("git status in %s: %w", dir, err)
 	}
 	prefix, err := exec.Command("git", "-C", dir, "rev-parse", "--show-prefix").Output()
 	if err != nil {
-		return nil, fmt.Errorf("git rev-parse in %s: %v", dir, err)
+		return nil, fmt.Errorf("git rev-parse in %s: %w", dir, err)
 	}
 	pre := strings.TrimSpace(string(prefix))
 	var changes []Change
@@ -252,7 +252,7 @@ func entryPath(name string) (string, error) {
 func readPristine(p string) (map[string][]byte, error) {
 	st, err := os.Stat(p)
 	if err != nil {
-		return nil, fmt.Errorf("pristine source: %v", err)
+		return nil, fmt.Errorf("pristine source: %w", err)
 	}
 	if st.IsDir() {
 		return readTree(p)
@@ -267,7 +267,7 @@ func readPristine(p string) (map[string][]byte, error) {
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", p, err)
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	tr := tar.NewReader(zr)
 	out := map[string][]byte{}
@@ -279,14 +279,14 @@ func readPristine(p string) (map[string][]byte, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", p, err)
+			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		if isMetadata(h) {
 			continue
 		}
 		name, err := entryPath(h.Name)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", p, err)
+			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		if name == "." {
 			continue
@@ -312,7 +312,7 @@ func readPristine(p string) (map[string][]byte, error) {
 			}
 			data, err := io.ReadAll(io.LimitReader(tr, h.Size))
 			if err != nil {
-				return nil, fmt.Errorf("%s: %s: %v", p, h.Name, err)
+				return nil, fmt.Errorf("%s: %s: %w", p, h.Name, err)
 			}
 			out[rest] = data
 		case h.Typeflag == tar.TypeLink:
@@ -320,7 +320,7 @@ func readPristine(p string) (map[string][]byte, error) {
 			// content; the target is an earlier entry of the same tree.
 			target, err := entryPath(h.Linkname)
 			if err != nil {
-				return nil, fmt.Errorf("%s: hard link %s: %v", p, h.Name, err)
+				return nil, fmt.Errorf("%s: hard link %s: %w", p, h.Name, err)
 			}
 			tfirst, trest, _ := strings.Cut(target, "/")
 			if tfirst != top || trest == "" {

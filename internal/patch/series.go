@@ -180,9 +180,13 @@ func Parse(path string, data []byte) (*Patch, error) {
 	}
 	if p.Body != nil {
 		fds, err := ParseDiff(path, p.Body, p.BodyLine)
-		if l, ok := err.(datafile.List); ok {
+		var l datafile.List
+		switch {
+		case errors.As(err, &l):
 			errs = append(errs, l...)
-		} else if err == nil {
+		case err != nil: // not one ParseDiff makes today; never dropped
+			errs = append(errs, datafile.Errorf(datafile.Pos{File: path, Line: p.BodyLine, Col: 1}, "%v", err))
+		default:
 			for _, fd := range fds {
 				if _, terr := fd.Target(1); terr != nil {
 					errs = append(errs, datafile.Errorf(datafile.Pos{File: path, Line: fd.Line, Col: 1}, "%v", terr))
@@ -235,7 +239,8 @@ func LoadSeries(dir string) (*Series, error) {
 		}
 		p, err := Parse(f, data)
 		if err != nil {
-			if l, ok := err.(datafile.List); ok {
+			var l datafile.List
+			if errors.As(err, &l) {
 				errs = append(errs, l...)
 				continue
 			}

@@ -196,7 +196,7 @@ func Make(in Inputs) (*Plan, error) {
 	for k, v := range r.CMakeCache {
 		e, err := recipe.Expand(v, ctx)
 		if err != nil {
-			return nil, fmt.Errorf("recipe %s: cmake_cache.%s: %v", r.Name, k, err)
+			return nil, fmt.Errorf("recipe %s: cmake_cache.%s: %w", r.Name, k, err)
 		}
 		p.Toolchain.CMakeCache = append(p.Toolchain.CMakeCache, k+"="+e)
 	}
@@ -218,7 +218,7 @@ func Make(in Inputs) (*Plan, error) {
 		for k, v := range env {
 			e, err := recipe.Expand(v, ctx)
 			if err != nil {
-				return nil, fmt.Errorf("env %s: %v", k, err)
+				return nil, fmt.Errorf("env %s: %w", k, err)
 			}
 			m[k] = e
 		}
@@ -261,7 +261,7 @@ func Make(in Inputs) (*Plan, error) {
 			unpack.Needs = append(unpack.Needs, treeNeeds...)
 			cmd, err := expand(unpackCmd, pctx)
 			if err != nil {
-				return nil, fmt.Errorf("recipe %s: thirdparty.unpack: %v", r.Name, err)
+				return nil, fmt.Errorf("recipe %s: thirdparty.unpack: %w", r.Name, err)
 			}
 			unpack.Command = cmd
 			unpack.Inputs.Unpack = &UnpackInputs{Scripts: p.Source.Scripts}
@@ -284,11 +284,11 @@ func Make(in Inputs) (*Plan, error) {
 		}
 		bcmd, err := expand(r.Thirdparty.Build, pctx)
 		if err != nil {
-			return nil, fmt.Errorf("recipe %s: thirdparty.build: %v", r.Name, err)
+			return nil, fmt.Errorf("recipe %s: thirdparty.build: %w", r.Name, err)
 		}
 		env, err := expandEnv(r.Thirdparty.Env[pk.Entry], pctx)
 		if err != nil {
-			return nil, fmt.Errorf("recipe %s: thirdparty.env.%s: %v", r.Name, pk.Entry, err)
+			return nil, fmt.Errorf("recipe %s: thirdparty.env.%s: %w", r.Name, pk.Entry, err)
 		}
 		needs := append([]string{last}, treeNeeds...)
 		for _, d := range r.Thirdparty.Deps[pk.Entry] {
@@ -327,11 +327,11 @@ func Make(in Inputs) (*Plan, error) {
 		}
 		cmd, err := expand(st.Command, ctx)
 		if err != nil {
-			return nil, fmt.Errorf("recipe %s: step %s: %v", r.Name, name, err)
+			return nil, fmt.Errorf("recipe %s: step %s: %w", r.Name, name, err)
 		}
 		env, err := expandEnv(st.Env, ctx)
 		if err != nil {
-			return nil, fmt.Errorf("recipe %s: step %s: %v", r.Name, name, err)
+			return nil, fmt.Errorf("recipe %s: step %s: %w", r.Name, name, err)
 		}
 		mk := func(id, phase string, needs []string, profile string) Step {
 			return Step{ID: id, Kind: KindBuild, Phase: phase, Command: cmd, Env: env, Needs: needs,
@@ -343,7 +343,7 @@ func Make(in Inputs) (*Plan, error) {
 				p.Steps = append(p.Steps, mk("build:"+name+":instrument", PhaseInstrument, needs, ""))
 				train, err := expand(r.PGO.Train, ctx)
 				if err != nil {
-					return nil, fmt.Errorf("recipe %s: pgo.train: %v", r.Name, err)
+					return nil, fmt.Errorf("recipe %s: pgo.train: %w", r.Name, err)
 				}
 				p.Steps = append(p.Steps, Step{ID: "pgo:train", Kind: KindTrain, Command: append(append([]string{}, tc.EmulatorWith(toolchain.SysrootRunPlaceholder)...), train...),
 					Needs: []string{"build:" + name + ":instrument"}, Inputs: StepInputs{Train: &TrainInputs{QemuModel: c.Qemu.Name}}})
@@ -375,7 +375,7 @@ func Make(in Inputs) (*Plan, error) {
 		}
 		when, err := recipe.Expand(rule.When, ctx)
 		if err != nil {
-			return nil, fmt.Errorf("recipe %s: collect[%d].when: %v", r.Name, i, err)
+			return nil, fmt.Errorf("recipe %s: collect[%d].when: %w", r.Name, i, err)
 		}
 		if rule.When == "" || strings.TrimSpace(when) == "true" {
 			collectIn.Extra = append(collectIn.Extra, CollectExtra{From: rule.From, To: rule.To})

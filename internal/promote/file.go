@@ -33,7 +33,7 @@ type promotionsFile struct {
 func LoadFile(path string, ro registry.Options) ([]*Promotion, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &datafile.Error{Pos: datafile.Pos{File: path}, Msg: fmt.Sprintf("cannot read the promotions file: %v", err)}
+		return nil, &datafile.Error{Pos: datafile.Pos{File: path}, Msg: fmt.Sprintf("cannot read the promotions file: %v", err), Err: err}
 	}
 	var f promotionsFile
 	if err := datafile.Decode(path, data, &f); err != nil {

@@ -67,7 +67,7 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 	ro := o.Registry.Remote(ctx)
 	desc, err := remote.Get(src, ro...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", src, err)
+		return nil, fmt.Errorf("%s: %w", src, err)
 	}
 	p := &Plan{Src: src.Context().Digest(desc.Digest.String()), Dst: dst}
 	p.Version = annotation(desc.Manifest, VersionAnnotation)
@@ -129,7 +129,7 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 	cur, err := remote.Get(dst, ro...)
 	switch {
 	case err != nil && !notFound(err):
-		return nil, fmt.Errorf("%s: %v", dst, err)
+		return nil, fmt.Errorf("%s: %w", dst, err)
 	case err == nil && cur.Digest.String() != p.Src.DigestStr():
 		p.Replaces = cur.Digest.String()
 		if !p.Floating {
@@ -172,7 +172,7 @@ func Execute(ctx context.Context, p *Plan, o Options) error {
 			return err
 		}
 		if err := remote.WriteIndex(dstDigest, idx, ro...); err != nil {
-			return fmt.Errorf("copying %s (the destination tag was not moved): %v", p.Src, err)
+			return fmt.Errorf("copying %s (the destination tag was not moved): %w", p.Src, err)
 		}
 		tg = idx
 	} else {
@@ -181,7 +181,7 @@ func Execute(ctx context.Context, p *Plan, o Options) error {
 			return err
 		}
 		if err := remote.Write(dstDigest, img, ro...); err != nil {
-			return fmt.Errorf("copying %s (the destination tag was not moved): %v", p.Src, err)
+			return fmt.Errorf("copying %s (the destination tag was not moved): %w", p.Src, err)
 		}
 		tg = img
 	}
@@ -191,7 +191,7 @@ func Execute(ctx context.Context, p *Plan, o Options) error {
 			return err
 		}
 		if err := remote.Write(p.Dst.Context().Tag(c), img, ro...); err != nil {
-			return fmt.Errorf("copying %s (the destination tag was not moved): %v", c, err)
+			return fmt.Errorf("copying %s (the destination tag was not moved): %w", c, err)
 		}
 	}
 	return remote.Tag(p.Dst, tg, ro...)

@@ -164,7 +164,7 @@ type Step struct {
 func Load(path string) (*Recipe, error) {
 	data, err := datafs.ReadFile(path)
 	if err != nil {
-		return nil, &datafile.Error{Pos: datafile.Pos{File: path}, Msg: fmt.Sprintf("cannot read the recipe: %v (pass --recipe FILE)", err)}
+		return nil, &datafile.Error{Pos: datafile.Pos{File: path}, Msg: fmt.Sprintf("cannot read the recipe: %v (pass --recipe FILE)", err), Err: err}
 	}
 	var r Recipe
 	if err := datafile.Decode(path, data, &r); err != nil {
@@ -420,7 +420,7 @@ func Expand(s string, ctx Context) (string, error) {
 	}
 	var b bytes.Buffer
 	if err := t.Execute(&b, ctx); err != nil {
-		return "", fmt.Errorf("expanding %q: %v", s, err)
+		return "", fmt.Errorf("expanding %q: %w", s, err)
 	}
 	return b.String(), nil
 }

@@ -1,11 +1,14 @@
 package recipe
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 )
 
@@ -59,5 +62,24 @@ func TestExpand(t *testing.T) {
 	}
 	if _, err := Expand("{{.Nope}}", ctx); err == nil {
 		t.Error("unknown field accepted")
+	}
+}
+
+// A recipe that cannot be read is bad input that still names its cause, so a
+// caller can tell "no such file" from a broken recipe with errors.Is.
+func TestLoadMissingKeepsCause(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none.yaml")
+	_, err := Load(missing)
+	if err == nil {
+		t.Fatal("a missing recipe loaded")
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the cause is lost: %v", err)
+	}
+	if !fault.IsInput(err) {
+		t.Errorf("not bad input: %v", err)
+	}
+	if !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "--recipe") {
+		t.Errorf("message does not name the file and the flag: %v", err)
 	}
 }

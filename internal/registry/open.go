@@ -48,7 +48,7 @@ func (o Options) Open(ctx context.Context, loc Location) (Opened, error) {
 func Layout(dir string) (v1.ImageIndex, error) {
 	lp, err := layout.FromPath(dir)
 	if err != nil {
-		return nil, fmt.Errorf("oci:%s: not an OCI layout (%v); write one with dorisarm image build --out oci:DIR", dir, err)
+		return nil, fmt.Errorf("oci:%s: not an OCI layout (%w); write one with dorisarm image build --out oci:DIR", dir, err)
 	}
 	idx, err := lp.ImageIndex()
 	if err != nil {

@@ -44,7 +44,7 @@ func (o Options) nameOptions() []name.Option {
 func (o Options) Reference(s string) (name.Reference, error) {
 	r, err := name.ParseReference(s, o.nameOptions()...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not an image reference (REGISTRY/PATH:TAG or @sha256:…): %v", s, err)
+		return nil, fmt.Errorf("%s: not an image reference (REGISTRY/PATH:TAG or @sha256:…): %w", s, err)
 	}
 	return r, nil
 }
@@ -53,7 +53,7 @@ func (o Options) Reference(s string) (name.Reference, error) {
 func (o Options) Tag(s string) (name.Tag, error) {
 	t, err := name.NewTag(s, append(o.nameOptions(), name.StrictValidation)...)
 	if err != nil {
-		return name.Tag{}, fmt.Errorf("%s: want REGISTRY/PATH:TAG: %v", s, err)
+		return name.Tag{}, fmt.Errorf("%s: want REGISTRY/PATH:TAG: %w", s, err)
 	}
 	return t, nil
 }
@@ -65,7 +65,7 @@ func (o Options) Repository(s string) (name.Repository, error) {
 	}
 	r, err := name.NewRepository(strings.TrimSuffix(s, "/"), o.nameOptions()...)
 	if err != nil {
-		return name.Repository{}, fmt.Errorf("%s: want a repository, REGISTRY/PATH: %v", s, err)
+		return name.Repository{}, fmt.Errorf("%s: want a repository, REGISTRY/PATH: %w", s, err)
 	}
 	return r, nil
 }

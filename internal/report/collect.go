@@ -91,13 +91,13 @@ func (r *Report) attach(ctx context.Context, o Options, versions []string, mk fu
 	for _, img := range o.Images {
 		tags, err := o.Store.Tags(ctx, img)
 		if err != nil {
-			return fmt.Errorf("listing %s in %s: %v", img, o.Store, err)
+			return fmt.Errorf("listing %s in %s: %w", img, o.Store, err)
 		}
 		for _, v := range versions {
 			for _, tag := range releaseTags(tags, v) {
 				f, err := o.Store.Get(ctx, img, tag)
 				if err != nil {
-					return fmt.Errorf("reading %s:%s from %s: %v", img, tag, o.Store, err)
+					return fmt.Errorf("reading %s:%s from %s: %w", img, tag, o.Store, err)
 				}
 				im := &Image{Ref: f.Ref, Digest: f.Digest, Size: f.Size, Platforms: f.Platforms, BuildID: f.Annotations[image.AnnBuild]}
 				var sts []sign.Statement
@@ -110,7 +110,7 @@ func (r *Report) attach(ctx context.Context, o Options, versions []string, mk fu
 				t := r.target(v, target)
 				if t == nil && mk != nil {
 					if t, err = mk(f, im, sts); err != nil {
-						return fmt.Errorf("%s: %v", f.Ref, err)
+						return fmt.Errorf("%s: %w", f.Ref, err)
 					}
 					r.Targets = append(r.Targets, *t)
 					t = &r.Targets[len(r.Targets)-1]
@@ -237,13 +237,13 @@ func targetFromImage(m *matrix.Matrix, version string, f *Found, im *Image, sts 
 		case sign.PredicateSLSA1:
 			p, err := decode[provenance](st.Predicate)
 			if err != nil {
-				return nil, fmt.Errorf("its provenance attestation: %v", err)
+				return nil, fmt.Errorf("its provenance attestation: %w", err)
 			}
 			prov = &p
 		case sign.PredicateScan:
 			s, err := decode[scan.Report](st.Predicate)
 			if err != nil {
-				return nil, fmt.Errorf("its scan attestation: %v", err)
+				return nil, fmt.Errorf("its scan attestation: %w", err)
 			}
 			rep = &s
 		}

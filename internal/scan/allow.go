@@ -41,7 +41,7 @@ var knownKinds = map[string]bool{KindForeignArch: true, KindISA: true, KindGlibc
 func LoadAllow(file string) ([]Exception, error) {
 	data, err := datafs.ReadFile(file)
 	if err != nil {
-		return nil, &datafile.Error{Pos: datafile.Pos{File: file}, Msg: fmt.Sprintf("cannot read the allow file: %v", err)}
+		return nil, &datafile.Error{Pos: datafile.Pos{File: file}, Msg: fmt.Sprintf("cannot read the allow file: %v", err), Err: err}
 	}
 	var f allowFile
 	if err := datafile.Decode(file, data, &f); err != nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/dorisarm/dorisarm/internal/isa"
 )
 
 // tinyELF is a minimal aarch64 shared object: one R+X PT_LOAD holding an
@@ -63,14 +65,14 @@ func tinyELF() []byte {
 // TestTinyELFLoaderView: without section headers the code, the needed
 // library and the glibc version come from the program headers alone.
 func TestTinyELFLoaderView(t *testing.T) {
-	a := analyzeELF("tiny.so", tinyELF(), policy(t, "kunpeng920"), nil2())
+	a := analyzeELF("tiny.so", tinyELF(), policy(t, "kunpeng920"), isa.Default())
 	if a.file.Features["sve"] != 1 || len(a.file.Needed) != 1 || a.file.Needed[0] != "libz.so.1" || a.file.GlibcMax != "2.34" {
 		t.Errorf("%+v %+v", a.file, a.findings)
 	}
 }
 
 func fuzzWalker() *walker {
-	return &walker{opts: Options{MaxDepth: 4, MaxBytes: 1 << 24, MaxEntries: 1000, MaxMember: 1 << 22}, tbl: nil2(),
+	return &walker{opts: Options{MaxDepth: 4, MaxBytes: 1 << 24, MaxEntries: 1000, MaxMember: 1 << 22}, tbl: isa.Default(),
 		ctx: context.Background(), jobs: make(chan job, 1024), rep: &Report{}, seen: map[string]bool{}}
 }
 

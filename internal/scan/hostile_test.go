@@ -395,3 +395,26 @@ func TestZipEntryCRC(t *testing.T) {
 		t.Errorf("%+v", r.Findings)
 	}
 }
+
+// TestReadErrorIsUnreadable: a regular file whose read fails is an
+// unreadable finding, not a clean non-binary (the read error was dropped).
+// /proc/self/mem is a regular file whose read at offset 0 fails with EIO.
+func TestReadErrorIsUnreadable(t *testing.T) {
+	const mem = "/proc/self/mem"
+	f, err := os.Open(mem)
+	if err != nil {
+		t.Skip(err)
+	}
+	_, rerr := f.Read(make([]byte, 16))
+	f.Close()
+	if rerr == nil {
+		t.Skip(mem, "reads at offset 0 here")
+	}
+	r, err := scanWithin(t, 10*time.Second, nil, Options{}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !unreadableWith(r, "mem", "reading it failed") || r.Summary.Clean {
+		t.Errorf("a file that cannot be read passed: %+v %+v", r.Summary, r.Findings)
+	}
+}

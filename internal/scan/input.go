@@ -41,7 +41,7 @@ func resolveInput(in string) (resolved, error) {
 	}
 	if ref, ok := strings.CutPrefix(in, RefScheme); ok {
 		if _, err := name.ParseReference(ref); err != nil {
-			return resolved{}, fmt.Errorf("%w %s: not an image reference: %v", ErrInput, in, err)
+			return resolved{}, fmt.Errorf("%w %s: not an image reference: %w", ErrInput, in, err)
 		}
 		return resolved{arg: in, path: ref, kind: inRemote}, nil
 	}
@@ -53,11 +53,11 @@ func resolveInput(in string) (resolved, error) {
 		if os.IsNotExist(err) {
 			return resolved{}, fmt.Errorf("%w %s: no such file or directory (an image in a registry is written %sREF or HOST/REPO:TAG)", ErrInput, in, RefScheme)
 		}
-		return resolved{}, fmt.Errorf("%w %s: %v", ErrInput, in, err)
+		return resolved{}, fmt.Errorf("%w %s: %w", ErrInput, in, err)
 	}
 	real, err := filepath.EvalSymlinks(in)
 	if err != nil {
-		return resolved{}, fmt.Errorf("%w %s: %v", ErrInput, in, err)
+		return resolved{}, fmt.Errorf("%w %s: %w", ErrInput, in, err)
 	}
 	switch {
 	case st.IsDir():

@@ -122,7 +122,7 @@ func (w *walker) ociLayout(arg, dir string) error {
 	}
 	f, err := os.OpenFile(filepath.Join(dir, "index.json"), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return fmt.Errorf("%w %s: not an OCI layout: %v", ErrInput, arg, err)
+		return fmt.Errorf("%w %s: not an OCI layout: %w", ErrInput, arg, err)
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
@@ -145,12 +145,12 @@ func (w *walker) remote(arg, ref string) error {
 	}
 	r, err := name.ParseReference(ref, opts...)
 	if err != nil {
-		return fmt.Errorf("%w %s: not an image reference: %v", ErrInput, arg, err)
+		return fmt.Errorf("%w %s: not an image reference: %w", ErrInput, arg, err)
 	}
 	ropts := []remote.Option{remote.WithContext(w.ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
 	desc, err := remote.Get(r, ropts...)
 	if err != nil {
-		return fmt.Errorf("%w %s: %v", ErrInput, arg, err)
+		return fmt.Errorf("%w %s: %w", ErrInput, arg, err)
 	}
 	raw := desc.Manifest
 	if got := sha256.Sum256(raw); desc.Digest.Algorithm == "sha256" && hex.EncodeToString(got[:]) != desc.Digest.Hex {
@@ -255,7 +255,7 @@ func (w *walker) readManifest(store blobStore, d v1.Descriptor) ([]byte, error) 
 	v.n = int64(len(raw))
 	v.r = eofReader{}
 	if _, err := v.Read(nil); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("manifest does not match its descriptor (altered in storage?): %v", err)
+		return nil, fmt.Errorf("manifest does not match its descriptor (altered in storage?): %w", err)
 	}
 	return raw, nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dorisarm/dorisarm/internal/isa"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 )
 
@@ -440,7 +441,7 @@ func FuzzAnalyzeELF(f *testing.F) {
 	}
 	f.Add(tinyELF())
 	f.Fuzz(func(t *testing.T, data []byte) {
-		analyzeELF("fuzz", data, nil, nil2())
+		analyzeELF("fuzz", data, nil, isa.Default())
 		otherFormat(data)
 	})
 }
@@ -450,5 +451,3 @@ func FuzzReadAr(f *testing.F) {
 	f.Add([]byte("!<thin>\n//              0           0     0     0       4         `\nab/\n/0              0           0     0     644     10        `\n"))
 	f.Fuzz(func(t *testing.T, data []byte) { readAr(data) })
 }
-
-func nil2() *isaTable { return defaultTable() }

@@ -322,20 +322,23 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 		return nil
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
 		w.add(unreadable(name, "not a regular file; not read"))
 		return nil
 	}
 	head := make([]byte, sniffLen)
-	n, _ := io.ReadFull(f, head)
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		// A file that cannot be read is not a clean file (it used to count as one).
+		w.add(unreadable(name, "reading it failed: "+err.Error()))
+		return nil
+	}
 	head = head[:n]
 	k := sniff(head)
 	w.mu.Lock()
 	w.rep.Summary.Files++
-	st, _ := f.Stat()
-	if st != nil {
-		w.rep.Summary.Bytes += st.Size()
-	}
+	w.rep.Summary.Bytes += st.Size()
 	w.mu.Unlock()
 	switch k {
 	case kOther:

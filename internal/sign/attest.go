@@ -62,16 +62,11 @@ type Statement struct {
 	Predicate     json.RawMessage
 }
 
-// VerifyAttestations returns the statements attached to d whose DSSE
-// signature verifies with trust and whose subject is d.
-func VerifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ...remote.Option) ([]Statement, error) {
-	sts, _, err := verifyAttestations(ctx, d, trust, opts...)
-	return sts, err
-}
-
-// verifyAttestations is VerifyAttestations that also says which predicate
-// types are attached to d at all, verified or not (read from the unverified
-// envelopes), so that an altered attestation is told apart from a missing one.
+// verifyAttestations returns the statements attached to d whose DSSE
+// signature verifies with trust and whose subject is d. It also says which
+// predicate types are attached to d at all, verified or not (read from the
+// unverified envelopes), so that an altered attestation is told apart from
+// a missing one.
 func verifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ...remote.Option) ([]Statement, map[string]bool, error) {
 	v, err := trust.verifier(ctx, opts...)
 	if err != nil {

@@ -83,7 +83,7 @@ func readLayers(ctx context.Context, d name.Digest, suffix string, opts []remote
 		b, err := io.ReadAll(io.LimitReader(rc, maxLayer))
 		rc.Close()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", sigTag(d, suffix), err)
+			return nil, fmt.Errorf("%s: %w", sigTag(d, suffix), err)
 		}
 		out = append(out, layer{Payload: b, MediaType: desc.MediaType, Annotations: desc.Annotations})
 	}

@@ -213,7 +213,7 @@ func IndexScan(ix Index) ([]byte, error) {
 	for _, c := range cs {
 		var rep scan.Report
 		if err := json.Unmarshal(c.Scan, &rep); err != nil {
-			return nil, fmt.Errorf("the scan report of %s (%s) does not parse: %v", c.Digest, c.Platform.String(), err)
+			return nil, fmt.Errorf("the scan report of %s (%s) does not parse: %w", c.Digest, c.Platform.String(), err)
 		}
 		p := indexScanPlatform{Platform: c.Platform.String(), Digest: c.Digest, Target: rep.Target, Build: c.Record.ContentDigest(),
 			Summary: rep.Summary, Violations: []scan.Finding{}}

@@ -302,9 +302,9 @@ func TestIndexAttestationsVerify(t *testing.T) {
 	}
 
 	// Another key's index attestations are not the release's.
-	checks, err := VerifyAttestationsOf(context.Background(), r.index, Trust{Key: r.pub})
-	if err != nil || len(checks) != 9 {
-		t.Fatalf("VerifyAttestationsOf: %d checks, %v", len(checks), err)
+	res, err = VerifyRelease(context.Background(), r.index, Trust{Key: r.pub}, false)
+	if err != nil || len(res.Attestations) != 9 {
+		t.Fatalf("VerifyRelease: %v, %v", res, err)
 	}
 	r.attestIndex(t, r.other, r.ix()) // replaces the good ones (one per type)
 	for typ, c := range r.indexChecks(t) {

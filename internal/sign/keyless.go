@@ -213,11 +213,11 @@ func (s *KeylessSigner) certify(ctx context.Context) error {
 	}
 	claims, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
-		return fmt.Errorf("the OIDC token's claims: %v", err)
+		return fmt.Errorf("the OIDC token's claims: %w", err)
 	}
 	subject, err := oauthflow.SubjectFromUnverifiedToken(claims)
 	if err != nil {
-		return fmt.Errorf("the OIDC token's subject: %v", err)
+		return fmt.Errorf("the OIDC token's subject: %w", err)
 	}
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -248,7 +248,7 @@ func (s *KeylessSigner) certify(ctx context.Context) error {
 	}
 	cert, err := x509.ParseCertificate(blk.Bytes)
 	if err != nil {
-		return fmt.Errorf("Fulcio %s returned a bad certificate: %v", s.cfg.FulcioURL, err)
+		return fmt.Errorf("Fulcio %s returned a bad certificate: %w", s.cfg.FulcioURL, err)
 	}
 	if got, _ := x509.MarshalPKIXPublicKey(cert.PublicKey); !bytes.Equal(got, der) {
 		return fmt.Errorf("Fulcio %s certified another key than the one sent", s.cfg.FulcioURL)
@@ -269,12 +269,12 @@ func (s *KeylessSigner) token(ctx context.Context) (string, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+sep+"audience=sigstore", nil)
 	if err != nil {
-		return "", fmt.Errorf("$%s: %v", actionsURLEnv, err)
+		return "", fmt.Errorf("$%s: %w", actionsURLEnv, err)
 	}
 	req.Header.Set("Authorization", "bearer "+s.getenv(actionsTokenEnv))
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("fetching GitHub Actions' OIDC token: %v", err)
+		return "", fmt.Errorf("fetching GitHub Actions' OIDC token: %w", err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

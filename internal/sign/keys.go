@@ -55,7 +55,7 @@ func loadPrivateKey(data, password []byte) (signature.SignerVerifier, error) {
 	}
 	der, err := encrypted.Decrypt(b.Bytes, password)
 	if err != nil {
-		return nil, fmt.Errorf("cannot decrypt: %v", err)
+		return nil, fmt.Errorf("cannot decrypt: %w", err)
 	}
 	k, err := x509.ParsePKCS8PrivateKey(der)
 	if err != nil {

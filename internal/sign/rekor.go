@@ -49,7 +49,7 @@ func (c *rekorClient) upload(ctx context.Context, entry any) (*rekorBundle, erro
 		b, retry, err := c.post(ctx, u, body)
 		if err == nil || !retry || attempt >= c.retries {
 			if err != nil {
-				return nil, fmt.Errorf("Rekor %s: %v", c.url, err)
+				return nil, fmt.Errorf("Rekor %s: %w", c.url, err)
 			}
 			return b, nil
 		}
@@ -97,7 +97,7 @@ func (c *rekorClient) post(ctx context.Context, u string, body []byte) (b *rekor
 		} `json:"verification"`
 	}
 	if err := json.Unmarshal(data, &entries); err != nil {
-		return nil, false, fmt.Errorf("a malformed answer: %v", err)
+		return nil, false, fmt.Errorf("a malformed answer: %w", err)
 	}
 	if len(entries) != 1 {
 		return nil, false, fmt.Errorf("%d entries in the answer, want the new one", len(entries))

@@ -27,21 +27,10 @@ func BuildDigest(ctx context.Context, d name.Digest, opts ...remote.Option) (str
 	return mf.Annotations[image.AnnBuild], nil
 }
 
-// VerifyAttestationsOf checks every manifest ref covers that was made from a
-// build, and an index with platforms made from builds: the three
-// attestations exist, are signed by the key, are about its digest, describe
-// (for an index) exactly its platforms, and the scan is clean.
-func VerifyAttestationsOf(ctx context.Context, ref name.Reference, trust Trust, opts ...remote.Option) ([]Check, error) {
-	ds, err := Digests(ctx, ref, opts...)
-	if err != nil {
-		return nil, err
-	}
-	checks, _, err := attestationChecks(ctx, ds, trust, opts...)
-	return checks, err
-}
-
 // attestationChecks checks the attestations of every build-made manifest
-// in ds, and of every index in ds with platforms made from builds, and
+// in ds, and of every index in ds with platforms made from builds: the
+// three attestations exist, are signed as trust says, are about its digest,
+// describe (for an index) exactly its platforms, and the scan is clean. It
 // returns the statements that verified, by manifest digest.
 func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts ...remote.Option) ([]Check, map[string][]Statement, error) {
 	var checks []Check
@@ -117,7 +106,7 @@ func attestedManifest(ctx context.Context, d name.Digest, opts ...remote.Option)
 	}
 	var im v1.IndexManifest
 	if err := json.Unmarshal(desc.Manifest, &im); err != nil {
-		return false, nil, fmt.Errorf("%s: %v", d, err)
+		return false, nil, fmt.Errorf("%s: %w", d, err)
 	}
 	platforms := map[string]indexEntry{}
 	for _, m := range im.Manifests {

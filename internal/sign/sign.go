@@ -70,7 +70,7 @@ func LoadSigner(keyPath string, password []byte, opts ...remote.Option) (*Signer
 	}
 	sv, err := loadPrivateKey(data, password)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v (is COSIGN_PASSWORD right?)", keyPath, err)
+		return nil, fmt.Errorf("%s: %w (is COSIGN_PASSWORD right?)", keyPath, err)
 	}
 	return &Signer{sv: sv, opts: opts}, nil
 }
@@ -85,7 +85,7 @@ func (s *Signer) Sign(ctx context.Context, ref name.Reference) ([]name.Digest, e
 	}
 	for _, d := range ds {
 		if err := s.signOne(ctx, d); err != nil {
-			return nil, fmt.Errorf("signing %s: %v", d, err)
+			return nil, fmt.Errorf("signing %s: %w", d, err)
 		}
 	}
 	return ds, nil
@@ -137,16 +137,6 @@ type Check struct {
 	Why  string `json:"why,omitempty"`
 }
 
-// VerifySignatures checks that every digest ref covers carries a valid
-// signature by the public key at pubPath.
-func VerifySignatures(ctx context.Context, ref name.Reference, trust Trust, opts ...remote.Option) ([]Check, error) {
-	r, err := VerifyRelease(ctx, ref, trust, true, opts...)
-	if r == nil {
-		return nil, err
-	}
-	return r.Signatures, err
-}
-
 // Result is what VerifyRelease checked.
 type Result struct {
 	Digests      []name.Digest // ref's digest and, for an index, its manifests'
@@ -166,19 +156,12 @@ func (r *Result) Checks() []Check {
 	return append(append(append([]Check{}, r.Signatures...), r.Attestations...), r.Blobs...)
 }
 
-// Verify resolves ref once and checks the signature of every digest it
-// covers and, unless signaturesOnly, the attestations of every build-made
-// manifest (see VerifyAttestationsOf). It returns the digests it checked.
-func Verify(ctx context.Context, ref name.Reference, trust Trust, signaturesOnly bool, opts ...remote.Option) ([]name.Digest, []Check, error) {
-	r, err := VerifyRelease(ctx, ref, trust, signaturesOnly, opts...)
-	if r == nil {
-		return nil, nil, err
-	}
-	return r.Digests, r.Checks(), err
-}
-
-// VerifyRelease is Verify keeping the signature and attestation checks
-// apart, with the attestation statements it verified.
+// VerifyRelease is sign's one verification of a release: it resolves ref
+// once and checks the signature of every digest it covers, that every
+// image's blobs are the bytes its manifest names, and, unless
+// signaturesOnly, the attestations of every manifest made from a build and
+// of every index with platforms made from builds (see attestationChecks).
+// It returns the checks and the attestation statements that verified.
 func VerifyRelease(ctx context.Context, ref name.Reference, trust Trust, signaturesOnly bool, opts ...remote.Option) (*Result, error) {
 	// The key (or trusted root) first: a bad key is bad input whatever the registry says.
 	v, err := trust.verifier(ctx, opts...)
@@ -257,7 +240,7 @@ func (t Trust) Validate() error {
 	}
 	if t.IdentityRegexp != "" {
 		if _, err := regexp.Compile(t.IdentityRegexp); err != nil {
-			return fmt.Errorf("--certificate-identity-regexp: %v", err)
+			return fmt.Errorf("--certificate-identity-regexp: %w", err)
 		}
 	}
 	return nil
@@ -285,10 +268,10 @@ func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, 
 		var err error
 		if t.TrustedRoot != "" {
 			if v.tm, err = root.NewTrustedRootFromPath(t.TrustedRoot); err != nil {
-				return nil, fmt.Errorf("--trusted-root %s: %v", t.TrustedRoot, err)
+				return nil, fmt.Errorf("--trusted-root %s: %w", t.TrustedRoot, err)
 			}
 		} else if v.tm, err = trustedRoot(); err != nil {
-			return nil, fmt.Errorf("keyless verification needs the Sigstore trusted root: %v", err)
+			return nil, fmt.Errorf("keyless verification needs the Sigstore trusted root: %w", err)
 		}
 		v.identity, v.issuer = t.Identity, t.Issuer
 		if t.IdentityRegexp != "" {
@@ -302,7 +285,7 @@ func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, 
 	}
 	pk, err := cryptoutils.UnmarshalPEMToPublicKey(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a public key: %v", t.Key, err)
+		return nil, fmt.Errorf("%s: not a public key: %w", t.Key, err)
 	}
 	if v.key, err = signature.LoadVerifier(pk, crypto.SHA256); err != nil {
 		return nil, err

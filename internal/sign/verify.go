@@ -99,7 +99,7 @@ func (v *verifier) verifySignature(d name.Digest, l layer) error {
 	}
 	var p payload.SimpleContainerImage
 	if err := json.Unmarshal(l.Payload, &p); err != nil {
-		return fmt.Errorf("the signed payload is not a cosign signature payload: %v", err)
+		return fmt.Errorf("the signed payload is not a cosign signature payload: %w", err)
 	}
 	if p.Critical.Type != payload.CosignSignatureType || p.Critical.Image.DockerManifestDigest != d.DigestStr() {
 		return fmt.Errorf("the signature is for %s, not %s", p.Critical.Image.DockerManifestDigest, d.DigestStr())
@@ -148,7 +148,7 @@ func (v *verifier) verifyAttestation(d name.Digest, l layer) (statement, error) 
 	}
 	body, err := base64.StdEncoding.DecodeString(env.Payload)
 	if err != nil {
-		return st, fmt.Errorf("the envelope's payload: %v", err)
+		return st, fmt.Errorf("the envelope's payload: %w", err)
 	}
 	pv, err := v.signer(l, func(e rekorEntry, certDER []byte) error { return e.matchesEnvelope(l.Payload, body, env, certDER) })
 	if err != nil {
@@ -166,7 +166,7 @@ func (v *verifier) verifyAttestation(d name.Digest, l layer) (statement, error) 
 		return st, errors.New("the envelope's signature does not verify")
 	}
 	if err := json.Unmarshal(body, &st); err != nil {
-		return st, fmt.Errorf("the envelope's payload is not an in-toto statement: %v", err)
+		return st, fmt.Errorf("the envelope's payload is not an in-toto statement: %w", err)
 	}
 	hex := strings.TrimPrefix(d.DigestStr(), "sha256:")
 	for _, s := range st.Subject {
@@ -190,7 +190,7 @@ func (v *verifier) signer(l layer, matches func(rekorEntry, []byte) error) (sign
 	}
 	cert, err := x509.ParseCertificate(blk.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("the certificate: %v", err)
+		return nil, fmt.Errorf("the certificate: %w", err)
 	}
 	logged, entry, err := v.checkBundle(l.Annotations[annBundle])
 	if err != nil {
@@ -221,7 +221,7 @@ func (v *verifier) signer(l layer, matches func(rekorEntry, []byte) error) (sign
 		return nil, err
 	}
 	if err := matches(entry, cert.Raw); err != nil {
-		return nil, fmt.Errorf("the Rekor entry is not this signature's: %v", err)
+		return nil, fmt.Errorf("the Rekor entry is not this signature's: %w", err)
 	}
 	return signature.LoadVerifier(cert.PublicKey, crypto.SHA256)
 }
@@ -235,7 +235,7 @@ func (v *verifier) checkBundle(raw string) (time.Time, rekorEntry, error) {
 	}
 	var b rekorBundle
 	if err := json.Unmarshal([]byte(raw), &b); err != nil {
-		return time.Time{}, e, fmt.Errorf("the Rekor bundle: %v", err)
+		return time.Time{}, e, fmt.Errorf("the Rekor bundle: %w", err)
 	}
 	log := v.tm.RekorLogs()[b.Payload.LogID]
 	if log == nil {
@@ -262,7 +262,7 @@ func (v *verifier) checkBundle(raw string) (time.Time, rekorEntry, error) {
 		err = json.Unmarshal(body, &e)
 	}
 	if err != nil {
-		return time.Time{}, e, fmt.Errorf("the Rekor entry: %v", err)
+		return time.Time{}, e, fmt.Errorf("the Rekor entry: %w", err)
 	}
 	return logged, e, nil
 }
@@ -271,11 +271,11 @@ func (v *verifier) checkBundle(raw string) (time.Time, rekorEntry, error) {
 func (v *verifier) checkSCT(cert, issuer *x509.Certificate) error {
 	cc, err := ctx509.ParseCertificate(cert.Raw)
 	if err != nil && ctx509.IsFatal(err) {
-		return fmt.Errorf("the certificate: %v", err)
+		return fmt.Errorf("the certificate: %w", err)
 	}
 	ic, err := ctx509.ParseCertificate(issuer.Raw)
 	if err != nil && ctx509.IsFatal(err) {
-		return fmt.Errorf("the certificate's issuer: %v", err)
+		return fmt.Errorf("the certificate's issuer: %w", err)
 	}
 	scts, err := x509util.ParseSCTsFromSCTList(&cc.SCTList)
 	if err != nil || len(scts) == 0 {
@@ -297,7 +297,7 @@ func (v *verifier) checkSCT(cert, issuer *x509.Certificate) error {
 func (v *verifier) checkIdentity(cert *x509.Certificate) error {
 	sum, err := certificate.SummarizeCertificate(cert)
 	if err != nil {
-		return fmt.Errorf("the certificate: %v", err)
+		return fmt.Errorf("the certificate: %w", err)
 	}
 	id := sum.SubjectAlternativeName
 	switch {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 )
 
 // TreeDigest hashes a directory by content: every regular file's path
@@ -60,7 +59,7 @@ func TreeDigest(dir string, ignore []string) (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("hashing %s: %v", dir, err)
+		return "", fmt.Errorf("hashing %s: %w", dir, err)
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
 	h := sha256.New()
@@ -90,11 +89,6 @@ func fileSHA256(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// Under reports whether rel is p or below p.
-func Under(rel, p string) bool {
-	return rel == p || strings.HasPrefix(rel, p+"/")
 }
 
 // StringDigest is the sha256 of s, in the form the other digests take.

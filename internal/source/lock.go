@@ -51,7 +51,7 @@ func ReadLock(path string) (*Lock, error) {
 		return nil, err
 	}
 	if err := json.Unmarshal(data, l); err != nil {
-		return nil, fmt.Errorf("%s: not a lock file: %v (regenerate it with dorisarm sources lock)", path, err)
+		return nil, fmt.Errorf("%s: not a lock file: %w (regenerate it with dorisarm sources lock)", path, err)
 	}
 	if l.Archives == nil {
 		l.Archives = map[string]LockEntry{}
@@ -68,16 +68,6 @@ func (l *Lock) Write(path string) error {
 	return fsutil.WriteFileAtomic(path, append(data, '\n'), 0o644)
 }
 
-// Names returns the pinned archive names in order.
-func (l *Lock) Names() []string {
-	out := make([]string, 0, len(l.Archives))
-	for n := range l.Archives {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Open opens archive name from a mirror: a directory, a file:// URL or an
 // http(s):// URL (REPOSITORY_URL style: <mirror>/<name>).
 func Open(mirror, name string) (io.ReadCloser, error) {
@@ -89,7 +79,7 @@ func Open(mirror, name string) (io.ReadCloser, error) {
 		u := strings.TrimSuffix(mirror, "/") + "/" + url.PathEscape(name)
 		resp, err := http.Get(u)
 		if err != nil {
-			return nil, fmt.Errorf("fetch %s: %v", u, err)
+			return nil, fmt.Errorf("fetch %s: %w", u, err)
 		}
 		if resp.StatusCode == http.StatusNotFound {
 			resp.Body.Close()
@@ -103,7 +93,7 @@ func Open(mirror, name string) (io.ReadCloser, error) {
 	case strings.HasPrefix(mirror, "file://"):
 		u, err := url.Parse(mirror)
 		if err != nil {
-			return nil, fmt.Errorf("mirror %q: %v", mirror, err)
+			return nil, fmt.Errorf("mirror %q: %w", mirror, err)
 		}
 		mirror = u.Path
 	}
@@ -112,7 +102,7 @@ func Open(mirror, name string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("archive %s is not in mirror %s: %w", name, mirror, ErrMissing)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("archive %s: mirror %s: %v", name, mirror, err)
+		return nil, fmt.Errorf("archive %s: mirror %s: %w", name, mirror, err)
 	}
 	return f, nil
 }

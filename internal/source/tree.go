@@ -150,7 +150,7 @@ func ReadTreePatches(tree string, r *recipe.Recipe, script, machine string) (*Tr
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: reading its patch section failed: %v: %s", scriptPath, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("%s: reading its patch section failed: %w: %s", scriptPath, err, strings.TrimSpace(stderr.String()))
 	}
 	raw, err := os.ReadFile(out)
 	if err != nil && !os.IsNotExist(err) {

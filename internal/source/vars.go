@@ -54,7 +54,7 @@ done
 func ReadPackages(tree string, r *recipe.Recipe, machine string) ([]Package, error) {
 	vars := filepath.Join(tree, r.Thirdparty.Vars)
 	if _, err := os.Stat(vars); err != nil {
-		return nil, fmt.Errorf("%s: %v (is --source a Doris-style tree?)", vars, err)
+		return nil, fmt.Errorf("%s: %w (is --source a Doris-style tree?)", vars, err)
 	}
 	absVars, _ := filepath.Abs(vars)
 	out, err := os.CreateTemp("", "dorisarm-vars-*")
@@ -72,7 +72,7 @@ func ReadPackages(tree string, r *recipe.Recipe, machine string) ([]Package, err
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: sourcing it failed: %v: %s", vars, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("%s: sourcing it failed: %w: %s", vars, err, strings.TrimSpace(stderr.String()))
 	}
 	raw, err := os.ReadFile(out.Name())
 	if err != nil {
@@ -143,7 +143,7 @@ func ReadVersion(tree string, r *recipe.Recipe) (string, error) {
 	path := filepath.Join(tree, r.Version.File)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("cannot read the tree's version: %v (pass --doris VERSION)", err)
+		return "", fmt.Errorf("cannot read the tree's version: %w (pass --doris VERSION)", err)
 	}
 	get := func(expr string) string {
 		if expr == "" {

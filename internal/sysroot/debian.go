@@ -100,7 +100,7 @@ func newDebianSource(s Spec, o *options) (*debianSource, error) {
 		}
 	} else {
 		if merr != nil {
-			return nil, fmt.Errorf("%s: %v; set %s.debian.mirror", s.label(), merr, s.where())
+			return nil, fmt.Errorf("%s: %w; set %s.debian.mirror", s.label(), merr, s.where())
 		}
 		src.mirror = machine
 	}
@@ -298,7 +298,7 @@ func unpackDeb(ctx context.Context, u *unpacker, deb string) error {
 		return aerr
 	}
 	if werr != nil {
-		return fmt.Errorf("dpkg-deb --fsys-tarfile %s: %v: %s", filepath.Base(deb), werr, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("dpkg-deb --fsys-tarfile %s: %w: %s", filepath.Base(deb), werr, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }

@@ -804,7 +804,7 @@ func run(ctx context.Context, tool string, args ...string) error {
 	cmd.Stdout = &stderr
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(lastLines(stderr.String(), 10))
-		return fmt.Errorf("%s: %v: %s", filepath.Base(tool), err, msg)
+		return fmt.Errorf("%s: %w: %s", filepath.Base(tool), err, msg)
 	}
 	return nil
 }

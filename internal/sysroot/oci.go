@@ -24,7 +24,7 @@ func newImageSource(ctx context.Context, s Spec, o *options) (*imageSource, erro
 	}
 	ref, err := name.ParseReference(s.Image, nopts...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: image %q: %v; fix %s.image", s.label(), s.Image, err, s.where())
+		return nil, fmt.Errorf("%s: image %q: %w; fix %s.image", s.label(), s.Image, err, s.where())
 	}
 	ropts := append([]remote.Option{remote.WithContext(ctx), remote.WithPlatform(o.platform)}, o.remote...)
 	src := &imageSource{spec: s, platform: o.platform.String(), plat: o.platform, ropts: ropts}

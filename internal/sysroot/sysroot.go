@@ -168,11 +168,6 @@ func WithMaxBytes(n int64) Option { return func(o *options) { o.maxBytes = n } }
 // WithMaxEntries bounds the number of archive entries read.
 func WithMaxEntries(n int64) Option { return func(o *options) { o.maxEntries = n } }
 
-// WithKeep replaces DefaultKeep.
-func WithKeep(patterns ...string) Option {
-	return func(o *options) { o.keep = append([]string(nil), patterns...) }
-}
-
 // WithAptConfigDir reads the machine's apt sources from dir instead of /etc/apt.
 func WithAptConfigDir(dir string) Option { return func(o *options) { o.aptDir = dir } }
 
@@ -246,7 +241,7 @@ func Ensure(ctx context.Context, s Spec, cacheDir string, opts ...Option) (*Sysr
 	}
 	for _, k := range o.keep {
 		if _, err := path.Match(k, ""); err != nil || k == "" || path.IsAbs(k) || path.Clean(k) != k || strings.HasPrefix(k, "..") {
-			return nil, fmt.Errorf("%s: keep pattern %q is not a clean relative path pattern (WithKeep)", s.label(), k)
+			return nil, fmt.Errorf("%s: keep pattern %q is not a clean relative path pattern (DefaultKeep)", s.label(), k)
 		}
 	}
 	if s.Digest != "" && !validDigest(s.Digest) {
@@ -281,7 +276,7 @@ func Ensure(ctx context.Context, s Spec, cacheDir string, opts ...Option) (*Sysr
 			return nil, fmt.Errorf("%s: a glibc ceiling needs the GNU triple of the sysroot's architecture, to pick the binutils that make the stubs: set %s.triple (aarch64-linux-gnu for arm64, x86_64-linux-gnu for amd64)", s.label(), s.where())
 		}
 		if tools, err = ToolsFor(s.Triple); err != nil {
-			return nil, fmt.Errorf("%s: %v; they make the stubs for the glibc ceiling in %s.glibc", s.label(), err, s.where())
+			return nil, fmt.Errorf("%s: %w; they make the stubs for the glibc ceiling in %s.glibc", s.label(), err, s.where())
 		}
 		id, err := tools.identity(ctx)
 		if err != nil {

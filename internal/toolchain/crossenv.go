@@ -2,7 +2,6 @@ package toolchain
 
 import (
 	"bytes"
-	"debug/elf"
 	_ "embed"
 	"fmt"
 	"os"
@@ -245,6 +244,3 @@ var lookPath = func(name string) (string, error) {
 	}
 	return "", fmt.Errorf("%s not found on PATH", name)
 }
-
-// ELFMachine is the ELF e_machine the cell's objects must have.
-func (tc *Toolchain) ELFMachine() elf.Machine { return elf.Machine(tc.Cell.ISA.ELFMachine) }

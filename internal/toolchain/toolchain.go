@@ -161,17 +161,17 @@ func probe(cell matrix.Cell, cc *matrix.Compiler, getenv func(string) string) (*
 	}
 	id, err := identify(tc.CC)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", cc.Name, err)
+		return nil, fmt.Errorf("%s: %w", cc.Name, err)
 	}
 	id.Name, id.Dialect = cc.Name, cc.Dialect
 	id.Tools = map[string]string{}
 	for role, p := range tc.Tools {
 		if id.Tools[role], err = binaryDigest(p); err != nil {
-			return nil, fmt.Errorf("%s: %v", cc.Name, err)
+			return nil, fmt.Errorf("%s: %w", cc.Name, err)
 		}
 	}
 	if id.Tools["c++"], err = binaryDigest(tc.CXX); err != nil {
-		return nil, fmt.Errorf("%s: %v", cc.Name, err)
+		return nil, fmt.Errorf("%s: %w", cc.Name, err)
 	}
 	tc.Identity = id
 	cs, _ := version.NewConstraint(cc.Version)
@@ -212,7 +212,7 @@ var versionRE = regexp.MustCompile(`\b(\d+\.\d+(?:\.\d+)?)\b`)
 func identify(cc string) (Identity, error) {
 	out, err := exec.Command(cc, "--version").Output()
 	if err != nil {
-		return Identity{}, fmt.Errorf("%s --version failed: %v", cc, err)
+		return Identity{}, fmt.Errorf("%s --version failed: %w", cc, err)
 	}
 	banner, _, _ := strings.Cut(string(out), "\n")
 	id := Identity{Path: cc, Banner: strings.TrimSpace(banner)}

@@ -98,7 +98,7 @@ func (x *extractor) tarFile(src string) error {
 			return err
 		}
 		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("xz: %v (install xz-utils)", err)
+			return fmt.Errorf("xz: %w (install xz-utils)", err)
 		}
 		defer cmd.Wait()
 		defer out.Close()
@@ -280,7 +280,7 @@ func (x *extractor) hardlink(name, target string) error {
 	}
 	t, err := x.target(target)
 	if err != nil {
-		return fmt.Errorf("hard link %s: %v", name, err)
+		return fmt.Errorf("hard link %s: %w", name, err)
 	}
 	st, err := os.Lstat(t)
 	if err != nil || !st.Mode().IsRegular() {
