@@ -75,6 +75,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 				return err
 			}
 			opts.PGOProfile = o.req.PGOProfile
+			o.req.Registry = ro
 			o.cache = opts.Cache
 			ps, req, err := makePlanned(cmd.Context(), g, o)
 			if err != nil {

@@ -7,11 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/patch"
 	"github.com/dorisarm/dorisarm/internal/pgo"
 	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/source"
 	"github.com/dorisarm/dorisarm/internal/sysroot"
 	"github.com/dorisarm/dorisarm/internal/toolchain"
@@ -39,6 +42,8 @@ type Request struct {
 	// SysrootCache is where sysroots (and which compilers passed their
 	// check against one) are kept.
 	SysrootCache string
+	// Registry reaches the registries of image sysroots.
+	Registry registry.Options
 }
 
 // Planned is one target's plan with what building it needs.
@@ -90,7 +95,7 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 		if err != nil {
 			return nil, fault.Input(err)
 		}
-		sr, err := Sysroot(ctx, m, cell, req.SysrootCache, req.SysrootWaiver)
+		sr, err := Sysroot(ctx, m, cell, req.SysrootCache, req.SysrootWaiver, req.Registry)
 		if err != nil {
 			return nil, err
 		}
@@ -159,9 +164,10 @@ func profileDigest(path string) (string, error) {
 }
 
 // Sysroot makes (or finds under cacheDir) the sysroot of a cell's target
-// OS: the matrix's sysroot for its ISA, capped at the OS's glibc. It
-// returns nil with no error when the sysroot is waived.
-func Sysroot(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, waiver string) (*toolchain.Sysroot, error) {
+// OS: the matrix's sysroot for its ISA, capped at the OS's glibc; an image
+// sysroot is pulled for the ISA's platform through ro. It returns nil with
+// no error when the sysroot is waived.
+func Sysroot(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, waiver string, ro registry.Options) (*toolchain.Sysroot, error) {
 	if waiver != "" {
 		return nil, nil
 	}
@@ -180,7 +186,12 @@ func Sysroot(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, 
 	if d := sr.Debian; d != nil {
 		spec.Debian = &sysroot.DebianSpec{Suite: d.Suite, Arch: d.Arch, Packages: d.Packages, Mirror: d.Mirror}
 	}
-	got, err := sysroot.Ensure(ctx, spec, abs)
+	opts := []sysroot.Option{sysroot.WithRemoteOptions(ro.Remote(ctx)...),
+		sysroot.WithPlatform(v1.Platform{OS: cell.ISA.OCI.OS, Architecture: cell.ISA.OCI.Architecture, Variant: cell.ISA.OCI.Variant})}
+	if ro.Insecure {
+		opts = append(opts, sysroot.WithInsecure())
+	}
+	got, err := sysroot.Ensure(ctx, spec, abs, opts...)
 	if err != nil {
 		return nil, fault.Inputf("target %s: cannot make sysroot %s for %s: %w\n(check sysroots.%s in %s, or pass --waive-sysroot REASON to build against this machine's libraries, recorded as a waiver)",
 			cell.Target.Name, name, cell.OS.ID, err, name, m.File)
@@ -189,7 +200,7 @@ func Sysroot(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, 
 	if got.GlibcFrom != "" {
 		// Target programs run under qemu with the real libraries the stubs stand for.
 		spec.Glibc = ""
-		base, err := sysroot.Ensure(ctx, spec, abs)
+		base, err := sysroot.Ensure(ctx, spec, abs, opts...)
 		if err != nil {
 			return nil, fault.Inputf("target %s: sysroot %s: %w", cell.Target.Name, name, err)
 		}
