@@ -286,3 +286,14 @@ func readPassword(cmd *cobra.Command, ro *registry.Options, username string, std
 	ro.Auth = &authn.Basic{Username: username, Password: strings.TrimRight(string(pw), "\r\n")}
 	return nil
 }
+
+// textWriter is what a command prints: as text, or with -o json as JSON.
+type textWriter interface{ WriteText(io.Writer) error }
+
+// printAs prints v as JSON when format is json, else as its text.
+func printAs(w io.Writer, format string, v textWriter) error {
+	if format == "json" {
+		return printJSON(w, v)
+	}
+	return v.WriteText(w)
+}

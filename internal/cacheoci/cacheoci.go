@@ -74,26 +74,50 @@ func (e *ForeignError) Error() string {
 
 func (r *Repo) ro(ctx context.Context) []remote.Option { return r.Registry.Remote(ctx) }
 
+// Pushed is what PushAll did (as dorisarm cache push prints it).
+type Pushed struct {
+	Bytes   int64  `json:"bytes"`
+	Entries int    `json:"pushed_entries"`
+	Repo    string `json:"repo"`
+}
+
+// WriteText prints p for people, on one line.
+func (p Pushed) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "pushed %d entries (%d bytes) to %s\n", p.Entries, p.Bytes, p.Repo)
+	return err
+}
+
 // PushAll uploads every entry of the local cache c; it stops at the first
-// failure. It returns the entries and their bytes.
-func (r *Repo) PushAll(ctx context.Context, c *build.Cache) (entries int, bytes int64, err error) {
+// failure. It returns the entries pushed and their bytes.
+func (r *Repo) PushAll(ctx context.Context, c *build.Cache) (Pushed, error) {
+	p := Pushed{Repo: r.Repo.String()}
 	ents, err := c.Entries()
 	if err != nil {
-		return 0, 0, err
+		return p, err
 	}
 	for _, e := range ents {
 		if err := r.Push(ctx, c, e.Key); err != nil {
-			return entries, bytes, fault.Gate(err)
+			return p, fault.Gate(err)
 		}
-		entries++
-		bytes += e.Bytes
+		p.Entries++
+		p.Bytes += e.Bytes
 	}
-	return entries, bytes, nil
+	return p, nil
 }
 
-// Pulled counts what PullAll did.
+// Pulled counts what PullAll did (as dorisarm cache pull prints it); the
+// zero Pulled, with an error, means nothing could be tried.
 type Pulled struct {
-	Pulled, Present, Refused int
+	Present int    `json:"present"`
+	Pulled  int    `json:"pulled"`
+	Refused int    `json:"refused"`
+	Repo    string `json:"repo"`
+}
+
+// WriteText prints p for people, on one line.
+func (p Pulled) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "pulled %d entries from %s (%d already here, %d refused)\n", p.Pulled, p.Repo, p.Present, p.Refused)
+	return err
 }
 
 // PullAll downloads every entry of the repository that c lacks. An entry
@@ -108,6 +132,7 @@ func (r *Repo) PullAll(ctx context.Context, c *build.Cache, warn func(error)) (P
 	if err != nil {
 		return p, fault.Gatef("%s: %w", r.Repo, err)
 	}
+	p.Repo = r.Repo.String()
 	for _, key := range tags {
 		if !build.ValidKey(key) {
 			continue
