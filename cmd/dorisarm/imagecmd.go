@@ -2,18 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
-	"strings"
-	"text/tabwriter"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/image"
-	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
@@ -37,34 +32,10 @@ func (o *releaseOptions) flags(cmd *cobra.Command) {
 
 // release assembles the images of every build under --build.
 func (o *releaseOptions) release(ctx context.Context, g *globals) ([]image.Tagged, error) {
-	m, err := g.loadMatrix()
-	if err != nil {
-		return nil, err
-	}
-	builds, err := image.FindBuilds(o.build)
-	if err != nil {
-		return nil, err
-	}
-	rf := o.recipeFile
-	if rf == "" {
-		rf = g.data.Recipe(builds[0].Record.Recipe.Name)
-	}
-	r, err := recipe.Load(rf)
-	if err != nil {
-		return nil, err
-	}
 	src := o.src
-	if src.SourceDir == "" {
-		if src.SourceDir, err = g.data.SampleTree(); err != nil {
-			return nil, err
-		}
-	}
 	src.Getenv = os.Getenv
-	opts, err := src.Options(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return image.Release(m, r, builds, opts)
+	return image.Assemble(ctx, image.Request{Builds: o.build, RecipeFile: o.recipeFile, RecipeFor: g.data.Recipe,
+		SampleTree: g.data.SampleTree, Matrix: g.loadMatrix, Sources: src})
 }
 
 func newImageCmd(g *globals) *cobra.Command {
@@ -95,14 +66,15 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
 			if err := image.WriteLayout(loc.Layout, rel); err != nil {
 				return err
 			}
+			prefix := "" // the table names tags, the JSON where they are
 			if format == "json" {
-				rows, err := releaseRows(out, rel)
-				if err != nil {
-					return err
-				}
-				return printJSON(g.stdout, rows)
+				prefix = out
 			}
-			return printRelease(g.stdout, rel)
+			rows, err := image.ReleaseRows(prefix, rel)
+			if err != nil {
+				return err
+			}
+			return printAs(g.stdout, format, rows)
 		},
 	}
 	o.flags(buildCmd)
@@ -110,42 +82,6 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
 	formatFlag(buildCmd, &format, "table or json", "table", "json")
 	cmd.AddCommand(buildCmd, newInspectCmd(g))
 	return cmd
-}
-
-// releaseRow is one image or index of a release as image build prints it.
-type releaseRow struct {
-	Ref    string `json:"ref"`
-	Kind   string `json:"kind"` // image or index
-	Digest string `json:"digest"`
-}
-
-// releaseRows are rel's tags under prefix (oci:DIR or REGISTRY/PATH).
-func releaseRows(prefix string, rel []image.Tagged) ([]releaseRow, error) {
-	rows := []releaseRow{}
-	for _, t := range rel {
-		d, err := t.Digest()
-		if err != nil {
-			return nil, err
-		}
-		kind := "image"
-		if t.Index != nil {
-			kind = "index"
-		}
-		rows = append(rows, releaseRow{Ref: prefix + ":" + t.Repo + ":" + t.Tag, Kind: kind, Digest: d.String()})
-	}
-	return rows, nil
-}
-
-func printRelease(w io.Writer, rel []image.Tagged) error {
-	rows, err := releaseRows("", rel)
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", strings.TrimPrefix(r.Ref, ":"), r.Kind, r.Digest)
-	}
-	return tw.Flush()
 }
 
 func newPublishCmd(g *globals) *cobra.Command {
@@ -174,24 +110,21 @@ for loopback registries; --insecure allows it elsewhere.`,
 			if err != nil || loc.Name != "" {
 				return usageErr("--repo %q: want REGISTRY/PATH or oci:DIR", repo)
 			}
-			if err := readPassword(cmd, &o.src.Registry, username, passwordStdin); err != nil {
-				return err
+			if passwordStdin {
+				if err := o.src.Registry.ReadPassword(username, cmd.InOrStdin()); err != nil {
+					return err
+				}
 			}
 			rel, err := o.release(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
-			if loc.IsLayout() {
-				if !dryRun {
-					if err := image.WriteLayout(loc.Layout, rel); err != nil {
-						return err
-					}
-				}
-				if err := printRelease(g.stdout, rel); err != nil || !dryRun {
+			if loc.IsLayout() { // the table, whatever --output says
+				wr, err := image.PublishLayout(loc.Layout, rel, dryRun)
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(g.stdout, "dry run: %d tags; nothing written to %s\n", len(rel), loc.Layout)
-				return nil
+				return wr.WriteText(g.stdout)
 			}
 			ro := o.src.Registry
 			ro.Jobs = jobs
@@ -199,11 +132,7 @@ for loopback registries; --insecure allows it elsewhere.`,
 			if err != nil {
 				return fault.Gate(err)
 			}
-			if format == "json" {
-				return printJSON(g.stdout, rep)
-			}
-			printPublished(g.stdout, rep)
-			return nil
+			return printAs(g.stdout, format, rep)
 		},
 	}
 	o.flags(cmd)
@@ -227,23 +156,11 @@ func newInspectCmd(g *globals) *cobra.Command {
   dorisarm image inspect oci:out/images:doris-be:2.1.8 -o json | jq '.manifests[].annotations["io.dorisarm.target"]'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			loc, err := registry.ParseLocation(args[0])
-			if err != nil {
-				return fault.Input(err)
-			}
-			op, err := ro.Open(cmd.Context(), loc)
-			if err != nil {
-				return fault.Input(err)
-			}
-			in, err := image.Inspect(op)
+			in, err := image.InspectLocation(cmd.Context(), args[0], ro)
 			if err != nil {
 				return err
 			}
-			if format == "json" {
-				return printJSON(g.stdout, in)
-			}
-			in.Print(g.stdout, "")
-			return nil
+			return printAs(g.stdout, format, in)
 		},
 	}
 	insecureFlag(cmd, &ro)
@@ -251,40 +168,9 @@ func newInspectCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func printPublished(w io.Writer, rep *image.Report) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	var wouldUpload int64
-	for _, p := range rep.Tags {
-		fmt.Fprintf(tw, "%s\t%s\t%d bytes\t%d to upload\n", p.Ref, p.Digest, p.Size, p.Upload)
-		wouldUpload += p.Upload
-	}
-	tw.Flush()
-	if rep.DryRun {
-		fmt.Fprintf(w, "dry run: %d tags, %d blob bytes to upload; nothing pushed\n", len(rep.Tags), wouldUpload)
-	} else {
-		fmt.Fprintf(w, "published %d tags: uploaded %d blobs, %d bytes\n", len(rep.Tags), rep.UploadedBlobs, rep.Uploaded)
-	}
-}
-
 // insecureFlag registers --insecure on ro.
 func insecureFlag(cmd *cobra.Command, ro *registry.Options) {
 	cmd.Flags().BoolVar(&ro.Insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
-}
-
-// readPassword sets ro's credentials from --username and --password-stdin.
-func readPassword(cmd *cobra.Command, ro *registry.Options, username string, stdin bool) error {
-	if !stdin {
-		return nil
-	}
-	if username == "" {
-		return usageErr("--password-stdin needs --username")
-	}
-	pw, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 1<<20))
-	if err != nil {
-		return err
-	}
-	ro.Auth = &authn.Basic{Username: username, Password: strings.TrimRight(string(pw), "\r\n")}
-	return nil
 }
 
 // textWriter is what a command prints: as text, or with -o json as JSON.

@@ -1,0 +1,107 @@
+package image
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// Row is one image or index of a release as dorisarm image build lists it.
+type Row struct {
+	Ref    string `json:"ref"`
+	Kind   string `json:"kind"` // image or index
+	Digest string `json:"digest"`
+}
+
+// Rows list a release.
+type Rows []Row
+
+// ReleaseRows lists rel's tags (NAME:TAG), under prefix (oci:DIR or
+// REGISTRY/PATH) when it is not "".
+func ReleaseRows(prefix string, rel []Tagged) (Rows, error) {
+	rows := Rows{}
+	for _, t := range rel {
+		d, err := t.Digest()
+		if err != nil {
+			return nil, err
+		}
+		kind := "image"
+		if t.Index != nil {
+			kind = "index"
+		}
+		ref := t.Repo + ":" + t.Tag
+		if prefix != "" {
+			ref = prefix + ":" + ref
+		}
+		rows = append(rows, Row{Ref: ref, Kind: kind, Digest: d.String()})
+	}
+	return rows, nil
+}
+
+// WriteText prints the rows as aligned columns: ref, kind, digest.
+func (rs Rows) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Ref, r.Kind, r.Digest)
+	}
+	return tw.Flush()
+}
+
+// Written is a release written to an OCI layout, or with DryRun what
+// would be.
+type Written struct {
+	Dir    string
+	DryRun bool
+	Rows   Rows
+}
+
+// PublishLayout writes rel to the OCI layout dir (not with dryRun) and
+// lists what it wrote.
+func PublishLayout(dir string, rel []Tagged, dryRun bool) (*Written, error) {
+	if !dryRun {
+		if err := WriteLayout(dir, rel); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := ReleaseRows("", rel)
+	if err != nil {
+		return nil, err
+	}
+	return &Written{Dir: dir, DryRun: dryRun, Rows: rows}, nil
+}
+
+// WriteText prints the rows and, for a dry run, that nothing was written.
+func (wr *Written) WriteText(w io.Writer) error {
+	if err := wr.Rows.WriteText(w); err != nil || !wr.DryRun {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "dry run: %d tags; nothing written to %s\n", len(wr.Rows), wr.Dir)
+	return err
+}
+
+// WriteText prints what a publish pushed (or, dry run, would push): one
+// line a tag, then the totals.
+func (rep *Report) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var wouldUpload int64
+	for _, p := range rep.Tags {
+		fmt.Fprintf(tw, "%s\t%s\t%d bytes\t%d to upload\n", p.Ref, p.Digest, p.Size, p.Upload)
+		wouldUpload += p.Upload
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var err error
+	if rep.DryRun {
+		_, err = fmt.Fprintf(w, "dry run: %d tags, %d blob bytes to upload; nothing pushed\n", len(rep.Tags), wouldUpload)
+	} else {
+		_, err = fmt.Fprintf(w, "published %d tags: uploaded %d blobs, %d bytes\n", len(rep.Tags), rep.UploadedBlobs, rep.Uploaded)
+	}
+	return err
+}
+
+// WriteText prints in as text.
+func (in Inspected) WriteText(w io.Writer) error {
+	in.Print(w, "")
+	return nil
+}
