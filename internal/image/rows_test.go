@@ -125,7 +125,7 @@ func TestAssemble(t *testing.T) {
 	want := sampleRelease(t, out, three)
 	var asked string
 	req := Request{Builds: out, Matrix: func() (*matrix.Matrix, error) { return matrix.Load(filepath.Join(repo, "matrix.yaml")) },
-		RecipeFor: func(name string) string { asked = name; return filepath.Join(repo, "recipes", name+".yaml") },
+		RecipeFor:  func(name string) string { asked = name; return filepath.Join(repo, "recipes", name+".yaml") },
 		SampleTree: func() (string, error) { return t.TempDir(), nil },
 		Sources:    Sources{Epoch: "1700000000", Revision: "abc123", SourceURL: "https://example.invalid/doris", Base: "scratch"}}
 	got, err := Assemble(context.Background(), req)
