@@ -1,10 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/attest"
@@ -40,11 +38,7 @@ func newKeygenCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return fault.Input(err)
 			}
-			if format == "json" {
-				return printJSON(g.stdout, map[string]string{"private_key": priv, "public_key": pub})
-			}
-			fmt.Fprintf(g.stdout, "wrote %s and %s\n", priv, pub)
-			return nil
+			return printAs(g.stdout, format, sign.KeyPair{Private: priv, Public: pub})
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", ".", "directory for cosign.key and cosign.pub")
@@ -84,56 +78,12 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
   dorisarm sign --key keys/cosign.key --build out 127.0.0.1:5000/doris/doris-be:2.1.8 127.0.0.1:5000/doris/doris-be:2.1.8-kunpeng920`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if (key == "") == !keyless {
-				return usageErr("give --key cosign.key (dorisarm keygen writes one), or --keyless")
-			}
-			var refs []name.Reference
-			for _, a := range args {
-				ref, err := ro.Reference(a)
-				if err != nil {
-					return fault.Input(err)
-				}
-				refs = append(refs, ref)
-			}
-			var s attest.Signer
-			var err error
-			if keyless {
-				if s, err = sign.NewKeylessSigner(kl, os.Getenv, ro.Remote(cmd.Context())...); err != nil {
-					return usageErr("%v", err)
-				}
-			} else {
-				pw, err := password()
-				if err != nil {
-					return err
-				}
-				if s, err = sign.LoadSigner(key, pw, ro.Remote(cmd.Context())...); err != nil {
-					return fault.Input(err)
-				}
-			}
-			var builds *attest.Builds
-			if buildDir != "" {
-				m, err := g.loadMatrix()
-				if err != nil {
-					return err
-				}
-				if builds, err = attest.Open(m, buildDir, g.data.Recipe, ro); err != nil {
-					return err
-				}
-			}
-			done, err := attest.SignAll(cmd.Context(), s, refs, builds)
+			done, err := attest.Run(cmd.Context(), attest.Request{Refs: args, Key: key, Password: password, Keyless: keyless,
+				Sigstore: kl, Getenv: os.Getenv, BuildDir: buildDir, Matrix: g.loadMatrix, RecipeFile: g.data.Recipe, Registry: ro})
 			if err != nil {
 				return err
 			}
-			if format == "json" {
-				return printJSON(g.stdout, done)
-			}
-			for _, d := range done {
-				fmt.Fprintf(g.stdout, "signed %s\n", d.Digest)
-				for _, k := range d.Attestations {
-					fmt.Fprintf(g.stdout, "attested %s %s\n", d.Digest, k)
-				}
-			}
-			return nil
+			return printAs(g.stdout, format, done)
 		},
 	}
 	cmd.Flags().StringVar(&key, "key", "", "cosign private key (cosign.key)")
@@ -203,28 +153,16 @@ check fails.`,
 			if err != nil {
 				return err
 			}
-			failed := 0
-			for _, c := range checks {
-				if !c.OK {
-					failed++
-				}
-				switch {
-				case format == "json":
-				case c.OK:
-					fmt.Fprintf(g.stdout, "%s    %s\n", g.paint(true, "ok"), c.What)
-				default:
-					fmt.Fprintf(g.stdout, "%s  %s: %s\n", g.paint(false, "FAIL"), c.What, c.Why)
-				}
-			}
+			v := sign.NewVerified(ref.String(), checks)
 			if format == "json" {
-				if err := printJSON(g.stdout, map[string]any{"ref": ref.String(), "checks": checks, "failed": failed}); err != nil {
-					return err
-				}
+				err = printJSON(g.stdout, v)
+			} else {
+				err = v.WriteText(g.stdout, g.paint)
 			}
-			if failed > 0 {
-				return fault.Gate(fmt.Errorf("%d of %d checks failed for %s", failed, len(checks), ref))
+			if err != nil {
+				return err
 			}
-			return nil
+			return v.Err()
 		},
 	}
 	tf.add(cmd)

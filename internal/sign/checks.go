@@ -1,0 +1,64 @@
+package sign
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
+)
+
+// Verified is what verifying a reference found: every check, in order,
+// and how many failed.
+type Verified struct {
+	Checks []Check `json:"checks"`
+	Failed int     `json:"failed"`
+	Ref    string  `json:"ref"`
+}
+
+// NewVerified counts the failed checks of ref.
+func NewVerified(ref string, checks []Check) *Verified {
+	v := &Verified{Ref: ref, Checks: checks}
+	for _, c := range checks {
+		if !c.OK {
+			v.Failed++
+		}
+	}
+	return v
+}
+
+// WriteText prints a line a check: "ok" and what passed, or "FAIL", what
+// failed and why. paint colours the word (ok: it passed).
+func (v *Verified) WriteText(w io.Writer, paint func(ok bool, word string) string) error {
+	for _, c := range v.Checks {
+		var err error
+		if c.OK {
+			_, err = fmt.Fprintf(w, "%s    %s\n", paint(true, "ok"), c.What)
+		} else {
+			_, err = fmt.Fprintf(w, "%s  %s: %s\n", paint(false, "FAIL"), c.What, c.Why)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Err is a failed gate when a check failed.
+func (v *Verified) Err() error {
+	if v.Failed == 0 {
+		return nil
+	}
+	return fault.Gatef("%d of %d checks failed for %s", v.Failed, len(v.Checks), v.Ref)
+}
+
+// KeyPair names the files Keygen wrote.
+type KeyPair struct {
+	Private string `json:"private_key"`
+	Public  string `json:"public_key"`
+}
+
+// WriteText says which files were written.
+func (k KeyPair) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "wrote %s and %s\n", k.Private, k.Public)
+	return err
+}
