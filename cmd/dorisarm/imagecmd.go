@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/registry"
 )
@@ -63,18 +62,11 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
 			if err != nil {
 				return err
 			}
-			if err := image.WriteLayout(loc.Layout, rel); err != nil {
-				return err
-			}
-			prefix := "" // the table names tags, the JSON where they are
-			if format == "json" {
-				prefix = out
-			}
-			rows, err := image.ReleaseRows(prefix, rel)
+			wr, err := image.PublishLayout(loc, rel, false)
 			if err != nil {
 				return err
 			}
-			return printAs(g.stdout, format, rows)
+			return printAs(g.stdout, format, wr)
 		},
 	}
 	o.flags(buildCmd)
@@ -103,12 +95,9 @@ for loopback registries; --insecure allows it elsewhere.`,
   dorisarm publish --build out --repo oci:out/images`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if repo == "" {
-				return usageErr("--repo is required: REGISTRY/PATH or oci:DIR")
-			}
-			loc, err := registry.ParseLocation(repo)
-			if err != nil || loc.Name != "" {
-				return usageErr("--repo %q: want REGISTRY/PATH or oci:DIR", repo)
+			loc, err := image.Destination(repo)
+			if err != nil {
+				return err
 			}
 			if passwordStdin {
 				if err := o.src.Registry.ReadPassword(username, cmd.InOrStdin()); err != nil {
@@ -119,20 +108,16 @@ for loopback registries; --insecure allows it elsewhere.`,
 			if err != nil {
 				return err
 			}
-			if loc.IsLayout() { // the table, whatever --output says
-				wr, err := image.PublishLayout(loc.Layout, rel, dryRun)
-				if err != nil {
-					return err
-				}
-				return wr.WriteText(g.stdout)
-			}
 			ro := o.src.Registry
 			ro.Jobs = jobs
-			rep, err := image.Publish(cmd.Context(), repo, rel, image.PublishOptions{Registry: ro, DryRun: dryRun})
+			res, err := image.PublishTo(cmd.Context(), loc, rel, image.PublishOptions{Registry: ro, DryRun: dryRun})
 			if err != nil {
-				return fault.Gate(err)
+				return err
 			}
-			return printAs(g.stdout, format, rep)
+			if loc.IsLayout() {
+				return res.WriteText(g.stdout) // the table, whatever --output says
+			}
+			return printAs(g.stdout, format, res)
 		},
 	}
 	o.flags(cmd)

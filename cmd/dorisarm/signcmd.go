@@ -109,12 +109,7 @@ func (f *trustFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.t.TrustedRoot, "trusted-root", "", "keyless: a trusted_root.json to trust instead of Sigstore's (from TUF), for a private Sigstore")
 }
 
-func (f *trustFlags) trust() (sign.Trust, error) {
-	if err := f.t.Validate(); err != nil {
-		return sign.Trust{}, usageErr("%v", err)
-	}
-	return f.t, nil
-}
+func (f *trustFlags) trust() (sign.Trust, error) { return f.t, f.t.Validate() }
 
 func newVerifyCmd(g *globals) *cobra.Command {
 	var tf trustFlags
@@ -141,25 +136,12 @@ check fails.`,
   dorisarm verify --key keys/cosign.pub -o json 127.0.0.1:5000/doris/doris-be:2.1.8 | jq '.checks[] | select(.ok | not)'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			trust, err := tf.trust()
+			v, err := promote.VerifyRef(cmd.Context(), args[0], tf.t, noAttestations, ro)
 			if err != nil {
 				return err
 			}
-			ref, err := ro.Reference(args[0])
-			if err != nil {
-				return fault.Input(err)
-			}
-			checks, err := promote.Verify(cmd.Context(), ref, trust, noAttestations, ro)
-			if err != nil {
-				return err
-			}
-			v := sign.NewVerified(ref.String(), checks)
-			if format == "json" {
-				err = printJSON(g.stdout, v)
-			} else {
-				err = v.WriteText(g.stdout, g.paint)
-			}
-			if err != nil {
+			v.Paint = g.paint
+			if err := printAs(g.stdout, format, v); err != nil {
 				return err
 			}
 			return v.Err()

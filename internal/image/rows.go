@@ -1,9 +1,14 @@
 package image
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
+	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
 // Row is one image or index of a release as dorisarm image build lists it.
@@ -50,16 +55,16 @@ func (rs Rows) WriteText(w io.Writer) error {
 // Written is a release written to an OCI layout, or with DryRun what
 // would be.
 type Written struct {
-	Dir    string
+	Layout registry.Location
 	DryRun bool
-	Rows   Rows
+	Rows   Rows // NAME:TAG
 }
 
-// PublishLayout writes rel to the OCI layout dir (not with dryRun) and
+// PublishLayout writes rel to the OCI layout loc (not with dryRun) and
 // lists what it wrote.
-func PublishLayout(dir string, rel []Tagged, dryRun bool) (*Written, error) {
+func PublishLayout(loc registry.Location, rel []Tagged, dryRun bool) (*Written, error) {
 	if !dryRun {
-		if err := WriteLayout(dir, rel); err != nil {
+		if err := WriteLayout(loc.Layout, rel); err != nil {
 			return nil, err
 		}
 	}
@@ -67,7 +72,7 @@ func PublishLayout(dir string, rel []Tagged, dryRun bool) (*Written, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Written{Dir: dir, DryRun: dryRun, Rows: rows}, nil
+	return &Written{Layout: loc, DryRun: dryRun, Rows: rows}, nil
 }
 
 // WriteText prints the rows and, for a dry run, that nothing was written.
@@ -75,8 +80,46 @@ func (wr *Written) WriteText(w io.Writer) error {
 	if err := wr.Rows.WriteText(w); err != nil || !wr.DryRun {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "dry run: %d tags; nothing written to %s\n", len(wr.Rows), wr.Dir)
+	_, err := fmt.Fprintf(w, "dry run: %d tags; nothing written to %s\n", len(wr.Rows), wr.Layout.Layout)
 	return err
+}
+
+// MarshalJSON is the rows, each ref under the layout (oci:DIR:NAME:TAG).
+func (wr *Written) MarshalJSON() ([]byte, error) {
+	rows := Rows{}
+	for _, r := range wr.Rows {
+		r.Ref = wr.Layout.String() + ":" + r.Ref
+		rows = append(rows, r)
+	}
+	return json.Marshal(rows)
+}
+
+// Destination reads where publish puts a release: REGISTRY/PATH or oci:DIR.
+func Destination(repo string) (registry.Location, error) {
+	if repo == "" {
+		return registry.Location{}, fault.Inputf("--repo is required: REGISTRY/PATH or oci:DIR")
+	}
+	loc, err := registry.ParseLocation(repo)
+	if err != nil || loc.Name != "" {
+		return registry.Location{}, fault.Inputf("--repo %q: want REGISTRY/PATH or oci:DIR", repo)
+	}
+	return loc, nil
+}
+
+// Published is what PublishTo did: a *Written or a *Report.
+type Published interface{ WriteText(io.Writer) error }
+
+// PublishTo puts rel in the OCI layout loc (PublishLayout) or pushes it
+// under the registry prefix loc (Publish; its failures are failed gates).
+func PublishTo(ctx context.Context, loc registry.Location, rel []Tagged, o PublishOptions) (Published, error) {
+	if loc.IsLayout() {
+		return PublishLayout(loc, rel, o.DryRun)
+	}
+	rep, err := Publish(ctx, loc.Ref, rel, o)
+	if err != nil {
+		return nil, fault.Gate(err)
+	}
+	return rep, nil
 }
 
 // WriteText prints what a publish pushed (or, dry run, would push): one

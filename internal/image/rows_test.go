@@ -2,11 +2,16 @@ package image
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
@@ -57,7 +62,8 @@ func TestReleaseRows(t *testing.T) {
 func TestPublishLayout(t *testing.T) {
 	rel := sampleRelease(t, t.TempDir(), three)
 	dir := filepath.Join(t.TempDir(), "images")
-	dry, err := PublishLayout(dir, rel, true)
+	loc := dregistry.Location{Layout: dir}
+	dry, err := PublishLayout(loc, rel, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +77,7 @@ func TestPublishLayout(t *testing.T) {
 		t.Errorf("dry run text:\n%s", b.String())
 	}
 
-	wr, err := PublishLayout(dir, rel, false)
+	wr, err := PublishTo(context.Background(), loc, rel, PublishOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +85,17 @@ func TestPublishLayout(t *testing.T) {
 	wr.WriteText(&b)
 	if strings.Count(b.String(), "\n") != len(rel) || strings.Contains(b.String(), "dry run") {
 		t.Errorf("publish text:\n%s", b.String())
+	}
+	// As JSON, each row names where its tag is.
+	var rows []Row
+	if data, err := json.Marshal(wr); err != nil || json.Unmarshal(data, &rows) != nil || len(rows) != len(rel) ||
+		rows[0].Ref != "oci:"+dir+":"+rel[0].Repo+":"+rel[0].Tag || rows[0].Digest != dry.Rows[0].Digest {
+		t.Errorf("JSON rows: %+v, %v", rows, err)
+	}
+	// A registry that cannot be reached fails the publish as a gate.
+	o := PublishOptions{Registry: dregistry.Options{Backoff: &remote.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1}}}
+	if _, err := PublishTo(context.Background(), dregistry.Location{Ref: "127.0.0.1:1/doris"}, rel, o); !errors.Is(err, fault.ErrGate) {
+		t.Errorf("publish to a closed port: %v, want a failed gate", err)
 	}
 	idx := byRef(rel)["doris-be:2.1.8"]
 	want, _ := idx.Digest()
@@ -95,6 +112,21 @@ func TestPublishLayout(t *testing.T) {
 	for _, bad := range []string{"oci:", "oci:" + filepath.Join(dir, "none") + ":doris-be:2.1.8", "oci:" + dir + ":doris-be:9.9"} {
 		if _, err := InspectLocation(ctx, bad, dregistry.Options{}); !fault.IsInput(err) {
 			t.Errorf("inspect %s: %v, want bad input", bad, err)
+		}
+	}
+}
+
+func TestDestination(t *testing.T) {
+	for in, want := range map[string]dregistry.Location{
+		"oci:out/images":            {Layout: "out/images"},
+		"127.0.0.1:5000/doris":      {Ref: "127.0.0.1:5000/doris"},
+		"":                          {},
+		"oci:out/images:doris-be:1": {},
+		"oci:":                      {},
+	} {
+		got, err := Destination(in)
+		if got != want || (want == dregistry.Location{}) != fault.IsInput(err) {
+			t.Errorf("Destination(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
 }

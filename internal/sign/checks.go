@@ -13,6 +13,9 @@ type Verified struct {
 	Checks []Check `json:"checks"`
 	Failed int     `json:"failed"`
 	Ref    string  `json:"ref"`
+	// Paint colours WriteText's status words (ok: the check passed); nil
+	// leaves them plain.
+	Paint func(ok bool, word string) string `json:"-"`
 }
 
 // NewVerified counts the failed checks of ref.
@@ -27,8 +30,12 @@ func NewVerified(ref string, checks []Check) *Verified {
 }
 
 // WriteText prints a line a check: "ok" and what passed, or "FAIL", what
-// failed and why. paint colours the word (ok: it passed).
-func (v *Verified) WriteText(w io.Writer, paint func(ok bool, word string) string) error {
+// failed and why.
+func (v *Verified) WriteText(w io.Writer) error {
+	paint := v.Paint
+	if paint == nil {
+		paint = func(_ bool, word string) string { return word }
+	}
 	for _, c := range v.Checks {
 		var err error
 		if c.OK {

@@ -16,15 +16,22 @@ func TestVerifiedText(t *testing.T) {
 		t.Errorf("Failed = %d, want 1", v.Failed)
 	}
 	var b strings.Builder
-	v.WriteText(&b, func(ok bool, word string) string {
+	v.WriteText(&b)
+	want := "ok    signature of r@sha256:aa\nFAIL  attestation x of r@sha256:aa: none\nok    blobs of r@sha256:aa\n"
+	if b.String() != want {
+		t.Errorf("text:\n%s\nwant:\n%s", b.String(), want)
+	}
+	v.Paint = func(ok bool, word string) string {
 		if ok {
 			return "<" + word + ">"
 		}
 		return "[" + word + "]"
-	})
-	want := "<ok>    signature of r@sha256:aa\n[FAIL]  attestation x of r@sha256:aa: none\n<ok>    blobs of r@sha256:aa\n"
+	}
+	b.Reset()
+	v.WriteText(&b)
+	want = "<ok>    signature of r@sha256:aa\n[FAIL]  attestation x of r@sha256:aa: none\n<ok>    blobs of r@sha256:aa\n"
 	if b.String() != want {
-		t.Errorf("text:\n%s\nwant:\n%s", b.String(), want)
+		t.Errorf("painted text:\n%s\nwant:\n%s", b.String(), want)
 	}
 	if err := v.Err(); !errors.Is(err, fault.ErrGate) || err.Error() != "1 of 3 checks failed for r:1" {
 		t.Errorf("Err = %v", err)
