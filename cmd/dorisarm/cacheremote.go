@@ -11,17 +11,9 @@ import (
 	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
-// remoteCache is a --cache-from/--cache-to value as the build's remote
-// cache: a nil interface when s is empty.
+// remoteCache is a --cache-from/--cache-to value as the build's remote cache.
 func remoteCache(flag, s string, ro registry.Options) (build.RemoteCache, error) {
-	if s == "" {
-		return nil, nil
-	}
-	r, err := cacheoci.Open(s, ro)
-	if err != nil {
-		return nil, fmt.Errorf("%s %w", flag, err)
-	}
-	return r, nil
+	return cacheoci.Remote(flag, s, ro)
 }
 
 func newCachePushCmd(g *globals, dir *string) *cobra.Command {

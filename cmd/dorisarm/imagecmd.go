@@ -11,36 +11,29 @@ import (
 	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
-// releaseOptions are the flags image build and publish share.
-type releaseOptions struct {
-	build, recipeFile string
-	src               image.Sources
-}
-
-func (o *releaseOptions) flags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.build, "build", "out", "a dorisarm build --out directory (<doris>/<target>/ builds)")
-	cmd.Flags().StringVar(&o.recipeFile, "recipe", "", "the recipe naming the images (default: recipes/<the builds' recipe>.yaml)")
-	cmd.Flags().StringVar(&o.src.Base, "base", "", "base image for every target: REF, oci:DIR or scratch (default: each target's base_image in matrix.yaml)")
-	cmd.Flags().StringVar(&o.src.Epoch, "epoch", "", "seconds since 1970 for every date in the images (default: $SOURCE_DATE_EPOCH, else the --source tree's last commit)")
-	cmd.Flags().StringVar(&o.src.SourceDir, "source", "", "the source tree whose last commit dates the images (default: the bundled sample)")
-	cmd.Flags().StringVar(&o.src.Revision, "revision", "", "org.opencontainers.image.revision (default: the --source tree's commit)")
-	cmd.Flags().StringVar(&o.src.SourceURL, "source-url", "https://github.com/apache/doris", "org.opencontainers.image.source")
-	insecureFlag(cmd, &o.src.Registry)
-	cmd.Flags().StringArrayVar(&o.src.IndexImages, "index-image", nil, "NAME:OS/ARCH=REF: put this image (REF or oci:DIR) in NAME's multi-arch index for that platform instead of a build, e.g. doris-be:linux/amd64=docker.io/apache/doris:be-2.1.8")
+// releaseFlags registers the flags image build and publish share.
+func releaseFlags(cmd *cobra.Command, req *image.Request) {
+	cmd.Flags().StringVar(&req.Builds, "build", "out", "a dorisarm build --out directory (<doris>/<target>/ builds)")
+	cmd.Flags().StringVar(&req.RecipeFile, "recipe", "", "the recipe naming the images (default: recipes/<the builds' recipe>.yaml)")
+	cmd.Flags().StringVar(&req.Sources.Base, "base", "", "base image for every target: REF, oci:DIR or scratch (default: each target's base_image in matrix.yaml)")
+	cmd.Flags().StringVar(&req.Sources.Epoch, "epoch", "", "seconds since 1970 for every date in the images (default: $SOURCE_DATE_EPOCH, else the --source tree's last commit)")
+	cmd.Flags().StringVar(&req.Sources.SourceDir, "source", "", "the source tree whose last commit dates the images (default: the bundled sample)")
+	cmd.Flags().StringVar(&req.Sources.Revision, "revision", "", "org.opencontainers.image.revision (default: the --source tree's commit)")
+	cmd.Flags().StringVar(&req.Sources.SourceURL, "source-url", "https://github.com/apache/doris", "org.opencontainers.image.source")
+	insecureFlag(cmd, &req.Sources.Registry)
+	cmd.Flags().StringArrayVar(&req.Sources.IndexImages, "index-image", nil, "NAME:OS/ARCH=REF: put this image (REF or oci:DIR) in NAME's multi-arch index for that platform instead of a build, e.g. doris-be:linux/amd64=docker.io/apache/doris:be-2.1.8")
 }
 
 // release assembles the images of every build under --build.
-func (o *releaseOptions) release(ctx context.Context, g *globals) ([]image.Tagged, error) {
-	src := o.src
-	src.Getenv = os.Getenv
-	return image.Assemble(ctx, image.Request{Builds: o.build, RecipeFile: o.recipeFile, RecipeFor: g.data.Recipe,
-		SampleTree: g.data.SampleTree, Matrix: g.loadMatrix, Sources: src})
+func release(ctx context.Context, g *globals, req image.Request) ([]image.Tagged, error) {
+	req.RecipeFor, req.SampleTree, req.Matrix, req.Sources.Getenv = g.data.Recipe, g.data.SampleTree, g.loadMatrix, os.Getenv
+	return image.Assemble(ctx, req)
 }
 
 func newImageCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "image", Short: "Assemble and inspect release images",
 		Example: "  dorisarm image build --build out --out oci:out/images --base scratch\n  dorisarm image inspect oci:out/images:doris-be:2.1.8"}
-	o := &releaseOptions{}
+	var req image.Request
 	var out, format string
 	buildCmd := &cobra.Command{
 		Use:   "build",
@@ -58,7 +51,7 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
 			if err != nil || !loc.IsLayout() || loc.Name != "" {
 				return usageErr("--out %q: want oci:DIR (use dorisarm publish for registries)", out)
 			}
-			rel, err := o.release(cmd.Context(), g)
+			rel, err := release(cmd.Context(), g, req)
 			if err != nil {
 				return err
 			}
@@ -69,7 +62,7 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
 			return printAs(g.stdout, format, wr)
 		},
 	}
-	o.flags(buildCmd)
+	releaseFlags(buildCmd, &req)
 	buildCmd.Flags().StringVar(&out, "out", "oci:out/images", "where the images go: oci:DIR")
 	formatFlag(buildCmd, &format, "table or json", "table", "json")
 	cmd.AddCommand(buildCmd, newInspectCmd(g))
@@ -77,7 +70,7 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
 }
 
 func newPublishCmd(g *globals) *cobra.Command {
-	o := &releaseOptions{}
+	var req image.Request
 	var repo, username, format string
 	var passwordStdin, dryRun bool
 	var jobs int
@@ -100,15 +93,15 @@ for loopback registries; --insecure allows it elsewhere.`,
 				return err
 			}
 			if passwordStdin {
-				if err := o.src.Registry.ReadPassword(username, cmd.InOrStdin()); err != nil {
+				if err := req.Sources.Registry.ReadPassword(username, cmd.InOrStdin()); err != nil {
 					return err
 				}
 			}
-			rel, err := o.release(cmd.Context(), g)
+			rel, err := release(cmd.Context(), g, req)
 			if err != nil {
 				return err
 			}
-			ro := o.src.Registry
+			ro := req.Sources.Registry
 			ro.Jobs = jobs
 			res, err := image.PublishTo(cmd.Context(), loc, rel, image.PublishOptions{Registry: ro, DryRun: dryRun})
 			if err != nil {
@@ -120,7 +113,7 @@ for loopback registries; --insecure allows it elsewhere.`,
 			return printAs(g.stdout, format, res)
 		},
 	}
-	o.flags(cmd)
+	releaseFlags(cmd, &req)
 	cmd.Flags().StringVar(&repo, "repo", "", "REGISTRY/PATH (e.g. 127.0.0.1:5000/doris) or oci:DIR")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be pushed (refs, digests, sizes, bytes to upload)")
 	cmd.Flags().StringVar(&username, "username", "", "registry user (with --password-stdin)")

@@ -6,21 +6,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/attest"
-	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/promote"
 	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
 
-// password reads COSIGN_PASSWORD, which must be set (it may be empty); it
-// is never printed.
-func password() ([]byte, error) {
-	pw, ok := os.LookupEnv("COSIGN_PASSWORD")
-	if !ok {
-		return nil, usageErr("set COSIGN_PASSWORD (it may be empty) to the key's password")
-	}
-	return []byte(pw), nil
-}
+// password reads COSIGN_PASSWORD, which must be set (it may be empty).
+func password() ([]byte, error) { return sign.EnvPassword(os.LookupEnv) }
 
 func newKeygenCmd(g *globals) *cobra.Command {
 	var out, format string
@@ -30,15 +22,11 @@ func newKeygenCmd(g *globals) *cobra.Command {
 		Example: "  COSIGN_PASSWORD=... dorisarm keygen --out keys",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			pw, err := password()
+			kp, err := sign.NewKeyPair(out, password)
 			if err != nil {
 				return err
 			}
-			priv, pub, err := sign.Keygen(out, pw)
-			if err != nil {
-				return fault.Input(err)
-			}
-			return printAs(g.stdout, format, sign.KeyPair{Private: priv, Public: pub})
+			return printAs(g.stdout, format, kp)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", ".", "directory for cosign.key and cosign.pub")
@@ -47,10 +35,8 @@ func newKeygenCmd(g *globals) *cobra.Command {
 }
 
 func newSignCmd(g *globals) *cobra.Command {
-	var key, buildDir, format string
-	var keyless bool
-	var kl sign.Keyless
-	var ro registry.Options
+	var format string
+	var req attest.Request
 	cmd := &cobra.Command{
 		Use:   "sign REF...",
 		Short: "Sign an image or index by digest (an index and every manifest in it), as cosign does",
@@ -78,23 +64,23 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
   dorisarm sign --key keys/cosign.key --build out 127.0.0.1:5000/doris/doris-be:2.1.8 127.0.0.1:5000/doris/doris-be:2.1.8-kunpeng920`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			done, err := attest.Run(cmd.Context(), attest.Request{Refs: args, Key: key, Password: password, Keyless: keyless,
-				Sigstore: kl, Getenv: os.Getenv, BuildDir: buildDir, Matrix: g.loadMatrix, RecipeFile: g.data.Recipe, Registry: ro})
+			req.Refs, req.Password, req.Getenv, req.Matrix, req.RecipeFile = args, password, os.Getenv, g.loadMatrix, g.data.Recipe
+			done, err := attest.Run(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
 			return printAs(g.stdout, format, done)
 		},
 	}
-	cmd.Flags().StringVar(&key, "key", "", "cosign private key (cosign.key)")
-	cmd.Flags().BoolVar(&keyless, "keyless", false, "sign with a Fulcio certificate for the CI's OIDC identity, logged in Rekor")
-	cmd.Flags().StringVar(&kl.FulcioURL, "fulcio-url", "", "keyless: Fulcio (default https://fulcio.sigstore.dev)")
-	cmd.Flags().StringVar(&kl.RekorURL, "rekor-url", "", "keyless: Rekor (default https://rekor.sigstore.dev)")
-	cmd.Flags().StringVar(&kl.OIDCIssuer, "oidc-issuer", "", "keyless: OIDC issuer (default https://oauth2.sigstore.dev/auth)")
-	cmd.Flags().StringVar(&kl.IDToken, "identity-token", "", "keyless: an OIDC token (default $SIGSTORE_ID_TOKEN, or GitHub Actions' own)")
-	cmd.Flags().StringVar(&buildDir, "build", "", "attest the images made from the builds in this dorisarm build --out directory")
+	cmd.Flags().StringVar(&req.Key, "key", "", "cosign private key (cosign.key)")
+	cmd.Flags().BoolVar(&req.Keyless, "keyless", false, "sign with a Fulcio certificate for the CI's OIDC identity, logged in Rekor")
+	cmd.Flags().StringVar(&req.Sigstore.FulcioURL, "fulcio-url", "", "keyless: Fulcio (default https://fulcio.sigstore.dev)")
+	cmd.Flags().StringVar(&req.Sigstore.RekorURL, "rekor-url", "", "keyless: Rekor (default https://rekor.sigstore.dev)")
+	cmd.Flags().StringVar(&req.Sigstore.OIDCIssuer, "oidc-issuer", "", "keyless: OIDC issuer (default https://oauth2.sigstore.dev/auth)")
+	cmd.Flags().StringVar(&req.Sigstore.IDToken, "identity-token", "", "keyless: an OIDC token (default $SIGSTORE_ID_TOKEN, or GitHub Actions' own)")
+	cmd.Flags().StringVar(&req.BuildDir, "build", "", "attest the images made from the builds in this dorisarm build --out directory")
 	formatFlag(cmd, &format, "text or json", "text", "json")
-	insecureFlag(cmd, &ro)
+	insecureFlag(cmd, &req.Registry)
 	return cmd
 }
 

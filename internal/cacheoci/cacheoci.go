@@ -61,6 +61,20 @@ func Open(s string, ro registry.Options) (*Repo, error) {
 	return &Repo{Repo: r, Registry: ro}, nil
 }
 
+// Remote opens s, the value of the build flag flag (--cache-from,
+// --cache-to), as a build's remote cache: none (a nil interface) when s is
+// empty.
+func Remote(flag, s string, ro registry.Options) (build.RemoteCache, error) {
+	if s == "" {
+		return nil, nil
+	}
+	r, err := Open(s, ro)
+	if err != nil {
+		return nil, fmt.Errorf("%s %w", flag, err)
+	}
+	return r, nil
+}
+
 // ForeignError is an artifact under a step key that is not that step's
 // entry, or whose bytes do not match their digests.
 type ForeignError struct {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/build"
 	"github.com/dorisarm/dorisarm/internal/fault"
+	dregistry "github.com/dorisarm/dorisarm/internal/registry"
 )
 
 // rotting serves one blob (by digest) with a byte flipped.
@@ -231,5 +232,18 @@ func sameJSON(t *testing.T, got, want any) {
 	w, _ := json.Marshal(want)
 	if string(g) != string(w) {
 		t.Errorf("JSON = %s, want %s", g, w)
+	}
+}
+
+func TestRemote(t *testing.T) {
+	if rc, err := Remote("--cache-from", "", dregistry.Options{}); rc != nil || err != nil {
+		t.Errorf("no value: %#v, %v; want a nil interface", rc, err)
+	}
+	if _, err := Remote("--cache-to", "127.0.0.1:5000/cache:tag", dregistry.Options{}); !fault.IsInput(err) || !strings.HasPrefix(err.Error(), "--cache-to ") {
+		t.Errorf("a tag: %v, want bad input naming --cache-to", err)
+	}
+	rc, err := Remote("--cache-from", "127.0.0.1:5000/cache", dregistry.Options{})
+	if r, ok := rc.(*Repo); err != nil || !ok || r.Repo.String() != "127.0.0.1:5000/cache" {
+		t.Errorf("a repository: %#v, %v", rc, err)
 	}
 }

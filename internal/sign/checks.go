@@ -57,15 +57,3 @@ func (v *Verified) Err() error {
 	}
 	return fault.Gatef("%d of %d checks failed for %s", v.Failed, len(v.Checks), v.Ref)
 }
-
-// KeyPair names the files Keygen wrote.
-type KeyPair struct {
-	Private string `json:"private_key"`
-	Public  string `json:"public_key"`
-}
-
-// WriteText says which files were written.
-func (k KeyPair) WriteText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "wrote %s and %s\n", k.Private, k.Public)
-	return err
-}

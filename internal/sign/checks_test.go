@@ -3,6 +3,7 @@ package sign
 import (
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,6 +48,25 @@ func TestVerifiedText(t *testing.T) {
 	}
 }
 
+func TestNewKeyPair(t *testing.T) {
+	dir := t.TempDir()
+	pw := func() ([]byte, error) { return []byte("pw"), nil }
+	k, err := NewKeyPair(dir, pw)
+	if err != nil || k.Private != filepath.Join(dir, "cosign.key") || k.Public != filepath.Join(dir, "cosign.pub") {
+		t.Fatalf("NewKeyPair = %+v, %v", k, err)
+	}
+	if _, err := LoadSigner(k.Private, []byte("pw")); err != nil {
+		t.Errorf("the private key does not load with its password: %v", err)
+	}
+	if _, err := NewKeyPair(dir, pw); !fault.IsInput(err) {
+		t.Errorf("a second key pair in %s: %v, want bad input", dir, err)
+	}
+	noPW := errors.New("no password")
+	if _, err := NewKeyPair(t.TempDir(), func() ([]byte, error) { return nil, noPW }); !errors.Is(err, noPW) {
+		t.Errorf("the password's error: %v", err)
+	}
+}
+
 func TestKeyPairText(t *testing.T) {
 	k := KeyPair{Private: "keys/cosign.key", Public: "keys/cosign.pub"}
 	var b strings.Builder
@@ -57,5 +77,21 @@ func TestKeyPairText(t *testing.T) {
 	got, _ := json.Marshal(k)
 	if string(got) != `{"private_key":"keys/cosign.key","public_key":"keys/cosign.pub"}` {
 		t.Errorf("JSON = %s", got)
+	}
+}
+
+func TestEnvPassword(t *testing.T) {
+	env := map[string]string{}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	if _, err := EnvPassword(lookup); !fault.IsInput(err) || !strings.Contains(err.Error(), "COSIGN_PASSWORD") {
+		t.Errorf("unset: %v, want bad input naming COSIGN_PASSWORD", err)
+	}
+	env["COSIGN_PASSWORD"] = ""
+	if pw, err := EnvPassword(lookup); err != nil || len(pw) != 0 {
+		t.Errorf("set empty: %q, %v", pw, err)
+	}
+	env["COSIGN_PASSWORD"] = "s3cret"
+	if pw, err := EnvPassword(lookup); err != nil || string(pw) != "s3cret" {
+		t.Errorf("set: %q, %v", pw, err)
 	}
 }
