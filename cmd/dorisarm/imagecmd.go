@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"os"
 
@@ -24,10 +23,9 @@ func releaseFlags(cmd *cobra.Command, req *image.Request) {
 	cmd.Flags().StringArrayVar(&req.Sources.IndexImages, "index-image", nil, "NAME:OS/ARCH=REF: put this image (REF or oci:DIR) in NAME's multi-arch index for that platform instead of a build, e.g. doris-be:linux/amd64=docker.io/apache/doris:be-2.1.8")
 }
 
-// release assembles the images of every build under --build.
-func release(ctx context.Context, g *globals, req image.Request) ([]image.Tagged, error) {
+// withData gives req what it reads from the data directory and the environment.
+func withData(g *globals, req *image.Request) {
 	req.RecipeFor, req.SampleTree, req.Matrix, req.Sources.Getenv = g.data.Recipe, g.data.SampleTree, g.loadMatrix, os.Getenv
-	return image.Assemble(ctx, req)
 }
 
 func newImageCmd(g *globals) *cobra.Command {
@@ -51,7 +49,8 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
 			if err != nil || !loc.IsLayout() || loc.Name != "" {
 				return usageErr("--out %q: want oci:DIR (use dorisarm publish for registries)", out)
 			}
-			rel, err := release(cmd.Context(), g, req)
+			withData(g, &req)
+			rel, err := image.Assemble(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
@@ -70,10 +69,9 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
 }
 
 func newPublishCmd(g *globals) *cobra.Command {
-	var req image.Request
-	var repo, username, format string
-	var passwordStdin, dryRun bool
-	var jobs int
+	var req image.PublishRequest
+	var format string
+	var passwordStdin bool
 	cmd := &cobra.Command{
 		Use:   "publish",
 		Short: "Publish the images of every build under --build to a registry or an OCI layout",
@@ -88,37 +86,26 @@ for loopback registries; --insecure allows it elsewhere.`,
   dorisarm publish --build out --repo oci:out/images`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			loc, err := image.Destination(repo)
-			if err != nil {
-				return err
-			}
 			if passwordStdin {
-				if err := req.Sources.Registry.ReadPassword(username, cmd.InOrStdin()); err != nil {
-					return err
-				}
+				req.Password = cmd.InOrStdin()
 			}
-			rel, err := release(cmd.Context(), g, req)
+			withData(g, &req.Request)
+			res, err := image.PublishRelease(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
-			ro := req.Sources.Registry
-			ro.Jobs = jobs
-			res, err := image.PublishTo(cmd.Context(), loc, rel, image.PublishOptions{Registry: ro, DryRun: dryRun})
-			if err != nil {
-				return err
-			}
-			if loc.IsLayout() {
+			if _, layout := res.(*image.Written); layout {
 				return res.WriteText(g.stdout) // the table, whatever --output says
 			}
 			return printAs(g.stdout, format, res)
 		},
 	}
-	releaseFlags(cmd, &req)
-	cmd.Flags().StringVar(&repo, "repo", "", "REGISTRY/PATH (e.g. 127.0.0.1:5000/doris) or oci:DIR")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be pushed (refs, digests, sizes, bytes to upload)")
-	cmd.Flags().StringVar(&username, "username", "", "registry user (with --password-stdin)")
+	releaseFlags(cmd, &req.Request)
+	cmd.Flags().StringVar(&req.Repo, "repo", "", "REGISTRY/PATH (e.g. 127.0.0.1:5000/doris) or oci:DIR")
+	cmd.Flags().BoolVar(&req.DryRun, "dry-run", false, "print what would be pushed (refs, digests, sizes, bytes to upload)")
+	cmd.Flags().StringVar(&req.Username, "username", "", "registry user (with --password-stdin)")
 	cmd.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read the registry password from standard input")
-	cmd.Flags().IntVar(&jobs, "jobs", 4, "blobs uploaded at once")
+	cmd.Flags().IntVar(&req.Jobs, "jobs", 4, "blobs uploaded at once")
 	formatFlag(cmd, &format, "table or json", "table", "json")
 	return cmd
 }

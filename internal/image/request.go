@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"io"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
@@ -54,6 +55,41 @@ func Assemble(ctx context.Context, req Request) ([]Tagged, error) {
 		return nil, err
 	}
 	return Release(m, r, builds, opts)
+}
+
+// PublishRequest is a release and where it goes, as dorisarm publish asks.
+type PublishRequest struct {
+	Request
+	// Repo is REGISTRY/PATH or oci:DIR (Destination).
+	Repo   string
+	DryRun bool
+	// Jobs is how many blobs are uploaded at once.
+	Jobs int
+	// Password, when set, is read for Username's registry password
+	// (--password-stdin), before anything else reaches a registry.
+	Username string
+	Password io.Reader
+}
+
+// PublishRelease checks where req goes, assembles the release (Assemble)
+// and publishes it there (PublishTo).
+func PublishRelease(ctx context.Context, req PublishRequest) (Published, error) {
+	loc, err := Destination(req.Repo)
+	if err != nil {
+		return nil, err
+	}
+	if req.Password != nil {
+		if err := req.Sources.Registry.ReadPassword(req.Username, req.Password); err != nil {
+			return nil, err
+		}
+	}
+	rel, err := Assemble(ctx, req.Request)
+	if err != nil {
+		return nil, err
+	}
+	ro := req.Sources.Registry
+	ro.Jobs = req.Jobs
+	return PublishTo(ctx, loc, rel, PublishOptions{Registry: ro, DryRun: req.DryRun})
 }
 
 // InspectLocation opens loc (oci:DIR[:NAME:TAG] or a registry reference)

@@ -179,3 +179,35 @@ func TestAssemble(t *testing.T) {
 		t.Errorf("no builds: %v, want bad input", err)
 	}
 }
+
+// TestPublishRelease: the destination is checked first, then the password
+// read, then the release assembled and written (a layout gets *Written).
+func TestPublishRelease(t *testing.T) {
+	out := t.TempDir()
+	sampleRelease(t, out, three)
+	dir := filepath.Join(t.TempDir(), "images")
+	req := PublishRequest{Repo: "oci:" + dir, Request: Request{Builds: out,
+		Matrix:     func() (*matrix.Matrix, error) { return matrix.Load(filepath.Join(repo, "matrix.yaml")) },
+		RecipeFor:  func(name string) string { return filepath.Join(repo, "recipes", name+".yaml") },
+		SampleTree: func() (string, error) { return t.TempDir(), nil },
+		Sources:    Sources{Epoch: "1700000000", Revision: "abc123", Base: "scratch"}}}
+	res, err := PublishRelease(context.Background(), req)
+	wr, ok := res.(*Written)
+	if err != nil || !ok || len(wr.Rows) != 5 || wr.DryRun {
+		t.Fatalf("PublishRelease = %#v, %v; want 5 tags written", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
+		t.Errorf("no layout written: %v", err)
+	}
+	bad := req
+	bad.Repo = ""
+	bad.Password = strings.NewReader("pw")
+	if _, err := PublishRelease(context.Background(), bad); !fault.IsInput(err) || !strings.Contains(err.Error(), "--repo is required") {
+		t.Errorf("no --repo: %v", err)
+	}
+	bad.Repo = "oci:" + dir
+	bad.Builds = t.TempDir()
+	if _, err := PublishRelease(context.Background(), bad); !fault.IsInput(err) || !strings.Contains(err.Error(), "--username") {
+		t.Errorf("a password without a user: %v, want bad input naming --username before the builds are read", err)
+	}
+}
