@@ -22,12 +22,8 @@ func newCachePushCmd(g *globals, dir *string) *cobra.Command {
 		Short: "Upload every local step-cache entry to a registry repository (one OCI artifact per step key)",
 		Example: `  dorisarm cache push --cache .cache/demo --repo 127.0.0.1:5000/dorisarm/cache
   dorisarm cache push --repo ghcr.io/ORG/dorisarm-cache -o json`,
-	}, func(ctx context.Context, r *cacheoci.Repo) (textWriter, error) {
-		p, err := r.PushAll(ctx, &build.Cache{Dir: *dir})
-		if err != nil {
-			return nil, err
-		}
-		return p, nil
+	}, func(ctx context.Context, r *cacheoci.Repo) (cacheoci.Pushed, error) {
+		return r.PushAll(ctx, &build.Cache{Dir: *dir})
 	})
 }
 
@@ -37,18 +33,18 @@ func newCachePullCmd(g *globals, dir *string) *cobra.Command {
 		Short: "Download every step-cache entry of a registry repository that the local cache lacks, checking each",
 		Example: `  dorisarm cache pull --cache .cache/ci --repo 127.0.0.1:5000/dorisarm/cache
   dorisarm cache pull --repo ghcr.io/ORG/dorisarm-cache -o json`,
-	}, func(ctx context.Context, r *cacheoci.Repo) (textWriter, error) {
-		p, err := r.PullAll(ctx, &build.Cache{Dir: *dir}, func(err error) { fmt.Fprintf(g.stderr, "dorisarm: %v\n", err) })
-		if p == (cacheoci.Pulled{}) {
-			return nil, err
-		}
-		return p, err
+	}, func(ctx context.Context, r *cacheoci.Repo) (cacheoci.Pulled, error) {
+		return r.PullAll(ctx, &build.Cache{Dir: *dir}, func(err error) { fmt.Fprintf(g.stderr, "dorisarm: %v\n", err) })
 	})
 }
 
 // cacheRepoCmd completes cmd as a command on the cache repository --repo:
-// run's summary, when it has one, is printed before run's error is returned.
-func cacheRepoCmd(g *globals, cmd *cobra.Command, run func(context.Context, *cacheoci.Repo) (textWriter, error)) *cobra.Command {
+// run's summary, unless it is the zero one (nothing done), is printed
+// before run's error is returned.
+func cacheRepoCmd[S interface {
+	comparable
+	textWriter
+}](g *globals, cmd *cobra.Command, run func(context.Context, *cacheoci.Repo) (S, error)) *cobra.Command {
 	var repo, format string
 	var ro registry.Options
 	cmd.Args = cobra.NoArgs
@@ -58,7 +54,7 @@ func cacheRepoCmd(g *globals, cmd *cobra.Command, run func(context.Context, *cac
 			return fmt.Errorf("--repo %w", err)
 		}
 		sum, err := run(cmd.Context(), r)
-		if sum == nil {
+		if sum == *new(S) {
 			return err
 		}
 		if perr := printAs(g.stdout, format, sum); perr != nil {

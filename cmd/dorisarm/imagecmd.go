@@ -45,16 +45,8 @@ Layers and configs are reproducible: same outputs and epoch, same digests.`,
   SOURCE_DATE_EPOCH=1717000000 dorisarm image build --build out --out oci:out/images --base oci:/srv/bases/ubuntu-22.04`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			loc, err := registry.ParseLocation(out)
-			if err != nil || !loc.IsLayout() || loc.Name != "" {
-				return usageErr("--out %q: want oci:DIR (use dorisarm publish for registries)", out)
-			}
 			withData(g, &req)
-			rel, err := image.Assemble(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			wr, err := image.PublishLayout(loc, rel, false)
+			wr, err := image.BuildLayout(cmd.Context(), req, out)
 			if err != nil {
 				return err
 			}

@@ -102,16 +102,17 @@ func (p Pushed) WriteText(w io.Writer) error {
 }
 
 // PushAll uploads every entry of the local cache c; it stops at the first
-// failure. It returns the entries pushed and their bytes.
+// failure, and then returns the zero Pushed. It returns the entries pushed
+// and their bytes.
 func (r *Repo) PushAll(ctx context.Context, c *build.Cache) (Pushed, error) {
-	p := Pushed{Repo: r.Repo.String()}
 	ents, err := c.Entries()
 	if err != nil {
-		return p, err
+		return Pushed{}, err
 	}
+	p := Pushed{Repo: r.Repo.String()}
 	for _, e := range ents {
 		if err := r.Push(ctx, c, e.Key); err != nil {
-			return p, fault.Gate(err)
+			return Pushed{}, fault.Gate(err)
 		}
 		p.Entries++
 		p.Bytes += e.Bytes

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -220,6 +221,11 @@ func TestPushAllPullAll(t *testing.T) {
 	p, err = r.PullAll(ctx, &build.Cache{Dir: t.TempDir()}, warn)
 	if p.Refused != 1 || p.Pulled != 0 || !errors.Is(err, fault.ErrGate) || len(warned) != 1 {
 		t.Errorf("PullAll of a rotten entry = %+v, %v (warned %v); want 1 refused, a failed gate", p, err, warned)
+	}
+	closed, _ := name.NewRepository("127.0.0.1:1/cache")
+	quick := dregistry.Options{Backoff: &remote.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1}}
+	if p, err := (&Repo{Repo: closed, Registry: quick}).PushAll(ctx, src); !errors.Is(err, fault.ErrGate) || p != (Pushed{}) {
+		t.Errorf("PushAll to a closed port = %+v, %v; want the zero Pushed and a failed gate", p, err)
 	}
 	if p, err := (&Repo{Repo: r.Repo.Registry.Repo("no", "registry")}).PullAll(ctx, &build.Cache{Dir: "/proc/no-cache-here"}, warn); err == nil || p != (Pulled{}) {
 		t.Errorf("PullAll that cannot start = %+v, %v; want the zero Pulled and an error", p, err)

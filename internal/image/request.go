@@ -57,6 +57,20 @@ func Assemble(ctx context.Context, req Request) ([]Tagged, error) {
 	return Release(m, r, builds, opts)
 }
 
+// BuildLayout assembles req's release (Assemble) into the OCI layout out,
+// which must be oci:DIR, as dorisarm image build does.
+func BuildLayout(ctx context.Context, req Request, out string) (*Written, error) {
+	loc, err := registry.ParseLocation(out)
+	if err != nil || !loc.IsLayout() || loc.Name != "" {
+		return nil, fault.Inputf("--out %q: want oci:DIR (use dorisarm publish for registries)", out)
+	}
+	rel, err := Assemble(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return PublishLayout(loc, rel, false)
+}
+
 // PublishRequest is a release and where it goes, as dorisarm publish asks.
 type PublishRequest struct {
 	Request

@@ -199,6 +199,15 @@ func TestPublishRelease(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
 		t.Errorf("no layout written: %v", err)
 	}
+	wr, err = BuildLayout(context.Background(), req.Request, "oci:"+dir+"2")
+	if err != nil || len(wr.Rows) != 5 {
+		t.Errorf("BuildLayout = %+v, %v", wr, err)
+	}
+	for _, out := range []string{"127.0.0.1:5000/doris", "oci:" + dir + ":doris-be:1", ""} {
+		if _, err := BuildLayout(context.Background(), req.Request, out); !fault.IsInput(err) || !strings.Contains(err.Error(), "want oci:DIR") {
+			t.Errorf("BuildLayout to %q: %v, want bad input", out, err)
+		}
+	}
 	bad := req
 	bad.Repo = ""
 	bad.Password = strings.NewReader("pw")
