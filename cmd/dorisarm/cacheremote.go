@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -10,77 +11,56 @@ import (
 	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
-// remoteCache is a --cache-from/--cache-to value as the build's remote
-// cache: a nil interface when s is empty.
+// remoteCache is a --cache-from/--cache-to value as the build's remote cache.
 func remoteCache(flag, s string, ro registry.Options) (build.RemoteCache, error) {
-	if s == "" {
-		return nil, nil
-	}
-	r, err := cacheoci.Open(s, ro)
-	if err != nil {
-		return nil, fmt.Errorf("%s %w", flag, err)
-	}
-	return r, nil
+	return cacheoci.Remote(flag, s, ro)
 }
 
 func newCachePushCmd(g *globals, dir *string) *cobra.Command {
-	var repo, format string
-	var ro registry.Options
-	cmd := &cobra.Command{
+	return cacheRepoCmd(g, &cobra.Command{
 		Use:   "push --repo REGISTRY/PATH",
 		Short: "Upload every local step-cache entry to a registry repository (one OCI artifact per step key)",
 		Example: `  dorisarm cache push --cache .cache/demo --repo 127.0.0.1:5000/dorisarm/cache
   dorisarm cache push --repo ghcr.io/ORG/dorisarm-cache -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := cacheoci.Open(repo, ro)
-			if err != nil {
-				return fmt.Errorf("--repo %w", err)
-			}
-			n, bytes, err := r.PushAll(cmd.Context(), &build.Cache{Dir: *dir})
-			if err != nil {
-				return err
-			}
-			if format == "json" {
-				return printJSON(g.stdout, map[string]any{"repo": r.Repo.String(), "pushed_entries": n, "bytes": bytes})
-			}
-			fmt.Fprintf(g.stdout, "pushed %d entries (%d bytes) to %s\n", n, bytes, r.Repo)
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&repo, "repo", "", "the registry repository of the shared cache")
-	insecureFlag(cmd, &ro)
-	formatFlag(cmd, &format, "text or json", "text", "json")
-	return cmd
+	}, func(ctx context.Context, r *cacheoci.Repo) (cacheoci.Pushed, error) {
+		return r.PushAll(ctx, &build.Cache{Dir: *dir})
+	})
 }
 
 func newCachePullCmd(g *globals, dir *string) *cobra.Command {
-	var repo, format string
-	var ro registry.Options
-	cmd := &cobra.Command{
+	return cacheRepoCmd(g, &cobra.Command{
 		Use:   "pull --repo REGISTRY/PATH",
 		Short: "Download every step-cache entry of a registry repository that the local cache lacks, checking each",
 		Example: `  dorisarm cache pull --cache .cache/ci --repo 127.0.0.1:5000/dorisarm/cache
   dorisarm cache pull --repo ghcr.io/ORG/dorisarm-cache -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := cacheoci.Open(repo, ro)
-			if err != nil {
-				return fmt.Errorf("--repo %w", err)
-			}
-			p, err := r.PullAll(cmd.Context(), &build.Cache{Dir: *dir}, func(err error) { fmt.Fprintf(g.stderr, "dorisarm: %v\n", err) })
-			if p == (cacheoci.Pulled{}) && err != nil {
-				return err
-			}
-			if format == "json" {
-				if jerr := printJSON(g.stdout, map[string]any{"repo": r.Repo.String(), "pulled": p.Pulled, "present": p.Present, "refused": p.Refused}); jerr != nil {
-					return jerr
-				}
-			} else {
-				fmt.Fprintf(g.stdout, "pulled %d entries from %s (%d already here, %d refused)\n", p.Pulled, r.Repo, p.Present, p.Refused)
-			}
+	}, func(ctx context.Context, r *cacheoci.Repo) (cacheoci.Pulled, error) {
+		return r.PullAll(ctx, &build.Cache{Dir: *dir}, func(err error) { fmt.Fprintf(g.stderr, "dorisarm: %v\n", err) })
+	})
+}
+
+// cacheRepoCmd completes cmd as a command on the cache repository --repo:
+// run's summary, unless it is the zero one (nothing done), is printed
+// before run's error is returned.
+func cacheRepoCmd[S interface {
+	comparable
+	textWriter
+}](g *globals, cmd *cobra.Command, run func(context.Context, *cacheoci.Repo) (S, error)) *cobra.Command {
+	var repo, format string
+	var ro registry.Options
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		r, err := cacheoci.Open(repo, ro)
+		if err != nil {
+			return fmt.Errorf("--repo %w", err)
+		}
+		sum, err := run(cmd.Context(), r)
+		if sum == *new(S) {
 			return err
-		},
+		}
+		if perr := printAs(g.stdout, format, sum); perr != nil {
+			return perr
+		}
+		return err
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "the registry repository of the shared cache")
 	insecureFlag(cmd, &ro)

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/scan"
 )
 
@@ -43,40 +40,14 @@ Without --target it reports what it found. Exit status: 0 clean, 1 violations,
   dorisarm scan /usr/lib/aarch64-linux-gnu/libcrypto.so.3`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var pol *scan.Policy
-			if target != "" {
-				m, err := g.loadMatrix()
-				if err != nil {
-					return err
-				}
-				if pol, err = scan.PolicyFor(m, target); err != nil {
-					return fault.Input(err)
-				}
-			}
-			if allowFile != "" {
-				exc, err := scan.LoadAllow(allowFile)
-				if err != nil {
-					return fault.Input(err)
-				}
-				opts.Allow = exc
-			}
-			rep, err := scan.Scan(cmd.Context(), args, pol, opts)
+			rep, err := scan.Run(cmd.Context(), scan.Request{Inputs: args, Target: target, AllowFile: allowFile, Matrix: g.loadMatrix, Options: opts})
 			if err != nil {
-				if errors.Is(err, scan.ErrInput) {
-					return fault.Input(err)
-				}
 				return err
 			}
 			if err := scan.Write(g.stdout, rep, format); err != nil {
 				return err
 			}
-			switch {
-			case pol != nil && !rep.Summary.Clean:
-				return fault.Gate(fmt.Errorf("%d violation(s) for %s", rep.Summary.Violations, target))
-			case pol == nil && rep.Summary.Unreadable > 0:
-				return fault.Input(fmt.Errorf("%d input(s) could not be read", rep.Summary.Unreadable))
-			}
-			return nil
+			return rep.Err()
 		},
 	}
 	cmd.Flags().StringVar(&target, "target", "", "the target whose policy applies (see dorisarm matrix)")

@@ -1,28 +1,18 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/attest"
-	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/promote"
 	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
 
-// password reads COSIGN_PASSWORD, which must be set (it may be empty); it
-// is never printed.
-func password() ([]byte, error) {
-	pw, ok := os.LookupEnv("COSIGN_PASSWORD")
-	if !ok {
-		return nil, usageErr("set COSIGN_PASSWORD (it may be empty) to the key's password")
-	}
-	return []byte(pw), nil
-}
+// password reads COSIGN_PASSWORD, which must be set (it may be empty).
+func password() ([]byte, error) { return sign.EnvPassword(os.LookupEnv) }
 
 func newKeygenCmd(g *globals) *cobra.Command {
 	var out, format string
@@ -32,19 +22,11 @@ func newKeygenCmd(g *globals) *cobra.Command {
 		Example: "  COSIGN_PASSWORD=... dorisarm keygen --out keys",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			pw, err := password()
+			kp, err := sign.NewKeyPair(out, password)
 			if err != nil {
 				return err
 			}
-			priv, pub, err := sign.Keygen(out, pw)
-			if err != nil {
-				return fault.Input(err)
-			}
-			if format == "json" {
-				return printJSON(g.stdout, map[string]string{"private_key": priv, "public_key": pub})
-			}
-			fmt.Fprintf(g.stdout, "wrote %s and %s\n", priv, pub)
-			return nil
+			return printAs(g.stdout, format, kp)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", ".", "directory for cosign.key and cosign.pub")
@@ -53,10 +35,8 @@ func newKeygenCmd(g *globals) *cobra.Command {
 }
 
 func newSignCmd(g *globals) *cobra.Command {
-	var key, buildDir, format string
-	var keyless bool
-	var kl sign.Keyless
-	var ro registry.Options
+	var format string
+	var req attest.Request
 	cmd := &cobra.Command{
 		Use:   "sign REF...",
 		Short: "Sign an image or index by digest (an index and every manifest in it), as cosign does",
@@ -84,67 +64,23 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
   dorisarm sign --key keys/cosign.key --build out 127.0.0.1:5000/doris/doris-be:2.1.8 127.0.0.1:5000/doris/doris-be:2.1.8-kunpeng920`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if (key == "") == !keyless {
-				return usageErr("give --key cosign.key (dorisarm keygen writes one), or --keyless")
-			}
-			var refs []name.Reference
-			for _, a := range args {
-				ref, err := ro.Reference(a)
-				if err != nil {
-					return fault.Input(err)
-				}
-				refs = append(refs, ref)
-			}
-			var s attest.Signer
-			var err error
-			if keyless {
-				if s, err = sign.NewKeylessSigner(kl, os.Getenv, ro.Remote(cmd.Context())...); err != nil {
-					return usageErr("%v", err)
-				}
-			} else {
-				pw, err := password()
-				if err != nil {
-					return err
-				}
-				if s, err = sign.LoadSigner(key, pw, ro.Remote(cmd.Context())...); err != nil {
-					return fault.Input(err)
-				}
-			}
-			var builds *attest.Builds
-			if buildDir != "" {
-				m, err := g.loadMatrix()
-				if err != nil {
-					return err
-				}
-				if builds, err = attest.Open(m, buildDir, g.data.Recipe, ro); err != nil {
-					return err
-				}
-			}
-			done, err := attest.SignAll(cmd.Context(), s, refs, builds)
+			req.Refs, req.Password, req.Getenv, req.Matrix, req.RecipeFile = args, password, os.Getenv, g.loadMatrix, g.data.Recipe
+			done, err := attest.Run(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
-			if format == "json" {
-				return printJSON(g.stdout, done)
-			}
-			for _, d := range done {
-				fmt.Fprintf(g.stdout, "signed %s\n", d.Digest)
-				for _, k := range d.Attestations {
-					fmt.Fprintf(g.stdout, "attested %s %s\n", d.Digest, k)
-				}
-			}
-			return nil
+			return printAs(g.stdout, format, done)
 		},
 	}
-	cmd.Flags().StringVar(&key, "key", "", "cosign private key (cosign.key)")
-	cmd.Flags().BoolVar(&keyless, "keyless", false, "sign with a Fulcio certificate for the CI's OIDC identity, logged in Rekor")
-	cmd.Flags().StringVar(&kl.FulcioURL, "fulcio-url", "", "keyless: Fulcio (default https://fulcio.sigstore.dev)")
-	cmd.Flags().StringVar(&kl.RekorURL, "rekor-url", "", "keyless: Rekor (default https://rekor.sigstore.dev)")
-	cmd.Flags().StringVar(&kl.OIDCIssuer, "oidc-issuer", "", "keyless: OIDC issuer (default https://oauth2.sigstore.dev/auth)")
-	cmd.Flags().StringVar(&kl.IDToken, "identity-token", "", "keyless: an OIDC token (default $SIGSTORE_ID_TOKEN, or GitHub Actions' own)")
-	cmd.Flags().StringVar(&buildDir, "build", "", "attest the images made from the builds in this dorisarm build --out directory")
+	cmd.Flags().StringVar(&req.Key, "key", "", "cosign private key (cosign.key)")
+	cmd.Flags().BoolVar(&req.Keyless, "keyless", false, "sign with a Fulcio certificate for the CI's OIDC identity, logged in Rekor")
+	cmd.Flags().StringVar(&req.Sigstore.FulcioURL, "fulcio-url", "", "keyless: Fulcio (default https://fulcio.sigstore.dev)")
+	cmd.Flags().StringVar(&req.Sigstore.RekorURL, "rekor-url", "", "keyless: Rekor (default https://rekor.sigstore.dev)")
+	cmd.Flags().StringVar(&req.Sigstore.OIDCIssuer, "oidc-issuer", "", "keyless: OIDC issuer (default https://oauth2.sigstore.dev/auth)")
+	cmd.Flags().StringVar(&req.Sigstore.IDToken, "identity-token", "", "keyless: an OIDC token (default $SIGSTORE_ID_TOKEN, or GitHub Actions' own)")
+	cmd.Flags().StringVar(&req.BuildDir, "build", "", "attest the images made from the builds in this dorisarm build --out directory")
 	formatFlag(cmd, &format, "text or json", "text", "json")
-	insecureFlag(cmd, &ro)
+	insecureFlag(cmd, &req.Registry)
 	return cmd
 }
 
@@ -159,12 +95,7 @@ func (f *trustFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.t.TrustedRoot, "trusted-root", "", "keyless: a trusted_root.json to trust instead of Sigstore's (from TUF), for a private Sigstore")
 }
 
-func (f *trustFlags) trust() (sign.Trust, error) {
-	if err := f.t.Validate(); err != nil {
-		return sign.Trust{}, usageErr("%v", err)
-	}
-	return f.t, nil
-}
+func (f *trustFlags) trust() (sign.Trust, error) { return f.t, f.t.Validate() }
 
 func newVerifyCmd(g *globals) *cobra.Command {
 	var tf trustFlags
@@ -191,40 +122,15 @@ check fails.`,
   dorisarm verify --key keys/cosign.pub -o json 127.0.0.1:5000/doris/doris-be:2.1.8 | jq '.checks[] | select(.ok | not)'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			trust, err := tf.trust()
+			v, err := promote.VerifyRef(cmd.Context(), args[0], tf.t, noAttestations, ro)
 			if err != nil {
 				return err
 			}
-			ref, err := ro.Reference(args[0])
-			if err != nil {
-				return fault.Input(err)
-			}
-			checks, err := promote.Verify(cmd.Context(), ref, trust, noAttestations, ro)
-			if err != nil {
+			v.Paint = g.paint
+			if err := printAs(g.stdout, format, v); err != nil {
 				return err
 			}
-			failed := 0
-			for _, c := range checks {
-				if !c.OK {
-					failed++
-				}
-				switch {
-				case format == "json":
-				case c.OK:
-					fmt.Fprintf(g.stdout, "%s    %s\n", g.paint(true, "ok"), c.What)
-				default:
-					fmt.Fprintf(g.stdout, "%s  %s: %s\n", g.paint(false, "FAIL"), c.What, c.Why)
-				}
-			}
-			if format == "json" {
-				if err := printJSON(g.stdout, map[string]any{"ref": ref.String(), "checks": checks, "failed": failed}); err != nil {
-					return err
-				}
-			}
-			if failed > 0 {
-				return fault.Gate(fmt.Errorf("%d of %d checks failed for %s", failed, len(checks), ref))
-			}
-			return nil
+			return v.Err()
 		},
 	}
 	tf.add(cmd)

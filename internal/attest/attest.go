@@ -219,7 +219,7 @@ type Signed struct {
 // SignAll signs every ref and, with builds, attests each digest it signed
 // once (an index and a per-target tag share a manifest). Failures are
 // failed gates: the input was checked before.
-func SignAll(ctx context.Context, s Signer, refs []name.Reference, builds *Builds) ([]Signed, error) {
+func SignAll(ctx context.Context, s Signer, refs []name.Reference, builds *Builds) (Done, error) {
 	var ds []name.Digest
 	for _, ref := range refs {
 		got, err := s.Sign(ctx, ref)
@@ -228,7 +228,7 @@ func SignAll(ctx context.Context, s Signer, refs []name.Reference, builds *Build
 		}
 		ds = append(ds, got...)
 	}
-	done := []Signed{}
+	done := Done{}
 	seen := map[string]bool{}
 	for _, d := range ds {
 		if seen[d.String()] {

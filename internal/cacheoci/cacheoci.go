@@ -61,6 +61,20 @@ func Open(s string, ro registry.Options) (*Repo, error) {
 	return &Repo{Repo: r, Registry: ro}, nil
 }
 
+// Remote opens s, the value of the build flag flag (--cache-from,
+// --cache-to), as a build's remote cache: none (a nil interface) when s is
+// empty.
+func Remote(flag, s string, ro registry.Options) (build.RemoteCache, error) {
+	if s == "" {
+		return nil, nil
+	}
+	r, err := Open(s, ro)
+	if err != nil {
+		return nil, fmt.Errorf("%s %w", flag, err)
+	}
+	return r, nil
+}
+
 // ForeignError is an artifact under a step key that is not that step's
 // entry, or whose bytes do not match their digests.
 type ForeignError struct {
@@ -74,26 +88,51 @@ func (e *ForeignError) Error() string {
 
 func (r *Repo) ro(ctx context.Context) []remote.Option { return r.Registry.Remote(ctx) }
 
-// PushAll uploads every entry of the local cache c; it stops at the first
-// failure. It returns the entries and their bytes.
-func (r *Repo) PushAll(ctx context.Context, c *build.Cache) (entries int, bytes int64, err error) {
-	ents, err := c.Entries()
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, e := range ents {
-		if err := r.Push(ctx, c, e.Key); err != nil {
-			return entries, bytes, fault.Gate(err)
-		}
-		entries++
-		bytes += e.Bytes
-	}
-	return entries, bytes, nil
+// Pushed is what PushAll did (as dorisarm cache push prints it).
+type Pushed struct {
+	Bytes   int64  `json:"bytes"`
+	Entries int    `json:"pushed_entries"`
+	Repo    string `json:"repo"`
 }
 
-// Pulled counts what PullAll did.
+// WriteText prints p for people, on one line.
+func (p Pushed) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "pushed %d entries (%d bytes) to %s\n", p.Entries, p.Bytes, p.Repo)
+	return err
+}
+
+// PushAll uploads every entry of the local cache c; it stops at the first
+// failure, and then returns the zero Pushed. It returns the entries pushed
+// and their bytes.
+func (r *Repo) PushAll(ctx context.Context, c *build.Cache) (Pushed, error) {
+	ents, err := c.Entries()
+	if err != nil {
+		return Pushed{}, err
+	}
+	p := Pushed{Repo: r.Repo.String()}
+	for _, e := range ents {
+		if err := r.Push(ctx, c, e.Key); err != nil {
+			return Pushed{}, fault.Gate(err)
+		}
+		p.Entries++
+		p.Bytes += e.Bytes
+	}
+	return p, nil
+}
+
+// Pulled counts what PullAll did (as dorisarm cache pull prints it); the
+// zero Pulled, with an error, means nothing could be tried.
 type Pulled struct {
-	Pulled, Present, Refused int
+	Present int    `json:"present"`
+	Pulled  int    `json:"pulled"`
+	Refused int    `json:"refused"`
+	Repo    string `json:"repo"`
+}
+
+// WriteText prints p for people, on one line.
+func (p Pulled) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "pulled %d entries from %s (%d already here, %d refused)\n", p.Pulled, p.Repo, p.Present, p.Refused)
+	return err
 }
 
 // PullAll downloads every entry of the repository that c lacks. An entry
@@ -108,6 +147,7 @@ func (r *Repo) PullAll(ctx context.Context, c *build.Cache, warn func(error)) (P
 	if err != nil {
 		return p, fault.Gatef("%s: %w", r.Repo, err)
 	}
+	p.Repo = r.Repo.String()
 	for _, key := range tags {
 		if !build.ValidKey(key) {
 			continue

@@ -2,7 +2,9 @@ package cacheoci
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -23,6 +26,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/dorisarm/dorisarm/internal/build"
+	"github.com/dorisarm/dorisarm/internal/fault"
+	dregistry "github.com/dorisarm/dorisarm/internal/registry"
 )
 
 // rotting serves one blob (by digest) with a byte flipped.
@@ -172,5 +177,79 @@ func TestForeignArtifactsRefused(t *testing.T) {
 				t.Errorf("left in the cache: %v", ents)
 			}
 		})
+	}
+}
+
+// TestPushAllPullAll: PushAll and PullAll count what they did, print it on
+// one line, and encode it as the cache commands' JSON always was (the keys
+// of a map, sorted).
+func TestPushAllPullAll(t *testing.T) {
+	r, f := setup(t)
+	ctx := context.Background()
+	src := entry(t, key)
+	ents, _ := src.Entries()
+	pushed, err := r.PushAll(ctx, src)
+	if err != nil || pushed.Entries != 1 || pushed.Bytes != ents[0].Bytes || pushed.Bytes == 0 || pushed.Repo != r.Repo.String() {
+		t.Fatalf("PushAll = %+v, %v; want 1 entry of %d bytes to %s", pushed, err, ents[0].Bytes, r.Repo)
+	}
+	var b strings.Builder
+	pushed.WriteText(&b)
+	if want := fmt.Sprintf("pushed 1 entries (%d bytes) to %s\n", ents[0].Bytes, r.Repo); b.String() != want {
+		t.Errorf("push text = %q, want %q", b.String(), want)
+	}
+	sameJSON(t, pushed, map[string]any{"repo": r.Repo.String(), "pushed_entries": 1, "bytes": ents[0].Bytes})
+
+	dst := &build.Cache{Dir: t.TempDir()}
+	var warned []error
+	warn := func(err error) { warned = append(warned, err) }
+	if p, err := r.PullAll(ctx, dst, warn); err != nil || p != (Pulled{Pulled: 1, Repo: r.Repo.String()}) {
+		t.Errorf("first PullAll = %+v, %v; want 1 pulled", p, err)
+	}
+	p, err := r.PullAll(ctx, dst, warn)
+	if err != nil || p != (Pulled{Present: 1, Repo: r.Repo.String()}) {
+		t.Errorf("second PullAll = %+v, %v; want 1 already here", p, err)
+	}
+	b.Reset()
+	p.WriteText(&b)
+	if want := fmt.Sprintf("pulled 0 entries from %s (1 already here, 0 refused)\n", r.Repo); b.String() != want {
+		t.Errorf("pull text = %q, want %q", b.String(), want)
+	}
+	sameJSON(t, p, map[string]any{"repo": r.Repo.String(), "pulled": 0, "present": 1, "refused": 0})
+
+	m, _ := src.Get(key)
+	f.rot.Store(m.TarSHA256)
+	p, err = r.PullAll(ctx, &build.Cache{Dir: t.TempDir()}, warn)
+	if p.Refused != 1 || p.Pulled != 0 || !errors.Is(err, fault.ErrGate) || len(warned) != 1 {
+		t.Errorf("PullAll of a rotten entry = %+v, %v (warned %v); want 1 refused, a failed gate", p, err, warned)
+	}
+	closed, _ := name.NewRepository("127.0.0.1:1/cache")
+	quick := dregistry.Options{Backoff: &remote.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1}}
+	if p, err := (&Repo{Repo: closed, Registry: quick}).PushAll(ctx, src); !errors.Is(err, fault.ErrGate) || p != (Pushed{}) {
+		t.Errorf("PushAll to a closed port = %+v, %v; want the zero Pushed and a failed gate", p, err)
+	}
+	if p, err := (&Repo{Repo: r.Repo.Registry.Repo("no", "registry")}).PullAll(ctx, &build.Cache{Dir: "/proc/no-cache-here"}, warn); err == nil || p != (Pulled{}) {
+		t.Errorf("PullAll that cannot start = %+v, %v; want the zero Pulled and an error", p, err)
+	}
+}
+
+func sameJSON(t *testing.T, got, want any) {
+	t.Helper()
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if string(g) != string(w) {
+		t.Errorf("JSON = %s, want %s", g, w)
+	}
+}
+
+func TestRemote(t *testing.T) {
+	if rc, err := Remote("--cache-from", "", dregistry.Options{}); rc != nil || err != nil {
+		t.Errorf("no value: %#v, %v; want a nil interface", rc, err)
+	}
+	if _, err := Remote("--cache-to", "127.0.0.1:5000/cache:tag", dregistry.Options{}); !fault.IsInput(err) || !strings.HasPrefix(err.Error(), "--cache-to ") {
+		t.Errorf("a tag: %v, want bad input naming --cache-to", err)
+	}
+	rc, err := Remote("--cache-from", "127.0.0.1:5000/cache", dregistry.Options{})
+	if r, ok := rc.(*Repo); err != nil || !ok || r.Repo.String() != "127.0.0.1:5000/cache" {
+		t.Errorf("a repository: %#v, %v", rc, err)
 	}
 }

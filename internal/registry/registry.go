@@ -8,12 +8,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 // Options say how to reach registries. The zero value uses the docker
@@ -37,6 +40,20 @@ func (o Options) nameOptions() []name.Option {
 	if o.Insecure {
 		return []name.Option{name.Insecure}
 	}
+	return nil
+}
+
+// ReadPassword sets o's credentials to username and the password read from
+// r, as --password-stdin does: up to 1 MiB, without its line end.
+func (o *Options) ReadPassword(username string, r io.Reader) error {
+	if username == "" {
+		return fault.Inputf("--password-stdin needs --username")
+	}
+	pw, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return err
+	}
+	o.Auth = &authn.Basic{Username: username, Password: strings.TrimRight(string(pw), "\r\n")}
 	return nil
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 func TestParseLocation(t *testing.T) {
@@ -187,5 +189,19 @@ func TestRegistryOpenHonoursContext(t *testing.T) {
 	cancel()
 	if _, err := o.Open(cancelled, Location{Ref: ref.String()}); !errors.Is(err, context.Canceled) {
 		t.Errorf("a cancelled context did not stop the request: %v", err)
+	}
+}
+
+func TestReadPassword(t *testing.T) {
+	var o Options
+	if err := o.ReadPassword("", strings.NewReader("pw\n")); !fault.IsInput(err) || o.Auth != nil {
+		t.Errorf("no username: %v, auth %v; want bad input and no credentials", err, o.Auth)
+	}
+	if err := o.ReadPassword("ci", strings.NewReader("s3cret\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := o.Auth.Authorization()
+	if err != nil || cfg.Username != "ci" || cfg.Password != "s3cret" {
+		t.Errorf("credentials = %+v, %v; want ci / s3cret without the line end", cfg, err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/registry"
 )
@@ -228,8 +229,10 @@ type Trust struct {
 	TrustedRoot string
 }
 
-// Validate says what is missing or contradictory.
-func (t Trust) Validate() error {
+// Validate says what is missing or contradictory (bad input).
+func (t Trust) Validate() error { return fault.Input(t.validate()) }
+
+func (t Trust) validate() error {
 	switch {
 	case t.Key != "" && (t.Identity != "" || t.IdentityRegexp != "" || t.Issuer != ""):
 		return fmt.Errorf("give a key or a certificate identity and issuer, not both")

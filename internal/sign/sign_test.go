@@ -19,6 +19,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/dorisarm/dorisarm/internal/image"
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 func registryHost(t *testing.T) string {
@@ -188,9 +189,12 @@ func TestTrustConfiguration(t *testing.T) {
 		{Trust{Identity: "x", IdentityRegexp: "y", Issuer: "i"}, "give --key cosign.pub, or --certificate-identity"},
 		{Trust{IdentityRegexp: "(", Issuer: "i"}, "--certificate-identity-regexp"},
 	} {
-		if err := c.t.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: %v, want %q", c.t, err, c.want)
+		if err := c.t.Validate(); !fault.IsInput(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want bad input saying %q", c.t, err, c.want)
 		}
+	}
+	if err := (Trust{Key: "k"}).Validate(); err != nil {
+		t.Errorf("a key alone: %v", err)
 	}
 	// Keyless: identity and issuer matched, the log and SCT required, the
 	// trusted root fetched (stubbed: it needs the network).
