@@ -50,7 +50,11 @@ func TestRunSigns(t *testing.T) {
 	if b.String() != "signed "+want+"\n" {
 		t.Errorf("text = %q", b.String())
 	}
-	_, checks, err := sign.Verify(ctx, tag, sign.Trust{Key: pub}, true)
+	res, err := sign.VerifyRelease(ctx, tag, sign.Trust{Key: pub}, true)
+	var checks []sign.Check
+	if err == nil {
+		checks = res.Checks()
+	}
 	if err != nil || len(checks) == 0 || !checks[0].OK {
 		t.Errorf("the signature does not verify: %+v %v", checks, err)
 	}
