@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/build"
+	"github.com/dorisarm/dorisarm/internal/cacheoci"
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/scan"
@@ -68,10 +69,10 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 				return fault.Input(err)
 			}
 			var err error
-			if opts.CacheFrom, err = remoteCache("--cache-from", cacheFrom, ro); err != nil {
+			if opts.CacheFrom, err = cacheoci.Remote("--cache-from", cacheFrom, ro); err != nil {
 				return err
 			}
-			if opts.CacheTo, err = remoteCache("--cache-to", cacheTo, ro); err != nil {
+			if opts.CacheTo, err = cacheoci.Remote("--cache-to", cacheTo, ro); err != nil {
 				return err
 			}
 			opts.PGOProfile = o.req.PGOProfile
@@ -133,24 +134,11 @@ func newCacheCmd(g *globals) *cobra.Command {
 		Example: "  dorisarm cache prune --max-size 20000000000\n  dorisarm cache prune --cache .cache/demo --max-size 0 -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if maxSize < 0 {
-				return usageErr("--max-size %d: give the bytes the cache may keep (0 empties it)", maxSize)
-			}
-			c := &build.Cache{Dir: dir}
-			removed, err := c.Prune(maxSize)
+			p, err := (&build.Cache{Dir: dir}).PruneTo(maxSize)
 			if err != nil {
 				return err
 			}
-			var freed int64
-			for _, e := range removed {
-				freed += e.Bytes
-			}
-			left, _ := c.Entries()
-			if format == "json" {
-				return printJSON(g.stdout, map[string]int64{"removed_entries": int64(len(removed)), "removed_bytes": freed, "entries_left": int64(len(left))})
-			}
-			fmt.Fprintf(g.stdout, "removed %d entries (%d bytes); %d left\n", len(removed), freed, len(left))
-			return nil
+			return printAs(g.stdout, format, p)
 		},
 	}
 	prune.Flags().Int64Var(&maxSize, "max-size", 10<<30, "bytes the cache may keep")

@@ -11,11 +11,6 @@ import (
 	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
-// remoteCache is a --cache-from/--cache-to value as the build's remote cache.
-func remoteCache(flag, s string, ro registry.Options) (build.RemoteCache, error) {
-	return cacheoci.Remote(flag, s, ro)
-}
-
 func newCachePushCmd(g *globals, dir *string) *cobra.Command {
 	return cacheRepoCmd(g, &cobra.Command{
 		Use:   "push --repo REGISTRY/PATH",

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -123,20 +122,4 @@ func newInspectCmd(g *globals) *cobra.Command {
 	insecureFlag(cmd, &ro)
 	formatFlag(cmd, &format, "text or json", "text", "json")
 	return cmd
-}
-
-// insecureFlag registers --insecure on ro.
-func insecureFlag(cmd *cobra.Command, ro *registry.Options) {
-	cmd.Flags().BoolVar(&ro.Insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
-}
-
-// textWriter is what a command prints: as text, or with -o json as JSON.
-type textWriter interface{ WriteText(io.Writer) error }
-
-// printAs prints v as JSON when format is json, else as its text.
-func printAs(w io.Writer, format string, v textWriter) error {
-	if format == "json" {
-		return printJSON(w, v)
-	}
-	return v.WriteText(w)
 }

@@ -65,11 +65,10 @@ func newPatchListCmd(g *globals, pg *patchGlobals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows := patch.Rows(ps)
-			if format == "json" {
-				return printJSON(g.stdout, rows)
+			rows := patch.RowsOf(ps)
+			if err := printAs(g.stdout, format, rows); err != nil || format == "json" {
+				return err
 			}
-			patch.WriteRows(g.stdout, rows)
 			fmt.Fprintf(g.stdout, "%d patches in %s\n", len(rows), s.Dir)
 			return nil
 		},

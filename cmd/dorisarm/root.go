@@ -14,6 +14,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/datafs"
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/textfmt"
 )
 
@@ -129,12 +130,7 @@ built into dorisarm ("embedded:<path>"), each with its sha256.`,
 			if err != nil {
 				return fault.Inputf("%s: cannot read dorisarm's data: %w (pass --matrix FILE)", g.data.MatrixPath(), err)
 			}
-			r := about.Report{Build: about.ReadBuild(version), Data: data}
-			if format == "json" {
-				return printJSON(g.stdout, r)
-			}
-			r.WriteText(g.stdout)
-			return nil
+			return printAs(g.stdout, format, about.Report{Build: about.ReadBuild(version), Data: data})
 		},
 	}
 	formatFlag(cmd, &format, "text or json", "text", "json")
@@ -167,4 +163,20 @@ func checkFormat(cmd *cobra.Command) error {
 		return nil
 	}
 	return usageErr("--output/--format %q: use one of %s", f.Value.String(), strings.Join(allowed, ", "))
+}
+
+// insecureFlag registers --insecure on ro.
+func insecureFlag(cmd *cobra.Command, ro *registry.Options) {
+	cmd.Flags().BoolVar(&ro.Insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+}
+
+// textWriter is what a command prints: as text, or with -o json as JSON.
+type textWriter interface{ WriteText(io.Writer) error }
+
+// printAs prints v as JSON when format is json, else as its text.
+func printAs(w io.Writer, format string, v textWriter) error {
+	if format == "json" {
+		return printJSON(w, v)
+	}
+	return v.WriteText(w)
 }

@@ -55,11 +55,7 @@ func newSourcesListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return fault.Input(err)
 			}
-			if format == "json" {
-				return printJSON(g.stdout, lock.Pins(pkgs))
-			}
-			source.WritePins(g.stdout, lock.Pins(pkgs))
-			return nil
+			return printAs(g.stdout, format, lock.Pins(pkgs))
 		},
 	}
 	o.flags(cmd)

@@ -55,7 +55,7 @@ type Report struct {
 }
 
 // WriteText prints the report for people.
-func (r Report) WriteText(w io.Writer) {
+func (r Report) WriteText(w io.Writer) error {
 	var extra []string
 	if r.Go != "" {
 		extra = append(extra, r.Go)
@@ -79,4 +79,5 @@ func (r Report) WriteText(w io.Writer) {
 	}
 	rows = append(rows, []string{"  sample", d.Sample, ""})
 	textfmt.Table(w, rows)
+	return nil
 }

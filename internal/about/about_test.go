@@ -28,7 +28,9 @@ func TestWriteText(t *testing.T) {
 		Sample:  "embedded:examples/minidoris",
 	}}
 	var b bytes.Buffer
-	r.WriteText(&b)
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{
 		"dorisarm v1.2.3 (go1.26, commit abc (modified))\n",
 		"data: mixed\n",

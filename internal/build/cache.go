@@ -21,6 +21,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 // Cache is a content-addressed store of step results: <dir>/steps/<key>/
@@ -550,4 +552,36 @@ func DefaultCacheDir(getenv func(string) string) string {
 		return filepath.Join(d, "dorisarm")
 	}
 	return ".cache/dorisarm"
+}
+
+// Pruned is what PruneTo did.
+type Pruned struct {
+	RemovedEntries int64 `json:"removed_entries"`
+	RemovedBytes   int64 `json:"removed_bytes"`
+	EntriesLeft    int64 `json:"entries_left"`
+}
+
+// WriteText prints p for people.
+func (p Pruned) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "removed %d entries (%d bytes); %d left\n", p.RemovedEntries, p.RemovedBytes, p.EntriesLeft)
+	return err
+}
+
+// PruneTo removes least recently used entries until the cache holds at
+// most maxBytes, and says what it removed and what is left.
+func (c *Cache) PruneTo(maxBytes int64) (Pruned, error) {
+	if maxBytes < 0 {
+		return Pruned{}, fault.Inputf("--max-size %d: give the bytes the cache may keep (0 empties it)", maxBytes)
+	}
+	removed, err := c.Prune(maxBytes)
+	if err != nil {
+		return Pruned{}, err
+	}
+	p := Pruned{RemovedEntries: int64(len(removed))}
+	for _, e := range removed {
+		p.RemovedBytes += e.Bytes
+	}
+	left, err := c.Entries()
+	p.EntriesLeft = int64(len(left))
+	return p, err
 }

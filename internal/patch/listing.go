@@ -20,9 +20,12 @@ type Row struct {
 	SHA256    string   `json:"sha256"`
 }
 
-// Rows describe ps.
-func Rows(ps []*Patch) []Row {
-	rows := []Row{}
+// Rows are patches as patch list shows them.
+type Rows []Row
+
+// RowsOf describe ps.
+func RowsOf(ps []*Patch) Rows {
+	rows := Rows{}
 	for _, p := range ps {
 		targets := p.Targets
 		if len(targets) == 0 {
@@ -33,13 +36,14 @@ func Rows(ps []*Patch) []Row {
 	return rows
 }
 
-// WriteRows prints rows as a table.
-func WriteRows(w io.Writer, rows []Row) {
+// WriteText prints the rows as a table.
+func (rows Rows) WriteText(w io.Writer) error {
 	out := [][]string{{"PATCH", "COMPONENT", "APPLIES-TO", "TARGETS", "WHY"}}
 	for _, r := range rows {
 		out = append(out, []string{r.ID, r.Component, r.AppliesTo, strings.Join(r.Targets, ","), r.Why})
 	}
 	textfmt.Table(w, out)
+	return nil
 }
 
 // ApplyTo applies (or, with dryRun, tries) the patches q selects for one

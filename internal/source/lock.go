@@ -235,17 +235,20 @@ type Pin struct {
 	SHA256  string `json:"sha256,omitempty"`
 }
 
+// Pins are packages with their pins.
+type Pins []Pin
+
 // Pins are pkgs with their sha256 from the lock ("" when unpinned).
-func (l *Lock) Pins(pkgs []Package) []Pin {
-	out := []Pin{}
+func (l *Lock) Pins(pkgs []Package) Pins {
+	out := Pins{}
 	for _, p := range pkgs {
 		out = append(out, Pin{p.Entry, p.Version, p.Name, p.MD5, l.Archives[p.Name].SHA256})
 	}
 	return out
 }
 
-// WritePins prints pins as a table.
-func WritePins(w io.Writer, pins []Pin) {
+// WriteText prints the pins as a table.
+func (pins Pins) WriteText(w io.Writer) error {
 	rows := [][]string{{"ENTRY", "VERSION", "ARCHIVE", "MD5", "SHA256 (lock)"}}
 	for _, p := range pins {
 		pin := "unpinned"
@@ -255,4 +258,5 @@ func WritePins(w io.Writer, pins []Pin) {
 		rows = append(rows, []string{p.Entry, p.Version, p.Archive, p.MD5, pin})
 	}
 	textfmt.Table(w, rows)
+	return nil
 }
