@@ -144,18 +144,14 @@ header filled in. Edit Description and Evidence before committing.`,
 				return err
 			}
 			n.Name, n.Header = args[0], h
-			path, files, err := s.Create(n)
+			c, err := s.Create(n)
 			if err != nil {
 				return err
 			}
 			if h.Description == "" || h.Evidence == "" {
 				fmt.Fprintln(g.stderr, "note: fill in Description and Evidence (the TODO lines) before committing")
 			}
-			if format == "json" {
-				return printJSON(g.stdout, map[string]any{"patch": path, "files_changed": files})
-			}
-			fmt.Fprintf(g.stdout, "wrote %s (%d files changed)\n", path, files)
-			return nil
+			return printAs(g.stdout, format, c)
 		},
 	}
 	formatFlag(cmd, &format, "text or json", "text", "json")

@@ -32,10 +32,29 @@ type NewPatch struct {
 
 var patchNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*$`)
 
+// Written is the patch Create wrote.
+type Written struct {
+	Patch        string `json:"patch"`
+	FilesChanged int    `json:"files_changed"`
+}
+
+// WriteText prints what was written.
+func (c Written) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "wrote %s (%d files changed)\n", c.Patch, c.FilesChanged)
+	return err
+}
+
 // Create diffs n.Source against where it came from and writes the next
-// numbered patch of n.Component in s, never over an existing file. It
-// returns the patch's path and how many files it changes.
-func (s *Series) Create(n NewPatch) (string, int, error) {
+// numbered patch of n.Component in s, never over an existing file.
+func (s *Series) Create(n NewPatch) (Written, error) {
+	path, files, err := s.create(n)
+	if err != nil {
+		return Written{}, err
+	}
+	return Written{path, files}, nil
+}
+
+func (s *Series) create(n NewPatch) (string, int, error) {
 	if !patchNameRE.MatchString(n.Name) {
 		return "", 0, fault.Inputf("patch name %q: use lower-case letters, digits, dots and dashes", n.Name)
 	}
