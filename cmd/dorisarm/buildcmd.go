@@ -51,29 +51,24 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			if cacheMax < 0 {
 				return usageErr("--cache-max-size %d: give the bytes the cache may keep after the build", cacheMax)
 			}
-			if allowFile != "" {
-				var err error
-				if opts.Allow, err = scan.LoadAllow(allowFile); err != nil {
-					return fault.Input(err)
-				}
-			}
-			tree := o.tree.source
-			if tree == "" {
-				var err error
-				if tree, err = g.data.SampleTree(); err != nil {
-					return err
-				}
+			tree, err := o.tree.dir(g)
+			if err != nil {
+				return err
 			}
 			// Before anything is planned: planning fills the cache (sysroots).
 			if err := build.CheckDirs(tree, opts.Out, opts.Cache); err != nil {
 				return fault.Input(err)
 			}
-			var err error
 			if opts.CacheFrom, err = cacheoci.Remote("--cache-from", cacheFrom, ro); err != nil {
 				return err
 			}
 			if opts.CacheTo, err = cacheoci.Remote("--cache-to", cacheTo, ro); err != nil {
 				return err
+			}
+			if allowFile != "" {
+				if opts.Allow, err = scan.LoadAllow(allowFile); err != nil {
+					return fault.Input(err)
+				}
 			}
 			opts.PGOProfile = o.req.PGOProfile
 			o.req.Registry = ro

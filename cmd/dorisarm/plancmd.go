@@ -26,16 +26,22 @@ func (o *treeOptions) flags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.doris, "doris", "", "the Doris version (default: the version the tree declares)")
 }
 
+// dir is --source, else the bundled sample.
+func (o *treeOptions) dir(g *globals) (string, error) {
+	if o.source != "" {
+		return o.source, nil
+	}
+	return g.data.SampleTree()
+}
+
 // resolve fills in defaults and loads the recipe.
 func (o *treeOptions) resolve(g *globals) (tree string, r *recipe.Recipe, err error) {
-	tree, rf := o.source, o.recipeFile
-	if tree == "" {
-		if tree, err = g.data.SampleTree(); err != nil {
-			return "", nil, err
-		}
-		if rf == "" {
-			rf = g.data.Recipe("minidoris")
-		}
+	rf := o.recipeFile
+	if tree, err = o.dir(g); err != nil {
+		return "", nil, err
+	}
+	if rf == "" && o.source == "" {
+		rf = g.data.Recipe("minidoris")
 	}
 	if rf == "" {
 		rf = g.data.Recipe("doris")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
@@ -56,7 +55,7 @@ tags, in this shape:
 			if err != nil {
 				return err
 			}
-			todo, err := promotions(file, args, ro)
+			todo, err := promote.Promotions(file, args, ro)
 			if err != nil {
 				return err
 			}
@@ -74,7 +73,7 @@ tags, in this shape:
 			hooks := promote.Hooks{
 				Checked: func(p *promote.Plan, passed bool) {
 					if text {
-						printPlanChecks(g, p, passed)
+						p.WriteChecks(g.stdout, g.paint, passed)
 					}
 				},
 				Promoted: func(p *promote.Plan) {
@@ -102,38 +101,4 @@ tags, in this shape:
 	insecureFlag(cmd, &ro)
 	formatFlag(cmd, &format, "text or json", "text", "json")
 	return cmd
-}
-
-// promotions are what to promote: --file, or SRC and DST.
-func promotions(file string, args []string, ro registry.Options) ([]*promote.Promotion, error) {
-	switch {
-	case file != "" && len(args) == 0:
-		return promote.LoadFile(file, ro)
-	case file == "" && len(args) == 2:
-		src, err := ro.Reference(args[0])
-		if err != nil {
-			return nil, fault.Input(err)
-		}
-		dst, err := ro.Tag(args[1])
-		if err != nil {
-			return nil, fault.Input(err)
-		}
-		return []*promote.Promotion{{Source: src.String(), Dst: []name.Tag{dst}}}, nil
-	}
-	return nil, usageErr("give SRC and DST, or --file promotions.yaml")
-}
-
-// printPlanChecks prints a plan's checks and, when it passed them, what
-// promoting it does.
-func printPlanChecks(g *globals, plan *promote.Plan, passed bool) {
-	for _, c := range plan.Checks {
-		word := "ok  "
-		if !c.OK {
-			word = "FAIL"
-		}
-		fmt.Fprintf(g.stdout, "%s  %s\n", g.paint(c.OK, word), c.What)
-	}
-	if passed {
-		fmt.Fprintf(g.stdout, "plan  %s -> %s (%s, %d manifests, %d bytes, %d signature/attestation tags, %s)\n", plan.Src, plan.Dst, plan.Version, len(plan.Digests), plan.Bytes, len(plan.Companions), plan.Move())
-	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -9,7 +10,6 @@ import (
 	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/report"
-	"github.com/dorisarm/dorisarm/internal/sign"
 )
 
 func newReportCmd(g *globals) *cobra.Command {
@@ -46,43 +46,31 @@ another build.`,
   dorisarm report --release 127.0.0.1:5000/release/doris-be:2.1.8 --key keys/cosign.pub --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			req := report.Request{Release: release, Images: images, Registry: ro, Matrix: g.loadMatrix,
+			req := report.Request{Release: release, Images: images, RecipeFile: recipeFile, Registry: ro, Matrix: g.loadMatrix,
 				RecipeImages: func(name string) ([]string, error) { return recipe.ImageNames(g.data.Recipe(name)) }}
-			if recipeFile != "" {
-				var err error
-				if req.ImageNames, err = recipe.ImageNames(recipeFile); err != nil {
-					return err
-				}
-			}
-			if tf.t != (sign.Trust{}) {
-				t, err := tf.trust()
-				if err != nil {
-					return err
-				}
-				req.Trust = &t
+			var err error
+			if req.Trust, err = tf.optional(); err != nil {
+				return err
 			}
 			rep, err := report.Make(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
 			md, err := rep.Write(report.Files{Markdown: mdFile, HTML: htmlFile, StepSummary: os.Getenv("GITHUB_STEP_SUMMARY")})
-			if err != nil {
-				return err
-			}
 			switch {
+			case err != nil:
+				return err
 			case format == "json":
-				if err := printJSON(g.stdout, rep); err != nil {
-					return err
-				}
+				err = printJSON(g.stdout, rep)
 			case mdFile == "":
-				g.stdout.Write(md)
+				_, err = g.stdout.Write(md)
 			}
 			for _, f := range []string{mdFile, htmlFile} {
 				if f != "" {
 					fmt.Fprintf(g.stderr, "wrote %s\n", f)
 				}
 			}
-			return rep.Err()
+			return errors.Join(err, rep.Err())
 		},
 	}
 	cmd.Flags().StringVar(&release, "release", "", "a dorisarm build --out directory, or REGISTRY/PATH/NAME:VERSION")

@@ -140,9 +140,6 @@ built into dorisarm ("embedded:<path>"), each with its sha256.`,
 // printJSON writes v as indented JSON: what --output json prints.
 func printJSON(w io.Writer, v any) error { return textfmt.JSON(w, v) }
 
-// table writes aligned columns.
-func table(w io.Writer, rows [][]string) { textfmt.Table(w, rows) }
-
 // formatFlag registers --output (-o), and --format as another name for
 // it, on one variable: every command that prints data takes --output json.
 // allowed[0] is the default; the root checks the value before RunE runs.

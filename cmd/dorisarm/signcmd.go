@@ -97,6 +97,14 @@ func (f *trustFlags) add(cmd *cobra.Command) {
 
 func (f *trustFlags) trust() (sign.Trust, error) { return f.t, f.t.Validate() }
 
+// optional is the trust given, or nil when no trust flag was.
+func (f *trustFlags) optional() (*sign.Trust, error) {
+	if f.t == (sign.Trust{}) {
+		return nil, nil
+	}
+	return &f.t, f.t.Validate()
+}
+
 func newVerifyCmd(g *globals) *cobra.Command {
 	var tf trustFlags
 	var noAttestations bool

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"time"
@@ -183,4 +184,39 @@ func Run(ctx context.Context, todo []*Promotion, o Options, yes bool, rec Record
 	}
 	out.Promoted = true
 	return out, nil
+}
+
+// Promotions are what to promote: a promotions file, or a source and a
+// destination tag (args).
+func Promotions(file string, args []string, ro registry.Options) ([]*Promotion, error) {
+	switch {
+	case file != "" && len(args) == 0:
+		return LoadFile(file, ro)
+	case file == "" && len(args) == 2:
+		src, err := ro.Reference(args[0])
+		if err != nil {
+			return nil, fault.Input(err)
+		}
+		dst, err := ro.Tag(args[1])
+		if err != nil {
+			return nil, fault.Input(err)
+		}
+		return []*Promotion{{Source: src.String(), Dst: []name.Tag{dst}}}, nil
+	}
+	return nil, fault.Inputf("give SRC and DST, or --file promotions.yaml")
+}
+
+// WriteChecks prints the plan's checks (paint colours ok and FAIL) and,
+// when it passed them, what promoting it does.
+func (p *Plan) WriteChecks(w io.Writer, paint func(ok bool, s string) string, passed bool) {
+	for _, c := range p.Checks {
+		word := "ok  "
+		if !c.OK {
+			word = "FAIL"
+		}
+		fmt.Fprintf(w, "%s  %s\n", paint(c.OK, word), c.What)
+	}
+	if passed {
+		fmt.Fprintf(w, "plan  %s -> %s (%s, %d manifests, %d bytes, %d signature/attestation tags, %s)\n", p.Src, p.Dst, p.Version, len(p.Digests), p.Bytes, len(p.Companions), p.Move())
+	}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
+	dregistry "github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
 
@@ -67,5 +69,30 @@ func TestRun(t *testing.T) {
 	}
 	if len(rec.got) != 2 || rec.got[0]["promoter"] != "tester" || rec.got[0]["digest"] != d.String() {
 		t.Errorf("records: %v", rec.got)
+	}
+}
+
+func TestPromotionsAndWriteChecks(t *testing.T) {
+	var ro dregistry.Options
+	ps, err := Promotions("", []string{"127.0.0.1:5000/staging/doris-be:rc1", "127.0.0.1:5000/release/doris-be:2.1.8"}, ro)
+	if err != nil || len(ps) != 1 || ps[0].Dst[0].String() != "127.0.0.1:5000/release/doris-be:2.1.8" {
+		t.Fatalf("SRC DST: %+v %v", ps, err)
+	}
+	for _, args := range [][]string{nil, {"a"}, {"127.0.0.1:5000/x:1", "127.0.0.1:5000/y"}, {"NOT A REF", "127.0.0.1:5000/y:1"}} {
+		if _, err := Promotions("", args, ro); !fault.IsInput(err) {
+			t.Errorf("%v: %v, want bad input", args, err)
+		}
+	}
+	if _, err := Promotions("promotions.yaml", []string{"a", "b"}, ro); !fault.IsInput(err) {
+		t.Errorf("file and args: %v", err)
+	}
+	p := &Plan{Checks: []sign.Check{{What: "signed", OK: true}, {What: "scanned", Why: "dirty"}}, Version: "2.1.8"}
+	p.Src, _ = name.NewDigest("127.0.0.1:5000/s@sha256:" + strings.Repeat("a", 64))
+	p.Dst, _ = name.NewTag("127.0.0.1:5000/r:2.1.8")
+	var b strings.Builder
+	p.WriteChecks(&b, func(ok bool, s string) string { return fmt.Sprintf("<%v>%s", ok, s) }, true)
+	want := "<true>ok    signed\n<false>FAIL  scanned\nplan  127.0.0.1:5000/s@sha256:" + strings.Repeat("a", 64) + " -> 127.0.0.1:5000/r:2.1.8 (2.1.8, 0 manifests, 0 bytes, 0 signature/attestation tags, new tag)\n"
+	if b.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
 	}
 }

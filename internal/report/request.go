@@ -13,6 +13,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
@@ -24,9 +25,9 @@ type Request struct {
 	// Images, with a build directory, is where its images are: a registry
 	// prefix (REGISTRY/PATH) or oci:DIR.
 	Images string
-	// ImageNames are the release's image names (a recipe's images:); nil:
-	// the builds' recipe's (RecipeImages), or only Release's image.
-	ImageNames []string
+	// RecipeFile names the release's images (its images:); "": the
+	// builds' recipe's (RecipeImages), or only Release's image.
+	RecipeFile string
 	// RecipeImages names the images of a recipe by its name.
 	RecipeImages func(recipe string) ([]string, error)
 	// Matrix loads the build matrix (a report from a registry needs it).
@@ -38,19 +39,26 @@ type Request struct {
 
 // Make reads the release req names and reports it.
 func Make(ctx context.Context, req Request) (*Report, error) {
+	var names []string
+	if req.RecipeFile != "" {
+		var err error
+		if names, err = recipe.ImageNames(req.RecipeFile); err != nil {
+			return nil, err
+		}
+	}
 	if req.Release == "" {
 		return nil, fault.Inputf("--release is required: a dorisarm build --out directory, or REGISTRY/PATH/NAME:VERSION")
 	}
 	if st, err := os.Stat(req.Release); err == nil && st.IsDir() {
-		return fromDir(ctx, req)
+		return fromDir(ctx, req, names)
 	}
 	if req.Images != "" {
 		return nil, fault.Inputf("--images goes with --release DIR; --release %s already names the registry", req.Release)
 	}
-	return fromRef(ctx, req)
+	return fromRef(ctx, req, names)
 }
 
-func fromDir(ctx context.Context, req Request) (*Report, error) {
+func fromDir(ctx context.Context, req Request, names []string) (*Report, error) {
 	bs, err := image.FindBuilds(req.Release)
 	if err != nil {
 		return nil, fault.Input(err)
@@ -65,7 +73,7 @@ func fromDir(ctx context.Context, req Request) (*Report, error) {
 		if o.Store, err = OpenStore(req.Images, req.Registry); err != nil {
 			return nil, fault.Input(err)
 		}
-		o.Images = req.ImageNames
+		o.Images = names
 		if o.Images == nil {
 			if o.Images, err = req.RecipeImages(recs[0].Recipe.Name); err != nil {
 				return nil, fault.Input(err)
@@ -77,7 +85,7 @@ func fromDir(ctx context.Context, req Request) (*Report, error) {
 	return FromBuilds(ctx, req.Release, recs, o)
 }
 
-func fromRef(ctx context.Context, req Request) (*Report, error) {
+func fromRef(ctx context.Context, req Request, names []string) (*Report, error) {
 	rel := req.Release
 	if strings.HasPrefix(rel, "oci:") || !strings.Contains(rel, "/") {
 		return nil, fault.Inputf("--release %s: not a directory of builds, nor REGISTRY/PATH/NAME:VERSION", rel)
@@ -102,13 +110,13 @@ func fromRef(ctx context.Context, req Request) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := []string{img}
-	for _, n := range req.ImageNames {
+	images := []string{img}
+	for _, n := range names {
 		if n != img {
-			names = append(names, n)
+			images = append(images, n)
 		}
 	}
-	rep, err := FromRegistry(ctx, m, tag.TagStr(), Options{Store: st, Images: names, Trust: req.Trust, Registry: req.Registry})
+	rep, err := FromRegistry(ctx, m, tag.TagStr(), Options{Store: st, Images: images, Trust: req.Trust, Registry: req.Registry})
 	return rep, fault.Input(err)
 }
 
