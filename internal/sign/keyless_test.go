@@ -63,14 +63,21 @@ func hasTag(t *testing.T, d name.Digest, suffix string) bool {
 
 const releaseIdentity = "https://github.com/dorisarm/dorisarm/.github/workflows/release.yml@refs/tags/v1"
 
-func TestKeylessSignAttestVerify(t *testing.T) {
-	f := fakeSigstore(t)
-	ref := pushIndex(t)
-	ctx := context.Background()
+// releaseSigner is a keyless signer for releaseIdentity on the fake Sigstore.
+func releaseSigner(t *testing.T, f *fakesigstore.Server) *KeylessSigner {
+	t.Helper()
 	s, err := NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: f.Token(releaseIdentity)}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func TestKeylessSignAttestVerify(t *testing.T) {
+	f := fakeSigstore(t)
+	ref := pushIndex(t)
+	ctx := context.Background()
+	s := releaseSigner(t, f)
 	ds, err := s.Sign(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
@@ -248,10 +255,7 @@ func TestKeylessFailures(t *testing.T) {
 	}
 
 	f.Refuse("token revoked")
-	s, err := NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: f.Token(releaseIdentity)}, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := releaseSigner(t, f)
 	if _, err := s.Sign(ctx, ref); err == nil || !strings.Contains(err.Error(), "Fulcio refused") || !strings.Contains(err.Error(), "token revoked") {
 		t.Errorf("Fulcio refusing: %v", err)
 	}
@@ -290,7 +294,7 @@ func TestKeylessFailures(t *testing.T) {
 	// Rekor failing after the index's entry: no digest gets a signature,
 	// not even those logged.
 	f.FailRekorAfter(f.Logged() + 1)
-	s, _ = NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: f.Token(releaseIdentity)}, noEnv)
+	s = releaseSigner(t, f)
 	if _, err := s.Sign(ctx, ref); err == nil || !strings.Contains(err.Error(), "Rekor "+f.Rekor.URL) {
 		t.Errorf("Rekor failing half-way: %v", err)
 	}
@@ -304,15 +308,12 @@ func TestKeylessTampered(t *testing.T) {
 	f := fakeSigstore(t)
 	ref := pushIndex(t)
 	ctx := context.Background()
-	s, err := NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: f.Token(releaseIdentity)}, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := releaseSigner(t, f)
 	ds, err := s.Sign(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _ := NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: f.Token(releaseIdentity)}, noEnv)
+	other := releaseSigner(t, f)
 	if _, err := other.Sign(ctx, ds[2]); err != nil { // a second signature of ds[2], with another key and certificate
 		t.Fatal(err)
 	}
