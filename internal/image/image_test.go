@@ -318,6 +318,11 @@ func TestPublishInMemory(t *testing.T) {
 	// The FE layer goes up once for all targets: the dry run of a fresh
 	// repository counts it once.
 	fresh, _ := Publish(ctx, host+"/other", rel, PublishOptions{Registry: o.Registry, DryRun: true})
+	// A registry's root is a prefix too: images land at host/doris-be.
+	root, err := Publish(ctx, host, rel, PublishOptions{Registry: o.Registry, DryRun: true})
+	if err != nil || !strings.HasPrefix(root.Tags[0].Ref, host+"/doris-") {
+		t.Errorf("publishing to the registry's root: %v %+v", err, root)
+	}
 	var feLayers int
 	for _, p := range fresh.Tags {
 		if strings.Contains(p.Ref, "doris-fe") && p.Upload > 0 {

@@ -112,7 +112,7 @@ type Report struct {
 // manifest by digest first, then the tags, so a failed publish leaves no new
 // tag pointing at something partial. Blobs the registry has are skipped.
 func Publish(ctx context.Context, repo string, rel []Tagged, o PublishOptions) (*Report, error) {
-	r, err := o.Registry.Repository(repo)
+	prefix, err := o.Registry.Prefix(repo)
 	if err != nil {
 		return nil, fault.Inputf("--repo %w", err)
 	}
@@ -131,7 +131,7 @@ func Publish(ctx context.Context, repo string, rel []Tagged, o PublishOptions) (
 	}
 	var ts []target
 	for _, t := range rel {
-		tag, err := o.Registry.Tag(r.String() + "/" + t.Repo + ":" + t.Tag)
+		tag, err := o.Registry.Tag(prefix + "/" + t.Repo + ":" + t.Tag)
 		if err != nil {
 			return nil, fault.Inputf("--repo %s: %w", repo, err)
 		}

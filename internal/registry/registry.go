@@ -87,6 +87,20 @@ func (o Options) Repository(s string) (name.Repository, error) {
 	return r, nil
 }
 
+// Prefix checks a repository prefix, REGISTRY or REGISTRY/PATH without a
+// tag or digest, under which images are named (PREFIX/doris-be); a
+// registry's root is one. It returns the prefix in canonical form, without
+// a trailing slash.
+func (o Options) Prefix(s string) (string, error) {
+	s = strings.TrimSuffix(s, "/")
+	i := strings.LastIndex(s, "/")
+	r, err := name.NewRepository(s+"/x", o.nameOptions()...)
+	if err != nil || strings.Contains(s, "@") || i >= 0 && strings.Contains(s[i+1:], ":") {
+		return "", fmt.Errorf("%s: want a repository prefix without a tag (e.g. 127.0.0.1:5000/release)", s)
+	}
+	return strings.TrimSuffix(r.String(), "/x"), nil
+}
+
 // Remote is the option list for go-containerregistry's remote package:
 // ctx (so Ctrl-C stops every request), credentials, transport, jobs and
 // retries, then extra.

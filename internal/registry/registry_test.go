@@ -72,6 +72,19 @@ func TestOptionsParse(t *testing.T) {
 	if err != nil || r.Scheme() != "http" {
 		t.Errorf("--insecure: %v, scheme %s", err, r.Scheme())
 	}
+	for in, want := range map[string]string{
+		"127.0.0.1:5000":               "127.0.0.1:5000", // a registry's root
+		"127.0.0.1:5000/release/":      "127.0.0.1:5000/release",
+		"ghcr.io/org/doris":            "ghcr.io/org/doris",
+		"127.0.0.1:5000/doris:2.1":     "",
+		"ghcr.io/org/doris@sha256:abc": "",
+		"Not A Registry/UPPER":         "",
+	} {
+		got, err := o.Prefix(in)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("Prefix(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
 	if _, err := o.Tag("reg.example.com/doris"); err == nil {
 		t.Error("a tag without a tag was accepted")
 	}

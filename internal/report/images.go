@@ -56,12 +56,11 @@ func OpenStore(loc string, ro registry.Options) (Store, error) {
 		}
 		return &layoutStore{loc: loc, path: lp}, nil
 	}
-	i := strings.LastIndex(loc, "/")
-	r, err := ro.Repository(loc + "/x")
-	if err != nil || strings.Contains(loc, "@") || i >= 0 && strings.Contains(loc[i+1:], ":") {
-		return nil, fmt.Errorf("%s: want a repository prefix without a tag (e.g. 127.0.0.1:5000/release), or oci:DIR", loc)
+	prefix, err := ro.Prefix(loc)
+	if err != nil {
+		return nil, fmt.Errorf("%w, or oci:DIR", err)
 	}
-	return &registryStore{prefix: strings.TrimSuffix(r.String(), "/x"), ro: ro}, nil
+	return &registryStore{prefix: prefix, ro: ro}, nil
 }
 
 type registryStore struct {
