@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dorisarm/dorisarm/internal/testproc"
 )
 
 // tarEntry is one header (and, for regular files, content) of a test archive.
@@ -232,31 +234,6 @@ func TestIgnoreLeavesUpstreamFiles(t *testing.T) {
 	}
 }
 
-// corpusDir returns the real inputs at ../shared/corpus beside the
-// repository root (the directory with go.mod), or skips the test.
-func corpusDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
-	corpus := filepath.Join(filepath.Dir(dir), "shared", "corpus")
-	if st, err := os.Stat(filepath.Join(corpus, "mirror")); err != nil || !st.IsDir() {
-		t.Skipf("the corpus of real Doris inputs is not at %s (../shared/corpus beside the repository); skipped", corpus)
-	}
-	return corpus
-}
-
 // untar unpacks an archive with the system tar into dir.
 func untarInto(t *testing.T, archive, dir string) {
 	t.Helper()
@@ -273,7 +250,7 @@ func untarInto(t *testing.T, archive, dir string) {
 // unpacks from it, is found beside that tree, and a one-line edit becomes a
 // one-hunk patch that applies cleanly to a fresh unpack.
 func TestCorpusArchives(t *testing.T) {
-	corpus := corpusDir(t)
+	corpus := testproc.Corpus(t)
 	for _, c := range []struct {
 		name, file, from, to string
 		gitArchive           bool
@@ -364,7 +341,7 @@ func TestCorpusArchives(t *testing.T) {
 // TestCorpusDorisTree: an edit to the 2.1.7 tree's real build-thirdparty.sh
 // becomes a patch against the tree itself as the pristine copy.
 func TestCorpusDorisTree(t *testing.T) {
-	corpus := corpusDir(t)
+	corpus := testproc.Corpus(t)
 	pristine := filepath.Join(corpus, "doris-2.1.7")
 	if _, err := os.Stat(filepath.Join(pristine, "thirdparty", "build-thirdparty.sh")); err != nil {
 		t.Skipf("no doris-2.1.7 tree in the corpus: %v", err)

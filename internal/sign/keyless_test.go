@@ -63,6 +63,20 @@ func hasTag(t *testing.T, d name.Digest, suffix string) bool {
 
 const releaseIdentity = "https://github.com/dorisarm/dorisarm/.github/workflows/release.yml@refs/tags/v1"
 
+// signedIndex is an index pushed and signed by releaseSigner on a fresh
+// fake Sigstore, with the digests signed (the index and its manifests).
+func signedIndex(t *testing.T) (*fakesigstore.Server, name.Reference, *KeylessSigner, []name.Digest) {
+	t.Helper()
+	f := fakeSigstore(t)
+	ref := pushIndex(t)
+	s := releaseSigner(t, f)
+	ds, err := s.Sign(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, ref, s, ds
+}
+
 // releaseSigner is a keyless signer for releaseIdentity on the fake Sigstore.
 func releaseSigner(t *testing.T, f *fakesigstore.Server) *KeylessSigner {
 	t.Helper()
@@ -74,14 +88,8 @@ func releaseSigner(t *testing.T, f *fakesigstore.Server) *KeylessSigner {
 }
 
 func TestKeylessSignAttestVerify(t *testing.T) {
-	f := fakeSigstore(t)
-	ref := pushIndex(t)
+	f, ref, s, ds := signedIndex(t)
 	ctx := context.Background()
-	s := releaseSigner(t, f)
-	ds, err := s.Sign(ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(ds) != 3 || f.Logged() != 3 {
 		t.Fatalf("signed %d digests with %d Rekor entries, want the index and its 2 manifests, each logged", len(ds), f.Logged())
 	}
@@ -305,14 +313,8 @@ func TestKeylessFailures(t *testing.T) {
 // signed entry timestamp altered, or a certificate swapped for another one
 // of the same CA does not verify; the signature left alone still does.
 func TestKeylessTampered(t *testing.T) {
-	f := fakeSigstore(t)
-	ref := pushIndex(t)
+	f, _, _, ds := signedIndex(t)
 	ctx := context.Background()
-	s := releaseSigner(t, f)
-	ds, err := s.Sign(ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
 	other := releaseSigner(t, f)
 	if _, err := other.Sign(ctx, ds[2]); err != nil { // a second signature of ds[2], with another key and certificate
 		t.Fatal(err)
