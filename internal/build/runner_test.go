@@ -272,8 +272,10 @@ func TestRunnerStepFailure(t *testing.T) {
 	published := filepath.Join(Dir(out, sample.Version, target), RecordFile)
 	stamp, _ := os.ReadFile(published)
 	for _, c := range cases {
+		// One at a time: they share the published build's --out, and one
+		// case's staging directory, there while it builds, is not another's
+		// leftover.
 		t.Run(c.step, func(t *testing.T) {
-			t.Parallel()
 			// Into the published build's --out, then into an empty one with
 			// the same cache (the failed step runs again: it was not cached).
 			cache, fresh := t.TempDir(), t.TempDir()
