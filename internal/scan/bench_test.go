@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/matrix"
 )
 
 // BenchmarkScanFile scans a large real library when the bench cache has it
@@ -22,6 +24,37 @@ func BenchmarkScanFile(b *testing.B) {
 		if _, err := Scan(context.Background(), []string{lib}, nil, Options{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkScanLibrary scans each real library the bench cache holds with
+// the kunpeng920 policy, as dorisarm scan --target kunpeng920 does
+// (go test -run XXX -bench ScanLibrary ./internal/scan).
+func BenchmarkScanLibrary(b *testing.B) {
+	dir := filepath.Join("..", "..", ".cache", "bench", "x", "usr", "lib", "aarch64-linux-gnu")
+	m, err := matrix.Load(filepath.Join("..", "..", "matrix.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pol, err := PolicyFor(m, "kunpeng920")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"librocksdb.so.7.8", "libLLVM-16.so.1", "libz3.so.4"} {
+		lib := filepath.Join(dir, name)
+		st, err := os.Stat(lib)
+		if err != nil {
+			b.Logf("%s: not fetched (make bench-scan)", name)
+			continue
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(st.Size())
+			for i := 0; i < b.N; i++ {
+				if _, err := Scan(context.Background(), []string{lib}, pol, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
