@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -163,18 +164,22 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	}
 	byFn := map[key]*agg{}
 	a.file.Features, a.file.Guarded, a.file.Hints = map[string]int{}, map[string]int{}, map[string]int{}
-	shapes := &shapeGuards{regions: regions, idx: map[int]*guardIndex{}, exported: map[uint64]bool{}, dataPointers: dataPointers(f, data, ld)}
-	for _, s := range dyn.syms {
-		if s.shndx != uint16(elf.SHN_UNDEF) && s.value != 0 {
-			shapes.exported[s.value] = true
-		}
-	}
+	shapes := &shapeGuards{regions: regions, idx: map[int]*guardIndex{}, dynamic: dyn, dataPointers: dataPointers(f, data, ld)}
 	var starts []uint64 // function starts of the unwind table, for stripped objects
 	if len(res.Hits) > 0 && len(syms.syms) == 0 {
 		starts = ehFrameStarts(f, data)
-		sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+		slices.Sort(starts)
 	}
-	for _, h := range res.Hits {
+	// First what names, tables and the code around each hit say; then, for
+	// the functions still unexplained, their callers (one pass for all).
+	type judged struct {
+		fn    string
+		start uint64
+		why   string
+	}
+	js := make([]judged, len(res.Hits))
+	var ask []uint64
+	for i, h := range res.Hits {
 		fn, start := lookup(funcs, h.Addr)
 		if fn == "" {
 			if v := variantOf(h.Addr); v != 0 {
@@ -187,18 +192,31 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 				fn = names.at(h.Addr)
 			}
 		}
-		feat := tbl.Features[h.Feature]
-		why := tbl.GuardIn(soname, fn, feat)
+		why := tbl.GuardIn(soname, fn, tbl.Features[h.Feature])
 		if why == "" && dispatched[start] && start != 0 {
 			why = "runtime-dispatched: an ifunc resolver selects it by CPU"
 		}
 		if why == "" {
-			why = shapes.why(h.Addr, start)
+			why = shapes.local(h.Addr)
 		}
-		k := key{h.Feature, fn, why != ""}
+		if why == "" && start != 0 {
+			ask = append(ask, start)
+		}
+		js[i] = judged{fn, start, why}
+	}
+	var byCallers map[uint64]string
+	if len(ask) > 0 {
+		byCallers = shapes.calledOnlyGuarded(ask)
+	}
+	for i, h := range res.Hits {
+		j := js[i]
+		if j.why == "" && j.start != 0 {
+			j.why = byCallers[j.start]
+		}
+		k := key{h.Feature, j.fn, j.why != ""}
 		g := byFn[k]
 		if g == nil {
-			g = &agg{first: h.Addr, guarded: why}
+			g = &agg{first: h.Addr, guarded: j.why}
 			byFn[k] = g
 		}
 		g.count++

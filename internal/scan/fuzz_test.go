@@ -143,12 +143,10 @@ func FuzzOCINode(f *testing.F) {
 func FuzzGuards(f *testing.F) {
 	f.Add([]byte{0x10, 0x62, 0x5f, 0x39, 0x70, 0x00, 0x00, 0x34, 0x41, 0xfc, 0xe0, 0x88, 0xc0, 0x03, 0x5f, 0xd6}, uint16(8))
 	f.Fuzz(func(t *testing.T, code []byte, at uint16) {
-		g := buildGuardIndex(code, 0x1000, nil)
+		g := newGuardIndex(code, 0x1000)
 		addr := 0x1000 + uint64(at)&^3
-		g.guarded(code, addr)
-		if int(at)/4 < len(code)/4 {
-			g.probe(code, addr)
-		}
-		g.callers(code, addr)
+		g.guarded(addr)
+		g.probe(addr)
+		g.refs(map[uint64]*fnRefs{addr: {}})
 	})
 }

@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"sort"
@@ -34,17 +35,28 @@ const (
 	provWindow = 32   // instructions searched back for a flag's origin
 )
 
-// guardIndex holds, for one code region, the branches that test flags and
-// where blocks end. It is built once, lazily, in one pass.
+// guardIndex answers guard questions about one code region. It reads the
+// code lazily, in blocks of guardBlockWords words, each at most once: a
+// question about an instruction reads only the blocks around it (guardBack
+// before, guardReach either side of its block's start), so a scan with few
+// feature instructions reads little beyond what the classifier read.
 type guardIndex struct {
-	base    uint64
-	words   int
-	flagBr  []flagBranch // by address
-	targets map[uint64]uint64
-	rets    []uint64 // RET addresses
-	ends    []uint64 // RET, B, BR addresses: a block ends after them
-	bl      map[uint64][]uint64
-	taken   map[uint64]bool // code addresses computed by ADRP+ADD or ADR (function pointers)
+	base   uint64
+	code   []byte
+	words  int
+	bw     int // words per block: guardBlockWords (tests use small blocks)
+	blocks []*guardBlock
+}
+
+// guardBlockWords is how much code one lazily built block covers (64 KiB).
+const guardBlockWords = 1 << 14
+
+// guardBlock holds, for one block, the branches that test flags and where
+// basic blocks end, by address.
+type guardBlock struct {
+	flagBr []flagBranch
+	rets   []uint64 // RET addresses
+	ends   []uint64 // RET, B, BR addresses: a block ends after them
 }
 
 type flagBranch struct{ at, target uint64 }
@@ -69,20 +81,40 @@ func endsBlock(w uint32) bool {
 	return isRet(w) || w&0xfc000000 == 0x14000000 || w&0xfffffc1f == 0xd61f0000
 }
 
-// buildGuardIndex reads the region once; release, when set, drops the
-// pages of a mapped file behind the pass (as isa.Scan does).
-func buildGuardIndex(code []byte, base uint64, release func(lo, hi int)) *guardIndex {
-	g := &guardIndex{base: base, words: len(code) / 4, targets: map[uint64]uint64{}}
-	for i := 0; i < g.words; i++ {
-		if release != nil && i > 0 && i%(1<<20) == 0 {
-			release((i-1<<20)*4, i*4)
-		}
+func newGuardIndex(code []byte, base uint64) *guardIndex {
+	return newGuardIndexBlocks(code, base, guardBlockWords)
+}
+
+func newGuardIndexBlocks(code []byte, base uint64, bw int) *guardIndex {
+	words := len(code) / 4
+	return &guardIndex{base: base, code: code, words: words, bw: bw, blocks: make([]*guardBlock, (words+bw-1)/bw)}
+}
+
+// blockOf returns the block holding addr, which must lie in the region.
+func (g *guardIndex) blockOf(addr uint64) int { return int((addr-g.base)/4) / g.bw }
+
+// clamp limits addr to the region's last word.
+func (g *guardIndex) clamp(addr uint64) uint64 {
+	if last := g.base + uint64(g.words-1)*4; addr > last {
+		return last
+	}
+	return addr
+}
+
+// block builds (once) and returns block k.
+func (g *guardIndex) block(k int) *guardBlock {
+	if b := g.blocks[k]; b != nil {
+		return b
+	}
+	b := &guardBlock{}
+	code := g.code
+	for i, hi := k*g.bw, min(g.words, (k+1)*g.bw); i < hi; i++ {
 		w := w32(code, i)
-		pc := base + uint64(i)*4
+		pc := g.base + uint64(i)*4
 		if endsBlock(w) {
-			g.ends = append(g.ends, pc)
+			b.ends = append(b.ends, pc)
 			if isRet(w) {
-				g.rets = append(g.rets, pc)
+				b.rets = append(b.rets, pc)
 			}
 			continue
 		}
@@ -97,11 +129,21 @@ func buildGuardIndex(code []byte, base uint64, release func(lo, hi int)) *guardI
 			}
 		}
 		if isFlag(code, i, reg, bit) {
-			g.flagBr = append(g.flagBr, flagBranch{pc, target})
-			g.targets[target] = pc
+			b.flagBr = append(b.flagBr, flagBranch{pc, target})
 		}
 	}
-	return g
+	g.blocks[k] = b
+	return b
+}
+
+// each calls fn with the blocks covering [lo, hi] (addresses in the
+// region), in address order, until fn returns false.
+func (g *guardIndex) each(lo, hi uint64, fn func(*guardBlock) bool) {
+	for k := g.blockOf(lo); k <= g.blockOf(g.clamp(hi)); k++ {
+		if !fn(g.block(k)) {
+			return
+		}
+	}
 }
 
 // flagSetter finds the TST (ANDS #imm, zr) or CMP #0 that set the condition
@@ -209,39 +251,81 @@ func writesRd(w uint32) bool {
 
 // guarded returns why the instruction at addr runs only after a CPU check,
 // or "".
-func (g *guardIndex) guarded(code []byte, addr uint64) string {
-	// Skip-over: a flag test before addr that branches past it, no RET between.
-	lo := addr - min(addr-g.base, guardBack)
-	i := sort.Search(len(g.flagBr), func(i int) bool { return g.flagBr[i].at >= lo })
-	for ; i < len(g.flagBr) && g.flagBr[i].at < addr; i++ {
-		b := g.flagBr[i]
-		switch {
-		case b.target > addr && b.target-b.at <= guardReach && !g.retBetween(b.at, addr):
-			return fmt.Sprintf("behind the CPU check at 0x%x (a branch on a flag past it)", b.at)
-		case b.target <= b.at && !g.endBetween(b.at, addr):
-			return fmt.Sprintf("behind the CPU check at 0x%x (a branch on a flag away from it)", b.at)
-		}
-	}
-	// Jump-in: the block holding addr is entered only by branches.
-	k := sort.Search(len(g.ends), func(k int) bool { return g.ends[k] >= addr }) - 1
-	if k < 0 {
+func (g *guardIndex) guarded(addr uint64) string {
+	if g.words == 0 || addr < g.base || addr-g.base >= uint64(g.words)*4 {
 		return ""
 	}
-	start := g.ends[k] + 4
-	if at, ok := g.targets[start]; ok && absDiff(at, start) <= guardReach {
+	// Skip-over: a flag test before addr that branches past it, no RET between.
+	lo := addr - min(addr-g.base, guardBack)
+	why := ""
+	g.each(lo, addr, func(b *guardBlock) bool {
+		i := sort.Search(len(b.flagBr), func(i int) bool { return b.flagBr[i].at >= lo })
+		for ; i < len(b.flagBr) && b.flagBr[i].at < addr; i++ {
+			br := b.flagBr[i]
+			switch {
+			case br.target > addr && br.target-br.at <= guardReach && !g.between(br.at, addr, true):
+				why = fmt.Sprintf("behind the CPU check at 0x%x (a branch on a flag past it)", br.at)
+			case br.target <= br.at && !g.between(br.at, addr, false):
+				why = fmt.Sprintf("behind the CPU check at 0x%x (a branch on a flag away from it)", br.at)
+			}
+			if why != "" {
+				return false
+			}
+		}
+		return true
+	})
+	if why != "" {
+		return why
+	}
+	// Jump-in: the block holding addr is entered only by branches, and a
+	// flag branch within reach targets its start (the last such names the
+	// check).
+	end, ok := g.lastEndBefore(addr)
+	if !ok {
+		return ""
+	}
+	start := end + 4
+	var at uint64
+	found := false
+	g.each(start-min(start-g.base, guardReach), start+guardReach, func(b *guardBlock) bool {
+		for _, br := range b.flagBr {
+			if br.target == start && absDiff(br.at, start) <= guardReach {
+				at, found = br.at, true
+			}
+		}
+		return true
+	})
+	if found {
 		return fmt.Sprintf("reached only from the CPU check at 0x%x (a branch on a flag to 0x%x)", at, start)
 	}
 	return ""
 }
 
-func (g *guardIndex) endBetween(a, b uint64) bool {
-	k := sort.Search(len(g.ends), func(k int) bool { return g.ends[k] > a })
-	return k < len(g.ends) && g.ends[k] < b
+// between reports whether a block ends (only a RET, with rets) strictly
+// between a and b, both in the region.
+func (g *guardIndex) between(a, b uint64, rets bool) bool {
+	hit := false
+	g.each(a, b, func(blk *guardBlock) bool {
+		list := blk.ends
+		if rets {
+			list = blk.rets
+		}
+		k := sort.Search(len(list), func(k int) bool { return list[k] > a })
+		hit = k < len(list) && list[k] < b
+		return !hit && (k == len(list))
+	})
+	return hit
 }
 
-func (g *guardIndex) retBetween(a, b uint64) bool {
-	k := sort.Search(len(g.rets), func(k int) bool { return g.rets[k] > a })
-	return k < len(g.rets) && g.rets[k] < b
+// lastEndBefore returns the last RET, B or BR before addr.
+func (g *guardIndex) lastEndBefore(addr uint64) (uint64, bool) {
+	for k := g.blockOf(addr); k >= 0; k-- {
+		b := g.block(k)
+		if i := sort.Search(len(b.ends), func(i int) bool { return b.ends[i] >= addr }) - 1; i >= 0 {
+			return b.ends[i], true
+		}
+	}
+	return 0, false
 }
 
 func absDiff(a, b uint64) uint64 {
@@ -255,146 +339,168 @@ func absDiff(a, b uint64) uint64 {
 // function of that one instruction and RET, which a library runs under a
 // SIGILL handler to learn whether the CPU has the feature (OpenSSL's
 // _armv8_*_probe).
-func (g *guardIndex) probe(code []byte, addr uint64) bool {
+func (g *guardIndex) probe(addr uint64) bool {
+	if addr < g.base || addr-g.base >= uint64(g.words)*4 {
+		return false
+	}
 	i := int((addr - g.base) / 4)
-	if i+1 >= g.words || !isRet(w32(code, i+1)) {
+	if i+1 >= g.words || !isRet(w32(g.code, i+1)) {
 		return false
 	}
 	if i == 0 {
 		return true
 	}
-	p := w32(code, i-1)
+	p := w32(g.code, i-1)
 	return endsBlock(p) || p == 0xd503201f || p&0xffffff3f == 0xd503241f // after a RET/B, a NOP or a BTI
 }
 
-// takenAt reports whether code computes addr with ADRP+ADD or ADR (a
-// function pointer); the addresses are collected on first use.
-func (g *guardIndex) takenAt(code []byte, addr uint64) bool {
-	if g.taken == nil {
-		g.taken = map[uint64]bool{}
-		var page [32]uint64 // ADRP results by register
-		for i := 0; i < g.words; i++ {
-			w := w32(code, i)
-			pc := g.base + uint64(i)*4
-			switch {
-			case w&0x9f000000 == 0x90000000: // ADRP
-				imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)
-				page[w&31] = uint64(int64(pc&^0xfff) + imm<<12)
-			case w&0xff800000 == 0x91000000 && page[(w>>5)&31] != 0: // ADD Xd, Xn, #imm
-				if a := page[(w>>5)&31] + uint64((w>>10)&0xfff); a >= g.base && a-g.base < uint64(len(code)) {
-					g.taken[a] = true
+// maxCallSites bounds the direct calls kept per function; a function called
+// from more places is not judged guarded by its callers.
+const maxCallSites = 256
+
+// refs reads the whole region once and returns, for the functions in fns,
+// the direct calls to each (BL, and B as a tail call; at most
+// maxCallSites+1) and whether the code takes its address (ADRP+ADD or ADR:
+// a function pointer).
+func (g *guardIndex) refs(fns map[uint64]*fnRefs) {
+	var page [32]uint64 // ADRP results by register
+	code, base := g.code, g.base
+	size := uint64(len(code))
+	for i := 0; i < g.words; i++ {
+		w := w32(code, i)
+		switch {
+		case w&0x7c000000 == 0x14000000: // B, BL
+			pc := base + uint64(i)*4
+			if r := fns[pc+uint64(int64(int32(w<<6)>>6)*4)]; r != nil && len(r.calls) <= maxCallSites {
+				r.calls = append(r.calls, pc)
+			}
+		case w&0x9f000000 == 0x90000000: // ADRP
+			pc := base + uint64(i)*4
+			imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)
+			page[w&31] = uint64(int64(pc&^0xfff) + imm<<12)
+		case w&0xff800000 == 0x91000000 && page[(w>>5)&31] != 0: // ADD Xd, Xn, #imm
+			if a := page[(w>>5)&31] + uint64((w>>10)&0xfff); a >= base && a-base < size {
+				if r := fns[a]; r != nil {
+					r.escapes = true
 				}
-				page[w&31] = 0
-			case w&0x9f000000 == 0x10000000: // ADR
-				imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)
-				g.taken[uint64(int64(pc)+imm)] = true
+			}
+			page[w&31] = 0
+		case w&0x9f000000 == 0x10000000: // ADR
+			pc := base + uint64(i)*4
+			imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)
+			if r := fns[uint64(int64(pc)+imm)]; r != nil {
+				r.escapes = true
 			}
 		}
 	}
-	return g.taken[addr]
 }
 
-// callers returns the direct calls (BL, and B as a tail call) to target.
-func (g *guardIndex) callers(code []byte, target uint64) []uint64 {
-	if g.bl == nil {
-		g.bl = map[uint64][]uint64{}
-		for i := 0; i < g.words; i++ {
-			// BL, or B: a tail call.
-			if w := w32(code, i); w&0x7c000000 == 0x14000000 {
-				pc := g.base + uint64(i)*4
-				t := pc + uint64(int64(int32(w<<6)>>6)*4)
-				if len(g.bl[t]) < 64 {
-					g.bl[t] = append(g.bl[t], pc)
-				}
-			}
-		}
-	}
-	return g.bl[target]
+// fnRefs is what refs finds about one function.
+type fnRefs struct {
+	calls   []uint64
+	escapes bool
 }
 
 // shapeGuards finds guards for the given hits, one index per region.
 type shapeGuards struct {
 	regions []isa.Code
 	idx     map[int]*guardIndex
-	calls   map[uint64]string // function start → why its callers guard it
-	// exported are the functions others can call (dynamic symbols);
+	// dynamic are the dynamic symbols: functions others can call;
 	// dataPointers calls back with every value that may be a code pointer
 	// (relocation addends, words of the data segments).
-	exported     map[uint64]bool
+	dynamic      *symtab
 	dataPointers func(func(uint64))
-	pointers     map[uint64]bool
 }
 
-// why says why the instruction at addr, in the function starting at fn
-// (0: unknown), runs only after a CPU check, or "".
-func (s *shapeGuards) why(addr, fn uint64) string {
-	g, code := s.index(addr)
+// local says why the instruction at addr runs only after a CPU check,
+// judged from the code around it, or "".
+func (s *shapeGuards) local(addr uint64) string {
+	g := s.index(addr)
 	if g == nil {
 		return ""
 	}
-	if why := g.guarded(code, addr); why != "" {
+	if why := g.guarded(addr); why != "" {
 		return why
 	}
-	if g.probe(code, addr) {
+	if g.probe(addr) {
 		return "a CPU probe (the instruction and RET, run under a SIGILL handler)"
 	}
-	// A function called only from behind CPU checks (glibc's
-	// __libc_mtag_tag_region after `if (mtag_enabled)`).
-	if fn == 0 {
-		return ""
+	return ""
+}
+
+// calledOnlyGuarded judges the functions starting at fns: one that others
+// cannot call but directly (not exported, its address not taken in code,
+// relocations or data) and whose every direct call is behind a CPU check
+// runs only after that check (glibc's __libc_mtag_tag_region after
+// `if (mtag_enabled)`). It returns why, for those that do. Each region
+// holding one of fns is read once, and the data once.
+func (s *shapeGuards) calledOnlyGuarded(fns []uint64) map[uint64]string {
+	byRegion := map[*guardIndex]map[uint64]*fnRefs{}
+	all := map[uint64]*fnRefs{}
+	for _, fn := range fns {
+		g := s.index(fn)
+		if g == nil || all[fn] != nil {
+			continue
+		}
+		if byRegion[g] == nil {
+			byRegion[g] = map[uint64]*fnRefs{}
+		}
+		r := &fnRefs{}
+		byRegion[g][fn], all[fn] = r, r
 	}
-	if s.calls == nil {
-		s.calls = map[uint64]string{}
-	}
-	if why, ok := s.calls[fn]; ok {
-		return why
-	}
-	why := ""
-	if cg, ccode := s.index(fn); cg != nil && !s.escapes(cg, ccode, fn) {
-		sites := cg.callers(ccode, fn)
-		for i, c := range sites {
-			if cg.guarded(ccode, c) == "" {
-				break
-			}
-			if i == len(sites)-1 {
-				why = fmt.Sprintf("called only from behind CPU checks (%d call(s), the first at 0x%x)", len(sites), sites[0])
+	if s.dynamic != nil {
+		for _, sym := range s.dynamic.syms {
+			if all[sym.value] != nil && sym.shndx != uint16(elf.SHN_UNDEF) {
+				delete(byRegion[s.index(sym.value)], sym.value) // exported
+				delete(all, sym.value)
 			}
 		}
 	}
-	s.calls[fn] = why
-	return why
-}
-
-// escapes reports whether a function can be called other than by the
-// direct calls seen: it is exported, or its address is taken in code
-// (ADRP+ADD, ADR), in a relocation or in the data segments.
-func (s *shapeGuards) escapes(g *guardIndex, code []byte, fn uint64) bool {
-	if s.exported[fn] || g.takenAt(code, fn) {
-		return true
+	if len(all) == 0 {
+		return nil
 	}
-	if s.pointers == nil {
-		s.pointers = map[uint64]bool{}
-		if s.dataPointers != nil {
-			s.dataPointers(func(v uint64) {
-				if _, code := s.index(v); code != nil {
-					s.pointers[v] = true
+	for g, refs := range byRegion {
+		g.refs(refs)
+	}
+	if s.dataPointers != nil {
+		s.dataPointers(func(v uint64) {
+			if r := all[v]; r != nil {
+				r.escapes = true
+			}
+		})
+	}
+	out := map[uint64]string{}
+	for g, refs := range byRegion {
+		for fn, r := range refs {
+			if r.escapes || len(r.calls) == 0 || len(r.calls) > maxCallSites {
+				continue
+			}
+			guarded := true
+			for _, c := range r.calls {
+				if g.guarded(c) == "" {
+					guarded = false
+					break
 				}
-			})
+			}
+			if guarded {
+				out[fn] = fmt.Sprintf("called only from behind CPU checks (%d call(s), the first at 0x%x)", len(r.calls), r.calls[0])
+			}
 		}
 	}
-	return s.pointers[fn]
+	return out
 }
 
-func (s *shapeGuards) index(addr uint64) (*guardIndex, []byte) {
+// index returns the guard index of the region holding addr, or nil.
+func (s *shapeGuards) index(addr uint64) *guardIndex {
 	for ri, r := range s.regions {
 		if r.Addr <= addr && addr-r.Addr < uint64(len(r.Data)) {
 			g := s.idx[ri]
 			if g == nil {
-				g = buildGuardIndex(r.Data, r.Addr, r.Release)
+				g = newGuardIndex(r.Data, r.Addr)
 				s.idx[ri] = g
 			}
-			return g, r.Data
+			return g
 		}
 	}
-	return nil, nil
+	return nil
 }
