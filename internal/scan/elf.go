@@ -102,7 +102,7 @@ func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyz
 		a.scanISA(f, data, syms, dyn, pol, tbl, ld, di.soname)
 	}
 	if f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN {
-		a.dynamic(f, data, syms, dyn, pol, di)
+		a.dynamic(f, data, syms, dyn, pol, di, ld)
 		a.pageSize(f, pol)
 	}
 	return a
@@ -385,7 +385,7 @@ func codeAt(regions []isa.Code, addr uint64) ([]byte, uint64) {
 	return nil, 0
 }
 
-func (a *analyzed) dynamic(f *elf.File, data []byte, syms, dyn *symtab, pol *Policy, di dynInfo) {
+func (a *analyzed) dynamic(f *elf.File, data []byte, syms, dyn *symtab, pol *Policy, di dynInfo, ld loaderDyn) {
 	a.file.Needed, a.file.Soname = di.needed, di.soname
 	// Highest GLIBC_ and GLIBCXX_ versions this object needs, and who needs them.
 	var glibc, glibcxx string
@@ -398,14 +398,14 @@ func (a *analyzed) dynamic(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 		}
 	}
 	a.file.GlibcMax, a.file.Glibcxx = glibc, glibcxx
-	// The symbols behind a violation are named; ImportedSymbols is only read then.
+	// The symbols behind a violation are named; the version tables are only read then.
 	if pol != nil && glibc != "" && CompareVersions(glibc, pol.GlibcMax) > 0 {
-		imported, _ := f.ImportedSymbols()
+		imported := versionedImports(f, data, ld, dyn)
 		a.findings = append(a.findings, Finding{Kind: KindGlibc, Severity: SevError, Path: a.file.Path, Feature: "GLIBC_" + glibc,
 			Detail: fmt.Sprintf("needs GLIBC_%s but %s has glibc %s: %s", glibc, pol.OS, pol.GlibcMax, newerSymbols(imported, "GLIBC_", pol.GlibcMax))})
 	}
 	if pol != nil && pol.GlibcxxMax != "" && glibcxx != "" && CompareVersions(glibcxx, pol.GlibcxxMax) > 0 {
-		imported, _ := f.ImportedSymbols()
+		imported := versionedImports(f, data, ld, dyn)
 		a.findings = append(a.findings, Finding{Kind: KindGlibcxx, Severity: SevError, Path: a.file.Path, Feature: "GLIBCXX_" + glibcxx,
 			Detail: fmt.Sprintf("links libstdc++ dynamically and needs GLIBCXX_%s but %s's libstdc++ has %s (link it with -static-libstdc++): %s",
 				glibcxx, pol.OS, pol.GlibcxxMax, newerSymbols(imported, "GLIBCXX_", pol.GlibcxxMax))})

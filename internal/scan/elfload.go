@@ -164,12 +164,19 @@ func cstr(b []byte, off uint64) string {
 // Elf_Vernaux lists), at most max entries (0: until a zero next link).
 func verNeeds(bo binary.ByteOrder, b, strs []byte, max int) []string {
 	var out []string
+	walkVerNeed(bo, b, strs, max, func(_ uint16, name string) { out = append(out, name) })
+	return out
+}
+
+// walkVerNeed calls fn with each needed version's index (vna_other, what
+// the version-symbol table holds) and name.
+func walkVerNeed(bo binary.ByteOrder, b, strs []byte, max int, fn func(idx uint16, name string)) {
 	for off, n := 0, 0; off >= 0 && off+16 <= len(b) && n < 1<<16 && (max == 0 || n < max); n++ {
 		cnt := int(bo.Uint16(b[off+2:]))
 		aux := off + int(bo.Uint32(b[off+8:]))
 		for j := 0; j < cnt && aux >= 0 && aux+16 <= len(b); j++ {
 			if s := cstr(strs, uint64(bo.Uint32(b[aux+8:]))); s != "" {
-				out = append(out, s)
+				fn(bo.Uint16(b[aux+6:]), s)
 			}
 			next := int(bo.Uint32(b[aux+12:]))
 			if next <= 0 {
@@ -182,6 +189,50 @@ func verNeeds(bo binary.ByteOrder, b, strs []byte, max int) []string {
 			break
 		}
 		off += next
+	}
+}
+
+// versionedImports returns the undefined dynamic symbols that need a
+// version, each with the version's name: the version-symbol table runs
+// beside the dynamic symbols and its indexes name entries of the
+// version-needs table. It reads the loader's view (DT_VERSYM, DT_VERNEED),
+// or the section headers when there is no PT_DYNAMIC.
+func versionedImports(f *elf.File, data []byte, ld loaderDyn, dyn *symtab) []elf.ImportedSymbol {
+	var versym, verneed, strs []byte
+	max := 0
+	if ld.present {
+		versym = dynBytes(f, data, ld, elf.DT_VERSYM, 0, uint64(len(dyn.syms)+1)*2)
+		verneed = dynBytes(f, data, ld, elf.DT_VERNEED, 0, uint64(len(data)))
+		strs = dynBytes(f, data, ld, elf.DT_STRTAB, elf.DT_STRSZ, 0)
+		num, _ := ld.one(elf.DT_VERNEEDNUM)
+		max = int(min(num, 1<<16))
+	} else {
+		for _, s := range f.Sections {
+			switch {
+			case s.Type == elf.SHT_GNU_VERSYM && versym == nil:
+				versym = sectionBytes(data, s)
+			case s.Type == elf.SHT_GNU_VERNEED && verneed == nil && int(s.Link) < len(f.Sections):
+				verneed, strs = sectionBytes(data, s), sectionBytes(data, f.Sections[s.Link])
+			}
+		}
+	}
+	names := map[uint16]string{}
+	walkVerNeed(f.ByteOrder, verneed, strs, max, func(idx uint16, name string) { names[idx] = name })
+	if len(names) == 0 {
+		return nil
+	}
+	var out []elf.ImportedSymbol
+	for i, s := range dyn.syms {
+		j := (i + 1) * 2 // entry 0, the null symbol, is not in dyn.syms
+		if j+2 > len(versym) {
+			break
+		}
+		if s.shndx != uint16(elf.SHN_UNDEF) {
+			continue
+		}
+		if v, ok := names[f.ByteOrder.Uint16(versym[j:])&0x7fff]; ok {
+			out = append(out, elf.ImportedSymbol{Name: dyn.name(s), Version: v})
+		}
 	}
 	return out
 }
