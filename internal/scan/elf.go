@@ -193,6 +193,18 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 			}
 		}
 		why := tbl.GuardIn(soname, fn, tbl.Features[h.Feature])
+		if why == "" {
+			// Another name of the same function (glibc's malloc is also
+			// __libc_malloc) may be the one the guard table knows.
+			for _, al := range aliases(funcs, start) {
+				if n := al.name(); n != fn {
+					if why = tbl.GuardIn(soname, n, tbl.Features[h.Feature]); why != "" {
+						fn = n
+						break
+					}
+				}
+			}
+		}
 		if why == "" && dispatched[start] && start != 0 {
 			why = "runtime-dispatched: an ifunc resolver selects it by CPU"
 		}
@@ -272,6 +284,19 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	if len(a.file.Hints) == 0 {
 		a.file.Hints = nil
 	}
+}
+
+// aliases returns the function symbols that start at addr.
+func aliases(funcs []funcSym, addr uint64) []funcSym {
+	if addr == 0 {
+		return nil
+	}
+	lo := sort.Search(len(funcs), func(i int) bool { return funcs[i].addr >= addr })
+	hi := lo
+	for hi < len(funcs) && funcs[hi].addr == addr {
+		hi++
+	}
+	return funcs[lo:hi]
 }
 
 // lookup finds the function containing addr (its name and start).

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/dorisarm/dorisarm/internal/isa"
@@ -119,18 +120,17 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 			roots = append(roots, v)
 		}
 	}
-	rootName := map[uint64]string{}
-	for _, s := range dyn.syms {
+	isRoot := func(s rawSym) bool {
 		typ := elf.SymType(s.info & 0xf)
-		if (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && s.value != 0 && s.shndx != uint16(elf.SHN_UNDEF) {
+		return (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && s.value != 0 && s.shndx != uint16(elf.SHN_UNDEF)
+	}
+	for _, s := range dyn.syms {
+		if isRoot(s) {
 			roots = append(roots, s.value)
-			if _, ok := rootName[s.value]; !ok {
-				rootName[s.value] = dyn.name(s)
-			}
 		}
 	}
 	roots = append(roots, ehFrameStarts(f, data)...)
-	sort.Slice(roots, func(i, j int) bool { return roots[i] < roots[j] })
+	slices.Sort(roots)
 	rootIn := func(lo, hi uint64) (uint64, bool) {
 		i := sort.Search(len(roots), func(i int) bool { return roots[i] >= lo })
 		if i < len(roots) && roots[i] < hi {
@@ -142,8 +142,11 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 		switch {
 		case addr == f.Entry:
 			return "the entry point"
-		case rootName[addr] != "":
-			return "dynamic symbol " + rootName[addr]
+		}
+		for _, s := range dyn.syms { // the first dynamic symbol there names it (rare: only for a lie)
+			if isRoot(s) && s.value == addr {
+				return "dynamic symbol " + dyn.name(s)
+			}
 		}
 		return fmt.Sprintf("the function at 0x%x (unwind table or DT_INIT/DT_FINI)", addr)
 	}

@@ -2,8 +2,9 @@ package scan
 
 import (
 	"bytes"
+	"cmp"
 	"debug/elf"
-	"sort"
+	"slices"
 )
 
 // rawSym is a symbol read straight from the mapped file: no copies, and its
@@ -70,21 +71,29 @@ func readSymtab(f *elf.File, data []byte, typ elf.SectionType) *symtab {
 type funcSym struct {
 	addr, size uint64
 	tab        *symtab
-	sym        rawSym
+	nameOff    uint32
+	seq        int // place in the table
 }
 
-func (f funcSym) name() string { return f.tab.name(f.sym) }
+func (f funcSym) name() string { return f.tab.name(rawSym{nameOff: f.nameOff}) }
 
-// functions returns the defined function symbols of a table, by address.
+// functions returns the defined function symbols of a table, by address;
+// of symbols at one address (aliases) the first in the table comes last,
+// so lookup, which searches back from the end, names it.
 func functions(t *symtab) []funcSym {
 	var out []funcSym
-	for _, s := range t.syms {
+	for i, s := range t.syms {
 		typ := elf.SymType(s.info & 0xf)
 		if (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && s.value != 0 && s.shndx != uint16(elf.SHN_UNDEF) {
-			out = append(out, funcSym{s.value, s.size, t, s})
+			out = append(out, funcSym{s.value, s.size, t, s.nameOff, i})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].addr < out[j].addr })
+	slices.SortFunc(out, func(a, b funcSym) int {
+		if c := cmp.Compare(a.addr, b.addr); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.seq, a.seq)
+	})
 	return out
 }
 
