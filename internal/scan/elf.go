@@ -128,7 +128,7 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	res := tbl.Scan(regions)
 	// Attribute hits to functions: symtab, else dynsym.
 	funcs := functions(syms)
-	if len(funcs) == 0 {
+	if funcs.len() == 0 {
 		funcs = functions(dyn)
 	}
 	dispatched := ifuncTargets(f, data, []*symtab{syms, dyn}, funcs, regions, ld)
@@ -146,8 +146,7 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 			return 0
 		}
 		v := variants[i]
-		j := sort.Search(len(funcs), func(j int) bool { return funcs[j].addr > v })
-		if j < len(funcs) && funcs[j].addr <= addr {
+		if funcs.startsIn(v, addr) {
 			return 0 // a named function starts in between
 		}
 		return v
@@ -180,7 +179,7 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	js := make([]judged, len(res.Hits))
 	var ask []uint64
 	for i, h := range res.Hits {
-		fn, start := lookup(funcs, h.Addr)
+		fn, start := funcs.lookup(h.Addr)
 		if fn == "" {
 			if v := variantOf(h.Addr); v != 0 {
 				fn, start = fmt.Sprintf("ifunc variant at 0x%x", v), v
@@ -196,7 +195,7 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 		if why == "" {
 			// Another name of the same function (glibc's malloc is also
 			// __libc_malloc) may be the one the guard table knows.
-			for _, al := range aliases(funcs, start) {
+			for _, al := range funcs.aliases(start) {
 				if n := al.name(); n != fn {
 					if why = tbl.GuardIn(soname, n, tbl.Features[h.Feature]); why != "" {
 						fn = n
@@ -286,34 +285,6 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	}
 }
 
-// aliases returns the function symbols that start at addr.
-func aliases(funcs []funcSym, addr uint64) []funcSym {
-	if addr == 0 {
-		return nil
-	}
-	lo := sort.Search(len(funcs), func(i int) bool { return funcs[i].addr >= addr })
-	hi := lo
-	for hi < len(funcs) && funcs[hi].addr == addr {
-		hi++
-	}
-	return funcs[lo:hi]
-}
-
-// lookup finds the function containing addr (its name and start).
-func lookup(funcs []funcSym, addr uint64) (string, uint64) {
-	i := sort.Search(len(funcs), func(i int) bool { return funcs[i].addr > addr }) - 1
-	for ; i >= 0; i-- {
-		f := funcs[i]
-		if addr >= f.addr && (addr < f.addr+f.size || f.size == 0 && i == len(funcs)-1) {
-			return f.name(), f.addr
-		}
-		if f.size > 0 && addr >= f.addr+f.size {
-			break
-		}
-	}
-	return "", 0
-}
-
 const rAArch64Irelative = 1032
 
 // ifuncTargets finds the functions ifunc resolvers choose between: resolver
@@ -321,7 +292,7 @@ const rAArch64Irelative = 1032
 // each resolver is decoded up to its RET and every address it builds with
 // ADRP+ADD or ADR is a variant. It returns the start addresses of the
 // functions containing those variants.
-func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs []funcSym, regions []isa.Code, ld loaderDyn) map[uint64]bool {
+func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs *funcTable, regions []isa.Code, ld loaderDyn) map[uint64]bool {
 	resolvers := map[uint64]bool{}
 	for _, t := range tabs {
 		for _, s := range t.syms {
@@ -393,8 +364,8 @@ func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs []funcSym, reg
 	return out
 }
 
-func mark(out map[uint64]bool, funcs []funcSym, addr uint64) {
-	if _, start := lookup(funcs, addr); start != 0 {
+func mark(out map[uint64]bool, funcs *funcTable, addr uint64) {
+	if _, start := funcs.lookup(addr); start != 0 {
 		out[start] = true
 	} else {
 		out[addr] = true

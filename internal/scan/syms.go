@@ -2,9 +2,7 @@ package scan
 
 import (
 	"bytes"
-	"cmp"
 	"debug/elf"
-	"slices"
 )
 
 // rawSym is a symbol read straight from the mapped file: no copies, and its
@@ -76,26 +74,6 @@ type funcSym struct {
 }
 
 func (f funcSym) name() string { return f.tab.name(rawSym{nameOff: f.nameOff}) }
-
-// functions returns the defined function symbols of a table, by address;
-// of symbols at one address (aliases) the first in the table comes last,
-// so lookup, which searches back from the end, names it.
-func functions(t *symtab) []funcSym {
-	var out []funcSym
-	for i, s := range t.syms {
-		typ := elf.SymType(s.info & 0xf)
-		if (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && s.value != 0 && s.shndx != uint16(elf.SHN_UNDEF) {
-			out = append(out, funcSym{s.value, s.size, t, s.nameOff, i})
-		}
-	}
-	slices.SortFunc(out, func(a, b funcSym) int {
-		if c := cmp.Compare(a.addr, b.addr); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.seq, a.seq)
-	})
-	return out
-}
 
 // dynInfo is what the scanner needs from .dynamic and .gnu.version_r, read
 // from the mapped file (debug/elf copies the whole string table per call).
