@@ -196,7 +196,7 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 			// Another name of the same function (glibc's malloc is also
 			// __libc_malloc) may be the one the guard table knows.
 			for _, al := range funcs.aliases(start) {
-				if n := al.name(); n != fn {
+				if n := funcs.name(al); n != fn {
 					if why = tbl.GuardIn(soname, n, tbl.Features[h.Feature]); why != "" {
 						fn = n
 						break
@@ -491,8 +491,10 @@ func (a *analyzed) openssl(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 			if s.shndx == uint16(elf.SHN_UNDEF) || elf.SymType(s.info&0xf) != elf.STT_FUNC {
 				continue
 			}
-			n := t.nameBytes(s)
-			if (bytes.HasPrefix(n, []byte("EVP_")) || bytes.HasPrefix(n, []byte("SSL_CTX_"))) && !seen[string(n)] {
+			if !t.nameHasPrefix(s, "EVP_") && !t.nameHasPrefix(s, "SSL_CTX_") {
+				continue
+			}
+			if n := t.nameBytes(s); !seen[string(n)] {
 				seen[string(n)] = true
 				defined++
 			}

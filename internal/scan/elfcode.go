@@ -130,13 +130,28 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 		}
 	}
 	roots = append(roots, ehFrameStarts(f, data)...)
-	slices.Sort(roots)
+	// rootIn returns the first root in [lo, hi). Most objects ask a few
+	// times (a dozen data sections): those read the roots; an object with
+	// many $d marks asks often, so after sortAfter questions they are sorted.
+	asked := 0
 	rootIn := func(lo, hi uint64) (uint64, bool) {
-		i := sort.Search(len(roots), func(i int) bool { return roots[i] >= lo })
-		if i < len(roots) && roots[i] < hi {
-			return roots[i], true
+		if asked++; asked > sortAfter {
+			if asked == sortAfter+1 {
+				slices.Sort(roots)
+			}
+			i := sort.Search(len(roots), func(i int) bool { return roots[i] >= lo })
+			if i < len(roots) && roots[i] < hi {
+				return roots[i], true
+			}
+			return 0, false
 		}
-		return 0, false
+		first, ok := uint64(0), false
+		for _, r := range roots {
+			if r >= lo && r < hi && (!ok || r < first) {
+				first, ok = r, true
+			}
+		}
+		return first, ok
 	}
 	describe := func(addr uint64) string {
 		switch {

@@ -14,6 +14,7 @@ import (
 // after that the table is sorted once and searched. Both ways give the
 // same answers (TestFuncTableWays).
 type funcTable struct {
+	tab    *symtab
 	syms   []funcSym // table order until sorted: by address, aliases last-first
 	sorted bool
 	asked  int
@@ -24,17 +25,19 @@ const sortAfter = 32
 
 // functions returns the defined function symbols of a table.
 func functions(t *symtab) *funcTable {
-	ft := &funcTable{}
+	ft := &funcTable{tab: t}
 	for i, s := range t.syms {
 		typ := elf.SymType(s.info & 0xf)
 		if (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && s.value != 0 && s.shndx != uint16(elf.SHN_UNDEF) {
-			ft.syms = append(ft.syms, funcSym{s.value, s.size, t, s.nameOff, i})
+			ft.syms = append(ft.syms, funcSym{s.value, s.size, s.nameOff, uint32(i)})
 		}
 	}
 	return ft
 }
 
 func (t *funcTable) len() int { return len(t.syms) }
+
+func (t *funcTable) name(f funcSym) string { return t.tab.name(rawSym{nameOff: f.nameOff}) }
 
 // ask counts a question and sorts the table when it has had enough.
 func (t *funcTable) ask() bool {
@@ -68,7 +71,7 @@ func later(a, b *funcSym) bool { return a.addr > b.addr || a.addr == b.addr && a
 // zero-sized symbol only when it is the table's last.
 func (t *funcTable) lookup(addr uint64) (string, uint64) {
 	if f := t.holding(addr); f != nil {
-		return f.name(), f.addr
+		return t.name(*f), f.addr
 	}
 	return "", 0
 }

@@ -32,6 +32,13 @@ func (t *symtab) nameBytes(s rawSym) []byte {
 	return b
 }
 
+// nameHasPrefix reports whether a symbol's name starts with p, without
+// looking for the name's end.
+func (t *symtab) nameHasPrefix(s rawSym, p string) bool {
+	off := uint64(s.nameOff)
+	return off+uint64(len(p)) <= uint64(len(t.str)) && string(t.str[off:off+uint64(len(p))]) == p
+}
+
 func (t *symtab) name(s rawSym) string { return string(t.nameBytes(s)) }
 
 // readSymtab parses the first section of type typ, or returns an empty table.
@@ -65,15 +72,13 @@ func readSymtab(f *elf.File, data []byte, typ elf.SectionType) *symtab {
 	return t
 }
 
-// funcSym is a function symbol; its name is read when needed.
+// funcSym is a function symbol; its name is read from its table when
+// needed. It holds no pointer, so sorting many is cheap.
 type funcSym struct {
 	addr, size uint64
-	tab        *symtab
 	nameOff    uint32
-	seq        int // place in the table
+	seq        uint32 // place in the table
 }
-
-func (f funcSym) name() string { return f.tab.name(rawSym{nameOff: f.nameOff}) }
 
 // dynInfo is what the scanner needs from .dynamic and .gnu.version_r, read
 // from the mapped file (debug/elf copies the whole string table per call).
