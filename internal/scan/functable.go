@@ -54,13 +54,33 @@ func (t *funcTable) ask() bool {
 // in the table comes last, so that lookup, which searches back from the
 // end, names it.
 func (t *funcTable) sort() {
-	slices.SortFunc(t.syms, func(a, b funcSym) int {
-		if c := cmp.Compare(a.addr, b.addr); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.seq, a.seq)
-	})
 	t.sorted = true
+	n := len(t.syms)
+	fits := n < 1<<24
+	for _, f := range t.syms {
+		fits = fits && f.addr < 1<<40
+	}
+	if !fits {
+		slices.SortFunc(t.syms, func(a, b funcSym) int {
+			if c := cmp.Compare(a.addr, b.addr); c != 0 {
+				return c
+			}
+			return cmp.Compare(b.seq, a.seq)
+		})
+		return
+	}
+	// Addresses below 2^40 and fewer than 2^24 symbols (every real object):
+	// sort plain integers, address then reversed table place, and reorder.
+	keys := make([]uint64, n)
+	for i, f := range t.syms {
+		keys[i] = f.addr<<24 | uint64(n-1-i)
+	}
+	slices.Sort(keys)
+	out := make([]funcSym, n)
+	for i, k := range keys {
+		out[i] = t.syms[n-1-int(k&(1<<24-1))]
+	}
+	t.syms = out
 }
 
 // later reports whether a comes after b in sorted order.
