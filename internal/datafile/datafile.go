@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -131,19 +132,22 @@ func Decode(file string, data []byte, v any) error {
 	if len(data) > MaxSize {
 		return List{Errorf(Pos{File: file}, "the file is %d bytes; data files are at most %d (is it the right file?)", len(data), MaxSize)}
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return syntaxError(file, err)
-	}
-	d := &decoder{file: file}
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("datafile.Decode: need a non-nil pointer, got %T", v)
 	}
+	root, ok := snapshotTree(data)
+	if !ok {
+		root = new(yaml.Node)
+		if err := yaml.Unmarshal(data, root); err != nil {
+			return syntaxError(file, err)
+		}
+	}
+	d := &decoder{file: file}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return List{Errorf(Pos{File: file, Line: 1, Col: 1}, "file is empty; it needs a mapping at the top level")}
 	}
-	d.decode(root.Content[0], rv.Elem(), "")
+	d.decode(root.Content[0], rv.Elem(), nil)
 	if d.over != nil {
 		// Alone: the other errors may be echoes of the same aliases.
 		return List{d.over}
@@ -218,21 +222,49 @@ func kindName(n *yaml.Node) string {
 	return "an unsupported YAML node"
 }
 
-func where(path string) string {
-	if path == "" {
+// path is where a value sits ("items.a.tags[2]"), kept as a chain of its
+// steps and spelled out only for an error: most values have none.
+type path struct {
+	parent *path
+	key    string // a mapping key, or
+	index  int    // a list index
+	isList bool
+}
+
+func (p *path) String() string {
+	if p == nil {
+		return ""
+	}
+	var steps []*path
+	for q := p; q != nil; q = q.parent {
+		steps = append(steps, q)
+	}
+	var b strings.Builder
+	for i := len(steps) - 1; i >= 0; i-- {
+		q := steps[i]
+		switch {
+		case !q.isList && b.Len() > 0:
+			b.WriteByte('.')
+			b.WriteString(q.key)
+		case !q.isList:
+			b.WriteString(q.key)
+		default:
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(q.index))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
+
+func where(p *path) string {
+	if p == nil {
 		return "at the top level"
 	}
-	return "at " + path
+	return "at " + p.String()
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, p *path) {
 	for n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -246,102 +278,139 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
-		d.decode(n, v.Elem(), path)
+		d.decode(n, v.Elem(), p)
 		return
 	}
 	switch v.Kind() {
 	case reflect.Struct:
-		d.decodeStruct(n, v, path)
+		d.decodeStruct(n, v, p)
 	case reflect.Map:
-		d.decodeMap(n, v, path)
+		d.decodeMap(n, v, p)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			d.fail(n, "%s: expected a list, found %s", where(path), kindName(n))
+			d.fail(n, "%s: expected a list, found %s", where(p), kindName(n))
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		for i, c := range n.Content {
-			d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+			d.decode(c, s.Index(i), &path{parent: p, index: i, isList: true})
 		}
 		v.Set(s)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-			d.fail(n, "%s: expected a string, found %s", where(path), kindName(n))
+			d.fail(n, "%s: expected a string, found %s", where(p), kindName(n))
 			return
 		}
 		v.SetString(n.Value)
 	case reflect.Bool:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
-			d.fail(n, "%s: expected true or false, found %s", where(path), kindName(n))
+			d.fail(n, "%s: expected true or false, found %s", where(p), kindName(n))
 			return
 		}
 		b, _ := strconv.ParseBool(strings.ToLower(n.Value))
 		v.SetBool(b)
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-			d.fail(n, "%s: expected a whole number, found %s", where(path), kindName(n))
+			d.fail(n, "%s: expected a whole number, found %s", where(p), kindName(n))
 			return
 		}
 		i, err := strconv.ParseInt(n.Value, 0, 64)
 		if err != nil {
-			d.fail(n, "%s: %q is not a whole number", where(path), n.Value)
+			d.fail(n, "%s: %q is not a whole number", where(p), n.Value)
 			return
 		}
 		v.SetInt(i)
 	default:
-		d.fail(n, "%s: cannot decode into %s", where(path), v.Type())
+		d.fail(n, "%s: cannot decode into %s", where(p), v.Type())
 	}
 }
 
-func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
+func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, p *path) {
 	if n.Kind != yaml.MappingNode {
-		d.fail(n, "%s: expected a mapping, found %s", where(path), kindName(n))
+		d.fail(n, "%s: expected a mapping, found %s", where(p), kindName(n))
 		return
 	}
-	if v.Type().Key().Kind() != reflect.String {
-		d.fail(n, "%s: cannot decode into %s", where(path), v.Type())
+	t := v.Type()
+	if t.Key().Kind() != reflect.String {
+		d.fail(n, "%s: cannot decode into %s", where(p), t)
 		return
 	}
 	if v.IsNil() {
-		v.Set(reflect.MakeMap(v.Type()))
+		v.Set(reflect.MakeMapWithSize(t, len(n.Content)/2))
 	}
-	d.pairs(n, path, func(k, val *yaml.Node) {
-		elem := reflect.New(v.Type().Elem()).Elem()
-		d.decode(val, elem, join(path, k.Value))
-		v.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), elem)
+	elemType := t.Elem()
+	plainKey := t.Key() == stringType
+	d.pairs(n, p, func(k, val *yaml.Node) {
+		elem := reflect.New(elemType).Elem()
+		d.decode(val, elem, &path{parent: p, key: k.Value})
+		key := reflect.ValueOf(k.Value)
+		if !plainKey {
+			key = key.Convert(t.Key())
+		}
+		v.SetMapIndex(key, elem)
 	})
 }
 
+var stringType = reflect.TypeOf("")
+
 // pairs calls fn with each key and value of a mapping, in order: keys
 // must be plain names and appear once; expansion is bounded (visit).
-func (d *decoder) pairs(n *yaml.Node, path string, fn func(k, val *yaml.Node)) {
-	seen := map[string]bool{}
+func (d *decoder) pairs(n *yaml.Node, p *path, fn func(k, val *yaml.Node)) {
+	var seen map[string]bool // for long mappings; short ones look back
+	const lookBack = 16
+	if len(n.Content) > 2*lookBack {
+		seen = make(map[string]bool, len(n.Content)/2)
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		if !d.visit(k) {
 			return
 		}
 		if k.Kind != yaml.ScalarNode {
-			d.fail(k, "%s: keys must be plain names", where(path))
+			d.fail(k, "%s: keys must be plain names", where(p))
 			continue
 		}
-		if seen[k.Value] {
-			d.fail(k, "%s: key %q appears twice; keep one", where(path), k.Value)
+		if d.seenKey(n.Content[:i], k, seen) {
+			d.fail(k, "%s: key %q appears twice; keep one", where(p), k.Value)
 			continue
 		}
-		seen[k.Value] = true
 		fn(k, val)
 	}
 }
 
-type fieldInfo struct {
-	index int
-	name  string
+// seenKey reports whether k was among the earlier keys (the even entries
+// of before); with a map it records k there instead of looking back.
+func (d *decoder) seenKey(before []*yaml.Node, k *yaml.Node, seen map[string]bool) bool {
+	if seen != nil {
+		if seen[k.Value] {
+			return true
+		}
+		seen[k.Value] = true
+		return false
+	}
+	for j := 0; j+1 < len(before); j += 2 {
+		if b := before[j]; b.Kind == yaml.ScalarNode && b.Value == k.Value {
+			return true
+		}
+	}
+	return false
 }
 
-func structFields(t reflect.Type) (fields map[string]fieldInfo, posIdx, keysIdx int) {
-	fields = map[string]fieldInfo{}
-	posIdx, keysIdx = -1, -1
+// structInfo is what decoding needs of a struct type, worked out once.
+type structInfo struct {
+	fields  map[string]int // YAML key → field index
+	known   string         // the keys, sorted and joined, for errors
+	posIdx  int            // the Pos field, or -1
+	keysIdx int            // the Keys field, or -1
+}
+
+var structInfos sync.Map // reflect.Type → *structInfo
+
+func infoOf(t reflect.Type) *structInfo {
+	if si, ok := structInfos.Load(t); ok {
+		return si.(*structInfo)
+	}
+	si := &structInfo{fields: map[string]int{}, posIdx: -1, keysIdx: -1}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -349,10 +418,10 @@ func structFields(t reflect.Type) (fields map[string]fieldInfo, posIdx, keysIdx 
 		}
 		switch f.Type {
 		case posType:
-			posIdx = i
+			si.posIdx = i
 			continue
 		case keysType:
-			keysIdx = i
+			si.keysIdx = i
 			continue
 		}
 		tag := f.Tag.Get("yaml")
@@ -363,36 +432,42 @@ func structFields(t reflect.Type) (fields map[string]fieldInfo, posIdx, keysIdx 
 		if name == "" {
 			name = strings.ToLower(f.Name)
 		}
-		fields[name] = fieldInfo{index: i, name: name}
+		si.fields[name] = i
 	}
-	return fields, posIdx, keysIdx
+	si.known = strings.Join(slices.Sorted(maps.Keys(si.fields)), ", ")
+	actual, _ := structInfos.LoadOrStore(t, si)
+	return actual.(*structInfo)
 }
 
-func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
+func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, p *path) {
 	if n.Kind != yaml.MappingNode {
-		d.fail(n, "%s: expected a mapping, found %s", where(path), kindName(n))
+		d.fail(n, "%s: expected a mapping, found %s", where(p), kindName(n))
 		return
 	}
-	fields, posIdx, keysIdx := structFields(v.Type())
-	if posIdx >= 0 {
-		v.Field(posIdx).Set(reflect.ValueOf(d.pos(n)))
+	si := infoOf(v.Type())
+	if si.posIdx >= 0 {
+		v.Field(si.posIdx).Set(reflect.ValueOf(d.pos(n)))
 	}
-	keys := Keys{}
-	d.pairs(n, path, func(k, val *yaml.Node) {
-		f, ok := fields[k.Value]
+	var keys Keys
+	if si.keysIdx >= 0 {
+		keys = make(Keys, len(n.Content)/2)
+	}
+	d.pairs(n, p, func(k, val *yaml.Node) {
+		idx, ok := si.fields[k.Value]
 		if !ok {
-			known := slices.Sorted(maps.Keys(fields))
-			d.fail(k, "%s: unknown key %q (known keys: %s)", where(path), k.Value, strings.Join(known, ", "))
+			d.fail(k, "%s: unknown key %q (known keys: %s)", where(p), k.Value, si.known)
 			return
 		}
 		vn := val
 		for vn.Kind == yaml.AliasNode {
 			vn = vn.Alias
 		}
-		keys[k.Value] = d.pos(val)
-		d.decode(vn, v.Field(f.index), join(path, k.Value))
+		if keys != nil {
+			keys[k.Value] = d.pos(val)
+		}
+		d.decode(vn, v.Field(idx), &path{parent: p, key: k.Value})
 	})
-	if keysIdx >= 0 {
-		v.Field(keysIdx).Set(reflect.ValueOf(keys))
+	if si.keysIdx >= 0 {
+		v.Field(si.keysIdx).Set(reflect.ValueOf(keys))
 	}
 }

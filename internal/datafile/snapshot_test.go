@@ -1,0 +1,151 @@
+package datafile
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+const repoRoot = "../.."
+
+// TestSnapshotsFresh fails when snapshots.bin is not what the files in
+// snapshots.list make today (a stale snapshot is never used, but then it
+// spares nothing).
+func TestSnapshotsFresh(t *testing.T) {
+	files, err := ListSources(repoRoot, "snapshots.list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := EncodeSnapshots(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) == snapshotBlob {
+		return
+	}
+	have, _ := parseSnapshots(snapshotBlob)
+	byName := map[string]snapshotEntry{}
+	for _, e := range have {
+		byName[e.name] = e
+	}
+	var stale []string
+	for _, f := range files {
+		e, ok := byName[f.Name]
+		if !ok || e.size != len(f.Data) || !bytes.Equal(e.sum[:], sum(f.Data)) {
+			stale = append(stale, f.Name)
+		}
+		delete(byName, f.Name)
+	}
+	for n := range byName {
+		stale = append(stale, n+" (no longer listed)")
+	}
+	t.Errorf("internal/datafile/snapshots.bin is out of date (%s): run `go generate ./internal/datafile` and commit snapshots.bin", strings.Join(stale, ", "))
+}
+
+func sum(b []byte) []byte {
+	s := sha256Sum(b)
+	return s[:]
+}
+
+// TestSnapshotTreesMatchParse: each snapshot rebuilds the tree yaml.v3
+// parses from its file, in everything the decoder reads.
+func TestSnapshotTreesMatchParse(t *testing.T) {
+	files, err := ListSources(repoRoot, "snapshots.list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 3 {
+		t.Fatalf("snapshots.list names %d files", len(files))
+	}
+	for _, f := range files {
+		got, ok := snapshotTree(f.Data)
+		if !ok {
+			t.Errorf("%s: no snapshot for its bytes (see TestSnapshotsFresh)", f.Name)
+			continue
+		}
+		var want yaml.Node
+		if err := yaml.Unmarshal(f.Data, &want); err != nil {
+			t.Fatal(err)
+		}
+		n := compareTrees(t, f.Name, got, &want, map[*yaml.Node]*yaml.Node{})
+		if n < 3 {
+			t.Errorf("%s: only %d nodes compared", f.Name, n)
+		}
+	}
+}
+
+// compareTrees compares got with want and returns how many nodes it saw;
+// seen maps got's nodes to want's, so aliases must point at the same place.
+func compareTrees(t *testing.T, file string, got, want *yaml.Node, seen map[*yaml.Node]*yaml.Node) int {
+	t.Helper()
+	seen[got] = want
+	if got.Kind != want.Kind || got.Tag != want.Tag || got.Value != want.Value || got.Line != want.Line || got.Column != want.Column || len(got.Content) != len(want.Content) {
+		t.Errorf("%s:%d:%d: snapshot node {%v %s %q %d:%d, %d children}, parsed {%v %s %q %d:%d, %d children}", file, want.Line, want.Column,
+			got.Kind, got.Tag, got.Value, got.Line, got.Column, len(got.Content), want.Kind, want.Tag, want.Value, want.Line, want.Column, len(want.Content))
+		return 1
+	}
+	if want.Kind == yaml.AliasNode {
+		if seen[got.Alias] != want.Alias {
+			t.Errorf("%s:%d:%d: the alias points elsewhere", file, want.Line, want.Column)
+		}
+		return 1
+	}
+	n := 1
+	for i := range want.Content {
+		n += compareTrees(t, file, got.Content[i], want.Content[i], seen)
+	}
+	return n
+}
+
+// A changed file is parsed, never served from the snapshot of its old bytes.
+func TestSnapshotOnlyForItsBytes(t *testing.T) {
+	data, err := os.ReadFile(repoRoot + "/matrix.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := snapshotTree(data); !ok {
+		t.Fatal("matrix.yaml has no snapshot (see TestSnapshotsFresh)")
+	}
+	for name, edit := range map[string][]byte{
+		"one byte changed": bytes.Replace(data, []byte("schema: 1"), []byte("schema: 2"), 1),
+		"same size":        append(bytes.Clone(data[:len(data)-1]), ' '),
+		"longer":           append(bytes.Clone(data), "\n# more\n"...),
+		"shorter":          data[:len(data)-1],
+	} {
+		if bytes.Equal(edit, data) {
+			t.Fatalf("%s: the edit changed nothing", name)
+		}
+		if _, ok := snapshotTree(edit); ok {
+			t.Errorf("%s: a snapshot was used for bytes it was not made from", name)
+		}
+	}
+}
+
+// A damaged blob is refused, not decoded into a wrong tree.
+func TestSnapshotBlobDamage(t *testing.T) {
+	es, err := parseSnapshots(snapshotBlob)
+	if err != nil || len(es) == 0 {
+		t.Fatalf("the embedded blob: %v (%d entries)", err, len(es))
+	}
+	for _, cut := range []int{1, 10, len(snapshotBlob) / 2, len(snapshotBlob) - 1} {
+		if _, err := parseSnapshots(snapshotBlob[:cut]); err == nil {
+			t.Errorf("a blob cut at %d bytes was accepted", cut)
+		}
+	}
+	if _, err := parseSnapshots(strings.Replace(snapshotBlob, "snapshot 1", "snapshot 9", 1)); err == nil {
+		t.Error("another format version was accepted")
+	}
+	e := es[0]
+	e.tree = e.tree[:len(e.tree)-1]
+	if _, err := e.decode(); err == nil {
+		t.Error("a truncated tree was decoded")
+	}
+	e = es[0]
+	e.edges++
+	if _, err := e.decode(); err == nil {
+		t.Error("a tree with the wrong child count was decoded")
+	}
+}
