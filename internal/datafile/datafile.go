@@ -136,18 +136,25 @@ func Decode(file string, data []byte, v any) error {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("datafile.Decode: need a non-nil pointer, got %T", v)
 	}
-	root, ok := snapshotTree(data)
+	t, ok := snapshotTree(data)
 	if !ok {
-		root = new(yaml.Node)
-		if err := yaml.Unmarshal(data, root); err != nil {
+		var root yaml.Node
+		if err := yaml.Unmarshal(data, &root); err != nil {
 			return syntaxError(file, err)
 		}
+		if root.Kind == 0 || len(root.Content) == 0 {
+			return List{Errorf(Pos{File: file, Line: 1, Col: 1}, "file is empty; it needs a mapping at the top level")}
+		}
+		var err error
+		if t, err = flatten(&root); err != nil {
+			return List{Errorf(Pos{File: file}, "%v", err)}
+		}
 	}
-	d := &decoder{file: file}
-	if root.Kind == 0 || len(root.Content) == 0 {
+	if t.len(0) == 0 {
 		return List{Errorf(Pos{File: file, Line: 1, Col: 1}, "file is empty; it needs a mapping at the top level")}
 	}
-	d.decode(root.Content[0], rv.Elem(), nil)
+	d := &decoder{file: file, t: t}
+	d.decode(t.child(0, 0), rv.Elem())
 	if d.over != nil {
 		// Alone: the other errors may be echoes of the same aliases.
 		return List{d.over}
@@ -178,15 +185,17 @@ func syntaxError(file string, err error) error {
 
 type decoder struct {
 	file    string
+	t       *tree
+	path    []step // to the value being decoded
 	errs    List
 	dropped int    // errors past MaxErrors
 	values  int    // values visited, aliases expanded
 	over    *Error // set when values passed MaxValues: decoding stops
 }
 
-func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
+func (d *decoder) pos(n node) Pos { return Pos{File: d.file, Line: d.t.line(n), Col: d.t.col(n)} }
 
-func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
+func (d *decoder) fail(n node, format string, args ...any) {
 	if len(d.errs) >= MaxErrors {
 		d.dropped++
 		return
@@ -195,7 +204,7 @@ func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
 }
 
 // visit counts one value and reports whether decoding may go on.
-func (d *decoder) visit(n *yaml.Node) bool {
+func (d *decoder) visit(n node) bool {
 	if d.over != nil {
 		return false
 	}
@@ -207,189 +216,187 @@ func (d *decoder) visit(n *yaml.Node) bool {
 	return true
 }
 
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
+func (d *decoder) kindName(n node) string {
+	switch d.t.kind(n) {
 	case yaml.MappingNode:
 		return "a mapping"
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
+		if d.t.tag(n) == "!!null" {
 			return "nothing (null)"
 		}
-		return fmt.Sprintf("the value %q", n.Value)
+		return fmt.Sprintf("the value %q", d.t.value(n))
 	}
 	return "an unsupported YAML node"
 }
 
-// path is where a value sits ("items.a.tags[2]"), kept as a chain of its
-// steps and spelled out only for an error: most values have none.
-type path struct {
-	parent *path
-	key    string // a mapping key, or
-	index  int    // a list index
+// step is one step of the path to the value being decoded: a mapping key
+// or a list index. The decoder keeps the steps on a stack and spells the
+// path ("items.a.tags[2]") only for an error: most values have none.
+type step struct {
+	key    string
+	index  int
 	isList bool
 }
 
-func (p *path) String() string {
-	if p == nil {
-		return ""
-	}
-	var steps []*path
-	for q := p; q != nil; q = q.parent {
-		steps = append(steps, q)
+func (d *decoder) push(s step) { d.path = append(d.path, s) }
+func (d *decoder) pop()        { d.path = d.path[:len(d.path)-1] }
+
+// where says where the value being decoded sits.
+func (d *decoder) where() string {
+	if len(d.path) == 0 {
+		return "at the top level"
 	}
 	var b strings.Builder
-	for i := len(steps) - 1; i >= 0; i-- {
-		q := steps[i]
+	b.WriteString("at ")
+	for i, s := range d.path {
 		switch {
-		case !q.isList && b.Len() > 0:
-			b.WriteByte('.')
-			b.WriteString(q.key)
-		case !q.isList:
-			b.WriteString(q.key)
-		default:
+		case s.isList:
 			b.WriteByte('[')
-			b.WriteString(strconv.Itoa(q.index))
+			b.WriteString(strconv.Itoa(s.index))
 			b.WriteByte(']')
+		case i > 0:
+			b.WriteByte('.')
+			b.WriteString(s.key)
+		default:
+			b.WriteString(s.key)
 		}
 	}
 	return b.String()
 }
 
-func where(p *path) string {
-	if p == nil {
-		return "at the top level"
-	}
-	return "at " + p.String()
-}
-
-func (d *decoder) decode(n *yaml.Node, v reflect.Value, p *path) {
-	for n.Kind == yaml.AliasNode {
-		n = n.Alias
+func (d *decoder) decode(n node, v reflect.Value) {
+	t := d.t
+	if t.kind(n) == yaml.AliasNode {
+		n = t.alias(n) // never another alias (tree.check)
 	}
 	if !d.visit(n) {
 		return
 	}
+	kind, tag := t.kind(n), t.tag(n)
 	if v.Kind() == reflect.Pointer {
-		if n.Tag == "!!null" {
+		if tag == "!!null" {
 			return
 		}
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
-		d.decode(n, v.Elem(), p)
+		d.decode(n, v.Elem())
 		return
 	}
 	switch v.Kind() {
 	case reflect.Struct:
-		d.decodeStruct(n, v, p)
+		d.decodeStruct(n, v)
 	case reflect.Map:
-		d.decodeMap(n, v, p)
+		d.decodeMap(n, v)
 	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			d.fail(n, "%s: expected a list, found %s", where(p), kindName(n))
+		if kind != yaml.SequenceNode {
+			d.fail(n, "%s: expected a list, found %s", d.where(), d.kindName(n))
 			return
 		}
-		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
-		for i, c := range n.Content {
-			d.decode(c, s.Index(i), &path{parent: p, index: i, isList: true})
+		s := reflect.MakeSlice(v.Type(), t.len(n), t.len(n))
+		for i := range t.len(n) {
+			d.push(step{index: i, isList: true})
+			d.decode(t.child(n, i), s.Index(i))
+			d.pop()
 		}
 		v.Set(s)
 	case reflect.String:
-		if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-			d.fail(n, "%s: expected a string, found %s", where(p), kindName(n))
+		if kind != yaml.ScalarNode || tag == "!!null" {
+			d.fail(n, "%s: expected a string, found %s", d.where(), d.kindName(n))
 			return
 		}
-		v.SetString(n.Value)
+		v.SetString(t.value(n))
 	case reflect.Bool:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
-			d.fail(n, "%s: expected true or false, found %s", where(p), kindName(n))
+		if kind != yaml.ScalarNode || tag != "!!bool" {
+			d.fail(n, "%s: expected true or false, found %s", d.where(), d.kindName(n))
 			return
 		}
-		b, _ := strconv.ParseBool(strings.ToLower(n.Value))
+		b, _ := strconv.ParseBool(strings.ToLower(t.value(n)))
 		v.SetBool(b)
 	case reflect.Int, reflect.Int64, reflect.Int32:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-			d.fail(n, "%s: expected a whole number, found %s", where(p), kindName(n))
+		if kind != yaml.ScalarNode || tag != "!!int" {
+			d.fail(n, "%s: expected a whole number, found %s", d.where(), d.kindName(n))
 			return
 		}
-		i, err := strconv.ParseInt(n.Value, 0, 64)
+		i, err := strconv.ParseInt(t.value(n), 0, 64)
 		if err != nil {
-			d.fail(n, "%s: %q is not a whole number", where(p), n.Value)
+			d.fail(n, "%s: %q is not a whole number", d.where(), t.value(n))
 			return
 		}
 		v.SetInt(i)
 	default:
-		d.fail(n, "%s: cannot decode into %s", where(p), v.Type())
+		d.fail(n, "%s: cannot decode into %s", d.where(), v.Type())
 	}
 }
 
-func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, p *path) {
-	if n.Kind != yaml.MappingNode {
-		d.fail(n, "%s: expected a mapping, found %s", where(p), kindName(n))
+func (d *decoder) decodeMap(n node, v reflect.Value) {
+	if d.t.kind(n) != yaml.MappingNode {
+		d.fail(n, "%s: expected a mapping, found %s", d.where(), d.kindName(n))
 		return
 	}
 	t := v.Type()
 	if t.Key().Kind() != reflect.String {
-		d.fail(n, "%s: cannot decode into %s", where(p), t)
+		d.fail(n, "%s: cannot decode into %s", d.where(), t)
 		return
 	}
 	if v.IsNil() {
-		v.Set(reflect.MakeMapWithSize(t, len(n.Content)/2))
+		v.Set(reflect.MakeMapWithSize(t, d.t.len(n)/2))
 	}
-	elemType := t.Elem()
-	plainKey := t.Key() == stringType
-	d.pairs(n, p, func(k, val *yaml.Node) {
-		elem := reflect.New(elemType).Elem()
-		d.decode(val, elem, &path{parent: p, key: k.Value})
-		key := reflect.ValueOf(k.Value)
-		if !plainKey {
-			key = key.Convert(t.Key())
-		}
+	// One key and one element, reused: SetMapIndex copies both.
+	key := reflect.New(t.Key()).Elem()
+	elem := reflect.New(t.Elem()).Elem()
+	d.pairs(n, func(k string, _, val node) {
+		elem.SetZero()
+		d.push(step{key: k})
+		d.decode(val, elem)
+		d.pop()
+		key.SetString(k)
 		v.SetMapIndex(key, elem)
 	})
 }
 
-var stringType = reflect.TypeOf("")
-
 // pairs calls fn with each key and value of a mapping, in order: keys
 // must be plain names and appear once; expansion is bounded (visit).
-func (d *decoder) pairs(n *yaml.Node, p *path, fn func(k, val *yaml.Node)) {
+func (d *decoder) pairs(n node, fn func(key string, k, val node)) {
+	t := d.t
+	count := t.len(n)
 	var seen map[string]bool // for long mappings; short ones look back
 	const lookBack = 16
-	if len(n.Content) > 2*lookBack {
-		seen = make(map[string]bool, len(n.Content)/2)
+	if count > 2*lookBack {
+		seen = make(map[string]bool, count/2)
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
+	for i := 0; i+1 < count; i += 2 {
+		k, val := t.child(n, i), t.child(n, i+1)
 		if !d.visit(k) {
 			return
 		}
-		if k.Kind != yaml.ScalarNode {
-			d.fail(k, "%s: keys must be plain names", where(p))
+		if t.kind(k) != yaml.ScalarNode {
+			d.fail(k, "%s: keys must be plain names", d.where())
 			continue
 		}
-		if d.seenKey(n.Content[:i], k, seen) {
-			d.fail(k, "%s: key %q appears twice; keep one", where(p), k.Value)
+		key := t.value(k)
+		if d.seenKey(n, i, key, seen) {
+			d.fail(k, "%s: key %q appears twice; keep one", d.where(), key)
 			continue
 		}
-		fn(k, val)
+		fn(key, k, val)
 	}
 }
 
-// seenKey reports whether k was among the earlier keys (the even entries
-// of before); with a map it records k there instead of looking back.
-func (d *decoder) seenKey(before []*yaml.Node, k *yaml.Node, seen map[string]bool) bool {
+// seenKey reports whether key was among the keys of mapping n before its
+// i-th child; with a map it records key there instead of looking back.
+func (d *decoder) seenKey(n node, i int, key string, seen map[string]bool) bool {
 	if seen != nil {
-		if seen[k.Value] {
+		if seen[key] {
 			return true
 		}
-		seen[k.Value] = true
+		seen[key] = true
 		return false
 	}
-	for j := 0; j+1 < len(before); j += 2 {
-		if b := before[j]; b.Kind == yaml.ScalarNode && b.Value == k.Value {
+	for j := 0; j < i; j += 2 {
+		if b := d.t.child(n, j); d.t.kind(b) == yaml.ScalarNode && d.t.value(b) == key {
 			return true
 		}
 	}
@@ -439,9 +446,9 @@ func infoOf(t reflect.Type) *structInfo {
 	return actual.(*structInfo)
 }
 
-func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, p *path) {
-	if n.Kind != yaml.MappingNode {
-		d.fail(n, "%s: expected a mapping, found %s", where(p), kindName(n))
+func (d *decoder) decodeStruct(n node, v reflect.Value) {
+	if d.t.kind(n) != yaml.MappingNode {
+		d.fail(n, "%s: expected a mapping, found %s", d.where(), d.kindName(n))
 		return
 	}
 	si := infoOf(v.Type())
@@ -450,22 +457,20 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, p *path) {
 	}
 	var keys Keys
 	if si.keysIdx >= 0 {
-		keys = make(Keys, len(n.Content)/2)
+		keys = make(Keys, d.t.len(n)/2)
 	}
-	d.pairs(n, p, func(k, val *yaml.Node) {
-		idx, ok := si.fields[k.Value]
+	d.pairs(n, func(key string, k, val node) {
+		idx, ok := si.fields[key]
 		if !ok {
-			d.fail(k, "%s: unknown key %q (known keys: %s)", where(p), k.Value, si.known)
+			d.fail(k, "%s: unknown key %q (known keys: %s)", d.where(), key, si.known)
 			return
 		}
-		vn := val
-		for vn.Kind == yaml.AliasNode {
-			vn = vn.Alias
-		}
 		if keys != nil {
-			keys[k.Value] = d.pos(val)
+			keys[key] = d.pos(val)
 		}
-		d.decode(vn, v.Field(idx), &path{parent: p, key: k.Value})
+		d.push(step{key: key})
+		d.decode(val, v.Field(idx))
+		d.pop()
 	})
 	if si.keysIdx >= 0 {
 		v.Field(si.keysIdx).Set(reflect.ValueOf(keys))

@@ -1,7 +1,6 @@
 package datafile
 
 import (
-	"bytes"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/binary"
@@ -33,16 +32,16 @@ import (
 var snapshotBlob string
 
 // snapshotMagic starts the file; bump its number when the format changes.
-const snapshotMagic = "dorisarm datafile snapshot 1\n"
+const snapshotMagic = "dorisarm datafile snapshot 2\n"
 
 // snapshotEntry is one file's tree in the blob.
 type snapshotEntry struct {
-	name  string   // the file's path in the repository, for the tests
-	size  int      // of the YAML bytes
-	sum   [32]byte // sha256 of the YAML bytes
-	nodes int      // how many nodes the tree has
-	edges int      // how many children, in all
-	tree  string   // the encoded nodes
+	name string   // the file's path in the repository, for the tests
+	size int      // of the YAML bytes
+	sum  [32]byte // sha256 of the YAML bytes
+	tree tree     // read in place from the blob
+	// checked checks the tree once, when it is first used.
+	checked func() error
 }
 
 var snapshotIndex = sync.OnceValue(func() []snapshotEntry {
@@ -53,24 +52,26 @@ var snapshotIndex = sync.OnceValue(func() []snapshotEntry {
 	return es
 })
 
-// snapshotTree returns the document node of data's snapshot, or false when
-// there is none for these exact bytes.
-func snapshotTree(data []byte) (*yaml.Node, bool) {
+// snapshotTree returns the tree of data's snapshot, or false when there is
+// none for these exact bytes.
+func snapshotTree(data []byte) (*tree, bool) {
 	var sum *[32]byte
-	for i := range snapshotIndex() {
-		e := &snapshotIndex()[i]
-		if e.size != len(data) {
+	es := snapshotIndex()
+	for i := range es {
+		if es[i].size != len(data) {
 			continue
 		}
 		if sum == nil {
 			s := sha256Sum(data)
 			sum = &s
 		}
-		if e.sum != *sum {
-			continue
+		if es[i].sum == *sum {
+			e := &es[i]
+			if err := e.checked(); err != nil {
+				return nil, false // a damaged blob means parsing, never wrong values
+			}
+			return &e.tree, true
 		}
-		root, err := e.decode()
-		return root, err == nil
 	}
 	return nil, false
 }
@@ -117,6 +118,8 @@ func (r *reader) bytes(n int) string {
 
 func (r *reader) str() string { return r.bytes(r.uvarint()) }
 
+// parseSnapshots reads the blob's entries; each tree is checked when it is
+// first used.
 func parseSnapshots(blob string) ([]snapshotEntry, error) {
 	if len(blob) < len(snapshotMagic) || blob[:len(snapshotMagic)] != snapshotMagic {
 		return nil, fmt.Errorf("not a snapshot file of this version")
@@ -129,63 +132,16 @@ func parseSnapshots(blob string) ([]snapshotEntry, error) {
 		e.name = r.str()
 		e.size = r.uvarint()
 		copy(e.sum[:], r.bytes(32))
-		e.nodes = r.uvarint()
-		e.edges = r.uvarint()
-		e.tree = r.str()
+		e.tree = tree{recs: r.str(), edges: r.str(), strs: r.str()}
 		es = append(es, e)
 	}
 	if r.bad || len(r.s) != 0 {
 		return nil, fmt.Errorf("snapshot file is truncated or has trailing bytes")
 	}
+	for i := range es {
+		es[i].checked = sync.OnceValue(es[i].tree.check)
+	}
 	return es, nil
-}
-
-// decode rebuilds the tree: one allocation for the nodes, one for the
-// children; the strings point into the blob.
-func (e *snapshotEntry) decode() (*yaml.Node, error) {
-	if e.nodes == 0 {
-		return nil, fmt.Errorf("%s: empty snapshot", e.name)
-	}
-	nodes := make([]yaml.Node, e.nodes)
-	edges := make([]*yaml.Node, e.edges)
-	r := &reader{s: e.tree}
-	used := 0
-	for i := range nodes {
-		n := &nodes[i]
-		n.Kind = yaml.Kind(r.uvarint())
-		n.Tag = r.str()
-		n.Value = r.str()
-		n.Line = r.uvarint()
-		n.Column = r.uvarint()
-		if n.Kind == yaml.AliasNode {
-			t := r.uvarint()
-			if t >= len(nodes) {
-				return nil, fmt.Errorf("%s: bad alias", e.name)
-			}
-			n.Alias = &nodes[t]
-			continue
-		}
-		c := r.uvarint()
-		if c > len(edges)-used {
-			return nil, fmt.Errorf("%s: bad child count", e.name)
-		}
-		kids := edges[used : used+c : used+c]
-		used += c
-		for j := range kids {
-			t := r.uvarint()
-			if t <= i || t >= len(nodes) { // children come after their parent
-				return nil, fmt.Errorf("%s: bad child", e.name)
-			}
-			kids[j] = &nodes[t]
-		}
-		if c > 0 {
-			n.Content = kids
-		}
-	}
-	if r.bad || len(r.s) != 0 || used != len(edges) {
-		return nil, fmt.Errorf("%s: snapshot does not match its counts", e.name)
-	}
-	return &nodes[0], nil
 }
 
 // Source is a data file to snapshot: its path in the repository and bytes.
@@ -207,7 +163,7 @@ func EncodeSnapshots(files []Source) ([]byte, error) {
 		if root.Kind == 0 {
 			return nil, fmt.Errorf("%s: the file is empty; leave it out of snapshots.list", f.Name)
 		}
-		tree, nodes, edges, err := encodeTree(&root)
+		t, err := flatten(&root)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.Name, err)
 		}
@@ -215,9 +171,9 @@ func EncodeSnapshots(files []Source) ([]byte, error) {
 		out = appendString(out, f.Name)
 		out = binary.AppendUvarint(out, uint64(len(f.Data)))
 		out = append(out, sum[:]...)
-		out = binary.AppendUvarint(out, uint64(nodes))
-		out = binary.AppendUvarint(out, uint64(edges))
-		out = appendString(out, string(tree))
+		out = appendString(out, t.recs)
+		out = appendString(out, t.edges)
+		out = appendString(out, t.strs)
 	}
 	return out, nil
 }
@@ -225,56 +181,6 @@ func EncodeSnapshots(files []Source) ([]byte, error) {
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
-}
-
-// encodeTree numbers the nodes in pre-order (a parent before its children)
-// and writes each: kind, tag, value, line, column, then its alias's number
-// or its children's numbers.
-func encodeTree(root *yaml.Node) (tree []byte, nodes, edges int, err error) {
-	index := map[*yaml.Node]int{}
-	var order []*yaml.Node
-	var number func(n *yaml.Node) error
-	number = func(n *yaml.Node) error {
-		if _, ok := index[n]; ok {
-			return fmt.Errorf("line %d: a node appears twice in the tree", n.Line)
-		}
-		index[n] = len(order)
-		order = append(order, n)
-		for _, c := range n.Content {
-			if err := number(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := number(root); err != nil {
-		return nil, 0, 0, err
-	}
-	var b bytes.Buffer
-	buf := []byte{}
-	for _, n := range order {
-		buf = buf[:0]
-		buf = binary.AppendUvarint(buf, uint64(n.Kind))
-		buf = appendString(buf, n.Tag)
-		buf = appendString(buf, n.Value)
-		buf = binary.AppendUvarint(buf, uint64(n.Line))
-		buf = binary.AppendUvarint(buf, uint64(n.Column))
-		if n.Kind == yaml.AliasNode {
-			t, ok := index[n.Alias]
-			if !ok {
-				return nil, 0, 0, fmt.Errorf("line %d: an alias to a node outside the tree", n.Line)
-			}
-			buf = binary.AppendUvarint(buf, uint64(t))
-		} else {
-			buf = binary.AppendUvarint(buf, uint64(len(n.Content)))
-			for _, c := range n.Content {
-				buf = binary.AppendUvarint(buf, uint64(index[c]))
-			}
-			edges += len(n.Content)
-		}
-		b.Write(buf)
-	}
-	return b.Bytes(), len(order), edges, nil
 }
 
 // ListSources reads a snapshots.list: one glob a line, relative to root (the

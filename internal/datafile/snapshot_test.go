@@ -70,32 +70,37 @@ func TestSnapshotTreesMatchParse(t *testing.T) {
 		if err := yaml.Unmarshal(f.Data, &want); err != nil {
 			t.Fatal(err)
 		}
-		n := compareTrees(t, f.Name, got, &want, map[*yaml.Node]*yaml.Node{})
+		n := compareTrees(t, f.Name, got, 0, &want, map[node]*yaml.Node{})
 		if n < 3 {
 			t.Errorf("%s: only %d nodes compared", f.Name, n)
 		}
 	}
 }
 
-// compareTrees compares got with want and returns how many nodes it saw;
-// seen maps got's nodes to want's, so aliases must point at the same place.
-func compareTrees(t *testing.T, file string, got, want *yaml.Node, seen map[*yaml.Node]*yaml.Node) int {
+// compareTrees compares got's node g with want and returns how many nodes
+// it saw; seen maps got's nodes to want's, so aliases must point at the
+// same place.
+func compareTrees(t *testing.T, file string, got *tree, g node, want *yaml.Node, seen map[node]*yaml.Node) int {
 	t.Helper()
-	seen[got] = want
-	if got.Kind != want.Kind || got.Tag != want.Tag || got.Value != want.Value || got.Line != want.Line || got.Column != want.Column || len(got.Content) != len(want.Content) {
-		t.Errorf("%s:%d:%d: snapshot node {%v %s %q %d:%d, %d children}, parsed {%v %s %q %d:%d, %d children}", file, want.Line, want.Column,
-			got.Kind, got.Tag, got.Value, got.Line, got.Column, len(got.Content), want.Kind, want.Tag, want.Value, want.Line, want.Column, len(want.Content))
+	seen[g] = want
+	if got.kind(g) != want.Kind || got.tag(g) != want.Tag || got.value(g) != want.Value || got.line(g) != want.Line || got.col(g) != want.Column {
+		t.Errorf("%s:%d:%d: snapshot node {%v %s %q %d:%d}, parsed {%v %s %q %d:%d}", file, want.Line, want.Column,
+			got.kind(g), got.tag(g), got.value(g), got.line(g), got.col(g), want.Kind, want.Tag, want.Value, want.Line, want.Column)
 		return 1
 	}
 	if want.Kind == yaml.AliasNode {
-		if seen[got.Alias] != want.Alias {
+		if seen[got.alias(g)] != want.Alias {
 			t.Errorf("%s:%d:%d: the alias points elsewhere", file, want.Line, want.Column)
 		}
 		return 1
 	}
+	if got.len(g) != len(want.Content) {
+		t.Errorf("%s:%d:%d: %d children in the snapshot, %d parsed", file, want.Line, want.Column, got.len(g), len(want.Content))
+		return 1
+	}
 	n := 1
 	for i := range want.Content {
-		n += compareTrees(t, file, got.Content[i], want.Content[i], seen)
+		n += compareTrees(t, file, got, got.child(g, i), want.Content[i], seen)
 	}
 	return n
 }
@@ -135,17 +140,21 @@ func TestSnapshotBlobDamage(t *testing.T) {
 			t.Errorf("a blob cut at %d bytes was accepted", cut)
 		}
 	}
-	if _, err := parseSnapshots(strings.Replace(snapshotBlob, "snapshot 1", "snapshot 9", 1)); err == nil {
+	if _, err := parseSnapshots(strings.Replace(snapshotBlob, snapshotMagic, "dorisarm datafile snapshot 0\n", 1)); err == nil {
 		t.Error("another format version was accepted")
 	}
-	e := es[0]
-	e.tree = e.tree[:len(e.tree)-1]
-	if _, err := e.decode(); err == nil {
-		t.Error("a truncated tree was decoded")
+	damaged := func(what string, edit func(*tree)) {
+		tr := es[0].tree
+		edit(&tr)
+		if err := tr.check(); err == nil {
+			t.Errorf("a tree with %s passed the check", what)
+		}
 	}
-	e = es[0]
-	e.edges++
-	if _, err := e.decode(); err == nil {
-		t.Error("a tree with the wrong child count was decoded")
+	damaged("a record cut short", func(tr *tree) { tr.recs = tr.recs[:len(tr.recs)-1] })
+	damaged("a child list cut short", func(tr *tree) { tr.edges = tr.edges[:len(tr.edges)-4] })
+	damaged("its strings cut short", func(tr *tree) { tr.strs = tr.strs[:len(tr.strs)/2] })
+	damaged("a child pointing back", func(tr *tree) { tr.edges = "\x00\x00\x00\x00" + tr.edges[4:] })
+	if err := es[0].tree.check(); err != nil {
+		t.Errorf("the embedded tree: %v", err)
 	}
 }
