@@ -138,18 +138,32 @@ func Decode(file string, data []byte, v any) error {
 	}
 	t, ok := snapshotTree(data)
 	if !ok {
-		var root yaml.Node
-		if err := yaml.Unmarshal(data, &root); err != nil {
-			return syntaxError(file, err)
-		}
-		if root.Kind == 0 || len(root.Content) == 0 {
-			return List{Errorf(Pos{File: file, Line: 1, Col: 1}, "file is empty; it needs a mapping at the top level")}
-		}
 		var err error
-		if t, err = flatten(&root); err != nil {
-			return List{Errorf(Pos{File: file}, "%v", err)}
+		if t, err = parse(file, data); err != nil {
+			return err
 		}
 	}
+	return decodeTree(file, t, rv)
+}
+
+// parse parses data with yaml.v3 and flattens the tree.
+func parse(file string, data []byte) (*tree, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, syntaxError(file, err)
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, List{Errorf(Pos{File: file, Line: 1, Col: 1}, "file is empty; it needs a mapping at the top level")}
+	}
+	t, err := flatten(&root, false)
+	if err != nil {
+		return nil, List{Errorf(Pos{File: file}, "%v", err)}
+	}
+	return t, nil
+}
+
+// decodeTree decodes t, the tree of file, into the value rv points to.
+func decodeTree(file string, t *tree, rv reflect.Value) error {
 	if t.len(0) == 0 {
 		return List{Errorf(Pos{File: file, Line: 1, Col: 1}, "file is empty; it needs a mapping at the top level")}
 	}

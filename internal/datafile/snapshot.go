@@ -163,7 +163,7 @@ func EncodeSnapshots(files []Source) ([]byte, error) {
 		if root.Kind == 0 {
 			return nil, fmt.Errorf("%s: the file is empty; leave it out of snapshots.list", f.Name)
 		}
-		t, err := flatten(&root)
+		t, err := flatten(&root, true)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.Name, err)
 		}

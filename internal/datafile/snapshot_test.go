@@ -2,7 +2,9 @@ package datafile
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -157,4 +159,35 @@ func TestSnapshotBlobDamage(t *testing.T) {
 	if err := es[0].tree.check(); err != nil {
 		t.Errorf("the embedded tree: %v", err)
 	}
+}
+
+// FuzzSnapshotSameAsParse: for any YAML, decoding its snapshot gives the
+// value and errors decoding the parsed file gives.
+func FuzzSnapshotSameAsParse(f *testing.F) {
+	for _, s := range []string{"items:\n  a:\n    name: x\n    count: 3\n", "list: [{name: y, tags: [a]}]", "&a [*a]",
+		"items: {a: &x {env: {x: y}}, b: *x}", "items:\n  a: {nmae: 1, count: two}\n", "list:\n  - name: [1]\n", "items: !!map {a: {on: yes}}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 1<<16 {
+			return
+		}
+		blob, err := EncodeSnapshots([]Source{{Name: "fuzz.yaml", Data: data}})
+		if err != nil {
+			return // no snapshot of a file that does not parse
+		}
+		es, err := parseSnapshots(string(blob))
+		if err != nil || len(es) != 1 {
+			t.Fatalf("reading back the snapshot: %v", err)
+		}
+		if err := es[0].tree.check(); err != nil {
+			t.Fatalf("the snapshot's tree: %v", err)
+		}
+		var a, b outer
+		errA := Decode("fuzz.yaml", data, &a)
+		errB := decodeTree("fuzz.yaml", &es[0].tree, reflect.ValueOf(&b))
+		if fmt.Sprint(errA) != fmt.Sprint(errB) || !reflect.DeepEqual(a, b) {
+			t.Errorf("parsed: %+v, %v\nsnapshot: %+v, %v", a, errA, b, errB)
+		}
+	})
 }

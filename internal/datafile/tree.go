@@ -92,31 +92,26 @@ func (t *tree) check() error {
 }
 
 // flatten turns a parsed tree into its flat form: nodes numbered in
-// pre-order, strings stored once.
-func flatten(root *yaml.Node) (*tree, error) {
-	index := map[*yaml.Node]int{}
-	var order []*yaml.Node
-	var number func(n *yaml.Node) error
-	number = func(n *yaml.Node) error {
-		if _, ok := index[n]; ok {
-			return fmt.Errorf("line %d: a node appears twice in the tree", n.Line)
-		}
-		index[n] = len(order)
-		order = append(order, n)
+// pre-order (a parent before its children). intern stores equal strings
+// once (for snapshots, where size matters more than time).
+func flatten(root *yaml.Node, intern bool) (*tree, error) {
+	count := 0
+	var size func(n *yaml.Node)
+	size = func(n *yaml.Node) {
+		count++
 		for _, c := range n.Content {
-			if err := number(c); err != nil {
-				return err
-			}
+			size(c)
 		}
-		return nil
 	}
-	if err := number(root); err != nil {
-		return nil, err
-	}
-	recs := make([]byte, 0, len(order)*recSize)
+	size(root)
+	recs := make([]byte, count*recSize)
 	var edges, strs []byte
 	interned := map[string]int{}
 	str := func(s string) (off, n int) {
+		if !intern {
+			strs = append(strs, s...)
+			return len(strs) - len(s), len(s)
+		}
 		if o, ok := interned[s]; ok {
 			return o, len(s)
 		}
@@ -125,26 +120,52 @@ func flatten(root *yaml.Node) (*tree, error) {
 		interned[s] = o
 		return o, len(s)
 	}
-	put := func(v int) { recs = binary.LittleEndian.AppendUint32(recs, uint32(v)) }
-	for _, n := range order {
+	anchors := map[*yaml.Node]int{} // aliases point at anchored nodes
+	type alias struct {
+		rec    int
+		target *yaml.Node
+	}
+	var aliases []alias
+	next := 0
+	var stack []int
+	var number func(n *yaml.Node) int
+	number = func(n *yaml.Node) int {
+		i := next
+		next++
+		if n.Anchor != "" {
+			anchors[n] = i
+		}
 		tagOff, tagLen := str(n.Tag)
 		valOff, valLen := str(n.Value)
-		first, count := len(edges)/4, len(n.Content)
-		if n.Kind == yaml.AliasNode {
-			t, ok := index[n.Alias]
-			if !ok || n.Alias.Kind == yaml.AliasNode {
-				return nil, fmt.Errorf("line %d: an alias to a node outside the tree", n.Line)
-			}
-			first, count = t, 0
-		}
-		for _, v := range []int{int(n.Kind), n.Line, n.Column, tagOff, tagLen, valOff, valLen, first, count} {
-			put(v)
-		}
-		if n.Kind != yaml.AliasNode {
+		first, kids := 0, 0
+		switch {
+		case n.Kind == yaml.AliasNode:
+			aliases = append(aliases, alias{i, n.Alias})
+		case len(n.Content) > 0:
+			base := len(stack) // the children's numbers, above the callers'
 			for _, c := range n.Content {
-				edges = binary.LittleEndian.AppendUint32(edges, uint32(index[c]))
+				k := number(c)
+				stack = append(stack, k)
 			}
+			first, kids = len(edges)/4, len(n.Content)
+			for _, c := range stack[base:] {
+				edges = binary.LittleEndian.AppendUint32(edges, uint32(c))
+			}
+			stack = stack[:base]
 		}
+		r := recs[i*recSize : (i+1)*recSize]
+		for k, v := range []int{int(n.Kind), n.Line, n.Column, tagOff, tagLen, valOff, valLen, first, kids} {
+			binary.LittleEndian.PutUint32(r[4*k:], uint32(v))
+		}
+		return i
+	}
+	number(root)
+	for _, a := range aliases {
+		t, ok := anchors[a.target]
+		if !ok || a.target.Kind == yaml.AliasNode {
+			return nil, fmt.Errorf("line %d: an alias to no anchored node", u32(string(recs[a.rec*recSize:]), fLine))
+		}
+		binary.LittleEndian.PutUint32(recs[a.rec*recSize+fFirst:], uint32(t))
 	}
 	return &tree{recs: string(recs), edges: string(edges), strs: string(strs)}, nil
 }
