@@ -467,7 +467,11 @@ func (d *decoder) decodeStruct(n node, v reflect.Value) {
 	}
 	si := infoOf(v.Type())
 	if si.posIdx >= 0 {
-		v.Field(si.posIdx).Set(reflect.ValueOf(d.pos(n)))
+		if f := v.Field(si.posIdx); f.CanAddr() {
+			*f.Addr().Interface().(*Pos) = d.pos(n) // without boxing a Pos
+		} else {
+			f.Set(reflect.ValueOf(d.pos(n)))
+		}
 	}
 	var keys Keys
 	if si.keysIdx >= 0 {
