@@ -5,6 +5,9 @@
 // Structs receive the position of their mapping in a field of type Pos, and
 // the position of every key's value in a field of type Keys, so that later
 // validation can point at the exact place a wrong value sits.
+//
+// The files built into dorisarm are not parsed at run time: their parsed
+// form is built in too (see snapshot.go), used only for their exact bytes.
 package datafile
 
 import (

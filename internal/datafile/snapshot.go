@@ -25,7 +25,8 @@ import (
 // and error messages are the same either way. The tree does not depend on
 // the Go types it is decoded into, so a changed struct cannot make a
 // snapshot wrong either. TestSnapshotsFresh fails when snapshots.bin is out
-// of date with the files; `go generate ./internal/datafile` rewrites it.
+// of date with the files (or with yaml.v3, should an upgrade parse them
+// differently); `go generate ./internal/datafile` rewrites it.
 //
 //go:generate go run ./gensnap
 //go:embed snapshots.bin
