@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build test test-short test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-cache e2e scan-corpus
+.PHONY: all deps build generate test test-short test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-cache e2e scan-corpus
 
 all: build
 
@@ -15,6 +15,11 @@ deps:
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dorisarm
+
+# Rewrites derived files: internal/datafile/snapshots.bin, the parsed YAML of
+# matrix.yaml, recipes and internal/isa's data (TestSnapshotsFresh checks it).
+generate:
+	$(GO) generate ./internal/datafile
 
 vet:
 	$(GO) vet ./...

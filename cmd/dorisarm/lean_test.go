@@ -183,3 +183,41 @@ func TestInitTime(t *testing.T) {
 		t.Errorf("initTime: %v over %d lines, %v", d, n, err)
 	}
 }
+
+// maxOwnInitAllocs bounds the allocations of each of dorisarm's own
+// packages' init (GODEBUG=inittrace=1): the smallest regexp.MustCompile
+// makes 29, so a regular expression, template or table built at package
+// level shows here. Counts are exact, so this cannot flake.
+const maxOwnInitAllocs = 24
+
+// TestOwnInitIsLight: dorisarm's packages do their set-up on first use
+// (sync.OnceValue), not in package init, which every command pays.
+func TestOwnInitIsLight(t *testing.T) {
+	cmd := exec.Command(bin, "version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("dorisarm version: %v\n%s", err, stderr.String())
+	}
+	own := 0
+	sc := bufio.NewScanner(&stderr)
+	for sc.Scan() {
+		// init PKG @T ms, N ms clock, B bytes, A allocs
+		f := strings.Fields(sc.Text())
+		if len(f) < 11 || f[0] != "init" || !strings.HasPrefix(f[1], "github.com/dorisarm/dorisarm") {
+			continue
+		}
+		own++
+		allocs, err := strconv.Atoi(f[9])
+		if err != nil {
+			t.Fatalf("reading %q: %v", sc.Text(), err)
+		}
+		if allocs > maxOwnInitAllocs {
+			t.Errorf("%s: package init makes %d allocations (at most %d): build its regexps, templates and tables on first use (sync.OnceValue)", f[1], allocs, maxOwnInitAllocs)
+		}
+	}
+	if own < 5 {
+		t.Fatalf("only %d of dorisarm's packages in the init trace:\n%s", own, stderr.String())
+	}
+}

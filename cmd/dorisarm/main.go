@@ -61,7 +61,7 @@ func markRuns(c *cobra.Command) *bool {
 }
 
 func main() {
-	root := newRoot()
+	root := newRootFor(os.Args[1:])
 	ran := markRuns(root)
 	err := root.Execute()
 	if err == nil {

@@ -47,8 +47,44 @@ func (g *globals) loadMatrix() (*matrix.Matrix, error) {
 	return m, fault.Input(err)
 }
 
-func newRoot() *cobra.Command {
-	g := &globals{stdout: os.Stdout, stderr: os.Stderr, data: datafs.Locator{CacheDir: defaultCacheDir()}}
+// commands are the top-level commands, in the order help lists them.
+var commands = []struct {
+	name string
+	make func(*globals) *cobra.Command
+}{
+	{"version", newVersionCmd}, {"matrix", newMatrixCmd}, {"plan", newPlanCmd}, {"sources", newSourcesCmd},
+	{"patch", newPatchCmd}, {"scan", newScanCmd}, {"build", newBuildCmd}, {"cache", newCacheCmd},
+	{"image", newImageCmd}, {"publish", newPublishCmd}, {"keygen", newKeygenCmd}, {"sign", newSignCmd},
+	{"verify", newVerifyCmd}, {"promote", newPromoteCmd}, {"report", newReportCmd},
+}
+
+// newRoot is the whole command tree.
+func newRoot() *cobra.Command { return buildRoot(newGlobals(), func(string) bool { return true }) }
+
+func newGlobals() *globals {
+	return &globals{stdout: os.Stdout, stderr: os.Stderr, data: datafs.Locator{CacheDir: defaultCacheDir()}}
+}
+
+// newRootFor is the command tree args need: when they name a top-level
+// command (as cobra finds it), the root with that command alone, since
+// building every command and its flags costs each run a few hundred
+// microseconds; for anything else (help, completion, an unknown command)
+// the whole tree, so that help, completion and suggestions see it all.
+func newRootFor(args []string) *cobra.Command {
+	probe := buildRoot(&globals{}, func(string) bool { return false })
+	for _, c := range commands {
+		probe.AddCommand(&cobra.Command{Use: c.name})
+	}
+	found, _, err := probe.Find(args)
+	if err != nil || found == probe || found.Parent() != probe {
+		return newRoot()
+	}
+	name := found.Name()
+	return buildRoot(newGlobals(), func(n string) bool { return n == name })
+}
+
+// buildRoot makes the root command with the top-level commands want picks.
+func buildRoot(g *globals, want func(name string) bool) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "dorisarm",
 		Short: "Build Apache Doris for ARM servers, prove it fits the CPU, publish signed images",
@@ -73,7 +109,11 @@ Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
 		}
 		return checkFormat(cmd)
 	}
-	root.AddCommand(newVersionCmd(g), newMatrixCmd(g), newPlanCmd(g), newSourcesCmd(g), newPatchCmd(g), newScanCmd(g), newBuildCmd(g), newCacheCmd(g), newImageCmd(g), newPublishCmd(g), newKeygenCmd(g), newSignCmd(g), newVerifyCmd(g), newPromoteCmd(g), newReportCmd(g))
+	for _, c := range commands {
+		if want(c.name) {
+			root.AddCommand(c.make(g))
+		}
+	}
 	registerCompletions(root, g)
 	return root
 }

@@ -5,6 +5,9 @@
 // Structs receive the position of their mapping in a field of type Pos, and
 // the position of every key's value in a field of type Keys, so that later
 // validation can point at the exact place a wrong value sits.
+//
+// The files built into dorisarm are not parsed at run time: their parsed
+// form is built in too (see snapshot.go), used only for their exact bytes.
 package datafile
 
 import (
@@ -15,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -131,19 +135,43 @@ func Decode(file string, data []byte, v any) error {
 	if len(data) > MaxSize {
 		return List{Errorf(Pos{File: file}, "the file is %d bytes; data files are at most %d (is it the right file?)", len(data), MaxSize)}
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return syntaxError(file, err)
-	}
-	d := &decoder{file: file}
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("datafile.Decode: need a non-nil pointer, got %T", v)
 	}
+	t, ok := snapshotTree(data)
+	if !ok {
+		var err error
+		if t, err = parse(file, data); err != nil {
+			return err
+		}
+	}
+	return decodeTree(file, t, rv)
+}
+
+// parse parses data with yaml.v3 and flattens the tree.
+func parse(file string, data []byte) (*tree, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, syntaxError(file, err)
+	}
 	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, List{Errorf(Pos{File: file, Line: 1, Col: 1}, "file is empty; it needs a mapping at the top level")}
+	}
+	t, err := flatten(&root, false)
+	if err != nil {
+		return nil, List{Errorf(Pos{File: file}, "%v", err)}
+	}
+	return t, nil
+}
+
+// decodeTree decodes t, the tree of file, into the value rv points to.
+func decodeTree(file string, t *tree, rv reflect.Value) error {
+	if t.len(0) == 0 {
 		return List{Errorf(Pos{File: file, Line: 1, Col: 1}, "file is empty; it needs a mapping at the top level")}
 	}
-	d.decode(root.Content[0], rv.Elem(), "")
+	d := &decoder{file: file, t: t}
+	d.decode(t.child(0, 0), rv.Elem())
 	if d.over != nil {
 		// Alone: the other errors may be echoes of the same aliases.
 		return List{d.over}
@@ -174,15 +202,17 @@ func syntaxError(file string, err error) error {
 
 type decoder struct {
 	file    string
+	t       *tree
+	path    []step // to the value being decoded
 	errs    List
 	dropped int    // errors past MaxErrors
 	values  int    // values visited, aliases expanded
 	over    *Error // set when values passed MaxValues: decoding stops
 }
 
-func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
+func (d *decoder) pos(n node) Pos { return Pos{File: d.file, Line: d.t.line(n), Col: d.t.col(n)} }
 
-func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
+func (d *decoder) fail(n node, format string, args ...any) {
 	if len(d.errs) >= MaxErrors {
 		d.dropped++
 		return
@@ -191,7 +221,7 @@ func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
 }
 
 // visit counts one value and reports whether decoding may go on.
-func (d *decoder) visit(n *yaml.Node) bool {
+func (d *decoder) visit(n node) bool {
 	if d.over != nil {
 		return false
 	}
@@ -203,145 +233,208 @@ func (d *decoder) visit(n *yaml.Node) bool {
 	return true
 }
 
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
+func (d *decoder) kindName(n node) string {
+	switch d.t.kind(n) {
 	case yaml.MappingNode:
 		return "a mapping"
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
+		if d.t.tag(n) == "!!null" {
 			return "nothing (null)"
 		}
-		return fmt.Sprintf("the value %q", n.Value)
+		return fmt.Sprintf("the value %q", d.t.value(n))
 	}
 	return "an unsupported YAML node"
 }
 
-func where(path string) string {
-	if path == "" {
+// step is one step of the path to the value being decoded: a mapping key
+// or a list index. The decoder keeps the steps on a stack and spells the
+// path ("items.a.tags[2]") only for an error: most values have none.
+type step struct {
+	key    string
+	index  int
+	isList bool
+}
+
+func (d *decoder) push(s step) { d.path = append(d.path, s) }
+func (d *decoder) pop()        { d.path = d.path[:len(d.path)-1] }
+
+// where says where the value being decoded sits.
+func (d *decoder) where() string {
+	if len(d.path) == 0 {
 		return "at the top level"
 	}
-	return "at " + path
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
+	var b strings.Builder
+	b.WriteString("at ")
+	for i, s := range d.path {
+		switch {
+		case s.isList:
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(s.index))
+			b.WriteByte(']')
+		case i > 0:
+			b.WriteByte('.')
+			b.WriteString(s.key)
+		default:
+			b.WriteString(s.key)
+		}
 	}
-	return path + "." + key
+	return b.String()
 }
 
-func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
-	for n.Kind == yaml.AliasNode {
-		n = n.Alias
+func (d *decoder) decode(n node, v reflect.Value) {
+	t := d.t
+	if t.kind(n) == yaml.AliasNode {
+		n = t.alias(n) // never another alias (tree.check)
 	}
 	if !d.visit(n) {
 		return
 	}
+	kind, tag := t.kind(n), t.tag(n)
 	if v.Kind() == reflect.Pointer {
-		if n.Tag == "!!null" {
+		if tag == "!!null" {
 			return
 		}
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
-		d.decode(n, v.Elem(), path)
+		d.decode(n, v.Elem())
 		return
 	}
 	switch v.Kind() {
 	case reflect.Struct:
-		d.decodeStruct(n, v, path)
+		d.decodeStruct(n, v)
 	case reflect.Map:
-		d.decodeMap(n, v, path)
+		d.decodeMap(n, v)
 	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			d.fail(n, "%s: expected a list, found %s", where(path), kindName(n))
+		if kind != yaml.SequenceNode {
+			d.fail(n, "%s: expected a list, found %s", d.where(), d.kindName(n))
 			return
 		}
-		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
-		for i, c := range n.Content {
-			d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		s := reflect.MakeSlice(v.Type(), t.len(n), t.len(n))
+		for i := range t.len(n) {
+			d.push(step{index: i, isList: true})
+			d.decode(t.child(n, i), s.Index(i))
+			d.pop()
 		}
 		v.Set(s)
 	case reflect.String:
-		if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-			d.fail(n, "%s: expected a string, found %s", where(path), kindName(n))
+		if kind != yaml.ScalarNode || tag == "!!null" {
+			d.fail(n, "%s: expected a string, found %s", d.where(), d.kindName(n))
 			return
 		}
-		v.SetString(n.Value)
+		v.SetString(t.value(n))
 	case reflect.Bool:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
-			d.fail(n, "%s: expected true or false, found %s", where(path), kindName(n))
+		if kind != yaml.ScalarNode || tag != "!!bool" {
+			d.fail(n, "%s: expected true or false, found %s", d.where(), d.kindName(n))
 			return
 		}
-		b, _ := strconv.ParseBool(strings.ToLower(n.Value))
+		b, _ := strconv.ParseBool(strings.ToLower(t.value(n)))
 		v.SetBool(b)
 	case reflect.Int, reflect.Int64, reflect.Int32:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-			d.fail(n, "%s: expected a whole number, found %s", where(path), kindName(n))
+		if kind != yaml.ScalarNode || tag != "!!int" {
+			d.fail(n, "%s: expected a whole number, found %s", d.where(), d.kindName(n))
 			return
 		}
-		i, err := strconv.ParseInt(n.Value, 0, 64)
+		i, err := strconv.ParseInt(t.value(n), 0, 64)
 		if err != nil {
-			d.fail(n, "%s: %q is not a whole number", where(path), n.Value)
+			d.fail(n, "%s: %q is not a whole number", d.where(), t.value(n))
 			return
 		}
 		v.SetInt(i)
 	default:
-		d.fail(n, "%s: cannot decode into %s", where(path), v.Type())
+		d.fail(n, "%s: cannot decode into %s", d.where(), v.Type())
 	}
 }
 
-func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
-	if n.Kind != yaml.MappingNode {
-		d.fail(n, "%s: expected a mapping, found %s", where(path), kindName(n))
+func (d *decoder) decodeMap(n node, v reflect.Value) {
+	if d.t.kind(n) != yaml.MappingNode {
+		d.fail(n, "%s: expected a mapping, found %s", d.where(), d.kindName(n))
 		return
 	}
-	if v.Type().Key().Kind() != reflect.String {
-		d.fail(n, "%s: cannot decode into %s", where(path), v.Type())
+	t := v.Type()
+	if t.Key().Kind() != reflect.String {
+		d.fail(n, "%s: cannot decode into %s", d.where(), t)
 		return
 	}
 	if v.IsNil() {
-		v.Set(reflect.MakeMap(v.Type()))
+		v.Set(reflect.MakeMapWithSize(t, d.t.len(n)/2))
 	}
-	d.pairs(n, path, func(k, val *yaml.Node) {
-		elem := reflect.New(v.Type().Elem()).Elem()
-		d.decode(val, elem, join(path, k.Value))
-		v.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), elem)
+	// One key and one element, reused: SetMapIndex copies both.
+	key := reflect.New(t.Key()).Elem()
+	elem := reflect.New(t.Elem()).Elem()
+	d.pairs(n, func(k string, _, val node) {
+		elem.SetZero()
+		d.push(step{key: k})
+		d.decode(val, elem)
+		d.pop()
+		key.SetString(k)
+		v.SetMapIndex(key, elem)
 	})
 }
 
 // pairs calls fn with each key and value of a mapping, in order: keys
 // must be plain names and appear once; expansion is bounded (visit).
-func (d *decoder) pairs(n *yaml.Node, path string, fn func(k, val *yaml.Node)) {
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
+func (d *decoder) pairs(n node, fn func(key string, k, val node)) {
+	t := d.t
+	count := t.len(n)
+	var seen map[string]bool // for long mappings; short ones look back
+	const lookBack = 16
+	if count > 2*lookBack {
+		seen = make(map[string]bool, count/2)
+	}
+	for i := 0; i+1 < count; i += 2 {
+		k, val := t.child(n, i), t.child(n, i+1)
 		if !d.visit(k) {
 			return
 		}
-		if k.Kind != yaml.ScalarNode {
-			d.fail(k, "%s: keys must be plain names", where(path))
+		if t.kind(k) != yaml.ScalarNode {
+			d.fail(k, "%s: keys must be plain names", d.where())
 			continue
 		}
-		if seen[k.Value] {
-			d.fail(k, "%s: key %q appears twice; keep one", where(path), k.Value)
+		key := t.value(k)
+		if d.seenKey(n, i, key, seen) {
+			d.fail(k, "%s: key %q appears twice; keep one", d.where(), key)
 			continue
 		}
-		seen[k.Value] = true
-		fn(k, val)
+		fn(key, k, val)
 	}
 }
 
-type fieldInfo struct {
-	index int
-	name  string
+// seenKey reports whether key was among the keys of mapping n before its
+// i-th child; with a map it records key there instead of looking back.
+func (d *decoder) seenKey(n node, i int, key string, seen map[string]bool) bool {
+	if seen != nil {
+		if seen[key] {
+			return true
+		}
+		seen[key] = true
+		return false
+	}
+	for j := 0; j < i; j += 2 {
+		if b := d.t.child(n, j); d.t.kind(b) == yaml.ScalarNode && d.t.value(b) == key {
+			return true
+		}
+	}
+	return false
 }
 
-func structFields(t reflect.Type) (fields map[string]fieldInfo, posIdx, keysIdx int) {
-	fields = map[string]fieldInfo{}
-	posIdx, keysIdx = -1, -1
+// structInfo is what decoding needs of a struct type, worked out once.
+type structInfo struct {
+	fields  map[string]int // YAML key → field index
+	known   string         // the keys, sorted and joined, for errors
+	posIdx  int            // the Pos field, or -1
+	keysIdx int            // the Keys field, or -1
+}
+
+var structInfos sync.Map // reflect.Type → *structInfo
+
+func infoOf(t reflect.Type) *structInfo {
+	if si, ok := structInfos.Load(t); ok {
+		return si.(*structInfo)
+	}
+	si := &structInfo{fields: map[string]int{}, posIdx: -1, keysIdx: -1}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -349,10 +442,10 @@ func structFields(t reflect.Type) (fields map[string]fieldInfo, posIdx, keysIdx 
 		}
 		switch f.Type {
 		case posType:
-			posIdx = i
+			si.posIdx = i
 			continue
 		case keysType:
-			keysIdx = i
+			si.keysIdx = i
 			continue
 		}
 		tag := f.Tag.Get("yaml")
@@ -363,36 +456,44 @@ func structFields(t reflect.Type) (fields map[string]fieldInfo, posIdx, keysIdx 
 		if name == "" {
 			name = strings.ToLower(f.Name)
 		}
-		fields[name] = fieldInfo{index: i, name: name}
+		si.fields[name] = i
 	}
-	return fields, posIdx, keysIdx
+	si.known = strings.Join(slices.Sorted(maps.Keys(si.fields)), ", ")
+	actual, _ := structInfos.LoadOrStore(t, si)
+	return actual.(*structInfo)
 }
 
-func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
-	if n.Kind != yaml.MappingNode {
-		d.fail(n, "%s: expected a mapping, found %s", where(path), kindName(n))
+func (d *decoder) decodeStruct(n node, v reflect.Value) {
+	if d.t.kind(n) != yaml.MappingNode {
+		d.fail(n, "%s: expected a mapping, found %s", d.where(), d.kindName(n))
 		return
 	}
-	fields, posIdx, keysIdx := structFields(v.Type())
-	if posIdx >= 0 {
-		v.Field(posIdx).Set(reflect.ValueOf(d.pos(n)))
+	si := infoOf(v.Type())
+	if si.posIdx >= 0 {
+		if f := v.Field(si.posIdx); f.CanAddr() {
+			*f.Addr().Interface().(*Pos) = d.pos(n) // without boxing a Pos
+		} else {
+			f.Set(reflect.ValueOf(d.pos(n)))
+		}
 	}
-	keys := Keys{}
-	d.pairs(n, path, func(k, val *yaml.Node) {
-		f, ok := fields[k.Value]
+	var keys Keys
+	if si.keysIdx >= 0 {
+		keys = make(Keys, d.t.len(n)/2)
+	}
+	d.pairs(n, func(key string, k, val node) {
+		idx, ok := si.fields[key]
 		if !ok {
-			known := slices.Sorted(maps.Keys(fields))
-			d.fail(k, "%s: unknown key %q (known keys: %s)", where(path), k.Value, strings.Join(known, ", "))
+			d.fail(k, "%s: unknown key %q (known keys: %s)", d.where(), key, si.known)
 			return
 		}
-		vn := val
-		for vn.Kind == yaml.AliasNode {
-			vn = vn.Alias
+		if keys != nil {
+			keys[key] = d.pos(val)
 		}
-		keys[k.Value] = d.pos(val)
-		d.decode(vn, v.Field(f.index), join(path, k.Value))
+		d.push(step{key: key})
+		d.decode(val, v.Field(idx))
+		d.pop()
 	})
-	if keysIdx >= 0 {
-		v.Field(keysIdx).Set(reflect.ValueOf(keys))
+	if si.keysIdx >= 0 {
+		v.Field(si.keysIdx).Set(reflect.ValueOf(keys))
 	}
 }

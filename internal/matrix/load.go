@@ -103,7 +103,7 @@ func (s Set) Minus(o Set) []string {
 
 // Closure returns names plus everything they imply.
 func (m *Matrix) Closure(names []string) Set {
-	s := Set{}
+	s := make(Set, 2*len(names)+8) // room for what they imply, mostly
 	var add func(string)
 	add = func(n string) {
 		if s[n] {
@@ -120,6 +120,30 @@ func (m *Matrix) Closure(names []string) Set {
 		add(n)
 	}
 	return s
+}
+
+// implies reports whether extension a implies b, directly or not.
+func (m *Matrix) implies(a, b string) bool {
+	var seen []string // a handful: a slice beats a map
+	var walk func(string) bool
+	walk = func(x string) bool {
+		if x == b {
+			return true
+		}
+		if slices.Contains(seen, x) {
+			return false
+		}
+		seen = append(seen, x)
+		if e, ok := m.Extensions[x]; ok {
+			for _, i := range e.Implies {
+				if walk(i) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(a)
 }
 
 // LevelExtensions returns the extensions -march=<level> alone enables.
@@ -199,7 +223,7 @@ func (m *Matrix) ParseMarch(march string) (March, error) {
 				delete(exts, n)
 				// Removing an extension removes what depends on it.
 				for name := range exts {
-					if m.Closure([]string{name})[n] {
+					if m.implies(name, n) {
 						delete(exts, name)
 					}
 				}

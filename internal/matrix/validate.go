@@ -24,6 +24,44 @@ var OpenSSLPolicies = []string{"static", "dynamic", "any"}
 type checker struct {
 	m    *Matrix
 	errs datafile.List
+	// Parsed versions and constraints: the same few strings recur, and
+	// go-version parses each with a regular expression.
+	versions    map[string]versionOrErr
+	constraints map[string]constraintsOrErr
+}
+
+type versionOrErr struct {
+	v   *version.Version
+	err error
+}
+
+type constraintsOrErr struct {
+	cs  version.Constraints
+	err error
+}
+
+func (c *checker) newVersion(s string) (*version.Version, error) {
+	if r, ok := c.versions[s]; ok {
+		return r.v, r.err
+	}
+	v, err := version.NewVersion(s)
+	if c.versions == nil {
+		c.versions = map[string]versionOrErr{}
+	}
+	c.versions[s] = versionOrErr{v, err}
+	return v, err
+}
+
+func (c *checker) newConstraint(s string) (version.Constraints, error) {
+	if r, ok := c.constraints[s]; ok {
+		return r.cs, r.err
+	}
+	cs, err := version.NewConstraint(s)
+	if c.constraints == nil {
+		c.constraints = map[string]constraintsOrErr{}
+	}
+	c.constraints[s] = constraintsOrErr{cs, err}
+	return cs, err
 }
 
 func (c *checker) fail(p datafile.Pos, format string, args ...any) {
@@ -44,7 +82,7 @@ func (c *checker) constraint(p datafile.Pos, what, s string) version.Constraints
 		c.fail(p, "%s: a version constraint is required (e.g. \">= 12\")", what)
 		return nil
 	}
-	cs, err := version.NewConstraint(s)
+	cs, err := c.newConstraint(s)
 	if err != nil {
 		c.fail(p, "%s: bad version constraint %q: %v (go-version syntax, e.g. \">= 2.1, < 2.2\")", what, s, err)
 		return nil
@@ -142,7 +180,7 @@ func (m *Matrix) validate() error {
 		if o.Name == "" {
 			c.fail(o.Pos, "os %s: name is required", n)
 		}
-		if _, err := version.NewVersion(o.Glibc); err != nil {
+		if _, err := c.newVersion(o.Glibc); err != nil {
 			c.fail(o.Keys.At("glibc", o.Pos), "os %s: glibc must be a version like \"2.28\", got %q", n, o.Glibc)
 		}
 		if o.PageSize < 4096 || o.PageSize&(o.PageSize-1) != 0 {
@@ -183,7 +221,7 @@ func (m *Matrix) validate() error {
 		d := m.Doris[n]
 		cs := c.constraint(d.Keys.At("versions", d.Pos), "doris "+n+": versions", d.Versions)
 		if cs != nil {
-			if v, err := version.NewVersion(n + ".0"); err == nil && !cs.Check(v) {
+			if v, err := c.newVersion(n + ".0"); err == nil && !cs.Check(v) {
 				c.fail(d.Keys.At("versions", d.Pos), "doris %s: versions %q does not include %s.0; the series name and its range disagree", n, d.Versions, n)
 			}
 		}
@@ -306,7 +344,7 @@ func (m *Matrix) checkTarget(c *checker, t *Target) {
 				}
 				continue
 			}
-			since, err := version.NewConstraint(mc.Since)
+			since, err := c.newConstraint(mc.Since)
 			if err != nil {
 				continue
 			}

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-version"
 
@@ -73,9 +74,9 @@ func (p *Patch) Summary() string {
 func (p *Patch) ID() string { return fmt.Sprintf("%s/%04d-%s", p.Component, p.Number, p.Name) }
 
 var (
-	fileNameRE  = regexp.MustCompile(`^(\d{4})-([a-z0-9][a-z0-9.-]*)\.patch$`)
-	fieldRE     = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9-]*):\s?(.*)$`)
-	appliesRE   = regexp.MustCompile(`^([a-z0-9][a-z0-9_.-]*)\s*(.*)$`)
+	fileNameRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d{4})-([a-z0-9][a-z0-9.-]*)\.patch$`) })
+	fieldRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z][A-Za-z0-9-]*):\s?(.*)$`) })
+	appliesRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([a-z0-9][a-z0-9_.-]*)\s*(.*)$`) })
 	required    = []string{"Description", "Author", "Applies-To", "Evidence"}
 	knownFields = map[string]bool{"Description": true, "Subject": true, "Author": true, "From": true, "Origin": true,
 		"Forwarded": true, "Last-Update": true, "Applies-To": true, "Targets": true, "Evidence": true,
@@ -86,7 +87,7 @@ var (
 // (parent directory), number and name.
 func Parse(path string, data []byte) (*Patch, error) {
 	base := filepath.Base(path)
-	m := fileNameRE.FindStringSubmatch(base)
+	m := fileNameRE().FindStringSubmatch(base)
 	if m == nil {
 		return nil, datafile.List{datafile.Errorf(datafile.Pos{File: path}, "patch file name %q must be NNNN-name.patch (four digits, lower-case name)", base)}
 	}
@@ -116,7 +117,7 @@ func Parse(path string, data []byte) (*Patch, error) {
 		case (text[0] == ' ' || text[0] == '\t') && cur != "":
 			values[cur].WriteString("\n" + strings.TrimSpace(text))
 		default:
-			fm := fieldRE.FindStringSubmatch(text)
+			fm := fieldRE().FindStringSubmatch(text)
 			if fm == nil {
 				// DEP-3 allows free text after the fields; it is part of nothing.
 				cur = ""
@@ -156,7 +157,7 @@ func Parse(path string, data []byte) (*Patch, error) {
 		fail(line, "no diff found (a patch needs a line starting with \"--- \" after its header)")
 	}
 	if p.AppliesTo != "" {
-		am := appliesRE.FindStringSubmatch(p.AppliesTo)
+		am := appliesRE().FindStringSubmatch(p.AppliesTo)
 		at := p.Fields["Applies-To"]
 		switch {
 		case am == nil:

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dorisarm/dorisarm/internal/datafs"
@@ -30,7 +31,7 @@ type NewPatch struct {
 	Header   Header   // Description, Evidence, Author ("": git's user)
 }
 
-var patchNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*$`)
+var patchNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*$`) })
 
 // Written is the patch Create wrote.
 type Written struct {
@@ -55,7 +56,7 @@ func (s *Series) Create(n NewPatch) (Written, error) {
 }
 
 func (s *Series) create(n NewPatch) (string, int, error) {
-	if !patchNameRE.MatchString(n.Name) {
+	if !patchNameRE().MatchString(n.Name) {
 		return "", 0, fault.Inputf("patch name %q: use lower-case letters, digits, dots and dashes", n.Name)
 	}
 	if n.Component == "" || n.Source == "" {

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/dorisarm/dorisarm/internal/datafile"
@@ -297,7 +298,7 @@ func (r *Recipe) validate() error {
 			fail(im.Keys.At("path", im.Pos), "recipe %s: image %s: path must be absolute (e.g. /opt/apache-doris/be)", r.Name, name)
 		}
 		for _, p := range im.Ports {
-			if !portRE.MatchString(p) {
+			if !portRE().MatchString(p) {
 				fail(im.Keys.At("ports", im.Pos), "recipe %s: image %s: port %q must look like 8030/tcp", r.Name, name, p)
 			}
 		}
@@ -425,7 +426,7 @@ func Expand(s string, ctx Context) (string, error) {
 	return b.String(), nil
 }
 
-var portRE = regexp.MustCompile(`^[0-9]{1,5}/(tcp|udp)$`)
+var portRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{1,5}/(tcp|udp)$`) })
 
 // ImageNames are the names in the images: section of the recipe file, in
 // order; a recipe without images is bad input (a release needs them).

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/dorisarm/dorisarm/internal/recipe"
 )
@@ -16,7 +17,9 @@ import (
 // a recipe: which build functions build-thirdparty.sh defines, and which of
 // its own patches download-thirdparty.sh applies to each package.
 
-var buildFuncRE = regexp.MustCompile(`(?m)^\s*(?:function\s+)?build_([A-Za-z0-9_]+)\s*\(\s*\)`)
+var buildFuncRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^\s*(?:function\s+)?build_([A-Za-z0-9_]+)\s*\(\s*\)`)
+})
 
 // BuildFunctions returns the <name>s of the build_<name>() functions script defines.
 func BuildFunctions(script string) (map[string]bool, error) {
@@ -25,7 +28,7 @@ func BuildFunctions(script string) (map[string]bool, error) {
 		return nil, err
 	}
 	out := map[string]bool{}
-	for _, m := range buildFuncRE.FindAllSubmatch(data, -1) {
+	for _, m := range buildFuncRE().FindAllSubmatch(data, -1) {
 		out[string(m[1])] = true
 	}
 	if len(out) == 0 {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/dorisarm/dorisarm/internal/recipe"
 )
@@ -93,7 +94,7 @@ func ReadPackages(tree string, r *recipe.Recipe, machine string) ([]Package, err
 			return nil, fmt.Errorf("%s: package %s has no %s_NAME", vars, p.Entry, p.Entry)
 		case p.URL == "":
 			return nil, fmt.Errorf("%s: package %s has no %s_DOWNLOAD", vars, p.Entry, p.Entry)
-		case !md5RE.MatchString(p.MD5):
+		case !md5RE().MatchString(p.MD5):
 			return nil, fmt.Errorf("%s: package %s: %s_MD5SUM %q is not an MD5 sum", vars, p.Entry, p.Entry, p.MD5)
 		}
 		p.Version = packageVersion(p, r.Thirdparty.Versions)
@@ -110,10 +111,10 @@ func ReadPackages(tree string, r *recipe.Recipe, machine string) ([]Package, err
 }
 
 var (
-	md5RE     = regexp.MustCompile(`^[0-9a-f]{32}$`)
-	dottedRE  = regexp.MustCompile(`\d+(?:\.\d+)+[a-z]?`)
-	underRE   = regexp.MustCompile(`\d+(?:_\d+)+`)
-	integerRE = regexp.MustCompile(`\d+`)
+	md5RE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
+	dottedRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+(?:\.\d+)+[a-z]?`) })
+	underRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+(?:_\d+)+`) })
+	integerRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+`) })
 )
 
 // packageVersion derives a version from the source directory or archive name
@@ -123,15 +124,15 @@ func packageVersion(p Package, overrides map[string]string) string {
 		return v
 	}
 	for _, s := range []string{p.Source, p.Name, p.File} {
-		if v := dottedRE.FindString(s); v != "" {
+		if v := dottedRE().FindString(s); v != "" {
 			return v
 		}
-		if v := underRE.FindString(s); v != "" {
+		if v := underRE().FindString(s); v != "" {
 			return strings.ReplaceAll(v, "_", ".")
 		}
 	}
 	for _, s := range []string{p.Source, p.Name} {
-		if v := integerRE.FindString(s); v != "" {
+		if v := integerRE().FindString(s); v != "" {
 			return v
 		}
 	}

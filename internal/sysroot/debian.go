@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // AptError is a failed apt-get run.
@@ -48,8 +49,8 @@ func (e *AptError) Error() string {
 func (e *AptError) Unwrap() error { return e.Err }
 
 var (
-	rePackage = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:_-]+)?$`)
-	reWord    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	rePackage = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:_-]+)?$`) })
+	reWord    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 )
 
 type aptSource struct {
@@ -67,10 +68,10 @@ type debianSource struct {
 
 func newDebianSource(s Spec, o *options) (*debianSource, error) {
 	d := s.Debian
-	if !reWord.MatchString(d.Suite) {
+	if !reWord().MatchString(d.Suite) {
 		return nil, fmt.Errorf("%s: debian suite %q is not a suite name (bullseye, bookworm, ...); fix %s.debian.suite", s.label(), d.Suite, s.where())
 	}
-	if !reWord.MatchString(d.Arch) {
+	if !reWord().MatchString(d.Arch) {
 		return nil, fmt.Errorf("%s: debian arch %q is not an architecture (arm64, ...); fix %s.debian.arch", s.label(), d.Arch, s.where())
 	}
 	if len(d.Packages) == 0 {
@@ -78,7 +79,7 @@ func newDebianSource(s Spec, o *options) (*debianSource, error) {
 	}
 	seen := map[string]bool{}
 	for _, p := range d.Packages {
-		if !rePackage.MatchString(p) {
+		if !rePackage().MatchString(p) {
 			return nil, fmt.Errorf("%s: %q is not a package name (name or name=version); fix %s.debian.packages", s.label(), p, s.where())
 		}
 		n, _, _ := strings.Cut(p, "=")

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // TreeStat is a tree's content digest and size.
@@ -148,7 +149,9 @@ func glibcVersions(root string) (release, defined string, err error) {
 	return "", "", fmt.Errorf("no libc.so.6 under %s (looked in lib/<triple>, usr/lib/<triple>, lib64, usr/lib64, lib, usr/lib)", root)
 }
 
-var reRelease = regexp.MustCompile(`GNU C Library [^\n\x00]*release version ([0-9]+\.[0-9]+(?:\.[0-9]+)?)`)
+var reRelease = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`GNU C Library [^\n\x00]*release version ([0-9]+\.[0-9]+(?:\.[0-9]+)?)`)
+})
 
 func glibcOf(r *os.Root, p string) (release, defined string, err error) {
 	rp, err := resolveIn(r, p, nil)
@@ -184,7 +187,7 @@ func glibcOf(r *os.Root, p string) (release, defined string, err error) {
 	}
 	if sec := ef.Section(".rodata"); sec != nil && sec.Size < 64<<20 {
 		if data, err := sec.Data(); err == nil {
-			if m := reRelease.FindSubmatch(data); m != nil {
+			if m := reRelease().FindSubmatch(data); m != nil {
 				if rel, ok := parseVersion(string(m[1])); ok && compareVersions(rel, best) >= 0 {
 					release = string(m[1])
 				}

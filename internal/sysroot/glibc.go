@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // A glibc ceiling makes a sysroot link like an older glibc than the one it
@@ -36,14 +37,14 @@ type Tools struct {
 	Ld string // e.g. aarch64-linux-gnu-ld
 }
 
-var reTriple = regexp.MustCompile(`^[a-z0-9_]+(-[a-z0-9_.]+){1,3}$`)
+var reTriple = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_]+(-[a-z0-9_.]+){1,3}$`) })
 
 // ToolsFor picks the binutils for a GNU triple (aarch64-linux-gnu,
 // x86_64-linux-gnu, ...): <triple>-as and <triple>-ld when both are on PATH,
 // else this machine's as and ld when `as --version` says it was configured
 // for the triple (vendor fields aside).
 func ToolsFor(triple string) (Tools, error) {
-	if !reTriple.MatchString(triple) {
+	if !reTriple().MatchString(triple) {
 		return Tools{}, fmt.Errorf("%q is not a GNU triple such as aarch64-linux-gnu", triple)
 	}
 	as, aerr := exec.LookPath(triple + "-as")
@@ -106,8 +107,8 @@ func (t Tools) identity(ctx context.Context) (string, error) {
 const stubFormat = 3
 
 var (
-	reCeiling  = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+)?$`)
-	reStubName = regexp.MustCompile(`^(lib[^/]*|ld-[^/]*)\.so\.[0-9][0-9.]*$`)
+	reCeiling  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+)?$`) })
+	reStubName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(lib[^/]*|ld-[^/]*)\.so\.[0-9][0-9.]*$`) })
 )
 
 // glibcLimit is what limitGlibc did.
@@ -170,7 +171,7 @@ func LimitGlibc(root, ceiling string, tools Tools) error {
 
 func limitGlibc(ctx context.Context, root, ceiling string, tools Tools) (glibcLimit, error) {
 	var res glibcLimit
-	if !reCeiling.MatchString(ceiling) {
+	if !reCeiling().MatchString(ceiling) {
 		return res, fmt.Errorf("glibc ceiling %q is not a version such as 2.17", ceiling)
 	}
 	cv, _ := parseVersion(ceiling)
@@ -237,7 +238,7 @@ func limitGlibc(ctx context.Context, root, ceiling string, tools Tools) (glibcLi
 			continue
 		}
 		for _, e := range ents {
-			if !reStubName.MatchString(e.Name()) {
+			if !reStubName().MatchString(e.Name()) {
 				continue
 			}
 			p, err := resolveIn(r, join(rd, e.Name()), nil)
@@ -396,7 +397,7 @@ func readLib(r *os.Root, p string) (*lib, error) {
 	}
 	if sec := ef.Section(".rodata"); sec != nil && sec.Size < 64<<20 {
 		if data, err := sec.Data(); err == nil {
-			l.banner = reRelease.Match(data)
+			l.banner = reRelease().Match(data)
 		}
 	}
 	return l, nil

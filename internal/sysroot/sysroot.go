@@ -269,7 +269,7 @@ func Ensure(ctx context.Context, s Spec, cacheDir string, opts ...Option) (*Sysr
 	var tools Tools
 	var limit *glibcKey
 	if s.Glibc != "" {
-		if !reCeiling.MatchString(s.Glibc) {
+		if !reCeiling().MatchString(s.Glibc) {
 			return nil, fmt.Errorf("%s: glibc ceiling %q is not a version such as 2.17; fix %s.glibc", s.label(), s.Glibc, s.where())
 		}
 		if s.Triple == "" {

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-version"
 
@@ -207,7 +208,7 @@ func installHint(cc *matrix.Compiler, isa string) string {
 	return strings.Join(parts, ", ")
 }
 
-var versionRE = regexp.MustCompile(`\b(\d+\.\d+(?:\.\d+)?)\b`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(\d+\.\d+(?:\.\d+)?)\b`) })
 
 func identify(cc string) (Identity, error) {
 	out, err := exec.Command(cc, "--version").Output()
@@ -221,10 +222,10 @@ func identify(cc string) (Identity, error) {
 	line := id.Banner
 	if i := strings.Index(line, "version "); i >= 0 {
 		line = line[i+len("version "):]
-		if m := versionRE.FindString(line); m != "" {
+		if m := versionRE().FindString(line); m != "" {
 			id.Version = m
 		}
-	} else if ms := versionRE.FindAllString(line, -1); len(ms) > 0 {
+	} else if ms := versionRE().FindAllString(line, -1); len(ms) > 0 {
 		id.Version = ms[len(ms)-1]
 	}
 	if id.Version == "" {
