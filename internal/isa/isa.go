@@ -123,6 +123,12 @@ func parse(file string, data, groups []byte) (*Table, error) {
 	if err := datafile.Decode(file, data, &f); err != nil {
 		return nil, err
 	}
+	return compile(file, f, groups)
+}
+
+// compile builds the table from a decoded rules file: the refinement groups,
+// the rules, and the key table.
+func compile(file string, f rulesFile, groups []byte) (*Table, error) {
 	var errs datafile.List
 	t := &Table{Features: []string{""}, index: map[string]uint8{"": 0}, Rules: f.Rules, Guarded: f.Guarded}
 	if groups != nil {
