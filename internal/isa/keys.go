@@ -1,0 +1,120 @@
+package isa
+
+import "math/bits"
+
+// keyTable narrows the rules a word may match by its key: bits 31:21 (the top)
+// and 15:10 (the mid). Tops that admit the same rules share a row of cells,
+// so the tables are small enough to stay in a CPU's first-level cache.
+type keyTable struct {
+	// mark[top] has bit mid set when a word with that key needs a closer
+	// look: some rule's fixed bits agree with the key, or the word is an LDR
+	// (literal), whose target is data. A clear bit means base v8.0.
+	mark [1 << 11]uint64
+	// row[top] is the top's row of cells; row 0 is the tops no rule admits.
+	row [1 << 11]uint16
+	// cells[row<<6|mid] lists the rules that can match, in order:
+	// pool[off : off+n] stored as off<<8|n (0: none).
+	cells []uint32
+	pool  []compiled
+}
+
+// literalMask/literalValue select LDR (literal) and PRFM (literal) words
+// (appendLiteral reads them). Its fixed bits are all in the top, so the
+// marks can say which tops hold them.
+const (
+	literalMask  = 0x3b000000
+	literalValue = 0x18000000
+	topMask      = 0xffe00000
+)
+
+var _ = [1]struct{}{}[literalMask&^topMask] // the literal test needs only the top
+
+func isLiteralLoad(w uint32) bool { return w&literalMask == literalValue }
+
+// candidates returns the rules a word may match.
+func (k *keyTable) candidates(w uint32) []compiled {
+	e := k.cells[int(k.row[w>>21])<<6|int(w>>10&0x3f)]
+	return k.pool[e>>8 : e>>8+e&0xff]
+}
+
+// ruleSet is a set of rule indexes (at most 256 rules).
+type ruleSet [4]uint64
+
+func (s *ruleSet) add(i int)     { s[i>>6] |= 1 << (i & 63) }
+func (s ruleSet) empty() bool    { return s[0]|s[1]|s[2]|s[3] == 0 }
+func (s ruleSet) has(i int) bool { return s[i>>6]&(1<<(i&63)) != 0 }
+func (s ruleSet) and(o ruleSet) ruleSet {
+	return ruleSet{s[0] & o[0], s[1] & o[1], s[2] & o[2], s[3] & o[3]}
+}
+func (s ruleSet) len() int {
+	return bits.OnesCount64(s[0]) + bits.OnesCount64(s[1]) + bits.OnesCount64(s[2]) + bits.OnesCount64(s[3])
+}
+
+// buildKeys fills t.keyTable from t.rules. A rule admits a key when its fixed
+// bits in the top and in the mid agree with the key's; the two halves are
+// independent, so the rules of a key are those its top admits and its mid
+// admits.
+func (t *Table) buildKeys() {
+	var byTop [1 << 11]ruleSet
+	var byMid [1 << 6]ruleSet
+	for i, r := range t.rules {
+		// Every top that agrees with the rule: the rule's value with each
+		// subset of the bits it leaves free.
+		mt, vt := r.mask>>21, r.value>>21 // the value has no bits outside the mask (parse checks)
+		free := ^mt & 0x7ff
+		for s := uint32(0); ; {
+			byTop[vt|s].add(i)
+			if s = (s - free) & free; s == 0 {
+				break
+			}
+		}
+		mm, vm := r.mask>>10&0x3f, r.value>>10&0x3f
+		free = ^mm & 0x3f
+		for s := uint32(0); ; {
+			byMid[vm|s].add(i)
+			if s = (s - free) & free; s == 0 {
+				break
+			}
+		}
+	}
+	k := &t.keyTable
+	k.pool = []compiled{{}} // offset 0 is "no rules"
+	k.cells = make([]uint32, 64, 64*32)
+	rows := map[ruleSet]uint16{{}: 0}
+	runs := map[ruleSet]uint32{}
+	rowMark := []uint64{0}
+	for top := range byTop {
+		set := byTop[top]
+		row, ok := rows[set]
+		if !ok {
+			row = uint16(len(rowMark))
+			rows[set] = row
+			var m uint64
+			for mid := range byMid {
+				both := set.and(byMid[mid])
+				var e uint32
+				if !both.empty() {
+					off, ok := runs[both]
+					if !ok {
+						off = uint32(len(k.pool))
+						for i, r := range t.rules {
+							if both.has(i) {
+								k.pool = append(k.pool, r)
+							}
+						}
+						runs[both] = off
+					}
+					e = off<<8 | uint32(both.len())
+					m |= 1 << mid
+				}
+				k.cells = append(k.cells, e)
+			}
+			rowMark = append(rowMark, m)
+		}
+		k.row[top] = row
+		k.mark[top] = rowMark[row]
+		if isLiteralLoad(uint32(top) << 21) {
+			k.mark[top] = ^uint64(0)
+		}
+	}
+}
