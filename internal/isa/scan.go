@@ -289,7 +289,7 @@ func (t *Table) scanRun(d []byte, addr, lo, hi uint64, c *tally, p *part, lits [
 	mark := &t.mark
 	for i := 0; i+4 <= len(d); i += 4 {
 		w := binary.LittleEndian.Uint32(d[i : i+4])
-		if mark[w>>21]>>(w>>10&0x3f)&1 == 0 {
+		if mark[w>>21<<1|w>>4&1]>>(w>>10&0x3f)&1 == 0 {
 			continue // base v8.0: counted at the end
 		}
 		t.closer(w, addr+uint64(i), lo, hi, c, p, lits)
