@@ -1,6 +1,9 @@
 package isa
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // keyTable narrows the rules a word may match by its key: bits 31:21 (the
 // top) and 15:10 (the mid). Tops that admit the same rules share a row of
@@ -58,74 +61,45 @@ func (s ruleSet) len() int {
 	return bits.OnesCount64(s[0]) + bits.OnesCount64(s[1]) + bits.OnesCount64(s[2]) + bits.OnesCount64(s[3])
 }
 
-// buildKeys fills t.keyTable from t.rules. A rule admits a key when its fixed
-// bits in the top and in the mid agree with the key's; the two halves are
-// independent, so the rules of a key are those its top admits and its mid
-// admits.
+// buildKeys fills t.keyTable from t.rules. A rule admits a key when its
+// fixed bits in the top and in the mid agree with the key's. Few distinct
+// sets of rules occur among the 2048 tops (74 today), so each distinct set
+// gets one row of cells.
 func (t *Table) buildKeys() {
-	var byTop [1 << 11]ruleSet
-	var byMid [1 << 6]ruleSet
+	b := &keyBuilder{t: t, byTop: make([]ruleSet, 1<<11)}
 	for i, r := range t.rules {
 		// Every top that agrees with the rule: the rule's value with each
-		// subset of the bits it leaves free.
-		mt, vt := r.mask>>21, r.value>>21 // the value has no bits outside the mask (parse checks)
-		free := ^mt & 0x7ff
+		// subset of the bits it leaves free (the value has no bits outside
+		// the mask: parse checks).
+		free, v := ^r.mask>>21&0x7ff, r.value>>21
 		for s := uint32(0); ; {
-			byTop[vt|s].add(i)
+			b.byTop[v|s].add(i)
 			if s = (s - free) & free; s == 0 {
 				break
 			}
 		}
-		mm, vm := r.mask>>10&0x3f, r.value>>10&0x3f
-		free = ^mm & 0x3f
-		for s := uint32(0); ; {
-			byMid[vm|s].add(i)
-			if s = (s - free) & free; s == 0 {
-				break
+		for b4 := range uint32(2) {
+			if (b4<<4^r.value)&r.mask&0x10 == 0 {
+				b.byBit4[b4].add(i)
 			}
 		}
 	}
 	k := &t.keyTable
-	k.pool = []compiled{{}} // offset 0 is "no rules"
-	k.cells = make([]uint32, 64, 64*32)
-	rows := map[ruleSet]uint16{{}: 0}
-	runs := map[ruleSet]uint32{}
+	k.pool = make([]compiled, 1, 256) // offset 0 is "no rules"
+	k.cells = make([]uint32, 64, 64*128)
+	rows := map[ruleSet]uint16{}
 	rowMark := [][2]uint64{{}}
-	for top := range byTop {
-		set := byTop[top]
-		row, ok := rows[set]
-		if !ok {
-			row = uint16(len(rowMark))
-			rows[set] = row
-			var m [2]uint64
-			for mid := range byMid {
-				both := set.and(byMid[mid])
-				var e uint32
-				if !both.empty() {
-					off, ok := runs[both]
-					if !ok {
-						off = uint32(len(k.pool))
-						for i, r := range t.rules {
-							if both.has(i) {
-								k.pool = append(k.pool, r)
-							}
-						}
-						runs[both] = off
-					}
-					e = off<<8 | uint32(both.len())
-					for i, r := range t.rules {
-						if both.has(i) {
-							for b4 := range uint32(2) {
-								if (b4<<4^r.value)&r.mask&0x10 == 0 {
-									m[b4] |= 1 << mid
-								}
-							}
-						}
-					}
-				}
-				k.cells = append(k.cells, e)
+	prev, prevRow := ruleSet{}, uint16(0)
+	for top, set := range b.byTop {
+		row := prevRow
+		if set != prev {
+			var ok bool
+			if row, ok = rows[set]; !ok && !set.empty() {
+				row = uint16(len(rowMark))
+				rows[set] = row
+				rowMark = append(rowMark, b.addRow(set))
 			}
-			rowMark = append(rowMark, m)
+			prev, prevRow = set, row
 		}
 		k.row[top] = row
 		k.mark[top<<1], k.mark[top<<1|1] = rowMark[row][0], rowMark[row][1]
@@ -133,4 +107,68 @@ func (t *Table) buildKeys() {
 			k.mark[top<<1], k.mark[top<<1|1] = ^uint64(0), ^uint64(0)
 		}
 	}
+}
+
+// keyBuilder holds what buildKeys works with.
+type keyBuilder struct {
+	t      *Table
+	byTop  []ruleSet  // the rules that agree with each top
+	byBit4 [2]ruleSet // the rules a word with bit 4 clear, set, may match
+	byMid  [64]ruleSet
+	runs   []ruleSet // scratch of addRow: the row's distinct cells
+	offs   []uint32
+}
+
+// addRow appends the 64 cells (one per mid) of a top whose rules are set,
+// and returns its marks (bit 4 clear, set). Cells of the row with the same
+// rules share a run of the pool.
+func (b *keyBuilder) addRow(set ruleSet) [2]uint64 {
+	k := &b.t.keyTable
+	b.byMid = [64]ruleSet{}
+	for w, word := range set {
+		for ; word != 0; word &= word - 1 {
+			i := w<<6 | bits.TrailingZeros64(word)
+			r := b.t.rules[i]
+			free, v := ^r.mask>>10&0x3f, r.value>>10&0x3f
+			for s := uint32(0); ; {
+				b.byMid[v|s].add(i)
+				if s = (s - free) & free; s == 0 {
+					break
+				}
+			}
+		}
+	}
+	b.runs, b.offs = b.runs[:0], b.offs[:0]
+	var m [2]uint64
+	for mid := range b.byMid {
+		both := &b.byMid[mid]
+		if mid > 0 && *both == b.byMid[mid-1] { // often: rules that leave the mid free
+			k.cells = append(k.cells, k.cells[len(k.cells)-1])
+			for b4 := range m {
+				m[b4] |= (m[b4] >> (mid - 1) & 1) << mid
+			}
+			continue
+		}
+		if both.empty() {
+			k.cells = append(k.cells, 0)
+			continue
+		}
+		j := slices.Index(b.runs, *both)
+		if j < 0 {
+			j = len(b.runs)
+			b.runs, b.offs = append(b.runs, *both), append(b.offs, uint32(len(k.pool)))
+			for w, word := range both {
+				for ; word != 0; word &= word - 1 {
+					k.pool = append(k.pool, b.t.rules[w<<6|bits.TrailingZeros64(word)])
+				}
+			}
+		}
+		k.cells = append(k.cells, b.offs[j]<<8|uint32(both.len()))
+		for b4 := range m {
+			if !both.and(b.byBit4[b4]).empty() {
+				m[b4] |= 1 << mid
+			}
+		}
+	}
+	return m
 }
