@@ -53,31 +53,14 @@ const chunkBytes = 256 << 10
 func (t *Table) Scan(regions []Code) *Result {
 	nf := len(t.Features)
 	res := &Result{Counts: make([]uint64, nf), Hints: make([]uint64, nf)}
-	type job struct {
-		r      int
-		skip   [][2]uint64
-		lo, hi int // word indexes
-	}
-	var jobs []job
-	for i := range regions {
-		r := &regions[i]
-		n := len(r.Data) / 4
-		res.Words += uint64(n)
-		skip := normalSkip(r.Skip)
-		for lo := 0; lo < n; {
-			a := r.Addr + uint64(lo)*4
-			next := (a/chunkBytes + 1) * chunkBytes // wraps to 0 at the top of the address space, as a does
-			hi := lo + int(min((next-a+3)/4, uint64(n-lo)))
-			jobs = append(jobs, job{i, skip, lo, hi})
-			lo = hi
-		}
-	}
-	// lits[i] has a bit per word of regions[i]: set when an LDR (literal)
-	// of the region loads it. Fresh memory is zero, and only the pages
-	// literals land on are touched.
+	jobs := planJobs(regions)
+	// lits[i] has a bit per word of regions[i], set when an LDR (literal)
+	// of the region loads the word; only the words literals land on are
+	// written.
 	lits := make([][]uint32, len(regions))
-	for i := range regions {
-		lits[i] = make([]uint32, (len(regions[i].Data)/4+31)/32)
+	for i, r := range regions {
+		res.Words += uint64(len(r.Data) / 4)
+		lits[i] = make([]uint32, (len(r.Data)/4+31)/32)
 	}
 	parts := make([]part, len(jobs))
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(jobs)))
@@ -91,9 +74,9 @@ func (t *Table) Scan(regions []Code) *Result {
 				return
 			}
 			j := jobs[k]
-			r := &regions[j.r]
-			parts[k].region = j.r
-			t.scanWords(r, j.skip, j.lo, j.hi, c, &parts[k], lits[j.r])
+			r := &regions[j.region]
+			parts[k].region = j.region
+			t.scanWords(r, j.skip, j.lo, j.hi, c, &parts[k], lits[j.region])
 			if r.Release != nil {
 				r.Release(j.lo*4, j.hi*4)
 			}
@@ -117,12 +100,49 @@ func (t *Table) Scan(regions []Code) *Result {
 		}
 		res.Data += c.data
 	}
-	// Literal-pool words are data: drop hits on them. A literal starts in
-	// the region of its LDR; when regions overlap, or a load runs past its
-	// region's end, the word is data in every region at that address.
-	overlaps := overlapping(regions)
+	res.Hits = dropLiterals(res, regions, parts, lits)
+	var other uint64
+	for k := 1; k < len(res.Counts); k++ {
+		other += res.Counts[k] + res.Hints[k]
+	}
+	res.Counts[0] = res.Words - res.Data - other
+	return res
+}
+
+// job is a run of words [lo, hi) of one region.
+type job struct {
+	region int
+	skip   [][2]uint64 // the region's, normalised
+	lo, hi int
+}
+
+// planJobs splits the regions into jobs that end at addresses that are
+// multiples of chunkBytes, in order.
+func planJobs(regions []Code) []job {
+	var jobs []job
+	for i, r := range regions {
+		n := len(r.Data) / 4
+		skip := normalSkip(r.Skip)
+		for lo := 0; lo < n; {
+			a := r.Addr + uint64(lo)*4
+			next := (a/chunkBytes + 1) * chunkBytes // wraps to 0 at the top of the address space, as a does
+			hi := lo + int(min((next-a+3)/4, uint64(n-lo)))
+			jobs = append(jobs, job{i, skip, lo, hi})
+			lo = hi
+		}
+	}
+	return jobs
+}
+
+// dropLiterals returns the parts' hits in address order without those on
+// literal-pool words, which it counts as data. A literal starts in the region
+// of its LDR; when regions overlap, or a load runs past its region's end,
+// the word is data in every region at that address.
+func dropLiterals(res *Result, regions []Code, parts []part, lits [][]uint32) []Hit {
 	var spilled map[uint64]bool
+	nhits := 0
 	for _, p := range parts {
+		nhits += len(p.hits)
 		for _, a := range p.spill {
 			if spilled == nil {
 				spilled = map[uint64]bool{}
@@ -130,6 +150,10 @@ func (t *Table) Scan(regions []Code) *Result {
 			spilled[a] = true
 		}
 	}
+	if nhits == 0 {
+		return nil
+	}
+	overlaps := overlapping(regions)
 	isLit := func(r int, a uint64) bool {
 		if spilled[a] {
 			return true
@@ -142,13 +166,7 @@ func (t *Table) Scan(regions []Code) *Result {
 		}
 		return false
 	}
-	nhits := 0
-	for _, p := range parts {
-		nhits += len(p.hits)
-	}
-	if nhits > 0 {
-		res.Hits = make([]Hit, 0, nhits)
-	}
+	hits := make([]Hit, 0, nhits)
 	for _, p := range parts {
 		for _, h := range p.hits {
 			if isLit(p.region, h.Addr) {
@@ -156,24 +174,19 @@ func (t *Table) Scan(regions []Code) *Result {
 				res.Data++
 				continue
 			}
-			res.Hits = append(res.Hits, h)
+			hits = append(hits, h)
 		}
 	}
-	if len(res.Hits) == 0 {
-		res.Hits = nil
+	if len(hits) == 0 {
+		return nil
 	}
-	var other uint64
-	for k := 1; k < len(res.Counts); k++ {
-		other += res.Counts[k] + res.Hints[k]
-	}
-	res.Counts[0] = res.Words - res.Data - other
 	// Jobs run in address order within a region: the hits are sorted unless
 	// the regions are not.
 	byAddr := func(a, b Hit) int { return cmp.Compare(a.Addr, b.Addr) }
-	if !slices.IsSortedFunc(res.Hits, byAddr) {
-		slices.SortStableFunc(res.Hits, byAddr)
+	if !slices.IsSortedFunc(hits, byAddr) {
+		slices.SortStableFunc(hits, byAddr)
 	}
-	return res
+	return hits
 }
 
 // part is what one job found besides counts: its hits in address order.

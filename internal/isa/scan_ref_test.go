@@ -429,3 +429,22 @@ func TestLiteralPastRegionEnd(t *testing.T) {
 		t.Errorf("sve %d, data %d, hits %+v; want only the cntd at 0x1014, three data words", res.Counts[sve], res.Data, res.Hits)
 	}
 }
+
+// FuzzScanMatchesReference: Scan equals refScan on any bytes at any
+// address, with one Skip range and a second region after the first.
+func FuzzScanMatchesReference(f *testing.F) {
+	f.Add(append(word(0x9c000020), word(0x04e0e3e0)...), uint64(0x1000), uint64(0x1004), uint64(0x1008), 4)
+	f.Add(append(word(0x58000040), word(0xd65f03c0)...), uint64(0xfff0), uint64(0), uint64(0), 0)
+	f.Add(append(append(word(0x9c000020), word(0x04e0e3e0)...), word(0x04e0e3e0)...), uint64(0xfffffffffffffff8), uint64(0), uint64(4), 4)
+	f.Fuzz(func(t *testing.T, code []byte, addr, s0, s1 uint64, split int) {
+		split = min(max(split, 0), len(code))
+		regions := []Code{
+			{Data: code[:split], Addr: addr, Skip: [][2]uint64{{s0, s1}}},
+			{Data: code[split:], Addr: addr + uint64(split)},
+		}
+		got, want := Default().Scan(regions), refScan(Default(), regions)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatal(diffResult(Default(), got, want))
+		}
+	})
+}
