@@ -26,7 +26,7 @@ type Rule struct {
 	Value   int64  `yaml:"value"`
 	What    string `yaml:"what"`
 	Hint    bool   `yaml:"hint"`
-	// Group names a refinement table (groups.bin.gz) that decides, within the
+	// Group names a refinement table (groups.bin) that decides, within the
 	// rule's encodings, the exact feature or that the word is unallocated.
 	Group string `yaml:"group"`
 	Pos   datafile.Pos
@@ -71,22 +71,9 @@ type Table struct {
 	Rules    []Rule
 	Guarded  []Guard
 	rules    []compiled
-	// byKey lists, for each value of bits 31:21 and 15:10 (the key), the
-	// rules that can match, in order: pool[off : off+n] with off<<8|n stored.
-	// A zero entry means every word with that key is base v8.0.
-	byKey  []uint32
-	pool   []compiled
+	keyTable
 	index  map[string]uint8
 	groups []*groupTable
-}
-
-// keyOf is the 17-bit index of a word: bits 31:21 and 15:10.
-func keyOf(w uint32) uint32 { return w>>21<<6 | w>>10&0x3f }
-
-// candidates returns the rules a word may match.
-func (t *Table) candidates(w uint32) []compiled {
-	e := t.byKey[keyOf(w)]
-	return t.pool[e>>8 : e>>8+e&0xff]
 }
 
 var (
@@ -94,7 +81,7 @@ var (
 	defaultTable *Table
 )
 
-// Default returns the table from the embedded rules.yaml and groups.bin.gz,
+// Default returns the table from the embedded rules.yaml and groups.bin,
 // built on first use.
 func Default() *Table {
 	defaultOnce.Do(func() { defaultTable = mustLoad() })
@@ -123,6 +110,12 @@ func parse(file string, data, groups []byte) (*Table, error) {
 	if err := datafile.Decode(file, data, &f); err != nil {
 		return nil, err
 	}
+	return compile(file, f, groups)
+}
+
+// compile builds the table from a decoded rules file: the refinement groups,
+// the rules, and the key table.
+func compile(file string, f rulesFile, groups []byte) (*Table, error) {
 	var errs datafile.List
 	t := &Table{Features: []string{""}, index: map[string]uint8{"": 0}, Rules: f.Rules, Guarded: f.Guarded}
 	if groups != nil {
@@ -164,46 +157,7 @@ func parse(file string, data, groups []byte) (*Table, error) {
 	if len(t.rules) > 255 {
 		return nil, fmt.Errorf("%s: %d rules; the key table holds at most 255", file, len(t.rules))
 	}
-	// For each 17-bit key, the rules whose fixed bits agree with it. Keys
-	// that admit the same rules share one run of the pool.
-	t.byKey = make([]uint32, 1<<17)
-	t.pool = []compiled{{}} // offset 0 is "no rules"
-	type sig [4]uint64
-	seen := map[sig]uint32{}
-	var byTop []int // rules whose bits 31:21 agree with the current top
-	for k := uint32(0); k < 1<<17; k++ {
-		w := k>>6<<21 | (k&0x3f)<<10
-		if k&0x3f == 0 {
-			byTop = byTop[:0]
-			for i, r := range t.rules {
-				if (w^r.value)&r.mask&0xffe00000 == 0 {
-					byTop = append(byTop, i)
-				}
-			}
-		}
-		var sg sig
-		n := 0
-		for _, i := range byTop {
-			if r := t.rules[i]; (w^r.value)&r.mask&0x0000fc00 == 0 {
-				sg[i/64] |= 1 << (i % 64)
-				n++
-			}
-		}
-		if n == 0 {
-			continue
-		}
-		off, ok := seen[sg]
-		if !ok {
-			off = uint32(len(t.pool))
-			for i, r := range t.rules {
-				if sg[i/64]&(1<<(i%64)) != 0 {
-					t.pool = append(t.pool, r)
-				}
-			}
-			seen[sg] = off
-		}
-		t.byKey[k] = off<<8 | uint32(n)
-	}
+	t.buildKeys()
 	return t, nil
 }
 

@@ -7,7 +7,7 @@ import (
 
 // MCEncoding reads the instruction word from a line of `llvm-mc
 // --disassemble -show-encoding` output ("... // encoding: [0x20,0x00,0x80,0xd2]",
-// little-endian bytes). The generator of groups.bin.gz and the tests that
+// little-endian bytes). The generator of groups.bin and the tests that
 // compare the classifier with llvm-mc read its output with it.
 func MCEncoding(line string) (uint32, bool) {
 	i := strings.Index(line, "encoding: [")

@@ -1,10 +1,13 @@
 package isa
 
 import (
+	"cmp"
 	"encoding/binary"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // Hit is one instruction that needs a feature.
@@ -19,7 +22,8 @@ type Code struct {
 	Data []byte // the bytes (little-endian A64 words)
 	Addr uint64 // virtual address of Data[0]
 	// Skip are [start, end) address ranges that hold data, not code ($d
-	// mapping symbols); they are not classified.
+	// mapping symbols); the words that start in them are not classified.
+	// Any order; overlaps are allowed.
 	Skip [][2]uint64
 	// Release, when set, is called with each byte range [lo, hi) of Data
 	// once it has been classified (a mapped file can drop those pages).
@@ -35,141 +39,313 @@ type Result struct {
 	Data   uint64   // words skipped as data (mapping symbols, literal pools)
 }
 
-// chunkWords is the unit of parallel work (4 MiB of code).
-const chunkWords = 1 << 20
+// chunkBytes is the unit of parallel work: small enough that the CPUs finish
+// together (a 6 MB library is 24 chunks), large enough that handing chunks
+// out costs nothing. Chunks end at addresses that are multiples of it, so
+// in a mapped ELF file (offsets agree with addresses modulo the page size)
+// they end on page boundaries and Release can drop every page.
+const chunkBytes = 256 << 10
 
 // Scan classifies every word of the regions. Words that LDR (literal)
 // instructions load are data (literal pools) and are not counted, nor are
 // the regions' Skip ranges. Large regions are split across CPUs; each word is
 // read once.
 func (t *Table) Scan(regions []Code) *Result {
-	res := &Result{Counts: make([]uint64, len(t.Features)), Hints: make([]uint64, len(t.Features))}
-	type job struct {
-		r      *Code
-		lo, hi int // word indexes
+	nf := len(t.Features)
+	res := &Result{Counts: make([]uint64, nf), Hints: make([]uint64, nf)}
+	jobs := planJobs(regions)
+	// lits[i] has a bit per word of regions[i], set when an LDR (literal)
+	// of the region loads the word; only the words literals land on are
+	// written.
+	lits := make([][]uint32, len(regions))
+	for i, r := range regions {
+		res.Words += uint64(len(r.Data) / 4)
+		lits[i] = make([]uint32, (len(r.Data)/4+31)/32)
 	}
-	var jobs []job
-	for i := range regions {
-		r := &regions[i]
-		n := len(r.Data) / 4
-		for lo := 0; lo < n; lo += chunkWords {
-			jobs = append(jobs, job{r, lo, min(n, lo+chunkWords)})
+	parts := make([]part, len(jobs))
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(jobs)))
+	tallies := make([]tally, workers)
+	var next atomic.Int64
+	work := func(c *tally) {
+		c.counts, c.hints = make([]uint64, nf), make([]uint64, nf)
+		for {
+			k := int(next.Add(1) - 1)
+			if k >= len(jobs) {
+				return
+			}
+			j := jobs[k]
+			r := &regions[j.region]
+			parts[k].region = j.region
+			t.scanWords(r, j.skip, j.lo, j.hi, c, &parts[k], lits[j.region])
+			if r.Release != nil {
+				r.Release(j.lo*4, j.hi*4)
+			}
 		}
 	}
-	parts := make([]chunkResult, len(jobs))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for i, j := range jobs {
+	for w := 1; w < workers; w++ {
 		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int, j job) {
+		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
-			parts[i] = t.scanChunk(j.r, j.lo, j.hi)
-			if j.r.Release != nil {
-				j.r.Release(j.lo*4, j.hi*4)
-			}
-		}(i, j)
+			work(&tallies[w])
+		}()
 	}
+	work(&tallies[0])
 	wg.Wait()
-	// Literal-pool words found anywhere are data: drop hits on them.
-	lit := map[uint64]bool{}
-	for _, p := range parts {
-		for _, a := range p.lits {
-			lit[a] = true
+
+	for _, c := range tallies {
+		for k := range c.counts {
+			res.Counts[k] += c.counts[k]
+			res.Hints[k] += c.hints[k]
 		}
+		res.Data += c.data
 	}
-	for _, p := range parts {
-		for k := range p.counts {
-			res.Counts[k] += p.counts[k]
-			res.Hints[k] += p.hints[k]
-		}
-		res.Words += p.words
-		res.Data += p.data
-		for _, h := range p.hits {
-			if lit[h.Addr] {
-				res.Counts[h.Feature]--
-				res.Data++
-				continue
-			}
-			res.Hits = append(res.Hits, h)
-		}
-	}
+	res.Hits = dropLiterals(res, regions, parts, lits)
 	var other uint64
 	for k := 1; k < len(res.Counts); k++ {
 		other += res.Counts[k] + res.Hints[k]
 	}
 	res.Counts[0] = res.Words - res.Data - other
-	sort.Slice(res.Hits, func(a, b int) bool { return res.Hits[a].Addr < res.Hits[b].Addr })
 	return res
 }
 
-type chunkResult struct {
-	counts, hints []uint64
-	hits          []Hit
-	lits          []uint64
-	words, data   uint64
+// job is a run of words [lo, hi) of one region.
+type job struct {
+	region int
+	skip   [][2]uint64 // the region's, normalised
+	lo, hi int
 }
 
-func (t *Table) scanChunk(r *Code, lo, hi int) chunkResult {
-	p := chunkResult{counts: make([]uint64, len(t.Features)), hints: make([]uint64, len(t.Features)), words: uint64(hi - lo)}
-	d := r.Data[lo*4 : hi*4]
-	start := r.Addr + uint64(lo)*4
-	end := r.Addr + uint64(len(r.Data)/4)*4
-	skip := r.Skip
-	si := sort.Search(len(skip), func(i int) bool { return skip[i][1] > start })
-	byKey, pool := t.byKey, t.pool
-	for i := 0; i+4 <= len(d); i += 4 {
-		w := binary.LittleEndian.Uint32(d[i : i+4])
-		if len(skip) > 0 {
-			addr := start + uint64(i)
-			for si < len(skip) && skip[si][1] <= addr {
-				si++
-			}
-			if si < len(skip) && skip[si][0] <= addr {
-				p.data++
-				continue
-			}
-		}
-		if w&0x3b000000 == 0x18000000 {
-			p.lits = appendLiteral(p.lits, w, int64(start)+int64(i), r.Addr, end)
-		}
-		e := byKey[w>>21<<6|w>>10&0x3f]
-		if e == 0 {
-			continue // base v8.0: counted at the end
-		}
-		var feat uint8
-		var hint, unallocated bool
-		for _, rl := range pool[e>>8 : e>>8+e&0xff] {
-			if w&rl.mask == rl.value {
-				feat, hint = rl.feat, rl.hint
-				if rl.group != nil {
-					feat = rl.group.lookup(w)
-					unallocated = feat == 0
-				}
-				break
-			}
-		}
-		switch {
-		case unallocated:
-			p.data++ // not an instruction: a constant or padding
-		case feat == 0:
-		case hint:
-			p.hints[feat]++
-		default:
-			p.counts[feat]++
-			p.hits = append(p.hits, Hit{Addr: start + uint64(i), Feature: feat})
+// planJobs splits the regions into jobs that end at addresses that are
+// multiples of chunkBytes, in order.
+func planJobs(regions []Code) []job {
+	var jobs []job
+	for i, r := range regions {
+		n := len(r.Data) / 4
+		skip := normalSkip(r.Skip)
+		for lo := 0; lo < n; {
+			a := r.Addr + uint64(lo)*4
+			next := (a/chunkBytes + 1) * chunkBytes // wraps to 0 at the top of the address space, as a does
+			hi := lo + int(min((next-a+3)/4, uint64(n-lo)))
+			jobs = append(jobs, job{i, skip, lo, hi})
+			lo = hi
 		}
 	}
-	return p
+	return jobs
 }
 
-// appendLiteral records the words an LDR (literal) at pc loads, when they lie
-// in [lo, hi): constant-pool words inside the code (Go keeps its literal
-// pools in .text).
-func appendLiteral(out []uint64, w uint32, pc int64, lo, hi uint64) []uint64 {
+// dropLiterals returns the parts' hits in address order without those on
+// literal-pool words, which it counts as data. A literal starts in the region
+// of its LDR; when regions overlap, or a load runs past its region's end,
+// the word is data in every region at that address.
+func dropLiterals(res *Result, regions []Code, parts []part, lits [][]uint32) []Hit {
+	var spilled map[uint64]bool
+	nhits := 0
+	for _, p := range parts {
+		nhits += len(p.hits)
+		for _, a := range p.spill {
+			if spilled == nil {
+				spilled = map[uint64]bool{}
+			}
+			spilled[a] = true
+		}
+	}
+	if nhits == 0 {
+		return nil
+	}
+	overlaps := overlapping(regions)
+	isLit := func(r int, a uint64) bool {
+		if spilled[a] {
+			return true
+		}
+		for _, o := range overlaps[r] {
+			if rel := a - regions[o].Addr; a >= regions[o].Addr && rel%4 == 0 && rel/4 < uint64(len(regions[o].Data)/4) &&
+				lits[o][rel/128]>>(rel/4%32)&1 != 0 {
+				return true
+			}
+		}
+		return false
+	}
+	hits := make([]Hit, 0, nhits)
+	for _, p := range parts {
+		for _, h := range p.hits {
+			if isLit(p.region, h.Addr) {
+				res.Counts[h.Feature]--
+				res.Data++
+				continue
+			}
+			hits = append(hits, h)
+		}
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	// Jobs run in address order within a region: the hits are sorted unless
+	// the regions are not.
+	byAddr := func(a, b Hit) int { return cmp.Compare(a.Addr, b.Addr) }
+	if !slices.IsSortedFunc(hits, byAddr) {
+		slices.SortStableFunc(hits, byAddr)
+	}
+	return hits
+}
+
+// part is what one job found besides counts: its hits in address order.
+type part struct {
+	region int
+	hits   []Hit
+	spill  []uint64 // literal words past the end of the region
+}
+
+// overlapping returns, for each region, the regions whose address ranges
+// overlap it, itself first.
+func overlapping(regions []Code) [][]int {
+	out := make([][]int, len(regions))
+	own := make([]int, len(regions))
+	type span struct {
+		lo, hi uint64
+		i      int
+	}
+	spans := make([]span, len(regions))
+	for i, r := range regions {
+		own[i] = i
+		out[i] = own[i : i+1 : i+1]
+		spans[i] = span{r.Addr, r.Addr + uint64(len(r.Data)/4)*4, i}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+	for k, a := range spans {
+		for _, b := range spans[k+1:] {
+			if b.lo >= a.hi {
+				break
+			}
+			if b.lo < b.hi && a.lo < a.hi {
+				out[a.i] = append(out[a.i], b.i)
+				out[b.i] = append(out[b.i], a.i)
+			}
+		}
+	}
+	return out
+}
+
+// tally is one worker's counts.
+type tally struct {
+	counts, hints []uint64
+	data          uint64
+}
+
+// normalSkip returns skip sorted by start, without empty ranges and with
+// overlapping ones merged; skip itself when it already is.
+func normalSkip(skip [][2]uint64) [][2]uint64 {
+	ok := true
+	for i, s := range skip {
+		if s[0] >= s[1] || i > 0 && s[0] < skip[i-1][1] {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return skip
+	}
+	out := make([][2]uint64, 0, len(skip))
+	for _, s := range skip {
+		if s[0] < s[1] {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	merged := out[:0]
+	for _, s := range out {
+		if n := len(merged); n > 0 && s[0] <= merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], s[1])
+			continue
+		}
+		merged = append(merged, s)
+	}
+	return merged
+}
+
+// wordAt returns the index of the first word of r that starts at or after
+// addr, at most n.
+func wordAt(base, addr uint64, n int) int {
+	if addr <= base {
+		return 0
+	}
+	return int(min((addr-base+3)/4, uint64(n)))
+}
+
+// scanWords classifies words [lo, hi) of r, leaving out those in skip
+// (normalised).
+func (t *Table) scanWords(r *Code, skip [][2]uint64, lo, hi int, c *tally, p *part, lits []uint32) {
+	n := len(r.Data) / 4
+	end := r.Addr + uint64(n)*4
+	start := r.Addr + uint64(lo)*4
+	si := sort.Search(len(skip), func(i int) bool { return skip[i][1] > start })
+	for i := lo; i < hi; {
+		stop := hi
+		if si < len(skip) {
+			stop = max(i, min(hi, wordAt(r.Addr, skip[si][0], n)))
+		}
+		t.scanRun(r.Data[i*4:stop*4], r.Addr+uint64(i)*4, r.Addr, end, c, p, lits)
+		if stop >= hi {
+			return
+		}
+		// Words from stop start inside skip[si].
+		e := min(hi, wordAt(r.Addr, skip[si][1], n))
+		c.data += uint64(e - stop)
+		i = e
+		si++
+	}
+}
+
+// scanRun classifies the words of d, the first at addr; lo and hi bound the
+// region (literal loads outside it are not followed).
+func (t *Table) scanRun(d []byte, addr, lo, hi uint64, c *tally, p *part, lits []uint32) {
+	mark := &t.mark
+	for i := 0; i+4 <= len(d); i += 4 {
+		w := binary.LittleEndian.Uint32(d[i : i+4])
+		if mark[w>>21<<1|w>>4&1]>>(w>>10&0x3f)&1 == 0 {
+			continue // base v8.0: counted at the end
+		}
+		t.closer(w, addr+uint64(i), lo, hi, c, p, lits)
+	}
+}
+
+// closer classifies a word the marks could not settle.
+func (t *Table) closer(w uint32, pc, lo, hi uint64, c *tally, p *part, lits []uint32) {
+	if isLiteralLoad(w) {
+		p.spill = markLiteral(lits, p.spill, w, pc, lo, hi)
+	}
+	var feat uint8
+	var hint, unallocated bool
+	for _, rl := range t.candidates(w) {
+		if w&rl.mask == rl.value {
+			feat, hint = rl.feat, rl.hint
+			if rl.group != nil {
+				feat = rl.group.lookup(w)
+				unallocated = feat == 0
+			}
+			break
+		}
+	}
+	switch {
+	case unallocated:
+		c.data++ // not an instruction: a constant or padding
+	case feat == 0:
+	case hint:
+		c.hints[feat]++
+	default:
+		c.counts[feat]++
+		p.hits = append(p.hits, Hit{Addr: pc, Feature: feat})
+	}
+}
+
+// markLiteral sets the bits of lits (one per word of the region [lo, hi))
+// for the words an LDR (literal) at pc loads, when the first lies in the
+// region: constant-pool words inside the code (Go keeps its literal pools in
+// .text). Words of the load past the region's end are appended to spill.
+// Workers share lits.
+func markLiteral(lits []uint32, spill []uint64, w uint32, pc, lo, hi uint64) []uint64 {
 	opc, v := w>>30, (w>>26)&1
-	size := 0
+	size := uint64(0)
 	switch {
 	case v == 0 && (opc == 0 || opc == 2):
 		size = 4
@@ -183,15 +359,21 @@ func appendLiteral(out []uint64, w uint32, pc int64, lo, hi uint64) []uint64 {
 		size = 16
 	}
 	if size == 0 {
-		return out // PRFM (literal) loads nothing
+		return spill // PRFM (literal) loads nothing
 	}
 	imm := int64(int32(w<<8) >> 13) // imm19 at bits 23:5, sign-extended
-	target := uint64(pc + imm*4)
+	target := uint64(int64(pc) + imm*4)
 	if target < lo || target >= hi {
-		return out
+		return spill
 	}
-	for k := 0; k < size; k += 4 {
-		out = append(out, target+uint64(k))
+	for k := uint64(0); k < size; k += 4 {
+		a := target + k
+		if a < lo || a >= hi { // past the end (or wrapped)
+			spill = append(spill, a)
+			continue
+		}
+		i := (a - lo) / 4
+		atomic.OrUint32(&lits[i/32], 1<<(i%32))
 	}
-	return out
+	return spill
 }

@@ -1,19 +1,20 @@
-// Command gen builds internal/isa/groups.bin.gz: for the SVE and SME encoding
+// Command gen builds internal/isa/groups.bin: for the SVE and SME encoding
 // groups (whole 1/16 and 1/32 slices of the encoding space, most of which is
 // unallocated) a table that says, for each value of the key bits, which
 // feature a word needs, or that the encoding is unallocated. The ground
 // truth is llvm-mc-16's disassembler: words are sampled for every key and
 // decoded under feature sets that add one extension at a time.
 //
-//	go run ./internal/isa/gen -samples 6 -o internal/isa/groups.bin.gz
+//	go run ./internal/isa/gen -samples 6 -o internal/isa/groups.bin
 //
-// It prints the share of held-out words the table gets right.
+// It prints the share of held-out words the table gets right. The file is
+// written uncompressed: the classifier uses the tables where they lie in the
+// binary (git compresses them for the repository).
 package main
 
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"flag"
 	"fmt"
@@ -131,7 +132,7 @@ func label(g group, words []uint32) map[uint32]string {
 
 func main() {
 	samples := flag.Int("samples", 8, "words sampled per key")
-	outFile := flag.String("o", "internal/isa/groups.bin.gz", "output")
+	outFile := flag.String("o", "internal/isa/groups.bin", "output")
 	flag.Parse()
 	rng := rand.New(rand.NewSource(1))
 	var out bytes.Buffer
@@ -177,11 +178,7 @@ func main() {
 		binary.Write(&out, binary.LittleEndian, uint32(len(table)))
 		out.Write(table)
 	}
-	var z bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
-	zw.Write(out.Bytes())
-	zw.Close()
-	if err := os.WriteFile(*outFile, z.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(*outFile, out.Bytes(), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
