@@ -60,7 +60,7 @@ func agreement(t *testing.T, path string) (ours, llvm map[string]int, disagree i
 
 // TestAgreementOnRealBinaries: on compiled code (glibc, libstdc++) every word
 // agrees with llvm-mc; on OpenSSL's libcrypto, whose .text also holds
-// constant tables, the SVE-group counts (refined by groups.bin.gz) agree
+// constant tables, the SVE-group counts (refined by groups.bin) agree
 // within 1% and all words within 0.5%. The narrow rules over-count data that
 // happens to fall in unallocated encodings of their groups (see the note in
 // rules.yaml); such libraries are guarded by soname.
