@@ -85,19 +85,23 @@ func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyz
 			Detail: fmt.Sprintf("%s %s code in a %s build for %s; it cannot run there (Exec format error)", fl.Machine, fl.Type, pol.ISA, pol.Target)})
 		return a
 	}
-	syms, dyn := readSymtab(f, data, elf.SHT_SYMTAB), readSymtab(f, data, elf.SHT_DYNSYM)
+	syms := readSymtab(f, data, elf.SHT_SYMTAB)
 	// The dynamic linker reads PT_DYNAMIC, not the section headers: that
-	// decides the libraries and symbol versions the object needs.
+	// decides the libraries and symbol versions the object needs. Of the
+	// two dynamic symbol tables, the longer is read (decoded once).
 	ld := readLoaderDyn(f, data)
 	var di dynInfo
+	dynEnt, dynStr := symtabSection(f, data, elf.SHT_DYNSYM)
 	if ld.present {
 		di = dynInfoFromLoader(f, data, ld)
-		if ldsym := dynsymFromLoader(f, data, ld); len(ldsym.syms) > len(dyn.syms) {
-			dyn = ldsym
+		es := symEntSize(f)
+		if b, str := loaderDynsym(f, data, ld); len(b)/es > len(dynEnt)/es {
+			dynEnt, dynStr = b, str
 		}
 	} else {
 		di = readDynamic(f, data)
 	}
+	dyn := decodeSyms(f, dynEnt, dynStr)
 	if f.Machine == elf.EM_AARCH64 {
 		a.scanISA(f, data, syms, dyn, pol, tbl, ld, di.soname)
 	}
@@ -131,6 +135,7 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	if funcs.len() == 0 {
 		funcs = functions(dyn)
 	}
+	funcs.expect(2 * len(res.Hits)) // a look-up and maybe its aliases for each
 	dispatched := ifuncTargets(f, data, []*symtab{syms, dyn}, funcs, regions, ld)
 	// Stripped objects name few functions: a hit no symbol covers belongs to
 	// the nearest preceding ifunc variant, when one starts before it with no
@@ -487,6 +492,9 @@ func (a *analyzed) openssl(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	defined := 0
 	seen := map[string]bool{}
 	for _, t := range []*symtab{syms, dyn} {
+		if !bytes.Contains(t.str, []byte("EVP_")) && !bytes.Contains(t.str, []byte("SSL_CTX_")) {
+			continue // no such name at all (one fast search of the string table)
+		}
 		for _, s := range t.syms {
 			if s.shndx == uint16(elf.SHN_UNDEF) || elf.SymType(s.info&0xf) != elf.STT_FUNC {
 				continue

@@ -240,19 +240,18 @@ func versionedImports(f *elf.File, data []byte, ld loaderDyn, dyn *symtab) []elf
 // dynsymFromLoader reads the dynamic symbol table through PT_DYNAMIC; its
 // length comes from DT_HASH or DT_GNU_HASH, as the loader knows it.
 func dynsymFromLoader(f *elf.File, data []byte, d loaderDyn) *symtab {
-	t := &symtab{}
+	b, str := loaderDynsym(f, data, d)
+	return decodeSyms(f, b, str)
+}
+
+// loaderDynsym returns the entries and string table of the dynamic symbol
+// table PT_DYNAMIC locates, undecoded (64-bit objects only).
+func loaderDynsym(f *elf.File, data []byte, d loaderDyn) (entries, str []byte) {
 	if f.Class != elf.ELFCLASS64 {
-		return t
+		return nil, nil
 	}
 	n := symCount(f, data, d)
-	syms := dynBytes(f, data, d, elf.DT_SYMTAB, 0, n*24)
-	t.str = dynBytes(f, data, d, elf.DT_STRTAB, elf.DT_STRSZ, 0)
-	bo := f.ByteOrder
-	for i := 24; i+24 <= len(syms); i += 24 {
-		e := syms[i : i+24]
-		t.syms = append(t.syms, rawSym{bo.Uint32(e), e[4], bo.Uint16(e[6:]), bo.Uint64(e[8:]), bo.Uint64(e[16:])})
-	}
-	return t
+	return dynBytes(f, data, d, elf.DT_SYMTAB, 0, n*24), dynBytes(f, data, d, elf.DT_STRTAB, elf.DT_STRSZ, 0)
 }
 
 func symCount(f *elf.File, data []byte, d loaderDyn) uint64 {

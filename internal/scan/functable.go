@@ -39,6 +39,14 @@ func (t *funcTable) len() int { return len(t.syms) }
 
 func (t *funcTable) name(f funcSym) string { return t.tab.name(rawSym{nameOff: f.nameOff}) }
 
+// expect tells the table how many questions are coming: more than
+// sortAfter, and it sorts at once rather than reading the symbols first.
+func (t *funcTable) expect(n int) {
+	if !t.sorted && t.asked+n > sortAfter {
+		t.sort()
+	}
+}
+
 // ask counts a question and sorts the table when it has had enough.
 func (t *funcTable) ask() bool {
 	if !t.sorted {

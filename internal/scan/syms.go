@@ -43,31 +43,50 @@ func (t *symtab) name(s rawSym) string { return string(t.nameBytes(s)) }
 
 // readSymtab parses the first section of type typ, or returns an empty table.
 func readSymtab(f *elf.File, data []byte, typ elf.SectionType) *symtab {
-	t := &symtab{}
+	b, str := symtabSection(f, data, typ)
+	return decodeSyms(f, b, str)
+}
+
+// symtabSection returns the entries and string table of the first section
+// of type typ, undecoded (nil when there is none).
+func symtabSection(f *elf.File, data []byte, typ elf.SectionType) (entries, str []byte) {
 	for _, s := range f.Sections {
 		if s.Type != typ {
 			continue
 		}
 		b := sectionBytes(data, s)
 		if b == nil || int(s.Link) >= len(f.Sections) {
-			return t
+			return nil, nil
 		}
-		t.str = sectionBytes(data, f.Sections[s.Link])
-		bo := f.ByteOrder
-		if f.Class == elf.ELFCLASS64 {
-			t.syms = make([]rawSym, 0, len(b)/24)
-			for i := 24; i+24 <= len(b); i += 24 { // entry 0 is the null symbol
-				e := b[i : i+24]
-				t.syms = append(t.syms, rawSym{bo.Uint32(e), e[4], bo.Uint16(e[6:]), bo.Uint64(e[8:]), bo.Uint64(e[16:])})
-			}
-		} else {
-			t.syms = make([]rawSym, 0, len(b)/16)
-			for i := 16; i+16 <= len(b); i += 16 {
-				e := b[i : i+16]
-				t.syms = append(t.syms, rawSym{bo.Uint32(e), e[12], bo.Uint16(e[14:]), uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[8:]))})
-			}
+		return b, sectionBytes(data, f.Sections[s.Link])
+	}
+	return nil, nil
+}
+
+// symEntSize is the size of one symbol table entry.
+func symEntSize(f *elf.File) int {
+	if f.Class == elf.ELFCLASS64 {
+		return 24
+	}
+	return 16
+}
+
+// decodeSyms reads symbol table entries (entry 0, the null symbol, skipped).
+func decodeSyms(f *elf.File, b, str []byte) *symtab {
+	t := &symtab{str: str}
+	bo := f.ByteOrder
+	if f.Class == elf.ELFCLASS64 {
+		t.syms = make([]rawSym, 0, max(len(b)/24-1, 0))
+		for i := 24; i+24 <= len(b); i += 24 {
+			e := b[i : i+24]
+			t.syms = append(t.syms, rawSym{bo.Uint32(e), e[4], bo.Uint16(e[6:]), bo.Uint64(e[8:]), bo.Uint64(e[16:])})
 		}
-		return t
+	} else {
+		t.syms = make([]rawSym, 0, max(len(b)/16-1, 0))
+		for i := 16; i+16 <= len(b); i += 16 {
+			e := b[i : i+16]
+			t.syms = append(t.syms, rawSym{bo.Uint32(e), e[12], bo.Uint16(e[14:]), uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[8:]))})
+		}
 	}
 	return t
 }
