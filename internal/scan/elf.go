@@ -5,7 +5,6 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,7 +134,11 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	if funcs.len() == 0 {
 		funcs = functions(dyn)
 	}
-	funcs.expect(2 * len(res.Hits)) // a look-up and maybe its aliases for each
+	hitAddrs := make([]uint64, len(res.Hits))
+	for i, h := range res.Hits {
+		hitAddrs[i] = h.Addr
+	}
+	funcs.prepare(hitAddrs) // one pass over the symbols for all hits
 	dispatched := ifuncTargets(f, data, []*symtab{syms, dyn}, funcs, regions, ld)
 	// Stripped objects name few functions: a hit no symbol covers belongs to
 	// the nearest preceding ifunc variant, when one starts before it with no
@@ -169,10 +172,9 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	byFn := map[key]*agg{}
 	a.file.Features, a.file.Guarded, a.file.Hints = map[string]int{}, map[string]int{}, map[string]int{}
 	shapes := &shapeGuards{regions: regions, idx: map[int]*guardIndex{}, dynamic: dyn, dataPointers: dataPointers(f, data, ld)}
-	var starts []uint64 // function starts of the unwind table, for stripped objects
-	if len(res.Hits) > 0 && len(syms.syms) == 0 {
-		starts = ehFrameStarts(f, data)
-		slices.Sort(starts)
+	var starts *ehTable // function starts of the unwind table, for stripped objects
+	if len(res.Hits) > 0 && syms.len() == 0 {
+		starts = readEhTable(f, data)
 	}
 	// First what names, tables and the code around each hit say; then, for
 	// the functions still unexplained, their callers (one pass for all).
@@ -182,43 +184,67 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 		why   string
 	}
 	js := make([]judged, len(res.Hits))
-	var ask []uint64
+	// The guard tables match names with globs: ask once per function and feature.
+	type nameFeat struct {
+		fn   string
+		feat uint8
+	}
+	byName := map[nameFeat]string{}
+	guardIn := func(fn string, feat uint8) string {
+		k := nameFeat{fn, feat}
+		why, ok := byName[k]
+		if !ok {
+			why = tbl.GuardIn(soname, fn, tbl.Features[feat])
+			byName[k] = why
+		}
+		return why
+	}
+	var unnamed []uint64 // starts of functions whose name guards nothing
 	for i, h := range res.Hits {
 		fn, start := funcs.lookup(h.Addr)
 		if fn == "" {
 			if v := variantOf(h.Addr); v != 0 {
 				fn, start = fmt.Sprintf("ifunc variant at 0x%x", v), v
-			} else if i := sort.Search(len(starts), func(i int) bool { return starts[i] > h.Addr }) - 1; i >= 0 {
+			} else if s, ok := starts.lastAtOrBefore(h.Addr); ok {
 				// No symbol covers it, but the unwind table says where its function starts.
-				fn, start = fmt.Sprintf("(no symbol) function at 0x%x", starts[i]), starts[i]
+				fn, start = fmt.Sprintf("(no symbol) function at 0x%x", s), s
 			} else {
 				// No symbol covers it: one finding per section, with the first address.
 				fn = names.at(h.Addr)
 			}
 		}
-		why := tbl.GuardIn(soname, fn, tbl.Features[h.Feature])
+		why := guardIn(fn, h.Feature)
 		if why == "" {
-			// Another name of the same function (glibc's malloc is also
-			// __libc_malloc) may be the one the guard table knows.
-			for _, al := range funcs.aliases(start) {
-				if n := funcs.name(al); n != fn {
-					if why = tbl.GuardIn(soname, n, tbl.Features[h.Feature]); why != "" {
-						fn = n
-						break
-					}
+			unnamed = append(unnamed, start)
+		}
+		js[i] = judged{fn, start, why}
+	}
+	funcs.prepareAliases(unnamed) // one pass for all
+	var ask []uint64
+	for i, h := range res.Hits {
+		j := &js[i]
+		if j.why != "" {
+			continue
+		}
+		// Another name of the same function (glibc's malloc is also
+		// __libc_malloc) may be the one the guard table knows.
+		for _, al := range funcs.aliases(j.start) {
+			if n := funcs.name(al); n != j.fn {
+				if j.why = guardIn(n, h.Feature); j.why != "" {
+					j.fn = n
+					break
 				}
 			}
 		}
-		if why == "" && dispatched[start] && start != 0 {
-			why = "runtime-dispatched: an ifunc resolver selects it by CPU"
+		if j.why == "" && dispatched[j.start] && j.start != 0 {
+			j.why = "runtime-dispatched: an ifunc resolver selects it by CPU"
 		}
-		if why == "" {
-			why = shapes.local(h.Addr)
+		if j.why == "" {
+			j.why = shapes.local(h.Addr)
 		}
-		if why == "" && start != 0 {
-			ask = append(ask, start)
+		if j.why == "" && j.start != 0 {
+			ask = append(ask, j.start)
 		}
-		js[i] = judged{fn, start, why}
 	}
 	var byCallers map[uint64]string
 	if len(ask) > 0 {
@@ -300,7 +326,7 @@ const rAArch64Irelative = 1032
 func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs *funcTable, regions []isa.Code, ld loaderDyn) map[uint64]bool {
 	resolvers := map[uint64]bool{}
 	for _, t := range tabs {
-		for _, s := range t.syms {
+		for _, s := range t.all() {
 			if elf.SymType(s.info&0xf) == elf.STT_GNU_IFUNC && s.value != 0 {
 				resolvers[s.value] = true
 			}
@@ -401,17 +427,25 @@ func (a *analyzed) dynamic(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	a.file.GlibcMax, a.file.Glibcxx = glibc, glibcxx
 	// The symbols behind a violation are named; the version tables are only read then.
 	if pol != nil && glibc != "" && CompareVersions(glibc, pol.GlibcMax) > 0 {
-		imported := versionedImports(f, data, ld, dyn)
+		imported := versionedImports(f, data, ld, dyn, newer("GLIBC_", pol.GlibcMax))
 		a.findings = append(a.findings, Finding{Kind: KindGlibc, Severity: SevError, Path: a.file.Path, Feature: "GLIBC_" + glibc,
 			Detail: fmt.Sprintf("needs GLIBC_%s but %s has glibc %s: %s", glibc, pol.OS, pol.GlibcMax, newerSymbols(imported, "GLIBC_", pol.GlibcMax))})
 	}
 	if pol != nil && pol.GlibcxxMax != "" && glibcxx != "" && CompareVersions(glibcxx, pol.GlibcxxMax) > 0 {
-		imported := versionedImports(f, data, ld, dyn)
+		imported := versionedImports(f, data, ld, dyn, newer("GLIBCXX_", pol.GlibcxxMax))
 		a.findings = append(a.findings, Finding{Kind: KindGlibcxx, Severity: SevError, Path: a.file.Path, Feature: "GLIBCXX_" + glibcxx,
 			Detail: fmt.Sprintf("links libstdc++ dynamically and needs GLIBCXX_%s but %s's libstdc++ has %s (link it with -static-libstdc++): %s",
 				glibcxx, pol.OS, pol.GlibcxxMax, newerSymbols(imported, "GLIBCXX_", pol.GlibcxxMax))})
 	}
 	a.openssl(f, data, syms, dyn, pol)
+}
+
+// newer accepts the versions prefix+V with V above ceiling.
+func newer(prefix, ceiling string) func(string) bool {
+	return func(version string) bool {
+		v, ok := strings.CutPrefix(version, prefix)
+		return ok && isVersion(v) && CompareVersions(v, ceiling) > 0
+	}
 }
 
 func newerSymbols(imported []elf.ImportedSymbol, prefix, ceiling string) string {
@@ -492,14 +526,14 @@ func (a *analyzed) openssl(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	defined := 0
 	seen := map[string]bool{}
 	for _, t := range []*symtab{syms, dyn} {
-		if !bytes.Contains(t.str, []byte("EVP_")) && !bytes.Contains(t.str, []byte("SSL_CTX_")) {
-			continue // no such name at all (one fast search of the string table)
+		if !containsAt(t.str, "EVP_", 1) && !containsAt(t.str, "SSL_CTX_", 6) {
+			continue // no such name in the string table: no need to read every name
 		}
-		for _, s := range t.syms {
+		for _, s := range t.all() {
 			if s.shndx == uint16(elf.SHN_UNDEF) || elf.SymType(s.info&0xf) != elf.STT_FUNC {
 				continue
 			}
-			if !t.nameHasPrefix(s, "EVP_") && !t.nameHasPrefix(s, "SSL_CTX_") {
+			if c := t.nameByte(s); c != 'E' && c != 'S' || !t.nameHasPrefix(s, "EVP_") && !t.nameHasPrefix(s, "SSL_CTX_") {
 				continue
 			}
 			if n := t.nameBytes(s); !seen[string(n)] {
@@ -508,10 +542,10 @@ func (a *analyzed) openssl(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 			}
 		}
 	}
-	if defined == 0 && len(syms.syms) == 0 {
+	if defined == 0 && syms.len() == 0 {
 		// Stripped: OpenSSL's version banner in the read-only data gives a static copy away.
 		if ro := f.Section(".rodata"); ro != nil {
-			if b := sectionBytes(data, ro); bytes.Contains(b, []byte("OpenSSL ")) && bytes.Contains(b, []byte("EVP_")) {
+			if b := sectionBytes(data, ro); containsAt(b, "OpenSSL ", 0) && containsAt(b, "EVP_", 1) {
 				defined = 1
 			}
 		}
@@ -533,6 +567,24 @@ func (a *analyzed) openssl(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 		a.findings = append(a.findings, Finding{Kind: KindOpenSSLShared, Severity: SevError, Path: a.file.Path,
 			Detail: fmt.Sprintf("needs a shared OpenSSL (%s) but %s links OpenSSL statically", strings.Join(a.file.Needed, ", "), pol.Target)})
 	}
+}
+
+// containsAt reports whether b contains pat, looking for pat[k] first: a
+// byte rare in symbol names and data ('V' of EVP_, 'X' of SSL_CTX_) makes
+// the search run at memory speed (bytes.Contains stops at every 'E').
+func containsAt(b []byte, pat string, k int) bool {
+	c := pat[k]
+	for pos := k; pos < len(b); {
+		i := bytes.IndexByte(b[pos:], c)
+		if i < 0 {
+			return false
+		}
+		if at := pos + i - k; at+len(pat) <= len(b) && string(b[at:at+len(pat)]) == pat {
+			return true
+		}
+		pos += i + 1
+	}
+	return false
 }
 
 func baseName(p string) string {

@@ -111,7 +111,7 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 	}
 
 	// Functions the loader or unwinder can reach: data does not hold them.
-	var roots []uint64
+	var roots []uint64 // the entry point, DT_INIT, DT_FINI
 	if f.Entry != 0 {
 		roots = append(roots, f.Entry)
 	}
@@ -124,29 +124,36 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 		typ := elf.SymType(s.info & 0xf)
 		return (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && s.value != 0 && s.shndx != uint16(elf.SHN_UNDEF)
 	}
-	for _, s := range dyn.syms {
-		if isRoot(s) {
-			roots = append(roots, s.value)
-		}
-	}
-	roots = append(roots, ehFrameStarts(f, data)...)
-	// rootIn returns the first root in [lo, hi). Most objects ask a few
-	// times (a dozen data sections): those read the roots; an object with
-	// many $d marks asks often, so after sortAfter questions they are sorted.
+	eh := readEhTable(f, data)
+	// rootIn returns the first root in [lo, hi): of roots, the unwind table
+	// (searched, being sorted) and the dynamic function symbols, whose
+	// addresses are copied out on the first question. Most objects ask a
+	// few times (a dozen data sections): those read the addresses; an
+	// object with many $d marks asks often, so after sortAfter questions
+	// they are sorted.
 	asked := 0
+	var dynRoots []uint64
 	rootIn := func(lo, hi uint64) (uint64, bool) {
-		if asked++; asked > sortAfter {
-			if asked == sortAfter+1 {
-				slices.Sort(roots)
+		if asked++; asked == 1 {
+			roots = slices.Grow(roots, dyn.len())
+			for _, s := range dyn.all() {
+				if isRoot(s) {
+					roots = append(roots, s.value)
+				}
 			}
-			i := sort.Search(len(roots), func(i int) bool { return roots[i] >= lo })
-			if i < len(roots) && roots[i] < hi {
-				return roots[i], true
-			}
-			return 0, false
+			dynRoots = roots
 		}
-		first, ok := uint64(0), false
-		for _, r := range roots {
+		first, ok := eh.firstIn(lo, hi)
+		if asked > sortAfter {
+			if asked == sortAfter+1 {
+				slices.Sort(dynRoots)
+			}
+			if i := sort.Search(len(dynRoots), func(i int) bool { return dynRoots[i] >= lo }); i < len(dynRoots) && dynRoots[i] < hi && (!ok || dynRoots[i] < first) {
+				first, ok = dynRoots[i], true
+			}
+			return first, ok
+		}
+		for _, r := range dynRoots {
 			if r >= lo && r < hi && (!ok || r < first) {
 				first, ok = r, true
 			}
@@ -158,7 +165,7 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 		case addr == f.Entry:
 			return "the entry point"
 		}
-		for _, s := range dyn.syms { // the first dynamic symbol there names it (rare: only for a lie)
+		for _, s := range dyn.all() { // the first dynamic symbol there names it (rare: only for a lie)
 			if isRoot(s) && s.value == addr {
 				return "dynamic symbol " + dyn.name(s)
 			}
@@ -176,7 +183,7 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 			dataOff = append(dataOff, span{p.Off, p.Off + p.Filesz})
 		}
 	}
-	nsym := uint64(len(dyn.syms) + 1)
+	nsym := uint64(dyn.len() + 1)
 	for _, t := range [][2]elf.DynTag{{elf.DT_STRTAB, elf.DT_STRSZ}, {elf.DT_RELA, elf.DT_RELASZ}, {elf.DT_JMPREL, elf.DT_PLTRELSZ}} {
 		if b := dynBytes(f, data, ld, t[0], t[1], 0); b != nil {
 			off, _ := vaddrOff(f, n, mustOne(ld, t[0]))
@@ -277,7 +284,7 @@ func dataMarks(f *elf.File, syms *symtab) map[int][]span {
 		data bool
 	}
 	marks := map[int][]mark{}
-	for _, s := range syms.syms {
+	for _, s := range syms.all() {
 		n := syms.nameBytes(s)
 		if len(n) >= 2 && n[0] == '$' && (n[1] == 'd' || n[1] == 'x') && (len(n) == 2 || n[2] == '.') {
 			marks[int(s.shndx)] = append(marks[int(s.shndx)], mark{s.value, n[1] == 'd'})

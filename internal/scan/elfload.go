@@ -193,15 +193,16 @@ func walkVerNeed(bo binary.ByteOrder, b, strs []byte, max int, fn func(idx uint1
 }
 
 // versionedImports returns the undefined dynamic symbols that need a
-// version, each with the version's name: the version-symbol table runs
-// beside the dynamic symbols and its indexes name entries of the
-// version-needs table. It reads the loader's view (DT_VERSYM, DT_VERNEED),
-// or the section headers when there is no PT_DYNAMIC.
-func versionedImports(f *elf.File, data []byte, ld loaderDyn, dyn *symtab) []elf.ImportedSymbol {
+// version want accepts (nil: any), each with the version's name: the
+// version-symbol table runs beside the dynamic symbols and its indexes name
+// entries of the version-needs table. It reads the loader's view
+// (DT_VERSYM, DT_VERNEED), or the section headers when there is no
+// PT_DYNAMIC. Only the names of the symbols returned are read.
+func versionedImports(f *elf.File, data []byte, ld loaderDyn, dyn *symtab, want func(version string) bool) []elf.ImportedSymbol {
 	var versym, verneed, strs []byte
 	max := 0
 	if ld.present {
-		versym = dynBytes(f, data, ld, elf.DT_VERSYM, 0, uint64(len(dyn.syms)+1)*2)
+		versym = dynBytes(f, data, ld, elf.DT_VERSYM, 0, uint64(dyn.len()+1)*2)
 		verneed = dynBytes(f, data, ld, elf.DT_VERNEED, 0, uint64(len(data)))
 		strs = dynBytes(f, data, ld, elf.DT_STRTAB, elf.DT_STRSZ, 0)
 		num, _ := ld.one(elf.DT_VERNEEDNUM)
@@ -216,22 +217,34 @@ func versionedImports(f *elf.File, data []byte, ld loaderDyn, dyn *symtab) []elf
 			}
 		}
 	}
-	names := map[uint16]string{}
-	walkVerNeed(f.ByteOrder, verneed, strs, max, func(idx uint16, name string) { names[idx] = name })
+	// Version indexes are small (one per needed version); names[idx] is
+	// the version, "" when it is not wanted.
+	var names []string
+	walkVerNeed(f.ByteOrder, verneed, strs, max, func(idx uint16, name string) {
+		idx &= 0x7fff
+		if want != nil && !want(name) {
+			return
+		}
+		for int(idx) >= len(names) {
+			names = append(names, "")
+		}
+		names[idx] = name
+	})
 	if len(names) == 0 {
 		return nil
 	}
 	var out []elf.ImportedSymbol
-	for i, s := range dyn.syms {
-		j := (i + 1) * 2 // entry 0, the null symbol, is not in dyn.syms
+	for i, n := 0, dyn.len(); i < n; i++ {
+		j := (i + 1) * 2 // entry 0, the null symbol, is not in dyn
 		if j+2 > len(versym) {
 			break
 		}
-		if s.shndx != uint16(elf.SHN_UNDEF) {
+		v := int(f.ByteOrder.Uint16(versym[j:]) & 0x7fff)
+		if v >= len(names) || names[v] == "" {
 			continue
 		}
-		if v, ok := names[f.ByteOrder.Uint16(versym[j:])&0x7fff]; ok {
-			out = append(out, elf.ImportedSymbol{Name: dyn.name(s), Version: v})
+		if s := dyn.at(i); s.shndx == uint16(elf.SHN_UNDEF) {
+			out = append(out, elf.ImportedSymbol{Name: dyn.name(s), Version: names[v]})
 		}
 	}
 	return out
@@ -289,10 +302,21 @@ func symCount(f *elf.File, data []byte, d loaderDyn) uint64 {
 	}
 }
 
-// ehFrameStarts reads the function start addresses of the unwind table that
-// PT_GNU_EH_FRAME points at (.eh_frame_hdr's sorted table). The unwinder
-// uses it, so it survives stripping and section-header edits.
-func ehFrameStarts(f *elf.File, data []byte) []uint64 {
+// ehTable is the unwind table's list of function starts, read where it
+// lies: PT_GNU_EH_FRAME points at .eh_frame_hdr's binary-search table. The
+// unwinder uses it, so it survives stripping and section-header edits. The
+// format says it is sorted; a table that is not is read start to end.
+type ehTable struct {
+	b      []byte // the table: count entries of (initial location, FDE), 4 bytes each
+	vaddr  uint64 // PT_GNU_EH_FRAME's address (the entries are relative to it)
+	bo     binary.ByteOrder
+	n      int
+	sorted int8 // 0: not checked yet; 1: sorted; -1: not
+}
+
+// readEhTable finds the unwind table (empty when there is none or it is in
+// a form this does not read).
+func readEhTable(f *elf.File, data []byte) *ehTable {
 	n := uint64(len(data))
 	for _, p := range f.Progs {
 		if p.Type != elf.PT_GNU_EH_FRAME || p.Off >= n {
@@ -301,31 +325,82 @@ func ehFrameStarts(f *elf.File, data []byte) []uint64 {
 		b := data[p.Off : p.Off+min(p.Filesz, n-p.Off)]
 		// version 1; eh_frame_ptr enc; fde_count enc; table enc (datarel|sdata4 = 0x3b).
 		if len(b) < 12 || b[0] != 1 || b[3] != 0x3b {
-			return nil
+			return &ehTable{}
 		}
 		pos := 4
 		if sz := encSize(b[1]); sz == 0 {
-			return nil
+			return &ehTable{}
 		} else {
 			pos += sz
 		}
 		if b[2] != 0x03 && b[2] != 0x0b { // udata4 / sdata4, absolute
-			return nil
+			return &ehTable{}
 		}
 		if pos+4 > len(b) {
-			return nil
+			return &ehTable{}
 		}
 		count := uint64(f.ByteOrder.Uint32(b[pos:]))
 		pos += 4
 		count = min(count, uint64(len(b)-pos)/8)
-		out := make([]uint64, 0, count)
-		for i := uint64(0); i < count; i++ {
-			rel := int64(int32(f.ByteOrder.Uint32(b[pos+int(i)*8:])))
-			out = append(out, uint64(int64(p.Vaddr)+rel))
-		}
-		return out
+		return &ehTable{b: b[pos : pos+int(count)*8], vaddr: p.Vaddr, bo: f.ByteOrder, n: int(count)}
 	}
-	return nil
+	return &ehTable{}
+}
+
+// at returns the start of function i.
+func (e *ehTable) at(i int) uint64 {
+	return uint64(int64(e.vaddr) + int64(int32(e.bo.Uint32(e.b[i*8:]))))
+}
+
+func (e *ehTable) isSorted() bool {
+	if e.sorted == 0 {
+		e.sorted = 1
+		for i := 1; i < e.n; i++ {
+			if e.at(i) < e.at(i-1) {
+				e.sorted = -1
+				break
+			}
+		}
+	}
+	return e.sorted > 0
+}
+
+// firstIn returns the lowest start in [lo, hi).
+func (e *ehTable) firstIn(lo, hi uint64) (uint64, bool) {
+	if e.isSorted() {
+		i := sort.Search(e.n, func(i int) bool { return e.at(i) >= lo })
+		if i < e.n && e.at(i) < hi {
+			return e.at(i), true
+		}
+		return 0, false
+	}
+	first, ok := uint64(0), false
+	for i := 0; i < e.n; i++ {
+		if a := e.at(i); a >= lo && a < hi && (!ok || a < first) {
+			first, ok = a, true
+		}
+	}
+	return first, ok
+}
+
+// lastAtOrBefore returns the highest start at or before addr.
+func (e *ehTable) lastAtOrBefore(addr uint64) (uint64, bool) {
+	if e == nil {
+		return 0, false
+	}
+	if e.isSorted() {
+		if i := sort.Search(e.n, func(i int) bool { return e.at(i) > addr }) - 1; i >= 0 {
+			return e.at(i), true
+		}
+		return 0, false
+	}
+	last, ok := uint64(0), false
+	for i := 0; i < e.n; i++ {
+		if a := e.at(i); a <= addr && (!ok || a > last) {
+			last, ok = a, true
+		}
+	}
+	return last, ok
 }
 
 func encSize(enc byte) int {

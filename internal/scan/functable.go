@@ -7,43 +7,65 @@ import (
 	"sort"
 )
 
-// funcTable finds the function symbol that holds an address. A scan asks
-// few questions of tables of up to a few hundred thousand symbols (a
-// library with a handful of extension instructions), so the first
-// sortAfter questions are answered by reading the symbols in table order;
-// after that the table is sorted once and searched. Both ways give the
-// same answers (TestFuncTableWays).
+// funcTable finds the function symbol that holds an address, reading the
+// symbol table where it lies. A scan asks about a few hundred addresses of
+// a table of up to a few hundred thousand symbols, and in a fresh process
+// new memory costs more than reading (a page fault per 4 KiB), so:
+//   - prepare answers a batch of addresses in one pass over the symbols,
+//     with memory for the batch only;
+//   - the first sortAfter other questions read the symbols once each;
+//   - after that the function symbols are copied out and sorted once.
+//
+// All three give the same answers (TestFuncTableWays).
 type funcTable struct {
 	tab    *symtab
-	syms   []funcSym // table order until sorted: by address, aliases last-first
+	n      int       // function symbols
+	syms   []funcSym // once sorted: by address, aliases last-first
 	sorted bool
 	asked  int
+	known  map[uint64]*funcSym // prepared answers (nil: none holds it)
+	alias  map[uint64][]funcSym
+}
+
+// funcSym is a function symbol; its name is read from its table when
+// needed. It holds no pointer, so sorting many is cheap.
+type funcSym struct {
+	addr, size uint64
+	nameOff    uint32
+	seq        uint32 // place in the table
 }
 
 // sortAfter is how many questions are answered without sorting.
 const sortAfter = 32
 
+func isFunc(s rawSym) bool {
+	typ := elf.SymType(s.info & 0xf)
+	return (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && s.value != 0 && s.shndx != uint16(elf.SHN_UNDEF)
+}
+
+func funcOf(i int, s rawSym) funcSym { return funcSym{s.value, s.size, s.nameOff, uint32(i)} }
+
 // functions returns the defined function symbols of a table.
 func functions(t *symtab) *funcTable {
 	ft := &funcTable{tab: t}
-	for i, s := range t.syms {
-		typ := elf.SymType(s.info & 0xf)
-		if (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && s.value != 0 && s.shndx != uint16(elf.SHN_UNDEF) {
-			ft.syms = append(ft.syms, funcSym{s.value, s.size, s.nameOff, uint32(i)})
+	for _, s := range t.all() {
+		if isFunc(s) {
+			ft.n++
 		}
 	}
 	return ft
 }
 
-func (t *funcTable) len() int { return len(t.syms) }
+func (t *funcTable) len() int { return t.n }
 
 func (t *funcTable) name(f funcSym) string { return t.tab.name(rawSym{nameOff: f.nameOff}) }
 
-// expect tells the table how many questions are coming: more than
-// sortAfter, and it sorts at once rather than reading the symbols first.
-func (t *funcTable) expect(n int) {
-	if !t.sorted && t.asked+n > sortAfter {
-		t.sort()
+// each yields the function symbols in table order.
+func (t *funcTable) each(yield func(funcSym)) {
+	for i, s := range t.tab.all() {
+		if isFunc(s) {
+			yield(funcOf(i, s))
+		}
 	}
 }
 
@@ -58,16 +80,17 @@ func (t *funcTable) ask() bool {
 	return true
 }
 
-// sort orders the symbols by address; of aliases (one address), the first
-// in the table comes last, so that lookup, which searches back from the
-// end, names it.
+// sort copies the function symbols out and orders them by address; of
+// aliases (one address), the first in the table comes last, so that
+// holding, which searches back from the end, names it.
 func (t *funcTable) sort() {
 	t.sorted = true
-	n := len(t.syms)
-	fits := n < 1<<24
-	for _, f := range t.syms {
+	t.syms = make([]funcSym, 0, t.n)
+	fits := t.n < 1<<24
+	t.each(func(f funcSym) {
+		t.syms = append(t.syms, f)
 		fits = fits && f.addr < 1<<40
-	}
+	})
 	if !fits {
 		slices.SortFunc(t.syms, func(a, b funcSym) int {
 			if c := cmp.Compare(a.addr, b.addr); c != 0 {
@@ -79,6 +102,7 @@ func (t *funcTable) sort() {
 	}
 	// Addresses below 2^40 and fewer than 2^24 symbols (every real object):
 	// sort plain integers, address then reversed table place, and reorder.
+	n := len(t.syms)
 	keys := make([]uint64, n)
 	for i, f := range t.syms {
 		keys[i] = f.addr<<24 | uint64(n-1-i)
@@ -104,31 +128,9 @@ func (t *funcTable) lookup(addr uint64) (string, uint64) {
 	return "", 0
 }
 
-func (t *funcTable) holding(addr uint64) *funcSym {
-	if t.ask() {
-		fs := t.syms
-		i := sort.Search(len(fs), func(i int) bool { return fs[i].addr > addr }) - 1
-		for ; i >= 0; i-- {
-			f := &fs[i]
-			if addr >= f.addr && (addr < f.addr+f.size || f.size == 0 && i == len(fs)-1) {
-				return f
-			}
-			if f.size > 0 && addr >= f.addr+f.size {
-				break
-			}
-		}
-		return nil
-	}
-	var last, best *funcSym // the last symbol; the last sized one at or before addr
-	for i := range t.syms {
-		f := &t.syms[i]
-		if last == nil || later(f, last) {
-			last = f
-		}
-		if f.size > 0 && f.addr <= addr && (best == nil || later(f, best)) {
-			best = f
-		}
-	}
+// judge decides, from the table's last symbol and the last sized symbol at
+// or before addr, which function holds addr.
+func judge(last, best *funcSym, addr uint64) *funcSym {
 	switch {
 	case last == nil:
 		return nil
@@ -143,10 +145,118 @@ func (t *funcTable) holding(addr uint64) *funcSym {
 	return nil
 }
 
+// prepare answers, in one pass over the symbols, which function holds each
+// of addrs; later look-ups of them cost nothing.
+func (t *funcTable) prepare(addrs []uint64) {
+	if t.sorted || len(addrs) == 0 {
+		return
+	}
+	as := slices.Clone(addrs)
+	slices.Sort(as)
+	as = slices.Compact(as)
+	// cand[k]: the last sized symbol starting in (as[k-1], as[k]]; the best
+	// for as[k] is the last of cand[0..k].
+	cand := make([]funcSym, len(as))
+	have := make([]bool, len(as))
+	var last funcSym
+	found := false
+	t.each(func(f funcSym) {
+		if !found || later(&f, &last) {
+			last, found = f, true
+		}
+		if f.size == 0 {
+			return
+		}
+		if k := sort.Search(len(as), func(k int) bool { return as[k] >= f.addr }); k < len(as) && (!have[k] || later(&f, &cand[k])) {
+			cand[k], have[k] = f, true
+		}
+	})
+	if t.known == nil {
+		t.known = make(map[uint64]*funcSym, len(as))
+	}
+	var lastp, best *funcSym
+	if found {
+		lastp = &last
+	}
+	for k, a := range as {
+		if have[k] && (best == nil || later(&cand[k], best)) {
+			best = &cand[k]
+		}
+		if f := judge(lastp, best, a); f != nil {
+			c := *f
+			t.known[a] = &c
+		} else {
+			t.known[a] = nil
+		}
+	}
+}
+
+func (t *funcTable) holding(addr uint64) *funcSym {
+	if f, ok := t.known[addr]; ok {
+		return f
+	}
+	if t.ask() {
+		fs := t.syms
+		i := sort.Search(len(fs), func(i int) bool { return fs[i].addr > addr }) - 1
+		for ; i >= 0; i-- {
+			f := &fs[i]
+			if addr >= f.addr && (addr < f.addr+f.size || f.size == 0 && i == len(fs)-1) {
+				return f
+			}
+			if f.size > 0 && addr >= f.addr+f.size {
+				break
+			}
+		}
+		return nil
+	}
+	var last, best funcSym // the last symbol; the last sized one at or before addr
+	anyLast, anyBest := false, false
+	t.each(func(f funcSym) {
+		if !anyLast || later(&f, &last) {
+			last, anyLast = f, true
+		}
+		if f.size > 0 && f.addr <= addr && (!anyBest || later(&f, &best)) {
+			best, anyBest = f, true
+		}
+	})
+	var lp, bp *funcSym
+	if anyLast {
+		lp = &last
+	}
+	if anyBest {
+		bp = &best
+	}
+	return judge(lp, bp, addr)
+}
+
+// prepareAliases finds, in one pass, the symbols starting at each of
+// starts.
+func (t *funcTable) prepareAliases(starts []uint64) {
+	if t.sorted || len(starts) == 0 {
+		return
+	}
+	if t.alias == nil {
+		t.alias = make(map[uint64][]funcSym, len(starts))
+	}
+	for _, a := range starts {
+		if _, ok := t.alias[a]; !ok && a != 0 {
+			t.alias[a] = nil
+		}
+	}
+	t.each(func(f funcSym) {
+		if list, ok := t.alias[f.addr]; ok {
+			t.alias[f.addr] = append(list, f)
+		}
+	})
+}
+
 // aliases returns the function symbols that start at addr, in table order.
 func (t *funcTable) aliases(addr uint64) []funcSym {
 	if addr == 0 {
 		return nil
+	}
+	if list, ok := t.alias[addr]; ok {
+		return list
 	}
 	var out []funcSym
 	if t.ask() {
@@ -157,11 +267,11 @@ func (t *funcTable) aliases(addr uint64) []funcSym {
 		slices.Reverse(out)
 		return out
 	}
-	for _, f := range t.syms {
+	t.each(func(f funcSym) {
 		if f.addr == addr {
 			out = append(out, f)
 		}
-	}
+	})
 	return out
 }
 
@@ -172,10 +282,7 @@ func (t *funcTable) startsIn(lo, hi uint64) bool {
 		j := sort.Search(len(fs), func(j int) bool { return fs[j].addr > lo })
 		return j < len(fs) && fs[j].addr <= hi
 	}
-	for _, f := range t.syms {
-		if f.addr > lo && f.addr <= hi {
-			return true
-		}
-	}
-	return false
+	found := false
+	t.each(func(f funcSym) { found = found || f.addr > lo && f.addr <= hi })
+	return found
 }

@@ -1,47 +1,74 @@
 package scan
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 )
 
-// TestFuncTableWays: reading the symbols (the first questions) and
-// searching the sorted table (the rest) give the same answers, on random
-// tables with aliases, zero-sized symbols and overlaps.
+// symtabOf lays symbols out as ELF64 little-endian entries, the null
+// symbol first, as a symbol table section holds them.
+func symtabOf(str string, syms ...rawSym) *symtab {
+	b := make([]byte, 24*(len(syms)+1))
+	for i, s := range syms {
+		e := b[24*(i+1):]
+		binary.LittleEndian.PutUint32(e, s.nameOff)
+		e[4] = s.info
+		binary.LittleEndian.PutUint16(e[6:], s.shndx)
+		binary.LittleEndian.PutUint64(e[8:], s.value)
+		binary.LittleEndian.PutUint64(e[16:], s.size)
+	}
+	return &symtab{ent: b[24:], es: 24, bo: binary.LittleEndian, str: []byte(str), is64: true, le: true}
+}
+
+// TestFuncTableWays: reading the symbols (the first questions), answering a
+// prepared batch in one pass and searching the sorted table (the rest)
+// give the same answers, on random tables with aliases, zero-sized symbols
+// and overlaps.
 func TestFuncTableWays(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round < 2000; round++ {
-		st := &symtab{str: []byte("\x00a\x00b\x00c\x00d\x00e\x00")}
 		base := uint64(0)
 		if round%2 == 1 {
 			base = 1 << 41 // too high to pack: the other sort
 		}
-		n := r.IntN(12)
-		for i := 0; i < n; i++ {
+		var syms []rawSym
+		for i, n := 0, r.IntN(12); i < n; i++ {
 			size := uint64(0)
 			if r.IntN(3) > 0 {
 				size = uint64(r.IntN(24))
 			}
-			st.syms = append(st.syms, rawSym{nameOff: uint32(1 + 2*r.IntN(5)), info: byte(2) /* STT_FUNC */, shndx: 1, value: base*uint64(r.IntN(2)) + uint64(1+r.IntN(40)), size: size})
-		}
-		linear, sorted := functions(st), functions(st)
-		sorted.sort()
-		for q := 0; q < 60; q++ {
-			addr := base*uint64(r.IntN(2)) + uint64(r.IntN(72))
-			ln, la := linear.lookup(addr)
-			sn, sa := sorted.lookup(addr)
-			linear.asked = 0 // keep the linear table linear
-			if ln != sn || la != sa {
-				t.Fatalf("round %d: lookup(%d): linear %q@%d, sorted %q@%d; symbols %+v", round, addr, ln, la, sn, sa, st.syms)
+			info := byte(2) // STT_FUNC
+			if r.IntN(8) == 0 {
+				info = 1 // STT_OBJECT: not a function
 			}
-			lal, sal := linear.aliases(addr), sorted.aliases(addr)
-			linear.asked = 0
-			if len(lal) != len(sal) {
-				t.Fatalf("aliases(%d): %d vs %d", addr, len(lal), len(sal))
+			syms = append(syms, rawSym{nameOff: uint32(1 + 2*r.IntN(5)), info: info, shndx: 1, value: base*uint64(r.IntN(2)) + uint64(1+r.IntN(40)), size: size})
+		}
+		st := symtabOf("\x00a\x00b\x00c\x00d\x00e\x00", syms...)
+		var qs []uint64
+		for q := 0; q < 60; q++ {
+			qs = append(qs, base*uint64(r.IntN(2))+uint64(r.IntN(72)))
+		}
+		linear, prepared, sorted := functions(st), functions(st), functions(st)
+		prepared.prepare(qs)
+		prepared.prepareAliases(qs)
+		sorted.sort()
+		for _, addr := range qs {
+			ln, la := linear.lookup(addr)
+			pn, pa := prepared.lookup(addr)
+			sn, sa := sorted.lookup(addr)
+			linear.asked, prepared.asked = 0, 0 // keep them from sorting
+			if ln != sn || la != sa || pn != sn || pa != sa {
+				t.Fatalf("round %d: lookup(%d): linear %q@%d, prepared %q@%d, sorted %q@%d; symbols %+v", round, addr, ln, la, pn, pa, sn, sa, syms)
+			}
+			lal, pal, sal := linear.aliases(addr), prepared.aliases(addr), sorted.aliases(addr)
+			linear.asked, prepared.asked = 0, 0
+			if len(lal) != len(sal) || len(pal) != len(sal) {
+				t.Fatalf("aliases(%d): %d, %d, %d", addr, len(lal), len(pal), len(sal))
 			}
 			for i := range lal {
-				if lal[i].seq != sal[i].seq {
-					t.Fatalf("aliases(%d) order: %+v vs %+v", addr, lal, sal)
+				if lal[i].seq != sal[i].seq || pal[i].seq != sal[i].seq {
+					t.Fatalf("aliases(%d) order: %+v, %+v, %+v", addr, lal, pal, sal)
 				}
 			}
 			hi := addr + uint64(r.IntN(10))
@@ -50,12 +77,12 @@ func TestFuncTableWays(t *testing.T) {
 			}
 			linear.asked = 0
 		}
-		if linear.sorted {
-			t.Fatal("the linear table sorted itself")
+		if linear.sorted || prepared.sorted {
+			t.Fatal("a reading table sorted itself")
 		}
 	}
 	// After sortAfter questions a table sorts itself.
-	ft := functions(&symtab{syms: []rawSym{{info: 2, shndx: 1, value: 8, size: 4}, {info: 2, shndx: 1, value: 4, size: 4}}})
+	ft := functions(symtabOf("\x00", rawSym{info: 2, shndx: 1, value: 8, size: 4}, rawSym{info: 2, shndx: 1, value: 4, size: 4}))
 	for i := 0; i <= sortAfter; i++ {
 		ft.lookup(5)
 	}

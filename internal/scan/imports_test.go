@@ -28,9 +28,9 @@ func TestVersionedImports(t *testing.T) {
 		}
 		ld := readLoaderDyn(f, data)
 		dyn := dynsymFromLoader(f, data, ld)
-		got := versionedImports(f, data, ld, dyn)
+		got := versionedImports(f, data, ld, dyn, nil)
 		weak := map[string]bool{}
-		for _, s := range dyn.syms {
+		for _, s := range dyn.all() {
 			if elf.ST_BIND(s.info) == elf.STB_WEAK {
 				weak[dyn.name(s)] = true
 			}
@@ -58,10 +58,49 @@ func TestVersionedImports(t *testing.T) {
 		if n == 0 {
 			t.Errorf("%s: no versioned imports; the comparison proves nothing", lib)
 		}
+		// With a filter: exactly the symbols of the accepted versions.
+		want28 := newer("GLIBC_", "2.28")
+		filtered := versionedImports(f, data, ld, dyn, want28)
+		keep := 0
+		for _, s := range got {
+			if want28(s.Version) {
+				keep++
+			}
+		}
+		for _, s := range filtered {
+			if !want28(s.Version) {
+				t.Errorf("%s: filtered imports hold %s@%s", lib, s.Name, s.Version)
+			}
+		}
+		if len(filtered) != keep || keep == 0 {
+			t.Errorf("%s: %d imports newer than GLIBC_2.28 with the filter, %d without", lib, len(filtered), keep)
+		}
 		f.Close()
 		checked++
 	}
 	if checked == 0 {
 		t.Skip("no aarch64 libraries installed (scripts/install-deps.sh)")
+	}
+}
+
+func TestContainsAt(t *testing.T) {
+	for _, c := range []struct {
+		b, pat string
+		k      int
+		want   bool
+	}{
+		{"xxEVP_foo", "EVP_", 1, true},
+		{"EVP_", "EVP_", 1, true},
+		{"EVP", "EVP_", 1, false},
+		{"VP_EV_EVP", "EVP_", 1, false},
+		{"\x00SSL_CTX_new\x00", "SSL_CTX_", 6, true},
+		{"SSL_CTXX_", "SSL_CTX_", 6, false},
+		{"OpenSSL 3.0.11", "OpenSSL ", 0, true},
+		{"", "EVP_", 1, false},
+		{"V", "EVP_", 1, false},
+	} {
+		if got := containsAt([]byte(c.b), c.pat, c.k); got != c.want {
+			t.Errorf("containsAt(%q, %q, %d) = %v", c.b, c.pat, c.k, got)
+		}
 	}
 }

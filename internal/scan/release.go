@@ -8,7 +8,7 @@ import (
 // releaseFrom is the smallest region whose pages are dropped: below it the
 // pages cost less to keep than the system calls that drop them (a 6 MB
 // library took 24 madvise calls), and memory stays bounded by it.
-const releaseFrom = 64 << 20
+const releaseFrom = 128 << 20
 
 // release returns a function that drops the resident pages of a classified
 // byte range of b, so scanning a 2 GB doris_be does not keep 2 GB resident.

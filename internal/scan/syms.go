@@ -3,6 +3,8 @@ package scan
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
+	"iter"
 )
 
 // rawSym is a symbol read straight from the mapped file: no copies, and its
@@ -16,9 +18,48 @@ type rawSym struct {
 }
 
 // symtab is one symbol table (.symtab or .dynsym) with its string table.
+// Its entries stay where they are in the mapped file and are decoded when
+// read: a table of 100,000 symbols costs no memory of its own (fresh memory
+// is what a short scan pays most for).
 type symtab struct {
-	syms []rawSym
+	ent  []byte // the entries after entry 0 (the null symbol)
+	es   int    // entry size: 24 (ELF64) or 16 (ELF32)
+	bo   binary.ByteOrder
 	str  []byte
+	is64 bool
+	le   bool // little-endian
+}
+
+// len is the number of symbols (the null symbol not counted).
+func (t *symtab) len() int {
+	if t.es == 0 {
+		return 0
+	}
+	return len(t.ent) / t.es
+}
+
+// at decodes symbol i (0: the first after the null symbol).
+func (t *symtab) at(i int) rawSym {
+	e := t.ent[i*t.es : i*t.es+t.es]
+	if t.is64 && t.le {
+		le := binary.LittleEndian // every aarch64 object: inlined, no interface calls
+		return rawSym{le.Uint32(e), e[4], le.Uint16(e[6:]), le.Uint64(e[8:]), le.Uint64(e[16:])}
+	}
+	if t.is64 {
+		return rawSym{t.bo.Uint32(e), e[4], t.bo.Uint16(e[6:]), t.bo.Uint64(e[8:]), t.bo.Uint64(e[16:])}
+	}
+	return rawSym{t.bo.Uint32(e), e[12], t.bo.Uint16(e[14:]), uint64(t.bo.Uint32(e[4:])), uint64(t.bo.Uint32(e[8:]))}
+}
+
+// all yields each symbol with its index.
+func (t *symtab) all() iter.Seq2[int, rawSym] {
+	return func(yield func(int, rawSym) bool) {
+		for i, n := 0, t.len(); i < n; i++ {
+			if !yield(i, t.at(i)) {
+				return
+			}
+		}
+	}
 }
 
 func (t *symtab) nameBytes(s rawSym) []byte {
@@ -30,6 +71,14 @@ func (t *symtab) nameBytes(s rawSym) []byte {
 		return b[:i]
 	}
 	return b
+}
+
+// nameByte returns the first byte of a symbol's name (0 when it has none).
+func (t *symtab) nameByte(s rawSym) byte {
+	if int(s.nameOff) >= len(t.str) {
+		return 0
+	}
+	return t.str[s.nameOff]
 }
 
 // nameHasPrefix reports whether a symbol's name starts with p, without
@@ -71,32 +120,14 @@ func symEntSize(f *elf.File) int {
 	return 16
 }
 
-// decodeSyms reads symbol table entries (entry 0, the null symbol, skipped).
+// decodeSyms makes a table of symbol table entries (entry 0, the null
+// symbol, skipped); nothing is copied.
 func decodeSyms(f *elf.File, b, str []byte) *symtab {
-	t := &symtab{str: str}
-	bo := f.ByteOrder
-	if f.Class == elf.ELFCLASS64 {
-		t.syms = make([]rawSym, 0, max(len(b)/24-1, 0))
-		for i := 24; i+24 <= len(b); i += 24 {
-			e := b[i : i+24]
-			t.syms = append(t.syms, rawSym{bo.Uint32(e), e[4], bo.Uint16(e[6:]), bo.Uint64(e[8:]), bo.Uint64(e[16:])})
-		}
-	} else {
-		t.syms = make([]rawSym, 0, max(len(b)/16-1, 0))
-		for i := 16; i+16 <= len(b); i += 16 {
-			e := b[i : i+16]
-			t.syms = append(t.syms, rawSym{bo.Uint32(e), e[12], bo.Uint16(e[14:]), uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[8:]))})
-		}
+	t := &symtab{es: symEntSize(f), bo: f.ByteOrder, str: str, is64: f.Class == elf.ELFCLASS64, le: f.ByteOrder == binary.LittleEndian}
+	if len(b) >= 2*t.es {
+		t.ent = b[t.es : len(b)/t.es*t.es]
 	}
 	return t
-}
-
-// funcSym is a function symbol; its name is read from its table when
-// needed. It holds no pointer, so sorting many is cheap.
-type funcSym struct {
-	addr, size uint64
-	nameOff    uint32
-	seq        uint32 // place in the table
 }
 
 // dynInfo is what the scanner needs from .dynamic and .gnu.version_r, read
