@@ -8,7 +8,10 @@
 # start-up is included: scan_s is the median of RUNS runs of
 # `dorisarm scan --target kunpeng920 -o json LIB` (the target policy, from the
 # built-in matrix, as a release manager runs it), objdump_s the median of
-# OBJDUMP_RUNS runs of `llvm-objdump-16 -d LIB`. It also prints
+# OBJDUMP_RUNS runs of `llvm-objdump-16 -d LIB > /dev/null` (disassembly
+# alone: the hardest baseline) and speedup their ratio. pipe_s is one run of
+# `llvm-objdump-16 -d LIB | wc -c`, the shape of a check done by hand
+# (objdump piped into grep), and pipe_x its ratio to scan_s. It also prints
 # `dorisarm version` start-up: the median of STARTUP_RUNS runs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -57,7 +60,7 @@ libs=(
     "${libdir}/libz3.so.4"
     /usr/lib/aarch64-linux-gnu/libcrypto.so.3
 )
-printf '\n%-20s %8s %9s %8s %8s %11s %9s\n' library text_MB scan_s GB/s rss_MB objdump_s speedup
+printf '\n%-20s %8s %9s %8s %8s %11s %9s %8s %7s\n' library text_MB scan_s GB/s rss_MB objdump_s speedup pipe_s pipe_x
 for lib in "${libs[@]}"; do
     [[ -f "${lib}" ]] || { echo "bench-scan: ${lib} is missing" >&2; continue; }
     lib=$(realpath "${lib}")
@@ -65,12 +68,13 @@ for lib in "${libs[@]}"; do
     scan=$(cd "${work}" && median "${RUNS}" "${dorisarm}" scan --target "${TARGET}" -o json "${lib}")
     rss=$( { cd "${work}" && /usr/bin/time -f '%M' "${dorisarm}" scan --target "${TARGET}" -o json "${lib}" >/dev/null || true; } 2>&1 | tail -1)
     od=$(median "${OBJDUMP_RUNS}" llvm-objdump-16 -d "${lib}")
-    awk -v n="$(basename "${lib}")" -v t="${text}" -v s="${scan}" -v r="${rss}" -v o="${od}" \
-        'BEGIN { printf "%-20s %8.1f %9.3f %8.2f %8.1f %11.2f %8.0fx\n", n, t/1e6, s, t/s/1e9, r/1024, o, o/s }'
+    pipe=$(median 1 bash -c 'llvm-objdump-16 -d "$1" | wc -c' _ "${lib}")
+    awk -v n="$(basename "${lib}")" -v t="${text}" -v s="${scan}" -v r="${rss}" -v o="${od}" -v p="${pipe}" \
+        'BEGIN { printf "%-20s %8.1f %9.3f %8.2f %8.1f %11.2f %8.0fx %8.2f %6.0fx\n", n, t/1e6, s, t/s/1e9, r/1024, o, o/s, p, p/s }'
 done
 startup=$(cd "${work}" && median "${STARTUP_RUNS}" "${dorisarm}" version)
 startup_json=$(cd "${work}" && median "${STARTUP_RUNS}" "${dorisarm}" version -o json)
 printf '\ndorisarm version start-up: %.1f ms (median of %d runs; -o json: %.1f ms)\n' \
     "$(awk -v s="${startup}" 'BEGIN { print s * 1000 }')" "${STARTUP_RUNS}" "$(awk -v s="${startup_json}" 'BEGIN { print s * 1000 }')"
-echo "scan: median of ${RUNS}, process start included, --target ${TARGET}; objdump: median of ${OBJDUMP_RUNS}; cores: $(nproc)"
+echo "scan: median of ${RUNS}, process start included, --target ${TARGET}; objdump: median of ${OBJDUMP_RUNS} to /dev/null; pipe: one run into wc -c; cores: $(nproc)"
 echo "classifier alone: go test -bench Scan ./internal/isa"
