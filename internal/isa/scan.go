@@ -278,18 +278,21 @@ func (t *Table) scanWords(r *Code, skip [][2]uint64, lo, hi int, c *tally, p *pa
 	n := len(r.Data) / 4
 	end := r.Addr + uint64(n)*4
 	start := r.Addr + uint64(lo)*4
+	// Word indexes are worked out from the job's own start: a job never
+	// crosses 2^64 (planJobs), a region may.
+	at := func(addr uint64) int { return lo + wordAt(start, addr, hi-lo) }
 	si := sort.Search(len(skip), func(i int) bool { return skip[i][1] > start })
 	for i := lo; i < hi; {
 		stop := hi
 		if si < len(skip) {
-			stop = max(i, min(hi, wordAt(r.Addr, skip[si][0], n)))
+			stop = max(i, min(hi, at(skip[si][0])))
 		}
 		t.scanRun(r.Data[i*4:stop*4], r.Addr+uint64(i)*4, r.Addr, end, c, p, lits)
 		if stop >= hi {
 			return
 		}
 		// Words from stop start inside skip[si].
-		e := min(hi, wordAt(r.Addr, skip[si][1], n))
+		e := max(stop, min(hi, at(skip[si][1])))
 		c.data += uint64(e - stop)
 		i = e
 		si++

@@ -70,7 +70,10 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 	}
 	marks := dataMarks(f, syms)
 
-	segs := execSegments(f, n)
+	segs, wrapped := execSegments(f, n)
+	if wrapped > 0 {
+		a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("%d executable segment(s) whose addresses wrap past the end of the address space; no loader maps them, and their bytes were not scanned", wrapped)))
+	}
 	if len(segs) == 0 {
 		// A relocatable object: executable sections, each byte range once.
 		var regions []isa.Code
@@ -82,6 +85,10 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 			b := sectionBytes(data, s)
 			if b == nil {
 				a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("section %s lies outside the file (truncated?)", s.Name)))
+				continue
+			}
+			if s.Addr+uint64(len(b)) < s.Addr {
+				a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("section %s: its addresses wrap past the end of the address space; not scanned", s.Name)))
 				continue
 			}
 			sp := span{s.Offset, s.Offset + s.Size}
@@ -166,7 +173,7 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 			return "the entry point"
 		}
 		for _, s := range dyn.all() { // the first dynamic symbol there names it (rare: only for a lie)
-			if isRoot(s) && s.value == addr {
+			if isRoot(s) && s.value == addr && dyn.nameByte(s) != 0 {
 				return "dynamic symbol " + dyn.name(s)
 			}
 		}

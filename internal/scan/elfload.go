@@ -43,7 +43,7 @@ type segment struct {
 // execSegments returns the executable PT_LOAD segments, clipped to the file
 // and with overlapping copies merged, so every byte is classified once
 // however many headers describe it.
-func execSegments(f *elf.File, n uint64) []segment {
+func execSegments(f *elf.File, n uint64) (segs []segment, wrapped int) {
 	var spans []span
 	delta := map[uint64]uint64{} // start offset → vaddr-offset of its segment
 	for _, p := range f.Progs {
@@ -52,18 +52,18 @@ func execSegments(f *elf.File, n uint64) []segment {
 		}
 		size := min(p.Filesz, n-p.Off)
 		if p.Vaddr+size < p.Vaddr {
-			continue // wraps around the address space
+			wrapped++ // wraps around the address space: no loader maps it
+			continue
 		}
 		spans = append(spans, span{p.Off, p.Off + size})
 		if _, ok := delta[p.Off]; !ok {
 			delta[p.Off] = p.Vaddr - p.Off
 		}
 	}
-	var out []segment
 	for _, s := range mergeSpans(spans) {
-		out = append(out, segment{off: s.lo, vaddr: s.lo + delta[s.lo], size: s.hi - s.lo})
+		segs = append(segs, segment{off: s.lo, vaddr: s.lo + delta[s.lo], size: s.hi - s.lo})
 	}
-	return out
+	return segs, wrapped
 }
 
 // vaddrOff maps a virtual address to a file offset through the PT_LOAD

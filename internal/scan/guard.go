@@ -354,14 +354,14 @@ func (g *guardIndex) probe(addr uint64) bool {
 	return endsBlock(p) || p == 0xd503201f || p&0xffffff3f == 0xd503241f // after a RET/B, a NOP or a BTI
 }
 
-// maxCallSites bounds the direct calls kept per function; a function called
-// from more places is not judged guarded by its callers.
-const maxCallSites = 256
+// judgeEvery is how many calls to a function are kept before they are
+// judged: memory stays bounded however often a function is called.
+const judgeEvery = 4096
 
-// refs reads the whole region once and returns, for the functions in fns,
-// the direct calls to each (BL, and B as a tail call; at most
-// maxCallSites+1) and whether the code takes its address (ADRP+ADD or ADR:
-// a function pointer).
+// refs reads the whole region once and finds, for the functions in fns,
+// the direct calls to each (BL, and B as a tail call), judging whether each
+// is behind a CPU check, and whether the code takes the function's address
+// (ADRP+ADD or ADR: a function pointer).
 func (g *guardIndex) refs(fns map[uint64]*fnRefs) {
 	var page [32]uint64 // ADRP results by register
 	code, base := g.code, g.base
@@ -371,8 +371,15 @@ func (g *guardIndex) refs(fns map[uint64]*fnRefs) {
 		switch {
 		case w&0x7c000000 == 0x14000000: // B, BL
 			pc := base + uint64(i)*4
-			if r := fns[pc+uint64(int64(int32(w<<6)>>6)*4)]; r != nil && len(r.calls) <= maxCallSites {
-				r.calls = append(r.calls, pc)
+			if r := fns[pc+uint64(int64(int32(w<<6)>>6)*4)]; r != nil {
+				if r.calls++; r.calls == 1 {
+					r.first = pc
+				}
+				if !r.unguarded {
+					if r.pending = append(r.pending, pc); len(r.pending) == judgeEvery {
+						g.judge(r)
+					}
+				}
 			}
 		case w&0x9f000000 == 0x90000000: // ADRP
 			pc := base + uint64(i)*4
@@ -395,10 +402,24 @@ func (g *guardIndex) refs(fns map[uint64]*fnRefs) {
 	}
 }
 
+// judge decides whether the pending calls are behind CPU checks.
+func (g *guardIndex) judge(r *fnRefs) {
+	for _, c := range r.pending {
+		if g.guarded(c) == "" {
+			r.unguarded = true
+			break
+		}
+	}
+	r.pending = r.pending[:0]
+}
+
 // fnRefs is what refs finds about one function.
 type fnRefs struct {
-	calls   []uint64
-	escapes bool
+	calls     int      // direct calls
+	first     uint64   // the first, by address
+	pending   []uint64 // calls not judged yet
+	unguarded bool     // a call not behind a CPU check was seen
+	escapes   bool
 }
 
 // shapeGuards finds guards for the given hits, one index per region.
@@ -472,18 +493,11 @@ func (s *shapeGuards) calledOnlyGuarded(fns []uint64) map[uint64]string {
 	out := map[uint64]string{}
 	for g, refs := range byRegion {
 		for fn, r := range refs {
-			if r.escapes || len(r.calls) == 0 || len(r.calls) > maxCallSites {
+			if r.escapes || r.calls == 0 {
 				continue
 			}
-			guarded := true
-			for _, c := range r.calls {
-				if g.guarded(c) == "" {
-					guarded = false
-					break
-				}
-			}
-			if guarded {
-				out[fn] = fmt.Sprintf("called only from behind CPU checks (%d call(s), the first at 0x%x)", len(r.calls), r.calls[0])
+			if g.judge(r); !r.unguarded {
+				out[fn] = fmt.Sprintf("called only from behind CPU checks (%d call(s), the first at 0x%x)", r.calls, r.first)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,4 +117,125 @@ func hasViolationIn(r *Report, fn string) bool {
 		}
 	}
 	return false
+}
+
+// callersAsm is a library whose local helper uses LSE (ldadd) and is called
+// from one exported function: guarded calls first (a flag byte tested
+// just before each), then unguarded ones.
+func callersAsm(guarded, unguarded int) string {
+	var b strings.Builder
+	b.WriteString(".arch armv8.1-a\n.data\nflag: .byte 0\n.text\n")
+	b.WriteString(".type helper, %function\nhelper:\n\tmov w3, #1\n\tldadd w3, w1, [x2]\n\tret\n.size helper, .-helper\n")
+	b.WriteString(".globl entry\n.type entry, %function\nentry:\n\tstp x29, x30, [sp, #-16]!\n")
+	for i := 0; i < guarded; i++ {
+		fmt.Fprintf(&b, "\tadrp x16, flag\n\tldrb w16, [x16, :lo12:flag]\n\tcbz w16, .Lskip%d\n\tbl helper\n.Lskip%d:\n", i, i)
+	}
+	for i := 0; i < unguarded; i++ {
+		b.WriteString("\tbl helper\n")
+	}
+	b.WriteString("\tldp x29, x30, [sp], #16\n\tret\n.size entry, .-entry\n")
+	return b.String()
+}
+
+// TestCalledOnlyFromGuards: a function reached only by direct calls that
+// all sit behind CPU checks is guarded, however many calls there are (5,000
+// here, more than are judged at once); one unguarded call among them makes
+// its instructions a violation again.
+func TestCalledOnlyFromGuards(t *testing.T) {
+	need(t, "aarch64-linux-gnu-gcc")
+	dir := t.TempDir()
+	pol := policy(t, "generic-armv8")
+	for _, c := range []struct {
+		name               string
+		guarded, unguarded int
+		wantGuarded        bool
+	}{
+		{"all-guarded", 5000, 0, true},
+		{"one-unguarded-after-many", 5000, 1, false},
+		{"unguarded-after-64", 64, 36, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := filepath.Join(dir, c.name+".S")
+			lib := filepath.Join(dir, "lib"+c.name+".so")
+			write(t, src, callersAsm(c.guarded, c.unguarded))
+			run(t, dir, "aarch64-linux-gnu-gcc", "-shared", "-nostdlib", "-o", lib, src)
+			r := scan(t, pol, lib)
+			var lse []Finding
+			for _, f := range findings(r, KindISA) {
+				if f.Feature == "lse" {
+					lse = append(lse, f)
+				}
+			}
+			if len(lse) != 1 {
+				t.Fatalf("want one lse finding, got %+v", lse)
+			}
+			f := lse[0]
+			if f.Guarded != c.wantGuarded || f.Violation() == c.wantGuarded {
+				t.Fatalf("guarded %v, violation %v: %+v", f.Guarded, f.Violation(), f)
+			}
+			if want := fmt.Sprintf("(%d call(s)", c.guarded); c.wantGuarded && !strings.Contains(f.Detail, want) {
+				t.Errorf("detail %q does not say %s", f.Detail, want)
+			}
+		})
+	}
+}
+
+// TestJumpInNearestCheck: a block entered only by branches is guarded when
+// a flag branch within reach targets its start, even if another flag branch
+// to it, further than guardReach, comes later in the code (the whole-region
+// index used to look at that last one only).
+func TestJumpInNearestCheck(t *testing.T) {
+	need(t, "aarch64-linux-gnu-gcc")
+	dir := t.TempDir()
+	far := func(pad int) string {
+		return fmt.Sprintf(`.arch armv8.1-a
+.data
+flag: .byte 0
+.text
+.globl fc
+.type fc, %%function
+fc:
+	adrp x16, flag
+	ldrb w16, [x16, :lo12:flag]
+	cbnz w16, tagged
+	mov w0, #0
+	ret
+tagged:
+	mov w3, #1
+	ldadd w3, w1, [x2]
+	ret
+.size fc, .-fc
+.globl pad
+.type pad, %%function
+pad:
+	.rept %d
+	nop
+	.endr
+	ret
+.size pad, .-pad
+.globl gc
+.type gc, %%function
+gc:
+	adrp x16, flag
+	ldrb w16, [x16, :lo12:flag]
+	cbnz w16, tagged
+	ret
+.size gc, .-gc
+`, pad)
+	}
+	for _, pad := range []int{16, 4096} { // the second check within reach, then far away
+		src := filepath.Join(dir, fmt.Sprintf("c%d.S", pad))
+		lib := filepath.Join(dir, fmt.Sprintf("libc%d.so", pad))
+		write(t, src, far(pad))
+		run(t, dir, "aarch64-linux-gnu-gcc", "-shared", "-nostdlib", "-o", lib, src)
+		r := scan(t, policy(t, "generic-armv8"), lib)
+		for _, f := range findings(r, KindISA) {
+			if f.Feature == "lse" && (!f.Guarded || f.Violation() || !strings.Contains(f.Detail, "reached only from the CPU check")) {
+				t.Errorf("pad %d: %+v", pad, f)
+			}
+		}
+		if fl := r.Files[0]; fl.Features["lse"] != 1 || fl.Guarded["lse"] != 1 {
+			t.Errorf("pad %d: features %v guarded %v", pad, fl.Features, fl.Guarded)
+		}
+	}
 }

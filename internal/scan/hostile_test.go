@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -416,5 +417,47 @@ func TestReadErrorIsUnreadable(t *testing.T) {
 	}
 	if !unreadableWith(r, "mem", "reading it failed") || r.Summary.Clean {
 		t.Errorf("a file that cannot be read passed: %+v %+v", r.Summary, r.Findings)
+	}
+}
+
+// TestWrappingAddresses: code whose addresses would run past 2^64 (a
+// section or segment no loader can map) is reported unread, not classified
+// with wrapped addresses (which counted a word twice) nor passed over in
+// silence.
+func TestWrappingAddresses(t *testing.T) {
+	need(t, "aarch64-linux-gnu-gcc")
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "w.S"), ".arch armv8.1-a\n.text\nldadd w3, w1, [x2]\nldadd w3, w1, [x2]\n")
+	run(t, dir, "aarch64-linux-gnu-gcc", "-c", "-o", "w.o", "w.S")
+	b, err := os.ReadFile(filepath.Join(dir, "w.o"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	shoff, shentsize := le.Uint64(b[40:]), uint64(le.Uint16(b[58:]))
+	patched := false
+	for i, s := range f.Sections {
+		if s.Name == ".text" {
+			le.PutUint64(b[shoff+uint64(i)*shentsize+16:], 0xfffffffffffffffd) // sh_addr
+			patched = true
+		}
+	}
+	if !patched {
+		t.Fatal("no .text section")
+	}
+	p := filepath.Join(dir, "wrap.o")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := scan(t, policy(t, "generic-armv8"), p)
+	if r.Summary.Clean || !unreadableWith(r, "wrap.o", "wrap past the end of the address space") {
+		t.Errorf("wrapping .text: %+v", r.Findings)
+	}
+	if n := r.Files[0].Features["lse"]; n != 0 {
+		t.Errorf("%d lse instructions counted in code that was not scanned", n)
 	}
 }
