@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dorisarm/dorisarm/internal/isa"
 )
@@ -101,12 +102,40 @@ func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyz
 		di = readDynamic(f, data)
 	}
 	dyn := decodeSyms(f, dynEnt, dynStr)
+	// The linking checks (libraries, versions, OpenSSL, page size) read
+	// other parts of the file than the code: they start once the classifier
+	// is done with the CPUs and run beside the rest of the ISA scan (one
+	// CPU), on their own copy; their findings follow the ISA ones.
+	var link analyzed
+	var linkPanic any
+	var wg sync.WaitGroup
+	linked := false
+	startLink := func() {
+		if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN || linked {
+			return
+		}
+		linked = true
+		link.file = a.file
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { linkPanic = recover() }()
+			link.dynamic(f, data, syms, dyn, pol, di, ld)
+			link.pageSize(f, pol)
+		}()
+	}
 	if f.Machine == elf.EM_AARCH64 {
-		a.scanISA(f, data, syms, dyn, pol, tbl, ld, di.soname)
+		a.scanISA(f, data, syms, dyn, pol, tbl, ld, di.soname, startLink)
+	}
+	startLink()
+	wg.Wait()
+	if linkPanic != nil {
+		panic(linkPanic) // malformed input: reported by the recover above
 	}
 	if f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN {
-		a.dynamic(f, data, syms, dyn, pol, di, ld)
-		a.pageSize(f, pol)
+		a.file.Needed, a.file.Soname, a.file.GlibcMax, a.file.Glibcxx = link.file.Needed, link.file.Soname, link.file.GlibcMax, link.file.Glibcxx
+		a.file.OpenSSL, a.file.PageAlign = link.file.OpenSSL, link.file.PageAlign
+		a.findings = append(a.findings, link.findings...)
 	}
 	return a
 }
@@ -120,7 +149,7 @@ func sectionBytes(data []byte, s *elf.Section) []byte {
 	return data[s.Offset : s.Offset+s.Size]
 }
 
-func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Policy, tbl *isa.Table, ld loaderDyn, soname string) {
+func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Policy, tbl *isa.Table, ld loaderDyn, soname string, classified func()) {
 	regions, names := a.codeRegions(f, data, syms, dyn, ld)
 	for _, r := range regions {
 		a.file.TextBytes += int64(len(r.Data))
@@ -129,6 +158,7 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 		}
 	}
 	res := tbl.Scan(regions)
+	classified() // the classifier's CPUs are free again
 	// Attribute hits to functions: symtab, else dynsym.
 	funcs := functions(syms)
 	if funcs.len() == 0 {
