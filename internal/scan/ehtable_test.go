@@ -56,3 +56,22 @@ func TestEhTable(t *testing.T) {
 		t.Error("no table found a start")
 	}
 }
+
+func TestCutSpan(t *testing.T) {
+	spans := []span{{0, 10}, {20, 30}, {40, 50}}
+	for _, c := range []struct {
+		cut  span
+		want []span
+	}{
+		{span{0, 0}, spans},
+		{span{10, 20}, spans},
+		{span{5, 25}, []span{{0, 5}, {25, 30}, {40, 50}}},
+		{span{0, 50}, nil},
+		{span{22, 28}, []span{{0, 10}, {20, 22}, {28, 30}, {40, 50}}},
+		{span{45, 100}, []span{{0, 10}, {20, 30}, {40, 45}}},
+	} {
+		if got := cutSpan(spans, c.cut); !slices.Equal(got, c.want) {
+			t.Errorf("cutSpan(%v) = %v, want %v", c.cut, got, c.want)
+		}
+	}
+}

@@ -378,7 +378,19 @@ func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs *funcTable, re
 			relas = append(relas, span{s.Offset, s.Offset + min(s.Size, uint64(len(data))-s.Offset)})
 		}
 	}
-	for _, r := range mergeSpans(relas) {
+	merged := mergeSpans(relas)
+	// DT_RELACOUNT says how many R_*_RELATIVE relocations open DT_RELA (the
+	// linker sorts them first): most of a large library's relocations, and
+	// none of them names a resolver. A file that overstates it only loses
+	// ifunc guards (stricter, not laxer).
+	if n, ok := ld.one(elf.DT_RELACOUNT); ok && n > 0 {
+		if a, ok := ld.one(elf.DT_RELA); ok {
+			if off, ok := vaddrOff(f, uint64(len(data)), a); ok {
+				merged = cutSpan(merged, span{off, off + min(n, uint64(len(data))/24)*24})
+			}
+		}
+	}
+	for _, r := range merged {
 		b := data[r.lo:r.hi]
 		for i := 0; i+24 <= len(b); i += 24 {
 			info := binary.LittleEndian.Uint64(b[i+8:])
@@ -396,7 +408,8 @@ func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs *funcTable, re
 	}
 	for r := range resolvers {
 		code, base := codeAt(regions, r)
-		var regs [32]uint64
+		var regs [32]uint64 // pages ADRP put in registers (set: which hold one; page 0 is a page)
+		var set uint32
 		for i := 0; i+4 <= len(code) && i < 4*512; i += 4 {
 			w := binary.LittleEndian.Uint32(code[i:])
 			pc := base + uint64(i)
@@ -406,6 +419,7 @@ func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs *funcTable, re
 			case w&0x9f000000 == 0x90000000: // adrp
 				imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)
 				regs[w&31] = uint64(int64(pc&^0xfff) + imm<<12)
+				set |= 1 << (w & 31)
 			case w&0x9f000000 == 0x10000000: // adr
 				imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)
 				mark(out, funcs, uint64(int64(pc)+imm))
@@ -415,10 +429,10 @@ func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs *funcTable, re
 				if w&(1<<22) != 0 {
 					imm <<= 12
 				}
-				if regs[rn] != 0 {
+				if set>>rn&1 != 0 {
 					mark(out, funcs, regs[rn]+imm)
-					regs[rd] = 0
 				}
+				set &^= 1 << rd // it holds an address now, not a page
 			}
 		}
 	}

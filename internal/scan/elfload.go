@@ -43,6 +43,25 @@ type segment struct {
 // execSegments returns the executable PT_LOAD segments, clipped to the file
 // and with overlapping copies merged, so every byte is classified once
 // however many headers describe it.
+// cutSpan removes cut from spans (sorted, disjoint), keeping what lies on
+// either side of it.
+func cutSpan(spans []span, cut span) []span {
+	var out []span
+	for _, s := range spans {
+		if s.hi <= cut.lo || s.lo >= cut.hi {
+			out = append(out, s)
+			continue
+		}
+		if s.lo < cut.lo {
+			out = append(out, span{s.lo, cut.lo})
+		}
+		if s.hi > cut.hi {
+			out = append(out, span{cut.hi, s.hi})
+		}
+	}
+	return out
+}
+
 func execSegments(f *elf.File, n uint64) (segs []segment, wrapped int) {
 	var spans []span
 	delta := map[uint64]uint64{} // start offset → vaddr-offset of its segment

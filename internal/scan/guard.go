@@ -363,7 +363,8 @@ const judgeEvery = 4096
 // is behind a CPU check, and whether the code takes the function's address
 // (ADRP+ADD or ADR: a function pointer).
 func (g *guardIndex) refs(fns map[uint64]*fnRefs) {
-	var page [32]uint64 // ADRP results by register
+	var page [32]uint64 // ADRP results by register (set: which hold one; page 0 is a page)
+	var set uint32
 	code, base := g.code, g.base
 	size := uint64(len(code))
 	for i := 0; i < g.words; i++ {
@@ -385,13 +386,16 @@ func (g *guardIndex) refs(fns map[uint64]*fnRefs) {
 			pc := base + uint64(i)*4
 			imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)
 			page[w&31] = uint64(int64(pc&^0xfff) + imm<<12)
-		case w&0xff800000 == 0x91000000 && page[(w>>5)&31] != 0: // ADD Xd, Xn, #imm
-			if a := page[(w>>5)&31] + uint64((w>>10)&0xfff); a >= base && a-base < size {
-				if r := fns[a]; r != nil {
-					r.escapes = true
+			set |= 1 << (w & 31)
+		case w&0xff800000 == 0x91000000: // ADD Xd, Xn, #imm
+			if set>>((w>>5)&31)&1 != 0 {
+				if a := page[(w>>5)&31] + uint64((w>>10)&0xfff); a >= base && a-base < size {
+					if r := fns[a]; r != nil {
+						r.escapes = true
+					}
 				}
 			}
-			page[w&31] = 0
+			set &^= 1 << (w & 31) // it holds an address now, not a page
 		case w&0x9f000000 == 0x10000000: // ADR
 			pc := base + uint64(i)*4
 			imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)

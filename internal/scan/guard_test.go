@@ -239,3 +239,52 @@ gc:
 		}
 	}
 }
+
+const ifuncC = `#include <stdint.h>
+#include <sys/auxv.h>
+#include <asm/hwcap.h>
+
+int64_t table[4] = {1, 2, 3, 4};
+int64_t *ptrs[3] = {&table[0], &table[1], &table[2]}; /* R_AARCH64_RELATIVE, counted by DT_RELACOUNT */
+
+__attribute__((target("arch=armv8.1-a"), noinline))
+static int64_t add_lse(int64_t *p, int64_t x) {
+	int64_t a = __atomic_fetch_add(p, x, __ATOMIC_SEQ_CST);
+	return a * 3 + __atomic_fetch_or(p + 1, a, __ATOMIC_RELAXED);
+}
+__attribute__((noinline))
+static int64_t add_plain(int64_t *p, int64_t x) { int64_t o = *p; *p = o + x; return o; }
+static void *resolve(uint64_t hwcap) { return (hwcap & HWCAP_ATOMICS) ? (void *)add_lse : (void *)add_plain; }
+static int64_t add(int64_t *, int64_t) __attribute__((ifunc("resolve")));
+int64_t bump(int64_t *p) { return add(p, 1); }
+`
+
+// TestIfuncVariants: in a stripped library, the LSE variant a local ifunc
+// resolver picks (found through the R_AARCH64_IRELATIVE relocation, past
+// the relative ones DT_RELACOUNT counts, or with no DT_RELACOUNT at all) is
+// runtime-dispatched, not a violation. The library is small: its code sits
+// in page 0, which the resolver's ADRP names.
+func TestIfuncVariants(t *testing.T) {
+	need(t, "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-strip")
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "i.c"), ifuncC)
+	for _, link := range []string{"-Wl,-z,combreloc", "-Wl,-z,nocombreloc"} {
+		lib := filepath.Join(dir, "libi"+strings.TrimPrefix(link, "-Wl,-z,")+".so")
+		run(t, dir, "aarch64-linux-gnu-gcc", "-O2", "-march=armv8-a", "-mno-outline-atomics", "-shared", "-fPIC", link, "i.c", "-o", lib)
+		run(t, dir, "aarch64-linux-gnu-strip", "-s", lib)
+		r := scan(t, policy(t, "generic-armv8"), lib)
+		n := 0
+		for _, f := range findings(r, KindISA) {
+			if f.Feature != "lse" {
+				continue
+			}
+			n += f.Count
+			if f.Violation() || !strings.Contains(f.Detail, "runtime-dispatched") {
+				t.Errorf("%s: %+v", link, f)
+			}
+		}
+		if n != 2 {
+			t.Errorf("%s: %d lse instructions, want 2: %+v", link, n, r.Findings)
+		}
+	}
+}
