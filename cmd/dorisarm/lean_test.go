@@ -50,14 +50,20 @@ var deniedPackages = []string{
 	"gitlab.com/",
 	"github.com/buildkite/",
 	"github.com/spf13/viper",
+	// sigstore's interactive OIDC flow (its init builds templates and
+	// JOSE tables); dorisarm only reads a token's claims (sign.tokenSubject).
+	"github.com/sigstore/sigstore/pkg/oauthflow",
+	"github.com/coreos/go-oidc/",
+	"github.com/go-jose/",
+	"golang.org/x/oauth2",
 }
 
 // maxLinkedPackages bounds how many packages (standard library included)
 // cmd/dorisarm links: 391 when this was written (712 with cosign's library
-// packages, more with its CLI packages). A new dependency that
-// pushes past it must earn its place: raise the bound in the same change,
-// saying why.
-const maxLinkedPackages = 410
+// packages, more with its CLI packages), 387 since sigstore's OIDC flow
+// went. A new dependency that pushes past it must earn its place: raise
+// the bound in the same change, saying why.
+const maxLinkedPackages = 400
 
 // TestLinkedPackages: nothing denied is linked and the count stays bounded
 // (exact, unlike timings, so it cannot flake).

@@ -2,6 +2,7 @@ package sign
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -22,7 +23,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	fulcioapi "github.com/sigstore/fulcio/pkg/api"
-	"github.com/sigstore/sigstore/pkg/oauthflow"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 )
@@ -196,6 +196,32 @@ func (s *KeylessSigner) layer(l layer, b *rekorBundle) (layer, error) {
 	return l, nil
 }
 
+// tokenSubject is the identity Fulcio certifies for an OIDC token's claims
+// (the token's middle part, decoded): the e-mail address when there is one,
+// which the provider must have verified (email_verified true, as a boolean
+// or a string, either case), else the subject.
+func tokenSubject(claims []byte) (string, error) {
+	var c struct {
+		Email    string          `json:"email"`
+		Verified json.RawMessage `json:"email_verified"`
+		Subject  string          `json:"sub"`
+	}
+	if err := json.Unmarshal(claims, &c); err != nil {
+		return "", err
+	}
+	if c.Email != "" {
+		switch string(c.Verified) {
+		case "true", `"true"`, "True", `"True"`:
+			return c.Email, nil
+		}
+		return "", fmt.Errorf("the e-mail address %s is not verified by the identity provider (email_verified is %s)", c.Email, cmp.Or(string(c.Verified), "missing"))
+	}
+	if c.Subject == "" {
+		return "", errors.New("the token names no subject (no sub claim)")
+	}
+	return c.Subject, nil
+}
+
 // certify gets a Fulcio certificate for a new ephemeral key, unless the
 // one it has is good for two more minutes (Rekor's time must fall inside
 // it).
@@ -215,7 +241,7 @@ func (s *KeylessSigner) certify(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the OIDC token's claims: %w", err)
 	}
-	subject, err := oauthflow.SubjectFromUnverifiedToken(claims)
+	subject, err := tokenSubject(claims)
 	if err != nil {
 		return fmt.Errorf("the OIDC token's subject: %w", err)
 	}

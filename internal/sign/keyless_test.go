@@ -376,3 +376,24 @@ func TestRekorMalformedAnswers(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// TestTokenSubject: the identity a token's claims give Fulcio — a verified
+// e-mail address, else the subject — and the tokens refused.
+func TestTokenSubject(t *testing.T) {
+	for _, c := range []struct {
+		claims, want, err string
+	}{
+		{`{"email":"rm@example.org","email_verified":true,"sub":"123"}`, "rm@example.org", ""},
+		{`{"email":"rm@example.org","email_verified":"True"}`, "rm@example.org", ""},
+		{`{"email":"rm@example.org","email_verified":false,"sub":"123"}`, "", "not verified"},
+		{`{"email":"rm@example.org","sub":"123"}`, "", "email_verified is missing"},
+		{`{"sub":"repo:apache/doris:ref:refs/heads/main"}`, "repo:apache/doris:ref:refs/heads/main", ""},
+		{`{"iss":"https://token.actions.githubusercontent.com"}`, "", "no sub claim"},
+		{`not json`, "", "invalid character"},
+	} {
+		got, err := tokenSubject([]byte(c.claims))
+		if got != c.want || (c.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("tokenSubject(%s) = %q, %v; want %q, error with %q", c.claims, got, err, c.want, c.err)
+		}
+	}
+}
