@@ -161,7 +161,7 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	classified() // the classifier's CPUs are free again
 	// Attribute hits to functions: symtab, else dynsym.
 	funcs := functions(syms)
-	if funcs.len() == 0 {
+	if funcs.empty() {
 		funcs = functions(dyn)
 	}
 	hitAddrs := make([]uint64, len(res.Hits))

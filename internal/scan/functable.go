@@ -19,7 +19,7 @@ import (
 // All three give the same answers (TestFuncTableWays).
 type funcTable struct {
 	tab    *symtab
-	n      int       // function symbols
+	n      int       // 0 when known to have no function symbol, else -1
 	syms   []funcSym // once sorted: by address, aliases last-first
 	sorted bool
 	asked  int
@@ -46,17 +46,22 @@ func isFunc(s rawSym) bool {
 func funcOf(i int, s rawSym) funcSym { return funcSym{s.value, s.size, s.nameOff, uint32(i)} }
 
 // functions returns the defined function symbols of a table.
-func functions(t *symtab) *funcTable {
-	ft := &funcTable{tab: t}
-	for _, s := range t.all() {
+func functions(t *symtab) *funcTable { return &funcTable{tab: t, n: -1} }
+
+// empty reports whether the table has no function symbol (it stops at the
+// first).
+func (t *funcTable) empty() bool {
+	if t.n >= 0 {
+		return t.n == 0
+	}
+	for _, s := range t.tab.all() {
 		if isFunc(s) {
-			ft.n++
+			return false
 		}
 	}
-	return ft
+	t.n = 0
+	return true
 }
-
-func (t *funcTable) len() int { return t.n }
 
 func (t *funcTable) name(f funcSym) string { return t.tab.name(rawSym{nameOff: f.nameOff}) }
 
@@ -85,13 +90,14 @@ func (t *funcTable) ask() bool {
 // holding, which searches back from the end, names it.
 func (t *funcTable) sort() {
 	t.sorted = true
-	t.syms = make([]funcSym, 0, t.n)
-	fits := t.n < 1<<24
+	t.syms = nil
+	fits := true
 	t.each(func(f funcSym) {
 		t.syms = append(t.syms, f)
 		fits = fits && f.addr < 1<<40
 	})
-	if !fits {
+	n := len(t.syms)
+	if !fits || n >= 1<<24 {
 		slices.SortFunc(t.syms, func(a, b funcSym) int {
 			if c := cmp.Compare(a.addr, b.addr); c != 0 {
 				return c
@@ -102,7 +108,6 @@ func (t *funcTable) sort() {
 	}
 	// Addresses below 2^40 and fewer than 2^24 symbols (every real object):
 	// sort plain integers, address then reversed table place, and reorder.
-	n := len(t.syms)
 	keys := make([]uint64, n)
 	for i, f := range t.syms {
 		keys[i] = f.addr<<24 | uint64(n-1-i)

@@ -48,8 +48,8 @@ type guardIndex struct {
 	blocks []*guardBlock
 }
 
-// guardBlockWords is how much code one lazily built block covers (64 KiB).
-const guardBlockWords = 1 << 14
+// guardBlockWords is how much code one lazily built block covers (16 KiB).
+const guardBlockWords = 1 << 12
 
 // guardBlock holds, for one block, the branches that test flags and where
 // basic blocks end, by address.

@@ -77,7 +77,7 @@ func (g *refGuards) guarded(addr uint64) string {
 }
 
 // TestGuardBlocksAgree: on real code, for every instruction, the lazily
-// built blocks (the scanner's 64 KiB ones, and 16-word ones so that block
+// built blocks (the scanner's 16 KiB ones, and 16-word ones so that block
 // edges fall everywhere) say what the whole-region reference says.
 func TestGuardBlocksAgree(t *testing.T) {
 	libs := []string{"/usr/aarch64-linux-gnu/lib/libc.so.6", "/usr/aarch64-linux-gnu/lib/libstdc++.so.6"}
