@@ -126,13 +126,7 @@ func TestStartupCost(t *testing.T) {
 	}
 	var inits, walls []time.Duration
 	for range startRuns {
-		cmd := exec.Command(bin, "version")
-		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("dorisarm version: %v\n%s", err, stderr.String())
-		}
+		stderr := initTrace(t)
 		d, n, err := initTime(stderr.Bytes())
 		if err != nil || n == 0 {
 			t.Fatalf("reading the init trace (%d lines): %v", n, err)
@@ -196,9 +190,10 @@ func TestInitTime(t *testing.T) {
 // level shows here. Counts are exact, so this cannot flake.
 const maxOwnInitAllocs = 24
 
-// TestOwnInitIsLight: dorisarm's packages do their set-up on first use
-// (sync.OnceValue), not in package init, which every command pays.
-func TestOwnInitIsLight(t *testing.T) {
+// initTrace runs dorisarm version with GODEBUG=inittrace=1 and returns
+// what it wrote on stderr (a line per package init).
+func initTrace(t *testing.T) *bytes.Buffer {
+	t.Helper()
 	cmd := exec.Command(bin, "version")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
 	var stderr bytes.Buffer
@@ -206,8 +201,15 @@ func TestOwnInitIsLight(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("dorisarm version: %v\n%s", err, stderr.String())
 	}
+	return &stderr
+}
+
+// TestOwnInitIsLight: dorisarm's packages do their set-up on first use
+// (sync.OnceValue), not in package init, which every command pays.
+func TestOwnInitIsLight(t *testing.T) {
+	stderr := initTrace(t)
 	own := 0
-	sc := bufio.NewScanner(&stderr)
+	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		// init PKG @T ms, N ms clock, B bytes, A allocs
 		f := strings.Fields(sc.Text())
