@@ -165,15 +165,6 @@ func compare(t *testing.T, words []uint32) (checked int) {
 	return checked
 }
 
-func anyOf(a, b map[string]bool) bool {
-	for k := range a {
-		if b[k] {
-			return true
-		}
-	}
-	return false
-}
-
 func keys(m map[string]bool) []string {
 	var out []string
 	for k := range m {
