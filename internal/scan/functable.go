@@ -3,6 +3,7 @@ package scan
 import (
 	"cmp"
 	"debug/elf"
+	"maps"
 	"slices"
 	"sort"
 )
@@ -159,6 +160,17 @@ func (t *funcTable) prepare(addrs []uint64) {
 	as := slices.Clone(addrs)
 	slices.Sort(as)
 	as = slices.Compact(as)
+	if t.known == nil {
+		t.known = make(map[uint64]*funcSym, len(as))
+	}
+	for k, f := range t.holdingAll(as) {
+		t.known[as[k]] = f
+	}
+}
+
+// holdingAll finds, in one pass over the symbols in table order, the
+// function holding each of as (sorted, no repeats); nil where none does.
+func (t *funcTable) holdingAll(as []uint64) []*funcSym {
 	// cand[k]: the last sized symbol starting in (as[k-1], as[k]]; the best
 	// for as[k] is the last of cand[0..k].
 	cand := make([]funcSym, len(as))
@@ -176,62 +188,42 @@ func (t *funcTable) prepare(addrs []uint64) {
 			cand[k], have[k] = f, true
 		}
 	})
-	if t.known == nil {
-		t.known = make(map[uint64]*funcSym, len(as))
-	}
 	var lastp, best *funcSym
 	if found {
 		lastp = &last
 	}
+	out := make([]*funcSym, len(as))
 	for k, a := range as {
 		if have[k] && (best == nil || later(&cand[k], best)) {
 			best = &cand[k]
 		}
 		if f := judge(lastp, best, a); f != nil {
 			c := *f
-			t.known[a] = &c
-		} else {
-			t.known[a] = nil
+			out[k] = &c
 		}
 	}
+	return out
 }
 
 func (t *funcTable) holding(addr uint64) *funcSym {
 	if f, ok := t.known[addr]; ok {
 		return f
 	}
-	if t.ask() {
-		fs := t.syms
-		i := sort.Search(len(fs), func(i int) bool { return fs[i].addr > addr }) - 1
-		for ; i >= 0; i-- {
-			f := &fs[i]
-			if addr >= f.addr && (addr < f.addr+f.size || f.size == 0 && i == len(fs)-1) {
-				return f
-			}
-			if f.size > 0 && addr >= f.addr+f.size {
-				break
-			}
-		}
-		return nil
+	if !t.ask() {
+		return t.holdingAll([]uint64{addr})[0]
 	}
-	var last, best funcSym // the last symbol; the last sized one at or before addr
-	anyLast, anyBest := false, false
-	t.each(func(f funcSym) {
-		if !anyLast || later(&f, &last) {
-			last, anyLast = f, true
+	fs := t.syms
+	i := sort.Search(len(fs), func(i int) bool { return fs[i].addr > addr }) - 1
+	for ; i >= 0; i-- {
+		f := &fs[i]
+		if addr >= f.addr && (addr < f.addr+f.size || f.size == 0 && i == len(fs)-1) {
+			return f
 		}
-		if f.size > 0 && f.addr <= addr && (!anyBest || later(&f, &best)) {
-			best, anyBest = f, true
+		if f.size > 0 && addr >= f.addr+f.size {
+			break
 		}
-	})
-	var lp, bp *funcSym
-	if anyLast {
-		lp = &last
 	}
-	if anyBest {
-		bp = &best
-	}
-	return judge(lp, bp, addr)
+	return nil
 }
 
 // prepareAliases finds, in one pass, the symbols starting at each of
@@ -240,19 +232,25 @@ func (t *funcTable) prepareAliases(starts []uint64) {
 	if t.sorted || len(starts) == 0 {
 		return
 	}
-	if t.alias == nil {
-		t.alias = make(map[uint64][]funcSym, len(starts))
-	}
+	fresh := map[uint64][]funcSym{} // starts not asked about before
 	for _, a := range starts {
 		if _, ok := t.alias[a]; !ok && a != 0 {
-			t.alias[a] = nil
+			fresh[a] = nil
 		}
 	}
+	if len(fresh) == 0 {
+		return
+	}
 	t.each(func(f funcSym) {
-		if list, ok := t.alias[f.addr]; ok {
-			t.alias[f.addr] = append(list, f)
+		if list, ok := fresh[f.addr]; ok {
+			fresh[f.addr] = append(list, f)
 		}
 	})
+	if t.alias == nil {
+		t.alias = fresh
+		return
+	}
+	maps.Copy(t.alias, fresh)
 }
 
 // aliases returns the function symbols that start at addr, in table order.
