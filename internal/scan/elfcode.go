@@ -127,40 +127,33 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 			roots = append(roots, v)
 		}
 	}
-	isRoot := func(s rawSym) bool {
-		typ := elf.SymType(s.info & 0xf)
-		return (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && s.value != 0 && s.shndx != uint16(elf.SHN_UNDEF)
-	}
 	eh := readEhTable(f, data)
 	// rootIn returns the first root in [lo, hi): of roots, the unwind table
 	// (searched, being sorted) and the dynamic function symbols, whose
-	// addresses are copied out on the first question. Most objects ask a
-	// few times (a dozen data sections): those read the addresses; an
-	// object with many $d marks asks often, so after sortAfter questions
-	// they are sorted.
+	// addresses join roots on the first question. Most objects ask a few
+	// times (a dozen data sections): those read roots; an object with many
+	// $d marks asks often, so after sortAfter questions roots are sorted.
 	asked := 0
-	var dynRoots []uint64
 	rootIn := func(lo, hi uint64) (uint64, bool) {
 		if asked++; asked == 1 {
 			roots = slices.Grow(roots, dyn.len())
 			for _, s := range dyn.all() {
-				if isRoot(s) {
+				if isFunc(s) {
 					roots = append(roots, s.value)
 				}
 			}
-			dynRoots = roots
 		}
 		first, ok := eh.firstIn(lo, hi)
 		if asked > sortAfter {
 			if asked == sortAfter+1 {
-				slices.Sort(dynRoots)
+				slices.Sort(roots)
 			}
-			if i := sort.Search(len(dynRoots), func(i int) bool { return dynRoots[i] >= lo }); i < len(dynRoots) && dynRoots[i] < hi && (!ok || dynRoots[i] < first) {
-				first, ok = dynRoots[i], true
+			if i := sort.Search(len(roots), func(i int) bool { return roots[i] >= lo }); i < len(roots) && roots[i] < hi && (!ok || roots[i] < first) {
+				first, ok = roots[i], true
 			}
 			return first, ok
 		}
-		for _, r := range dynRoots {
+		for _, r := range roots {
 			if r >= lo && r < hi && (!ok || r < first) {
 				first, ok = r, true
 			}
@@ -168,12 +161,11 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 		return first, ok
 	}
 	describe := func(addr uint64) string {
-		switch {
-		case addr == f.Entry:
+		if addr == f.Entry {
 			return "the entry point"
 		}
 		for _, s := range dyn.all() { // the first dynamic symbol there names it (rare: only for a lie)
-			if isRoot(s) && s.value == addr && dyn.nameByte(s) != 0 {
+			if isFunc(s) && s.value == addr && dyn.nameByte(s) != 0 {
 				return "dynamic symbol " + dyn.name(s)
 			}
 		}
