@@ -269,15 +269,9 @@ func versionedImports(f *elf.File, data []byte, ld loaderDyn, dyn *symtab, want 
 	return out
 }
 
-// dynsymFromLoader reads the dynamic symbol table through PT_DYNAMIC; its
-// length comes from DT_HASH or DT_GNU_HASH, as the loader knows it.
-func dynsymFromLoader(f *elf.File, data []byte, d loaderDyn) *symtab {
-	b, str := loaderDynsym(f, data, d)
-	return decodeSyms(f, b, str)
-}
-
 // loaderDynsym returns the entries and string table of the dynamic symbol
-// table PT_DYNAMIC locates, undecoded (64-bit objects only).
+// table PT_DYNAMIC locates (64-bit objects only); its length comes from
+// DT_HASH or DT_GNU_HASH, as the loader knows it.
 func loaderDynsym(f *elf.File, data []byte, d loaderDyn) (entries, str []byte) {
 	if f.Class != elf.ELFCLASS64 {
 		return nil, nil

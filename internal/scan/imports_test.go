@@ -27,7 +27,8 @@ func TestVersionedImports(t *testing.T) {
 			t.Fatal(err)
 		}
 		ld := readLoaderDyn(f, data)
-		dyn := dynsymFromLoader(f, data, ld)
+		ent, str := loaderDynsym(f, data, ld)
+		dyn := decodeSyms(f, ent, str)
 		got := versionedImports(f, data, ld, dyn, nil)
 		weak := map[string]bool{}
 		for _, s := range dyn.all() {
