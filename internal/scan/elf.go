@@ -109,9 +109,13 @@ func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyz
 	var link analyzed
 	var linkPanic any
 	var wg sync.WaitGroup
+	// A panic in the ISA scan (malformed input) must not leave the linking
+	// checks reading data the caller unmaps once this returns.
+	defer wg.Wait()
+	linking := f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN
 	linked := false
 	startLink := func() {
-		if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN || linked {
+		if !linking || linked {
 			return
 		}
 		linked = true
@@ -132,7 +136,7 @@ func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyz
 	if linkPanic != nil {
 		panic(linkPanic) // malformed input: reported by the recover above
 	}
-	if f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN {
+	if linking {
 		a.file.Needed, a.file.Soname, a.file.GlibcMax, a.file.Glibcxx = link.file.Needed, link.file.Soname, link.file.GlibcMax, link.file.Glibcxx
 		a.file.OpenSSL, a.file.PageAlign = link.file.OpenSSL, link.file.PageAlign
 		a.findings = append(a.findings, link.findings...)
