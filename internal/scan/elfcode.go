@@ -128,38 +128,6 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 		}
 	}
 	eh := readEhTable(f, data)
-	// rootIn returns the first root in [lo, hi): of roots, the unwind table
-	// (searched, being sorted) and the dynamic function symbols, whose
-	// addresses join roots on the first question. Most objects ask a few
-	// times (a dozen data sections): those read roots; an object with many
-	// $d marks asks often, so after sortAfter questions roots are sorted.
-	asked := 0
-	rootIn := func(lo, hi uint64) (uint64, bool) {
-		if asked++; asked == 1 {
-			roots = slices.Grow(roots, dyn.len())
-			for _, s := range dyn.all() {
-				if isFunc(s) {
-					roots = append(roots, s.value)
-				}
-			}
-		}
-		first, ok := eh.firstIn(lo, hi)
-		if asked > sortAfter {
-			if asked == sortAfter+1 {
-				slices.Sort(roots)
-			}
-			if i := sort.Search(len(roots), func(i int) bool { return roots[i] >= lo }); i < len(roots) && roots[i] < hi && (!ok || roots[i] < first) {
-				first, ok = roots[i], true
-			}
-			return first, ok
-		}
-		for _, r := range roots {
-			if r >= lo && r < hi && (!ok || r < first) {
-				first, ok = r, true
-			}
-		}
-		return first, ok
-	}
 	describe := func(addr uint64) string {
 		if addr == f.Entry {
 			return "the entry point"
@@ -199,38 +167,15 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 		}
 	}
 
-	var regions []isa.Code
-	lies := 0
-	for _, sg := range segs {
-		b := data[sg.off : sg.off+sg.size]
-		r := isa.Code{Data: b, Addr: sg.vaddr, Release: release(b)}
-		toAddr := func(o span) (span, bool) {
-			lo, hi := max(o.lo, sg.off), min(o.hi, sg.off+sg.size)
-			if lo >= hi {
-				return span{}, false
-			}
-			return span{lo - sg.off + sg.vaddr, hi - sg.off + sg.vaddr}, true
-		}
-		var skip []span
-		for _, o := range dataOff {
-			if s, ok := toAddr(o); ok {
-				skip = append(skip, s)
-			}
-		}
+	// What the section headers and $d mapping symbols claim is data, per
+	// segment, in order; each claim is believed unless a reachable function
+	// starts in it.
+	var claims []claimed
+	for k, sg := range segs {
 		claim := func(lo, hi uint64, what string) {
-			lo, hi = max(lo, sg.vaddr), min(hi, sg.vaddr+sg.size)
-			if lo >= hi {
-				return
+			if lo, hi = max(lo, sg.vaddr), min(hi, sg.vaddr+sg.size); lo < hi {
+				claims = append(claims, claimed{seg: k, lo: lo, hi: hi, what: what})
 			}
-			if root, ok := rootIn(lo, hi); ok {
-				lies++
-				if lies <= 8 {
-					a.findings = append(a.findings, Finding{Kind: KindHeaders, Severity: SevInfo, Path: a.file.Path, Address: fmt.Sprintf("0x%x", root),
-						Detail: fmt.Sprintf("%s claims 0x%x-0x%x is data, but %s starts there; the section headers disagree with what the loader runs, so those bytes are judged as code", what, lo, hi, describe(root))})
-				}
-				return
-			}
-			skip = append(skip, span{lo, hi})
 		}
 		for _, s := range secs {
 			if s.s.Flags&elf.SHF_EXECINSTR != 0 || s.s.Type == elf.SHT_NOBITS {
@@ -248,6 +193,36 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 				claim(m.lo, m.hi, "a $d mapping symbol")
 			}
 		}
+	}
+	if len(claims) > 0 {
+		firstRoots(claims, roots, eh, dyn)
+	}
+
+	var regions []isa.Code
+	lies := 0
+	for k, sg := range segs {
+		b := data[sg.off : sg.off+sg.size]
+		r := isa.Code{Data: b, Addr: sg.vaddr, Release: release(b)}
+		var skip []span
+		for _, o := range dataOff {
+			if lo, hi := max(o.lo, sg.off), min(o.hi, sg.off+sg.size); lo < hi {
+				skip = append(skip, span{lo - sg.off + sg.vaddr, hi - sg.off + sg.vaddr})
+			}
+		}
+		for _, c := range claims {
+			if c.seg != k {
+				continue
+			}
+			if !c.ok {
+				skip = append(skip, span{c.lo, c.hi})
+				continue
+			}
+			lies++
+			if lies <= 8 {
+				a.findings = append(a.findings, Finding{Kind: KindHeaders, Severity: SevInfo, Path: a.file.Path, Address: fmt.Sprintf("0x%x", c.root),
+					Detail: fmt.Sprintf("%s claims 0x%x-0x%x is data, but %s starts there; the section headers disagree with what the loader runs, so those bytes are judged as code", c.what, c.lo, c.hi, describe(c.root))})
+			}
+		}
 		for _, s := range mergeSpans(skip) {
 			r.Skip = append(r.Skip, [2]uint64{s.lo, s.hi})
 		}
@@ -258,6 +233,58 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 			Detail: fmt.Sprintf("%d more data claims of the section headers or mapping symbols hold reachable functions; judged as code", lies-8)})
 	}
 	return regions, names
+}
+
+// claimed is a range of a segment that the section headers or a $d mapping
+// symbol say is data, and the first reachable function in it (ok) if any.
+type claimed struct {
+	seg    int
+	lo, hi uint64
+	what   string
+	root   uint64
+	ok     bool
+}
+
+// firstRoots sets, for each claim that bytes are data, the first function
+// the loader or unwinder can reach in it: of roots, the unwind table
+// (searched, being sorted) and the dynamic function symbols. The symbols
+// are read in one pass for all claims; only those inside a claim (one
+// search of the claims' union each; in a sound object, none) are kept and
+// sorted.
+func firstRoots(cs []claimed, roots []uint64, eh *ehTable, dyn *symtab) {
+	union := make([]span, len(cs))
+	for i, c := range cs {
+		union[i] = span{c.lo, c.hi}
+	}
+	union = mergeSpans(union)
+	inside := slices.Clone(roots)
+	for _, s := range dyn.all() {
+		if isFunc(s) && inSpans(union, s.value) {
+			inside = append(inside, s.value)
+		}
+	}
+	slices.Sort(inside)
+	for i := range cs {
+		c := &cs[i]
+		c.root, c.ok = eh.firstIn(c.lo, c.hi)
+		if j, _ := slices.BinarySearch(inside, c.lo); j < len(inside) && inside[j] < c.hi && (!c.ok || inside[j] < c.root) {
+			c.root, c.ok = inside[j], true
+		}
+	}
+}
+
+// inSpans reports whether v lies in one of spans (sorted, disjoint).
+func inSpans(spans []span, v uint64) bool {
+	lo, hi := 0, len(spans)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if spans[m].hi <= v {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo < len(spans) && spans[lo].lo <= v
 }
 
 func mustOne(d loaderDyn, t elf.DynTag) uint64 { v, _ := d.one(t); return v }
