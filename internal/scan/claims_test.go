@@ -30,15 +30,16 @@ func TestFirstRoots(t *testing.T) {
 		var syms []rawSym
 		var funcs []uint64
 		for i, n := 0, r.IntN(40); i < n; i++ {
-			s := rawSym{value: addr(), shndx: 1, info: byte(elf.STT_FUNC)}
+			info, shndx := byte(elf.STT_FUNC), uint16(1)
 			switch r.IntN(5) {
 			case 0:
-				s.info = byte(elf.STT_OBJECT)
+				info = byte(elf.STT_OBJECT)
 			case 1:
-				s.shndx = uint16(elf.SHN_UNDEF)
+				shndx = uint16(elf.SHN_UNDEF)
 			case 2:
-				s.info = byte(elf.STT_GNU_IFUNC)
+				info = byte(elf.STT_GNU_IFUNC)
 			}
+			s := newSym(0, info, shndx, addr(), 0)
 			if isFunc(s) {
 				funcs = append(funcs, s.value)
 			}

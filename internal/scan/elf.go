@@ -361,7 +361,7 @@ func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs *funcTable, re
 	resolvers := map[uint64]bool{}
 	for _, t := range tabs {
 		for _, s := range t.all() {
-			if elf.SymType(s.info&0xf) == elf.STT_GNU_IFUNC && s.value != 0 {
+			if elf.SymType(s.info()&0xf) == elf.STT_GNU_IFUNC && s.value != 0 {
 				resolvers[s.value] = true
 			}
 		}
@@ -410,6 +410,7 @@ func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs *funcTable, re
 	if len(resolvers) == 0 {
 		return out
 	}
+	var targets []uint64 // the addresses resolvers build
 	for r := range resolvers {
 		code, base := codeAt(regions, r)
 		var regs [32]uint64 // pages ADRP put in registers (set: which hold one; page 0 is a page)
@@ -426,7 +427,7 @@ func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs *funcTable, re
 				set |= 1 << (w & 31)
 			case w&0x9f000000 == 0x10000000: // adr
 				imm := int64(int32(((w>>5)&0x7ffff)<<2|(w>>29)&3) << 11 >> 11)
-				mark(out, funcs, uint64(int64(pc)+imm))
+				targets = append(targets, uint64(int64(pc)+imm))
 			case w&0xff800000 == 0x91000000: // add xd, xn, #imm{, lsl 12}
 				rn, rd := (w>>5)&31, w&31
 				imm := uint64((w >> 10) & 0xfff)
@@ -434,21 +435,23 @@ func ifuncTargets(f *elf.File, data []byte, tabs []*symtab, funcs *funcTable, re
 					imm <<= 12
 				}
 				if set>>rn&1 != 0 {
-					mark(out, funcs, regs[rn]+imm)
+					targets = append(targets, regs[rn]+imm)
 				}
 				set &^= 1 << rd // it holds an address now, not a page
 			}
 		}
 	}
-	return out
-}
-
-func mark(out map[uint64]bool, funcs *funcTable, addr uint64) {
-	if _, start := funcs.lookup(addr); start != 0 {
-		out[start] = true
-	} else {
-		out[addr] = true
+	// Each target marks the function holding it (itself when none does),
+	// all found in one pass over the symbols.
+	funcs.prepare(targets)
+	for _, a := range targets {
+		if _, start := funcs.lookup(a); start != 0 {
+			out[start] = true
+		} else {
+			out[a] = true
+		}
 	}
+	return out
 }
 
 func codeAt(regions []isa.Code, addr uint64) ([]byte, uint64) {
@@ -578,7 +581,7 @@ func (a *analyzed) openssl(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 			continue // no such name in the string table: no need to read every name
 		}
 		for _, s := range t.all() {
-			if s.shndx == uint16(elf.SHN_UNDEF) || elf.SymType(s.info&0xf) != elf.STT_FUNC {
+			if s.shndx() == uint16(elf.SHN_UNDEF) || elf.SymType(s.info()&0xf) != elf.STT_FUNC {
 				continue
 			}
 			if c := t.nameByte(s); c != 'E' && c != 'S' || !t.nameHasPrefix(s, "EVP_") && !t.nameHasPrefix(s, "SSL_CTX_") {

@@ -313,7 +313,7 @@ func dataMarks(f *elf.File, syms *symtab) map[int][]span {
 	for _, s := range syms.all() {
 		n := syms.nameBytes(s)
 		if len(n) >= 2 && n[0] == '$' && (n[1] == 'd' || n[1] == 'x') && (len(n) == 2 || n[2] == '.') {
-			marks[int(s.shndx)] = append(marks[int(s.shndx)], mark{s.value, n[1] == 'd'})
+			marks[int(s.shndx())] = append(marks[int(s.shndx())], mark{s.value, n[1] == 'd'})
 		}
 	}
 	out := map[int][]span{}

@@ -262,7 +262,7 @@ func versionedImports(f *elf.File, data []byte, ld loaderDyn, dyn *symtab, want 
 		if v >= len(names) || names[v] == "" {
 			continue
 		}
-		if s := dyn.at(i); s.shndx == uint16(elf.SHN_UNDEF) {
+		if s := dyn.at(i); s.shndx() == uint16(elf.SHN_UNDEF) {
 			out = append(out, elf.ImportedSymbol{Name: dyn.name(s), Version: names[v]})
 		}
 	}

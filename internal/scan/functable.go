@@ -3,7 +3,6 @@ package scan
 import (
 	"cmp"
 	"debug/elf"
-	"maps"
 	"slices"
 	"sort"
 )
@@ -40,11 +39,11 @@ type funcSym struct {
 const sortAfter = 32
 
 func isFunc(s rawSym) bool {
-	typ := elf.SymType(s.info & 0xf)
-	return (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && s.value != 0 && s.shndx != uint16(elf.SHN_UNDEF)
+	typ := elf.SymType(s.info() & 0xf)
+	return (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && s.value != 0 && s.shndx() != uint16(elf.SHN_UNDEF)
 }
 
-func funcOf(i int, s rawSym) funcSym { return funcSym{s.value, s.size, s.nameOff, uint32(i)} }
+func funcOf(i int, s rawSym) funcSym { return funcSym{s.value, s.size, s.nameOff(), uint32(i)} }
 
 // functions returns the defined function symbols of a table.
 func functions(t *symtab) *funcTable { return &funcTable{tab: t, n: -1} }
@@ -64,7 +63,7 @@ func (t *funcTable) empty() bool {
 	return true
 }
 
-func (t *funcTable) name(f funcSym) string { return t.tab.name(rawSym{nameOff: f.nameOff}) }
+func (t *funcTable) name(f funcSym) string { return t.tab.name(newSym(f.nameOff, 0, 0, 0, 0)) }
 
 // each yields the function symbols in table order.
 func (t *funcTable) each(yield func(funcSym)) {
@@ -184,7 +183,7 @@ func (t *funcTable) holdingAll(as []uint64) []*funcSym {
 		if f.size == 0 {
 			return
 		}
-		if k := sort.Search(len(as), func(k int) bool { return as[k] >= f.addr }); k < len(as) && (!have[k] || later(&f, &cand[k])) {
+		if k := firstAtOrAfter(as, f.addr); k < len(as) && (!have[k] || later(&f, &cand[k])) {
 			cand[k], have[k] = f, true
 		}
 	})
@@ -232,25 +231,48 @@ func (t *funcTable) prepareAliases(starts []uint64) {
 	if t.sorted || len(starts) == 0 {
 		return
 	}
-	fresh := map[uint64][]funcSym{} // starts not asked about before
+	var fresh []uint64 // starts not asked about before
 	for _, a := range starts {
 		if _, ok := t.alias[a]; !ok && a != 0 {
-			fresh[a] = nil
+			fresh = append(fresh, a)
 		}
 	}
 	if len(fresh) == 0 {
 		return
 	}
+	slices.Sort(fresh)
+	fresh = slices.Compact(fresh)
+	lists := make([][]funcSym, len(fresh))
+	lo, hi := fresh[0], fresh[len(fresh)-1]
 	t.each(func(f funcSym) {
-		if list, ok := fresh[f.addr]; ok {
-			fresh[f.addr] = append(list, f)
+		if f.addr < lo || f.addr > hi {
+			return
+		}
+		if k := firstAtOrAfter(fresh, f.addr); fresh[k] == f.addr {
+			lists[k] = append(lists[k], f)
 		}
 	})
 	if t.alias == nil {
-		t.alias = fresh
-		return
+		t.alias = make(map[uint64][]funcSym, len(fresh))
 	}
-	maps.Copy(t.alias, fresh)
+	for k, a := range fresh {
+		t.alias[a] = lists[k]
+	}
+}
+
+// firstAtOrAfter returns the index of the first of as (sorted) at or after
+// v, len(as) when there is none.
+func firstAtOrAfter(as []uint64, v uint64) int {
+	lo, hi := 0, len(as)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if as[m] < v {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // aliases returns the function symbols that start at addr, in table order.

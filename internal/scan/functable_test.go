@@ -12,9 +12,9 @@ func symtabOf(str string, syms ...rawSym) *symtab {
 	b := make([]byte, 24*(len(syms)+1))
 	for i, s := range syms {
 		e := b[24*(i+1):]
-		binary.LittleEndian.PutUint32(e, s.nameOff)
-		e[4] = s.info
-		binary.LittleEndian.PutUint16(e[6:], s.shndx)
+		binary.LittleEndian.PutUint32(e, s.nameOff())
+		e[4] = s.info()
+		binary.LittleEndian.PutUint16(e[6:], s.shndx())
 		binary.LittleEndian.PutUint64(e[8:], s.value)
 		binary.LittleEndian.PutUint64(e[16:], s.size)
 	}
@@ -42,7 +42,7 @@ func TestFuncTableWays(t *testing.T) {
 			if r.IntN(8) == 0 {
 				info = 1 // STT_OBJECT: not a function
 			}
-			syms = append(syms, rawSym{nameOff: uint32(1 + 2*r.IntN(5)), info: info, shndx: 1, value: base*uint64(r.IntN(2)) + uint64(1+r.IntN(40)), size: size})
+			syms = append(syms, newSym(uint32(1+2*r.IntN(5)), info, 1, base*uint64(r.IntN(2))+uint64(1+r.IntN(40)), size))
 		}
 		st := symtabOf("\x00a\x00b\x00c\x00d\x00e\x00", syms...)
 		var qs []uint64
@@ -84,7 +84,7 @@ func TestFuncTableWays(t *testing.T) {
 		}
 	}
 	// After sortAfter questions a table sorts itself.
-	ft := functions(symtabOf("\x00", rawSym{info: 2, shndx: 1, value: 8, size: 4}, rawSym{info: 2, shndx: 1, value: 4, size: 4}))
+	ft := functions(symtabOf("\x00", newSym(0, 2, 1, 8, 4), newSym(0, 2, 1, 4, 4)))
 	for i := 0; i <= sortAfter; i++ {
 		ft.lookup(5)
 	}

@@ -475,7 +475,7 @@ func (s *shapeGuards) calledOnlyGuarded(fns []uint64) map[uint64]string {
 	}
 	if s.dynamic != nil {
 		for _, sym := range s.dynamic.all() {
-			if all[sym.value] != nil && sym.shndx != uint16(elf.SHN_UNDEF) {
+			if all[sym.value] != nil && sym.shndx() != uint16(elf.SHN_UNDEF) {
 				delete(byRegion[s.index(sym.value)], sym.value) // exported
 				delete(all, sym.value)
 			}

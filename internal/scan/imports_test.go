@@ -32,7 +32,7 @@ func TestVersionedImports(t *testing.T) {
 		got := versionedImports(f, data, ld, dyn, nil)
 		weak := map[string]bool{}
 		for _, s := range dyn.all() {
-			if elf.ST_BIND(s.info) == elf.STB_WEAK {
+			if elf.ST_BIND(s.info()) == elf.STB_WEAK {
 				weak[dyn.name(s)] = true
 			}
 		}

@@ -8,14 +8,25 @@ import (
 )
 
 // rawSym is a symbol read straight from the mapped file: no copies, and its
-// name stays bytes in the string table until someone asks for it.
+// name stays bytes in the string table until someone asks for it. It holds
+// an ELF64 little-endian entry's three words as they lie (the name offset,
+// info, other and section index packed in the first), so that reading one
+// is three loads and passing one around stays in registers; other layouts
+// are packed the same way.
 type rawSym struct {
-	nameOff uint32
-	info    byte
-	shndx   uint16
-	value   uint64
-	size    uint64
+	head  uint64 // st_name | st_info<<32 | st_other<<40 | st_shndx<<48
+	value uint64
+	size  uint64
 }
+
+// newSym packs a symbol's fields.
+func newSym(nameOff uint32, info byte, shndx uint16, value, size uint64) rawSym {
+	return rawSym{uint64(nameOff) | uint64(info)<<32 | uint64(shndx)<<48, value, size}
+}
+
+func (s rawSym) nameOff() uint32 { return uint32(s.head) }
+func (s rawSym) info() byte      { return byte(s.head >> 32) }
+func (s rawSym) shndx() uint16   { return uint16(s.head >> 48) }
 
 // symtab is one symbol table (.symtab or .dynsym) with its string table.
 // Its entries stay where they are in the mapped file and are decoded when
@@ -38,17 +49,23 @@ func (t *symtab) len() int {
 	return len(t.ent) / t.es
 }
 
-// at decodes symbol i (0: the first after the null symbol).
+// at decodes symbol i (0: the first after the null symbol). The common
+// case, ELF64 little-endian (every aarch64 object), is three loads.
 func (t *symtab) at(i int) rawSym {
-	e := t.ent[i*t.es : i*t.es+t.es]
 	if t.is64 && t.le {
-		le := binary.LittleEndian // every aarch64 object: inlined, no interface calls
-		return rawSym{le.Uint32(e), e[4], le.Uint16(e[6:]), le.Uint64(e[8:]), le.Uint64(e[16:])}
+		e := t.ent[i*24 : i*24+24 : i*24+24]
+		return rawSym{binary.LittleEndian.Uint64(e), binary.LittleEndian.Uint64(e[8:]), binary.LittleEndian.Uint64(e[16:])}
 	}
+	return t.atOther(i)
+}
+
+// atOther decodes symbol i of a big-endian or ELF32 table.
+func (t *symtab) atOther(i int) rawSym {
+	e := t.ent[i*t.es : i*t.es+t.es]
 	if t.is64 {
-		return rawSym{t.bo.Uint32(e), e[4], t.bo.Uint16(e[6:]), t.bo.Uint64(e[8:]), t.bo.Uint64(e[16:])}
+		return newSym(t.bo.Uint32(e), e[4], t.bo.Uint16(e[6:]), t.bo.Uint64(e[8:]), t.bo.Uint64(e[16:]))
 	}
-	return rawSym{t.bo.Uint32(e), e[12], t.bo.Uint16(e[14:]), uint64(t.bo.Uint32(e[4:])), uint64(t.bo.Uint32(e[8:]))}
+	return newSym(t.bo.Uint32(e), e[12], t.bo.Uint16(e[14:]), uint64(t.bo.Uint32(e[4:])), uint64(t.bo.Uint32(e[8:])))
 }
 
 // all yields each symbol with its index.
@@ -63,10 +80,10 @@ func (t *symtab) all() iter.Seq2[int, rawSym] {
 }
 
 func (t *symtab) nameBytes(s rawSym) []byte {
-	if int(s.nameOff) >= len(t.str) {
+	if int(s.nameOff()) >= len(t.str) {
 		return nil
 	}
-	b := t.str[s.nameOff:]
+	b := t.str[s.nameOff():]
 	if i := bytes.IndexByte(b, 0); i >= 0 {
 		return b[:i]
 	}
@@ -75,16 +92,16 @@ func (t *symtab) nameBytes(s rawSym) []byte {
 
 // nameByte returns the first byte of a symbol's name (0 when it has none).
 func (t *symtab) nameByte(s rawSym) byte {
-	if int(s.nameOff) >= len(t.str) {
+	if int(s.nameOff()) >= len(t.str) {
 		return 0
 	}
-	return t.str[s.nameOff]
+	return t.str[s.nameOff()]
 }
 
 // nameHasPrefix reports whether a symbol's name starts with p, without
 // looking for the name's end.
 func (t *symtab) nameHasPrefix(s rawSym, p string) bool {
-	off := uint64(s.nameOff)
+	off := uint64(s.nameOff())
 	return off+uint64(len(p)) <= uint64(len(t.str)) && string(t.str[off:off+uint64(len(p))]) == p
 }
 
