@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
+	"github.com/dorisarm/dorisarm/internal/isa"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 )
 
@@ -25,6 +26,9 @@ type Request struct {
 // bad allow file or an input that cannot be opened is bad input; what the
 // scan finds is in the report (see Report.Err).
 func Run(ctx context.Context, req Request) (*Report, error) {
+	// The instruction table does not depend on the matrix: another CPU
+	// builds it meanwhile (the scan waits for it if it is not done).
+	go isa.Default()
 	var pol *Policy
 	if req.Target != "" {
 		m, err := req.Matrix()
