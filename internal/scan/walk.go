@@ -406,7 +406,13 @@ func mapFile(f *os.File) ([]byte, func(), error) {
 	}
 	start := uintptr(unsafe.Pointer(&data[0]))
 	mappings.Store(start, len(data))
-	return data, func() { mappings.Delete(start); _ = syscall.Munmap(data) }, nil
+	// Unmapping a large file takes a while (its page tables go, and other
+	// CPUs are told): it happens beside what follows, since nothing reads
+	// the mapping any more.
+	return data, func() {
+		mappings.Delete(start)
+		go func() { _ = syscall.Munmap(data) }()
+	}, nil
 }
 
 // memory scans content already in memory (an archive member). keep, when
