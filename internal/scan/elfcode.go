@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sort"
 
@@ -273,18 +274,23 @@ func firstRoots(cs []claimed, roots []uint64, eh *ehTable, dyn *symtab) {
 	}
 }
 
-// inSpans reports whether v lies in one of spans (sorted, disjoint).
+// inSpans reports whether v lies in one of spans (sorted, disjoint). Like
+// firstAtOrAfter, the search has no data-dependent branch.
 func inSpans(spans []span, v uint64) bool {
-	lo, hi := 0, len(spans)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if spans[m].hi <= v {
-			lo = m + 1
-		} else {
-			hi = m
-		}
+	n := len(spans)
+	if n == 0 {
+		return false
 	}
-	return lo < len(spans) && spans[lo].lo <= v
+	base := 0
+	for n > 1 {
+		half := n >> 1
+		_, below := bits.Sub64(v, spans[base+half].hi, 0) // 1 when v < hi
+		base += half * int(1-below)
+		n -= half
+	}
+	_, below := bits.Sub64(v, spans[base].hi, 0)
+	base += int(1 - below)
+	return base < len(spans) && spans[base].lo <= v
 }
 
 func mustOne(d loaderDyn, t elf.DynTag) uint64 { v, _ := d.one(t); return v }

@@ -3,6 +3,7 @@ package scan
 import (
 	"cmp"
 	"debug/elf"
+	"math/bits"
 	"slices"
 	"sort"
 )
@@ -176,17 +177,24 @@ func (t *funcTable) holdingAll(as []uint64) []*funcSym {
 	have := make([]bool, len(as))
 	var last funcSym
 	found := false
-	t.each(func(f funcSym) {
-		if !found || later(&f, &last) {
-			last, found = f, true
+	// A direct loop: this reads every symbol, and a callback per symbol
+	// costs several times the reading.
+	tab, maxA := t.tab, as[len(as)-1]
+	for i, n := 0, tab.len(); i < n; i++ {
+		s := tab.at(i)
+		if !isFunc(s) {
+			continue
 		}
-		if f.size == 0 {
-			return
+		if !found || s.value > last.addr {
+			last, found = funcOf(i, s), true
 		}
-		if k := firstAtOrAfter(as, f.addr); k < len(as) && (!have[k] || later(&f, &cand[k])) {
-			cand[k], have[k] = f, true
+		if s.size == 0 || s.value > maxA {
+			continue
 		}
-	})
+		if k := firstAtOrAfter(as, s.value); !have[k] || s.value > cand[k].addr {
+			cand[k], have[k] = funcOf(i, s), true
+		}
+	}
 	var lastp, best *funcSym
 	if found {
 		lastp = &last
@@ -244,14 +252,16 @@ func (t *funcTable) prepareAliases(starts []uint64) {
 	fresh = slices.Compact(fresh)
 	lists := make([][]funcSym, len(fresh))
 	lo, hi := fresh[0], fresh[len(fresh)-1]
-	t.each(func(f funcSym) {
-		if f.addr < lo || f.addr > hi {
-			return
+	tab := t.tab
+	for i, n := 0, tab.len(); i < n; i++ {
+		s := tab.at(i)
+		if s.value < lo || s.value > hi || !isFunc(s) {
+			continue
 		}
-		if k := firstAtOrAfter(fresh, f.addr); fresh[k] == f.addr {
-			lists[k] = append(lists[k], f)
+		if k := firstAtOrAfter(fresh, s.value); fresh[k] == s.value {
+			lists[k] = append(lists[k], funcOf(i, s))
 		}
-	})
+	}
 	if t.alias == nil {
 		t.alias = make(map[uint64][]funcSym, len(fresh))
 	}
@@ -261,18 +271,24 @@ func (t *funcTable) prepareAliases(starts []uint64) {
 }
 
 // firstAtOrAfter returns the index of the first of as (sorted) at or after
-// v, len(as) when there is none.
+// v, len(as) when there is none. The search has no data-dependent branch
+// (a comparison's borrow moves the base): the passes over a
+// symbol table search once per symbol, and mispredicted halvings cost
+// more than the rest of the pass.
 func firstAtOrAfter(as []uint64, v uint64) int {
-	lo, hi := 0, len(as)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if as[m] < v {
-			lo = m + 1
-		} else {
-			hi = m
-		}
+	n := len(as)
+	if n == 0 {
+		return 0
 	}
-	return lo
+	base := 0
+	for n > 1 {
+		half := n >> 1
+		_, less := bits.Sub64(as[base+half], v, 0) // 1 when as[base+half] < v
+		base += half * int(less)
+		n -= half
+	}
+	_, less := bits.Sub64(as[base], v, 0)
+	return base + int(less)
 }
 
 // aliases returns the function symbols that start at addr, in table order.

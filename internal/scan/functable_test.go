@@ -92,3 +92,29 @@ func TestFuncTableWays(t *testing.T) {
 		t.Errorf("not sorted after %d questions: %+v", sortAfter+1, ft.syms)
 	}
 }
+
+// BenchmarkFuncTablePrepare: one batch of 164 addresses and their aliases
+// against 16,000 function symbols (librocksdb's dynamic table has 15,835
+// symbols and its scan asks about 164 hits).
+func BenchmarkFuncTablePrepare(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var syms []rawSym
+	for i := 0; i < 16000; i++ {
+		syms = append(syms, newSym(0, 2, 1, 0x10000+uint64(r.IntN(6<<20)), uint64(16+r.IntN(400))))
+	}
+	st := symtabOf("\x00", syms...)
+	var as []uint64
+	for i := 0; i < 164; i++ {
+		as = append(as, 0x10000+uint64(r.IntN(6<<20)))
+	}
+	b.Run("prepare", func(b *testing.B) {
+		for b.Loop() {
+			functions(st).prepare(as)
+		}
+	})
+	b.Run("aliases", func(b *testing.B) {
+		for b.Loop() {
+			functions(st).prepareAliases(as)
+		}
+	})
+}
