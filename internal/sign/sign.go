@@ -20,7 +20,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/tuf"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -29,6 +28,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/registry"
+	"github.com/dorisarm/dorisarm/internal/trustroot"
 )
 
 // Keygen writes a cosign-format key pair into dir: cosign.key (encrypted
@@ -251,12 +251,24 @@ func (t Trust) validate() error {
 
 // trustedRoot fetches the Sigstore trusted root (TUF; $TUF_ROOT is its
 // cache, by default ~/.sigstore/root); a variable for tests.
-var trustedRoot = func() (root.TrustedMaterial, error) {
+var trustedRoot = func() (*trustroot.Root, error) {
 	opts := tuf.DefaultOptions()
 	if dir := os.Getenv("TUF_ROOT"); dir != "" {
 		opts.CachePath = dir
 	}
-	return root.FetchTrustedRootWithOptions(opts)
+	c, err := tuf.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	data, err := c.GetTarget("trusted_root.json")
+	if err != nil {
+		return nil, err
+	}
+	r, err := trustroot.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("the trusted_root.json from TUF: %w", err)
+	}
+	return r, nil
 }
 
 // verifier is how signatures are checked. With a key there is no
@@ -270,7 +282,7 @@ func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, 
 	if t.Key == "" {
 		var err error
 		if t.TrustedRoot != "" {
-			if v.tm, err = root.NewTrustedRootFromPath(t.TrustedRoot); err != nil {
+			if v.tm, err = trustroot.Read(t.TrustedRoot); err != nil {
 				return nil, fmt.Errorf("--trusted-root %s: %w", t.TrustedRoot, err)
 			}
 		} else if v.tm, err = trustedRoot(); err != nil {
