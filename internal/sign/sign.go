@@ -10,7 +10,6 @@ package sign
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -22,7 +21,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore-go/pkg/tuf"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
-	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
@@ -59,7 +57,7 @@ func Keygen(dir string, password []byte) (priv, pub string, err error) {
 
 // Signer signs with a cosign private key.
 type Signer struct {
-	sv   signature.SignerVerifier
+	sv   *privKey
 	opts []remote.Option
 }
 
@@ -97,14 +95,14 @@ func (s *Signer) signOne(ctx context.Context, d name.Digest) error {
 	if err != nil {
 		return err
 	}
-	raw, err := s.sv.SignMessage(bytes.NewReader(pl))
+	raw, err := s.sv.sign(pl)
 	if err != nil {
 		return err
 	}
 	// Signed before by this key: cosign would not add it again.
 	dup := func(old layer) bool {
 		sig, err := base64.StdEncoding.DecodeString(old.Annotations[annSignature])
-		return err == nil && bytes.Equal(old.Payload, pl) && s.sv.VerifySignature(bytes.NewReader(sig), bytes.NewReader(pl)) == nil
+		return err == nil && bytes.Equal(old.Payload, pl) && s.sv.verify(sig, pl) == nil
 	}
 	return writeSignature(ctx, d, signatureLayer(pl, raw, nil), s.opts, dup)
 }
@@ -302,8 +300,8 @@ func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a public key: %w", t.Key, err)
 	}
-	if v.key, err = signature.LoadVerifier(pk, crypto.SHA256); err != nil {
-		return nil, err
+	if v.key, err = newPubKey(pk); err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Key, err)
 	}
 	return v, nil
 }

@@ -3,7 +3,6 @@ package sign
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/sha256"
 	"crypto/x509"
@@ -20,7 +19,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
-	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
 	"github.com/dorisarm/dorisarm/internal/sct"
@@ -36,7 +34,7 @@ import (
 // that must be the expected ones. These are the checks cosign's own
 // verification makes for this storage format.
 type verifier struct {
-	key        signature.Verifier // with a key
+	key        *pubKey // with a key
 	tm         *trustroot.Root
 	identity   string
 	identityRE *regexp.Regexp
@@ -93,7 +91,7 @@ func (v *verifier) verifySignature(d name.Digest, l layer) error {
 	if err != nil {
 		return err
 	}
-	if err := pv.VerifySignature(bytes.NewReader(sig), bytes.NewReader(l.Payload)); err != nil {
+	if err := pv.verify(sig, l.Payload); err != nil {
 		return errors.New("invalid signature when validating ASN.1 encoded signature")
 	}
 	var p payload.SimpleContainerImage
@@ -126,12 +124,14 @@ func (v *verifier) verifyAttestations(d name.Digest, ls []layer) ([]statement, e
 }
 
 type envelope struct {
-	PayloadType string `json:"payloadType"`
-	Payload     string `json:"payload"`
-	Signatures  []struct {
-		KeyID string `json:"keyid"`
-		Sig   string `json:"sig"`
-	} `json:"signatures"`
+	PayloadType string        `json:"payloadType"`
+	Payload     string        `json:"payload"`
+	Signatures  []envelopeSig `json:"signatures"`
+}
+
+type envelopeSig struct {
+	KeyID string `json:"keyid"`
+	Sig   string `json:"sig"`
 }
 
 // pae is DSSE's pre-authentication encoding: what an envelope's signature signs.
@@ -156,7 +156,7 @@ func (v *verifier) verifyAttestation(d name.Digest, l layer) (statement, error) 
 	ok := false
 	for _, s := range env.Signatures {
 		sig, err := base64.StdEncoding.DecodeString(s.Sig)
-		if err == nil && pv.VerifySignature(bytes.NewReader(sig), bytes.NewReader(pae(env.PayloadType, body))) == nil {
+		if err == nil && pv.verify(sig, pae(env.PayloadType, body)) == nil {
 			ok = true
 			break
 		}
@@ -179,7 +179,7 @@ func (v *verifier) verifyAttestation(d name.Digest, l layer) (statement, error) 
 // signer is what verifies l's signature: the key, or (keyless) the key of
 // l's certificate once the certificate, its SCT, the Rekor bundle and the
 // identity check out; matches says whether the Rekor entry is about l.
-func (v *verifier) signer(l layer, matches func(rekorEntry, []byte) error) (signature.Verifier, error) {
+func (v *verifier) signer(l layer, matches func(rekorEntry, []byte) error) (*pubKey, error) {
 	if v.key != nil {
 		return v.key, nil
 	}
@@ -222,7 +222,7 @@ func (v *verifier) signer(l layer, matches func(rekorEntry, []byte) error) (sign
 	if err := matches(entry, cert.Raw); err != nil {
 		return nil, fmt.Errorf("the Rekor entry is not this signature's: %w", err)
 	}
-	return signature.LoadVerifier(cert.PublicKey, crypto.SHA256)
+	return newPubKey(cert.PublicKey)
 }
 
 // checkBundle verifies the Rekor bundle's signed entry timestamp with the
