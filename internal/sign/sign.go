@@ -281,7 +281,7 @@ func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, 
 		var err error
 		if t.TrustedRoot != "" {
 			if v.tm, err = trustroot.Read(t.TrustedRoot); err != nil {
-				return nil, fmt.Errorf("--trusted-root %s: %w", t.TrustedRoot, err)
+				return nil, fmt.Errorf("--trusted-root: %w", err) // err names the file
 			}
 		} else if v.tm, err = trustedRoot(); err != nil {
 			return nil, fmt.Errorf("keyless verification needs the Sigstore trusted root: %w", err)
