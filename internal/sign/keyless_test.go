@@ -19,6 +19,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/dorisarm/dorisarm/internal/sign/fakesigstore"
+	"github.com/dorisarm/dorisarm/internal/trustroot"
 )
 
 // These tests run against fakesigstore (a fake Fulcio, Rekor and OIDC
@@ -32,10 +33,26 @@ func fakeSigstore(t *testing.T) *fakesigstore.Server {
 	}
 	t.Cleanup(f.Close)
 	saved, savedRetries := trustedRoot, rekorRetries
-	trustedRoot = func() (root.TrustedMaterial, error) { return f.TrustedRoot() }
+	trustedRoot = ours(f.TrustedRoot)
 	rekorRetries = 0
 	t.Cleanup(func() { trustedRoot, rekorRetries = saved, savedRetries })
 	return f
+}
+
+// ours reads a trusted root that sigstore-go wrote (as JSON) with
+// trustroot, as dorisarm reads the one from TUF.
+func ours(tm func() (*root.TrustedRoot, error)) func() (*trustroot.Root, error) {
+	return func() (*trustroot.Root, error) {
+		tr, err := tm()
+		if err != nil {
+			return nil, err
+		}
+		js, err := tr.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		return trustroot.Parse(js)
+	}
 }
 
 func noEnv(string) string { return "" }
@@ -126,14 +143,14 @@ func TestKeylessSignAttestVerify(t *testing.T) {
 	}
 	defer other.Close()
 	for what, tm := range map[string]func() (*root.TrustedRoot, error){"another Sigstore's root": other.TrustedRoot, "a root without the CT log": f.TrustedRootWithoutCT} {
-		trustedRoot = func() (root.TrustedMaterial, error) { return tm() }
+		trustedRoot = ours(tm)
 		checks, _ := signatureChecksOf(ctx, ref, trust)
 		if len(checks) == 0 || checks[0].OK {
 			t.Errorf("%s: %+v", what, checks)
 		}
 	}
 	// A trusted_root.json given (--trusted-root) instead of TUF's.
-	trustedRoot = func() (root.TrustedMaterial, error) { return nil, errors.New("no network") }
+	trustedRoot = func() (*trustroot.Root, error) { return nil, errors.New("no network") }
 	tr, _ := f.TrustedRoot()
 	js, err := tr.MarshalJSON()
 	if err != nil {
@@ -153,7 +170,7 @@ func TestKeylessSignAttestVerify(t *testing.T) {
 	if err := (Trust{Key: "cosign.pub", TrustedRoot: trPath}).Validate(); err == nil {
 		t.Error("a key with --trusted-root")
 	}
-	trustedRoot = func() (root.TrustedMaterial, error) { return f.TrustedRoot() }
+	trustedRoot = ours(f.TrustedRoot)
 
 	// The stored form is cosign's: certificate, chain and Rekor bundle.
 	se, err := remote.Image(ds[1].Context().Tag(strings.ReplaceAll(ds[1].DigestStr(), ":", "-") + ".sig"))

@@ -1,7 +1,6 @@
 package sign
 
 import (
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
-	"github.com/sigstore/sigstore/pkg/signature"
 )
 
 // cosign's key files: an ECDSA P-256 key, PKCS #8, encrypted with the
@@ -45,7 +43,7 @@ func newKeyPair(password []byte) (priv, pub []byte, err error) {
 }
 
 // loadPrivateKey decrypts a cosign private key.
-func loadPrivateKey(data, password []byte) (signature.SignerVerifier, error) {
+func loadPrivateKey(data, password []byte) (*privKey, error) {
 	b, _ := pem.Decode(data)
 	if b == nil {
 		return nil, errors.New("not a PEM file")
@@ -61,5 +59,5 @@ func loadPrivateKey(data, password []byte) (signature.SignerVerifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return signature.LoadSignerVerifier(k, crypto.SHA256)
+	return newPrivKey(k)
 }

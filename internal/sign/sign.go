@@ -10,7 +10,6 @@ package sign
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -20,15 +19,14 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/tuf"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
-	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/registry"
+	"github.com/dorisarm/dorisarm/internal/trustroot"
 )
 
 // Keygen writes a cosign-format key pair into dir: cosign.key (encrypted
@@ -59,7 +57,7 @@ func Keygen(dir string, password []byte) (priv, pub string, err error) {
 
 // Signer signs with a cosign private key.
 type Signer struct {
-	sv   signature.SignerVerifier
+	sv   *privKey
 	opts []remote.Option
 }
 
@@ -97,14 +95,14 @@ func (s *Signer) signOne(ctx context.Context, d name.Digest) error {
 	if err != nil {
 		return err
 	}
-	raw, err := s.sv.SignMessage(bytes.NewReader(pl))
+	raw, err := s.sv.sign(pl)
 	if err != nil {
 		return err
 	}
 	// Signed before by this key: cosign would not add it again.
 	dup := func(old layer) bool {
 		sig, err := base64.StdEncoding.DecodeString(old.Annotations[annSignature])
-		return err == nil && bytes.Equal(old.Payload, pl) && s.sv.VerifySignature(bytes.NewReader(sig), bytes.NewReader(pl)) == nil
+		return err == nil && bytes.Equal(old.Payload, pl) && s.sv.verify(sig, pl) == nil
 	}
 	return writeSignature(ctx, d, signatureLayer(pl, raw, nil), s.opts, dup)
 }
@@ -251,12 +249,24 @@ func (t Trust) validate() error {
 
 // trustedRoot fetches the Sigstore trusted root (TUF; $TUF_ROOT is its
 // cache, by default ~/.sigstore/root); a variable for tests.
-var trustedRoot = func() (root.TrustedMaterial, error) {
+var trustedRoot = func() (*trustroot.Root, error) {
 	opts := tuf.DefaultOptions()
 	if dir := os.Getenv("TUF_ROOT"); dir != "" {
 		opts.CachePath = dir
 	}
-	return root.FetchTrustedRootWithOptions(opts)
+	c, err := tuf.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	data, err := c.GetTarget("trusted_root.json")
+	if err != nil {
+		return nil, err
+	}
+	r, err := trustroot.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("the trusted_root.json from TUF: %w", err)
+	}
+	return r, nil
 }
 
 // verifier is how signatures are checked. With a key there is no
@@ -270,8 +280,8 @@ func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, 
 	if t.Key == "" {
 		var err error
 		if t.TrustedRoot != "" {
-			if v.tm, err = root.NewTrustedRootFromPath(t.TrustedRoot); err != nil {
-				return nil, fmt.Errorf("--trusted-root %s: %w", t.TrustedRoot, err)
+			if v.tm, err = trustroot.Read(t.TrustedRoot); err != nil {
+				return nil, fmt.Errorf("--trusted-root: %w", err) // err names the file
 			}
 		} else if v.tm, err = trustedRoot(); err != nil {
 			return nil, fmt.Errorf("keyless verification needs the Sigstore trusted root: %w", err)
@@ -290,8 +300,8 @@ func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a public key: %w", t.Key, err)
 	}
-	if v.key, err = signature.LoadVerifier(pk, crypto.SHA256); err != nil {
-		return nil, err
+	if v.key, err = newPubKey(pk); err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Key, err)
 	}
 	return v, nil
 }

@@ -16,10 +16,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/image"
+	"github.com/dorisarm/dorisarm/internal/trustroot"
 )
 
 func registryHost(t *testing.T) string {
@@ -200,12 +200,12 @@ func TestTrustConfiguration(t *testing.T) {
 	// trusted root fetched (stubbed: it needs the network).
 	saved := trustedRoot
 	defer func() { trustedRoot = saved }()
-	trustedRoot = func() (root.TrustedMaterial, error) { return nil, errors.New("no network") }
+	trustedRoot = func() (*trustroot.Root, error) { return nil, errors.New("no network") }
 	kl := Trust{Identity: "https://github.com/dorisarm/dorisarm/.github/workflows/release.yml@refs/tags/v1", Issuer: "https://token.actions.githubusercontent.com"}
 	if _, err := kl.verifier(context.Background()); err == nil || !strings.Contains(err.Error(), "trusted root") {
 		t.Errorf("keyless without the trusted root: %v", err)
 	}
-	trustedRoot = func() (root.TrustedMaterial, error) { return &root.BaseTrustedMaterial{}, nil }
+	trustedRoot = func() (*trustroot.Root, error) { return &trustroot.Root{}, nil }
 	v, err := kl.verifier(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package sign
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/sha256"
 	"crypto/x509"
@@ -17,15 +16,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/certificate-transparency-go/ctutil"
-	ctx509 "github.com/google/certificate-transparency-go/x509"
-	"github.com/google/certificate-transparency-go/x509util"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
-	"github.com/sigstore/sigstore-go/pkg/root"
-	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
+
+	"github.com/dorisarm/dorisarm/internal/sct"
+	"github.com/dorisarm/dorisarm/internal/trustroot"
 )
 
 // verifier checks signatures and attestations stored the way cosign
@@ -37,8 +34,8 @@ import (
 // that must be the expected ones. These are the checks cosign's own
 // verification makes for this storage format.
 type verifier struct {
-	key        signature.Verifier // with a key
-	tm         root.TrustedMaterial
+	key        *pubKey // with a key
+	tm         *trustroot.Root
 	identity   string
 	identityRE *regexp.Regexp
 	issuer     string
@@ -94,7 +91,7 @@ func (v *verifier) verifySignature(d name.Digest, l layer) error {
 	if err != nil {
 		return err
 	}
-	if err := pv.VerifySignature(bytes.NewReader(sig), bytes.NewReader(l.Payload)); err != nil {
+	if err := pv.verify(sig, l.Payload); err != nil {
 		return errors.New("invalid signature when validating ASN.1 encoded signature")
 	}
 	var p payload.SimpleContainerImage
@@ -127,12 +124,14 @@ func (v *verifier) verifyAttestations(d name.Digest, ls []layer) ([]statement, e
 }
 
 type envelope struct {
-	PayloadType string `json:"payloadType"`
-	Payload     string `json:"payload"`
-	Signatures  []struct {
-		KeyID string `json:"keyid"`
-		Sig   string `json:"sig"`
-	} `json:"signatures"`
+	PayloadType string        `json:"payloadType"`
+	Payload     string        `json:"payload"`
+	Signatures  []envelopeSig `json:"signatures"`
+}
+
+type envelopeSig struct {
+	KeyID string `json:"keyid"`
+	Sig   string `json:"sig"`
 }
 
 // pae is DSSE's pre-authentication encoding: what an envelope's signature signs.
@@ -157,7 +156,7 @@ func (v *verifier) verifyAttestation(d name.Digest, l layer) (statement, error) 
 	ok := false
 	for _, s := range env.Signatures {
 		sig, err := base64.StdEncoding.DecodeString(s.Sig)
-		if err == nil && pv.VerifySignature(bytes.NewReader(sig), bytes.NewReader(pae(env.PayloadType, body))) == nil {
+		if err == nil && pv.verify(sig, pae(env.PayloadType, body)) == nil {
 			ok = true
 			break
 		}
@@ -180,7 +179,7 @@ func (v *verifier) verifyAttestation(d name.Digest, l layer) (statement, error) 
 // signer is what verifies l's signature: the key, or (keyless) the key of
 // l's certificate once the certificate, its SCT, the Rekor bundle and the
 // identity check out; matches says whether the Rekor entry is about l.
-func (v *verifier) signer(l layer, matches func(rekorEntry, []byte) error) (signature.Verifier, error) {
+func (v *verifier) signer(l layer, matches func(rekorEntry, []byte) error) (*pubKey, error) {
 	if v.key != nil {
 		return v.key, nil
 	}
@@ -201,7 +200,7 @@ func (v *verifier) signer(l layer, matches func(rekorEntry, []byte) error) (sign
 	}
 	var chain []*x509.Certificate
 	var caErrs []string
-	for _, ca := range v.tm.FulcioCertificateAuthorities() {
+	for _, ca := range v.tm.CAs {
 		chains, err := ca.Verify(cert, logged)
 		if err == nil && len(chains) > 0 && len(chains[0]) > 1 {
 			chain = chains[0]
@@ -223,7 +222,7 @@ func (v *verifier) signer(l layer, matches func(rekorEntry, []byte) error) (sign
 	if err := matches(entry, cert.Raw); err != nil {
 		return nil, fmt.Errorf("the Rekor entry is not this signature's: %w", err)
 	}
-	return signature.LoadVerifier(cert.PublicKey, crypto.SHA256)
+	return newPubKey(cert.PublicKey)
 }
 
 // checkBundle verifies the Rekor bundle's signed entry timestamp with the
@@ -237,11 +236,11 @@ func (v *verifier) checkBundle(raw string) (time.Time, rekorEntry, error) {
 	if err := json.Unmarshal([]byte(raw), &b); err != nil {
 		return time.Time{}, e, fmt.Errorf("the Rekor bundle: %w", err)
 	}
-	log := v.tm.RekorLogs()[b.Payload.LogID]
+	log := v.tm.Tlogs[b.Payload.LogID]
 	if log == nil {
 		return time.Time{}, e, fmt.Errorf("logged in Rekor log %s, which the trusted root does not list", b.Payload.LogID)
 	}
-	pub, ok := log.PublicKey.(*ecdsa.PublicKey)
+	pub, ok := log.Key.(*ecdsa.PublicKey)
 	if !ok {
 		return time.Time{}, e, fmt.Errorf("Rekor log %s: not an ECDSA key", b.Payload.LogID)
 	}
@@ -254,7 +253,7 @@ func (v *verifier) checkBundle(raw string) (time.Time, rekorEntry, error) {
 		return time.Time{}, e, errors.New("the Rekor bundle's signed entry timestamp does not verify with the trusted Rekor key")
 	}
 	logged := time.Unix(b.Payload.IntegratedTime, 0)
-	if logged.Before(log.ValidityPeriodStart) || (!log.ValidityPeriodEnd.IsZero() && logged.After(log.ValidityPeriodEnd)) {
+	if !log.ValidAt(logged) {
 		return time.Time{}, e, fmt.Errorf("logged at %s, outside Rekor log %s's validity", logged.UTC(), b.Payload.LogID)
 	}
 	body, err := base64.StdEncoding.DecodeString(b.Payload.Body)
@@ -267,26 +266,19 @@ func (v *verifier) checkBundle(raw string) (time.Time, rekorEntry, error) {
 	return logged, e, nil
 }
 
-// checkSCT checks that cert embeds an SCT from a trusted CT log.
+// checkSCT checks that cert embeds an SCT from a CT log of the trusted
+// root, made while the root trusts that log's key.
 func (v *verifier) checkSCT(cert, issuer *x509.Certificate) error {
-	cc, err := ctx509.ParseCertificate(cert.Raw)
-	if err != nil && ctx509.IsFatal(err) {
-		return fmt.Errorf("the certificate: %w", err)
-	}
-	ic, err := ctx509.ParseCertificate(issuer.Raw)
-	if err != nil && ctx509.IsFatal(err) {
-		return fmt.Errorf("the certificate's issuer: %w", err)
-	}
-	scts, err := x509util.ParseSCTsFromSCTList(&cc.SCTList)
+	scts, err := sct.Embedded(cert)
 	if err != nil || len(scts) == 0 {
 		return errors.New("the certificate has no embedded SCT (certificate transparency)")
 	}
-	for _, sct := range scts {
-		log := v.tm.CTLogs()[hex.EncodeToString(sct.LogID.KeyID[:])]
-		if log == nil {
+	for _, s := range scts {
+		log := v.tm.CTLogs[hex.EncodeToString(s.LogID[:])]
+		if log == nil || !log.ValidAt(s.Time()) {
 			continue
 		}
-		if ctutil.VerifySCT(log.PublicKey, []*ctx509.Certificate{cc, ic}, sct, true) == nil {
+		if sct.Verify(s, cert, issuer, log.Key) == nil {
 			return nil
 		}
 	}

@@ -497,3 +497,17 @@ func (s *Server) PEM() (roots, rekorKey, ctKey []byte) {
 	}
 	return b.Bytes(), pk(s.rekorKey), pk(s.ctKey)
 }
+
+// Certificate is a certificate that Fulcio would issue for pub and
+// identity, with its SCT embedded, and the intermediate that issued it.
+func (s *Server) Certificate(pub *ecdsa.PublicKey, identity string) (leaf, issuer *x509.Certificate, err error) {
+	der, err := s.issue(pub, identity, s.Issuer)
+	if err != nil {
+		return nil, nil, err
+	}
+	leaf, err = x509.ParseCertificate(der)
+	return leaf, s.inter, err
+}
+
+// CTKey is the CT log's public key.
+func (s *Server) CTKey() crypto.PublicKey { return s.ctKey.Public() }
