@@ -44,6 +44,16 @@ func machineName(m elf.Machine) string {
 type analyzed struct {
 	file     File
 	findings []Finding
+	eh       *ehTable // the unwind table, once read (ehTable)
+}
+
+// ehTable reads the unwind table once per object (checking that it is
+// sorted reads every entry).
+func (a *analyzed) ehTable(f *elf.File, data []byte) *ehTable {
+	if a.eh == nil {
+		a.eh = readEhTable(f, data)
+	}
+	return a.eh
 }
 
 func unreadable(path, why string) Finding {
@@ -208,7 +218,7 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	shapes := &shapeGuards{regions: regions, idx: map[int]*guardIndex{}, dynamic: dyn, dataPointers: dataPointers(f, data, ld)}
 	var starts *ehTable // function starts of the unwind table, for stripped objects
 	if len(res.Hits) > 0 && syms.len() == 0 {
-		starts = readEhTable(f, data)
+		starts = a.ehTable(f, data)
 	}
 	// First what names, tables and the code around each hit say; then, for
 	// the functions still unexplained, their callers (one pass for all).

@@ -128,7 +128,7 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 			roots = append(roots, v)
 		}
 	}
-	eh := readEhTable(f, data)
+	eh := a.ehTable(f, data)
 	describe := func(addr uint64) string {
 		if addr == f.Entry {
 			return "the entry point"
