@@ -179,7 +179,7 @@ func (t *funcTable) holdingAll(as []uint64) []*funcSym {
 	found := false
 	// A direct loop: this reads every symbol, and a callback per symbol
 	// costs several times the reading.
-	tab, maxA := t.tab, as[len(as)-1]
+	tab, maxA, idx := t.tab, as[len(as)-1], newAddrIndex(as)
 	for i, n := 0, tab.len(); i < n; i++ {
 		s := tab.at(i)
 		if !isFunc(s) {
@@ -191,7 +191,7 @@ func (t *funcTable) holdingAll(as []uint64) []*funcSym {
 		if s.size == 0 || s.value > maxA {
 			continue
 		}
-		if k := firstAtOrAfter(as, s.value); !have[k] || s.value > cand[k].addr {
+		if k := idx.firstAtOrAfter(s.value); !have[k] || s.value > cand[k].addr {
 			cand[k], have[k] = funcOf(i, s), true
 		}
 	}
@@ -252,13 +252,13 @@ func (t *funcTable) prepareAliases(starts []uint64) {
 	fresh = slices.Compact(fresh)
 	lists := make([][]funcSym, len(fresh))
 	lo, hi := fresh[0], fresh[len(fresh)-1]
-	tab := t.tab
+	tab, idx := t.tab, newAddrIndex(fresh)
 	for i, n := 0, tab.len(); i < n; i++ {
 		s := tab.at(i)
 		if s.value < lo || s.value > hi || !isFunc(s) {
 			continue
 		}
-		if k := firstAtOrAfter(fresh, s.value); fresh[k] == s.value {
+		if k := idx.firstAtOrAfter(s.value); fresh[k] == s.value {
 			lists[k] = append(lists[k], funcOf(i, s))
 		}
 	}
@@ -326,4 +326,68 @@ func (t *funcTable) startsIn(lo, hi uint64) bool {
 	found := false
 	t.each(func(f funcSym) { found = found || f.addr > lo && f.addr <= hi })
 	return found
+}
+
+// addrIndex answers firstAtOrAfter for one sorted list of addresses that is
+// asked once per symbol of a table: buckets (about four per address, of
+// equal width over their range) say where to start, so most questions cost
+// a load and a comparison or two rather than a binary search, whose every
+// step waits for the previous one's load.
+type addrIndex struct {
+	as    []uint64
+	lo    uint64
+	shift uint
+	start []int32 // start[b]: the first of as at or after lo + b<<shift
+}
+
+// maxIndexBuckets bounds an index's memory (256 KiB).
+const maxIndexBuckets = 1 << 16
+
+func newAddrIndex(as []uint64) addrIndex {
+	x := addrIndex{as: as}
+	if len(as) < 8 || len(as) >= 1<<31 {
+		return x // a search is as fast
+	}
+	x.lo = as[0]
+	nb := 1
+	for nb < 4*len(as) && nb < maxIndexBuckets {
+		nb <<= 1
+	}
+	for (as[len(as)-1]-x.lo)>>x.shift >= uint64(nb) {
+		x.shift++
+	}
+	// start[b] is the first address whose bucket, (a-lo)>>shift, is b or
+	// more: an address in bucket b has its answer in [start[b], start[b+1]].
+	x.start = make([]int32, nb+1)
+	k := 0
+	for b := range x.start {
+		for k < len(as) && (as[k]-x.lo)>>x.shift < uint64(b) {
+			k++
+		}
+		x.start[b] = int32(k)
+	}
+	return x
+}
+
+// firstAtOrAfter returns the index of the first address at or after v,
+// len(as) when there is none.
+func (x *addrIndex) firstAtOrAfter(v uint64) int {
+	if x.start == nil {
+		return firstAtOrAfter(x.as, v)
+	}
+	if v <= x.lo {
+		return 0
+	}
+	b := (v - x.lo) >> x.shift
+	if b >= uint64(len(x.start)-1) {
+		return firstAtOrAfter(x.as, v)
+	}
+	k, end := int(x.start[b]), int(x.start[b+1])
+	if end-k > 4 {
+		return k + firstAtOrAfter(x.as[k:end], v)
+	}
+	for k < end && x.as[k] < v {
+		k++
+	}
+	return k
 }

@@ -3,6 +3,7 @@ package scan
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -18,7 +19,7 @@ func symtabOf(str string, syms ...rawSym) *symtab {
 		binary.LittleEndian.PutUint64(e[8:], s.value)
 		binary.LittleEndian.PutUint64(e[16:], s.size)
 	}
-	return &symtab{ent: b[24:], es: 24, bo: binary.LittleEndian, str: []byte(str), is64: true, le: true}
+	return newSymtab(b, []byte(str), true, binary.LittleEndian)
 }
 
 // TestFuncTableWays: reading the symbols (the first questions), answering a
@@ -117,4 +118,60 @@ func BenchmarkFuncTablePrepare(b *testing.B) {
 			functions(st).prepareAliases(as)
 		}
 	})
+}
+
+// TestAddrIndex: the bucketed search answers as a plain search does, on
+// sorted lists with repeats, clusters, and addresses at both ends of the
+// address space.
+func TestAddrIndex(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	plain := func(as []uint64, v uint64) int {
+		k := 0
+		for k < len(as) && as[k] < v {
+			k++
+		}
+		return k
+	}
+	for round := 0; round < 3000; round++ {
+		n := r.IntN(300)
+		var as []uint64
+		base := uint64(r.IntN(1 << 20))
+		switch round % 4 {
+		case 1:
+			base = ^uint64(0) - 1<<20 // near the top
+		case 2:
+			base = 0
+		}
+		for i := 0; i < n; i++ {
+			switch r.IntN(4) {
+			case 0:
+				as = append(as, base+uint64(r.IntN(16))) // a cluster
+			default:
+				as = append(as, base+uint64(r.IntN(1<<20)))
+			}
+		}
+		if round%7 == 0 && n > 0 {
+			as = append(as, ^uint64(0), 0)
+		}
+		slices.Sort(as)
+		x := newAddrIndex(as)
+		probe := func(v uint64) {
+			if got, want := x.firstAtOrAfter(v), plain(as, v); got != want {
+				t.Fatalf("round %d: firstAtOrAfter(%#x) = %d, want %d (%d addresses)", round, v, got, want, len(as))
+			}
+			if got, want := firstAtOrAfter(as, v), plain(as, v); got != want {
+				t.Fatalf("round %d: plain firstAtOrAfter(%#x) = %d, want %d", round, v, got, want)
+			}
+		}
+		for _, a := range as {
+			probe(a)
+			probe(a - 1)
+			probe(a + 1)
+		}
+		for i := 0; i < 50; i++ {
+			probe(base + uint64(r.IntN(1<<21)))
+		}
+		probe(0)
+		probe(^uint64(0))
+	}
 }

@@ -29,43 +29,24 @@ func (s rawSym) info() byte      { return byte(s.head >> 32) }
 func (s rawSym) shndx() uint16   { return uint16(s.head >> 48) }
 
 // symtab is one symbol table (.symtab or .dynsym) with its string table.
-// Its entries stay where they are in the mapped file and are decoded when
-// read: a table of 100,000 symbols costs no memory of its own (fresh memory
-// is what a short scan pays most for).
+// An ELF64 little-endian table (every aarch64 and x86-64 object) stays where
+// it is in the mapped file and is decoded when read: a table of 100,000
+// symbols costs no memory of its own (fresh memory is what a short scan
+// pays most for). Other layouts (ELF32, big-endian) are rewritten once into
+// that layout, so that reading a symbol is three loads that the compiler
+// inlines into every pass over a table.
 type symtab struct {
-	ent  []byte // the entries after entry 0 (the null symbol)
-	es   int    // entry size: 24 (ELF64) or 16 (ELF32)
-	bo   binary.ByteOrder
-	str  []byte
-	is64 bool
-	le   bool // little-endian
+	ent []byte // the entries after entry 0 (the null symbol), ELF64 little-endian
+	str []byte
 }
 
 // len is the number of symbols (the null symbol not counted).
-func (t *symtab) len() int {
-	if t.es == 0 {
-		return 0
-	}
-	return len(t.ent) / t.es
-}
+func (t *symtab) len() int { return len(t.ent) / 24 }
 
-// at decodes symbol i (0: the first after the null symbol). The common
-// case, ELF64 little-endian (every aarch64 object), is three loads.
+// at decodes symbol i (0: the first after the null symbol).
 func (t *symtab) at(i int) rawSym {
-	if t.is64 && t.le {
-		e := t.ent[i*24 : i*24+24 : i*24+24]
-		return rawSym{binary.LittleEndian.Uint64(e), binary.LittleEndian.Uint64(e[8:]), binary.LittleEndian.Uint64(e[16:])}
-	}
-	return t.atOther(i)
-}
-
-// atOther decodes symbol i of a big-endian or ELF32 table.
-func (t *symtab) atOther(i int) rawSym {
-	e := t.ent[i*t.es : i*t.es+t.es]
-	if t.is64 {
-		return newSym(t.bo.Uint32(e), e[4], t.bo.Uint16(e[6:]), t.bo.Uint64(e[8:]), t.bo.Uint64(e[16:]))
-	}
-	return newSym(t.bo.Uint32(e), e[12], t.bo.Uint16(e[14:]), uint64(t.bo.Uint32(e[4:])), uint64(t.bo.Uint32(e[8:])))
+	e := (*[24]byte)(t.ent[i*24:])
+	return rawSym{binary.LittleEndian.Uint64(e[:]), binary.LittleEndian.Uint64(e[8:]), binary.LittleEndian.Uint64(e[16:])}
 }
 
 // all yields each symbol with its index.
@@ -138,11 +119,38 @@ func symEntSize(f *elf.File) int {
 }
 
 // decodeSyms makes a table of symbol table entries (entry 0, the null
-// symbol, skipped); nothing is copied.
+// symbol, skipped): in place for ELF64 little-endian, else rewritten.
 func decodeSyms(f *elf.File, b, str []byte) *symtab {
-	t := &symtab{es: symEntSize(f), bo: f.ByteOrder, str: str, is64: f.Class == elf.ELFCLASS64, le: f.ByteOrder == binary.LittleEndian}
-	if len(b) >= 2*t.es {
-		t.ent = b[t.es : len(b)/t.es*t.es]
+	return newSymtab(b, str, f.Class == elf.ELFCLASS64, f.ByteOrder)
+}
+
+// newSymtab makes a table of a symbol table section's bytes.
+func newSymtab(b, str []byte, is64 bool, bo binary.ByteOrder) *symtab {
+	t := &symtab{str: str}
+	es := 16
+	if is64 {
+		es = 24
+	}
+	if len(b) < 2*es {
+		return t
+	}
+	b = b[es : len(b)/es*es]
+	if is64 && bo == binary.LittleEndian {
+		t.ent = b
+		return t
+	}
+	t.ent = make([]byte, len(b)/es*24)
+	for i := 0; i < len(b)/es; i++ {
+		e, out := b[i*es:], t.ent[i*24:]
+		var s rawSym
+		if is64 {
+			s = newSym(bo.Uint32(e), e[4], bo.Uint16(e[6:]), bo.Uint64(e[8:]), bo.Uint64(e[16:]))
+		} else {
+			s = newSym(bo.Uint32(e), e[12], bo.Uint16(e[14:]), uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[8:])))
+		}
+		binary.LittleEndian.PutUint64(out, s.head)
+		binary.LittleEndian.PutUint64(out[8:], s.value)
+		binary.LittleEndian.PutUint64(out[16:], s.size)
 	}
 	return t
 }

@@ -26,7 +26,7 @@ func TestSymtabLayouts(t *testing.T) {
 		if c.is64 {
 			es = 24
 		}
-		e := make([]byte, 2*es) // a padding entry, then the symbol
+		e := make([]byte, 2*es) // the null symbol, then the symbol
 		s := e[es:]
 		w := want
 		if c.is64 {
@@ -43,8 +43,8 @@ func TestSymtabLayouts(t *testing.T) {
 			c.bo.PutUint16(s[14:], shndx)
 			w = newSym(name, info, shndx, value&0xffffffff, size&0xffffffff)
 		}
-		tab := &symtab{ent: e, es: es, bo: c.bo, is64: c.is64, le: c.bo == binary.LittleEndian}
-		got := tab.at(1)
+		tab := newSymtab(e, nil, c.is64, c.bo)
+		got := tab.at(0)
 		if got != w || got.nameOff() != name || got.info() != info || got.shndx() != shndx {
 			t.Errorf("%s: %+v (name %#x info %#x shndx %#x), want %+v", c.desc, got, got.nameOff(), got.info(), got.shndx(), w)
 		}
