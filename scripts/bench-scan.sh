@@ -15,7 +15,7 @@
 # `dorisarm version` start-up: the median of STARTUP_RUNS runs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-RUNS=${RUNS:-5}
+RUNS=${RUNS:-21} # a scan takes milliseconds: enough runs that one slow start does not move the median
 OBJDUMP_RUNS=${OBJDUMP_RUNS:-3}
 STARTUP_RUNS=${STARTUP_RUNS:-21}
 TARGET=${TARGET:-kunpeng920}
