@@ -31,7 +31,9 @@ func (e *fetchError) Unwrap() error { return e.err }
 
 // notFound says the file is not on the mirror (S3-like stores answer 403
 // for a missing file).
-func (e *fetchError) notFound() bool { return e.status == http.StatusNotFound || e.status == http.StatusForbidden }
+func (e *fetchError) notFound() bool {
+	return e.status == http.StatusNotFound || e.status == http.StatusForbidden
+}
 
 const defaultTimeout = 30 * time.Second
 
@@ -78,7 +80,9 @@ func (u *updater) get(ctx context.Context, url string, limit int64) ([]byte, err
 // root.json, timestamp.json, snapshot.json and targets.json, targets
 // under targets/.
 
-func (u *updater) cachePath(name string) string { return filepath.Join(u.o.CacheDir, filepath.FromSlash(name)) }
+func (u *updater) cachePath(name string) string {
+	return filepath.Join(u.o.CacheDir, filepath.FromSlash(name))
+}
 
 // readCache returns a cached file, or nil when there is none.
 func (u *updater) readCache(name string) ([]byte, error) {

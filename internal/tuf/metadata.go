@@ -20,7 +20,7 @@ import (
 // cover the whole of "signed", unknown fields included.
 
 type envelope struct {
-	Signatures []signature      `json:"signatures"`
+	Signatures []signature     `json:"signatures"`
 	Signed     json.RawMessage `json:"signed"`
 }
 

@@ -88,7 +88,7 @@ type updater struct {
 	o          Options
 	now        time.Time
 	root       *rootMeta
-	rootRaw    []byte // root, when it is not (yet) in the cache
+	rootRaw    []byte    // root, when it is not (yet) in the cache
 	validUntil time.Time // the earliest expiry of the metadata used
 }
 
