@@ -85,7 +85,7 @@ func ecdsaKey(k key, curve elliptic.Curve, h crypto.Hash) (*pubKey, error) {
 }
 
 // pemKey decodes one PEM "PUBLIC KEY" block (PKIX) and returns the key and
-// its DER bytes.
+// its DER bytes, encoded again so that one key has one encoding.
 func pemKey(s string) (crypto.PublicKey, []byte, error) {
 	b, _ := pem.Decode([]byte(s))
 	if b == nil || b.Type != "PUBLIC KEY" {
@@ -95,5 +95,9 @@ func pemKey(s string) (crypto.PublicKey, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return pub, b.Bytes, nil
+	der, err := x509.MarshalPKIXPublicKey(pub) // one encoding per key
+	if err != nil {
+		return nil, nil, err
+	}
+	return pub, der, nil
 }

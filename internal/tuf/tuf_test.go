@@ -105,12 +105,20 @@ func TestRootRotation(t *testing.T) {
 	b := r.keys["root"]
 	e, f := ecdsaTKey(t), ecdsaTKey(t)
 	r.keys["root"] = []*tkey{d, e, f}
-	r.keys["timestamp"] = []*tkey{ed25519TKey(t)}
+	// The old timestamp key stays (so the cached timestamp still
+	// verifies), a new one joins and signs from now on.
+	newTS := ed25519TKey(t)
+	r.keys["timestamp"] = []*tkey{r.keys["timestamp"][0], newTS}
 	r.publishRoot(b[1], d, e, f) // old: a2, d; new: d, e, f
 
 	r.version["timestamp"] = 0
 	r.target = []byte(`{"after": "rotation"}`)
-	r.publish(nil)
+	r.publish(func(role string, _ map[string]any) []*tkey {
+		if role == "timestamp" {
+			return []*tkey{newTS}
+		}
+		return nil
+	})
 	r.mustFetch()
 	if v := cachedVersion(t, r, "root.json"); v != 3 {
 		t.Errorf("cached root version %d, want 3", v)
