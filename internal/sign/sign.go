@@ -19,7 +19,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/sigstore/sigstore-go/pkg/tuf"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/trustroot"
+	"github.com/dorisarm/dorisarm/internal/tuf"
 )
 
 // Keygen writes a cosign-format key pair into dir: cosign.key (encrypted
@@ -247,24 +247,22 @@ func (t Trust) validate() error {
 	return nil
 }
 
-// trustedRoot fetches the Sigstore trusted root (TUF; $TUF_ROOT is its
-// cache, by default ~/.sigstore/root); a variable for tests.
+// trustedRoot fetches the Sigstore trusted root from Sigstore's TUF
+// repository (internal/tuf; $TUF_ROOT is its cache, by default
+// ~/.sigstore/root); a variable for tests.
 var trustedRoot = func() (*trustroot.Root, error) {
-	opts := tuf.DefaultOptions()
-	if dir := os.Getenv("TUF_ROOT"); dir != "" {
-		opts.CachePath = dir
-	}
-	c, err := tuf.New(opts)
+	o, err := tuf.Sigstore()
 	if err != nil {
 		return nil, err
 	}
-	data, err := c.GetTarget("trusted_root.json")
+	o.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "warning:", msg) }
+	data, err := tuf.Target(context.Background(), o, tuf.TrustedRootTarget)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (or pass --trusted-root FILE)", err)
 	}
 	r, err := trustroot.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("the trusted_root.json from TUF: %w", err)
+		return nil, fmt.Errorf("the trusted_root.json from TUF (%s): %w", o.Mirror, err)
 	}
 	return r, nil
 }
