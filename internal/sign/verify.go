@@ -145,6 +145,11 @@ func (v *verifier) verifyAttestation(d name.Digest, l layer) (statement, error) 
 	if err := json.Unmarshal(l.Payload, &env); err != nil || len(env.Signatures) == 0 {
 		return st, errors.New("an attestation that is not a signed DSSE envelope")
 	}
+	// The signature covers the payload type: one of another type is
+	// another kind of document, whatever its body parses as.
+	if env.PayloadType != payloadInToto {
+		return st, fmt.Errorf("a DSSE envelope of payloadType %q, not an in-toto attestation (%s)", env.PayloadType, payloadInToto)
+	}
 	body, err := base64.StdEncoding.DecodeString(env.Payload)
 	if err != nil {
 		return st, fmt.Errorf("the envelope's payload: %w", err)
