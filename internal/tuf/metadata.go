@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/secure-systems-lab/go-securesystemslib/cjson"
 )
@@ -147,9 +148,10 @@ func parse(data []byte, roleName string, m metadata) (*signedDoc, error) {
 
 // decode decodes raw JSON, numbers as json.Number (OLPC canonical JSON,
 // as securesystemslib defines it, has integers only; cjson refuses
-// others). An object with two keys that differ only in case is refused:
-// Go would decode either into one field, so what is read could differ
-// from what the signer meant.
+// others). An object with two keys that differ only in case (Unicode
+// case folding, as encoding/json matches keys) is refused: Go would
+// decode either into one field, so what is read could differ from what
+// the signer meant.
 func decode(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -168,7 +170,7 @@ func foldedDuplicates(v any) error {
 	case map[string]any:
 		seen := make(map[string]string, len(v))
 		for k, e := range v {
-			l := strings.ToLower(k)
+			l := foldKey(k)
 			if o, ok := seen[l]; ok {
 				return fmt.Errorf("metadata has both %q and %q keys in one object", o, k)
 			}
@@ -185,6 +187,20 @@ func foldedDuplicates(v any) error {
 		}
 	}
 	return nil
+}
+
+// foldKey maps keys that encoding/json matches to one struct field
+// (bytes.EqualFold: Unicode simple case folding, so "ſ" is "s" and the
+// Kelvin sign is "k") to one string: each rune becomes the smallest of
+// its folding orbit.
+func foldKey(k string) string {
+	return strings.Map(func(r rune) rune {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		return m
+	}, k)
 }
 
 // verifyRole checks that a threshold of roleName's keys in root signed
