@@ -21,6 +21,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // MediaType is the one version of the format this reads.
@@ -183,7 +184,11 @@ func Parse(data []byte) (*Root, error) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
 	}
-	norm, err := json.Marshal(camelKeys(raw))
+	raw, err := camelKeys(raw)
+	if err != nil {
+		return nil, err
+	}
+	norm, err := json.Marshal(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -212,21 +217,51 @@ func Parse(data []byte) (*Root, error) {
 	return r, nil
 }
 
-// camelKeys renames every snake_case object key of v to camelCase.
-func camelKeys(v any) any {
+// camelKeys renames every snake_case object key of v to camelCase. Two
+// keys of one object that name one field (valid_for and validFor, or keys
+// that differ in case, which encoding/json matches alike) are refused:
+// which one would be read is not defined.
+func camelKeys(v any) (any, error) {
 	switch v := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(v))
+		seen := make(map[string]string, len(v))
 		for k, x := range v {
-			out[camel(k)] = camelKeys(x)
+			c := camel(k)
+			if o, ok := seen[fold(c)]; ok {
+				return nil, fmt.Errorf("the field %q is given twice (as %q and %q)", c, o, k)
+			}
+			seen[fold(c)] = k
+			y, err := camelKeys(x)
+			if err != nil {
+				return nil, err
+			}
+			out[c] = y
 		}
-		return out
+		return out, nil
 	case []any:
 		for i, x := range v {
-			v[i] = camelKeys(x)
+			y, err := camelKeys(x)
+			if err != nil {
+				return nil, err
+			}
+			v[i] = y
 		}
 	}
-	return v
+	return v, nil
+}
+
+// fold maps keys that encoding/json matches to one struct field (Unicode
+// simple case folding) to one string: each rune becomes the smallest of
+// its folding orbit.
+func fold(k string) string {
+	return strings.Map(func(r rune) rune {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		return m
+	}, k)
 }
 
 func camel(k string) string {
