@@ -17,9 +17,11 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dorisarm
 
 # Rewrites derived files: internal/datafile/snapshots.bin, the parsed YAML of
-# matrix.yaml, recipes and internal/isa's data (TestSnapshotsFresh checks it).
+# matrix.yaml, recipes and internal/isa's data (TestSnapshotsFresh checks it),
+# and internal/matrix/known_gen.go, matrix.yaml decoded and validated
+# (TestKnownMatrixFresh checks it).
 generate:
-	$(GO) generate ./internal/datafile
+	$(GO) generate ./internal/datafile ./internal/matrix
 
 vet:
 	$(GO) vet ./...
