@@ -80,7 +80,12 @@ func newRootFor(args []string) *cobra.Command {
 		return newRoot()
 	}
 	name := found.Name()
-	return buildRoot(newGlobals(), func(n string) bool { return n == name })
+	root := buildRoot(newGlobals(), func(n string) bool { return n == name })
+	// cobra adds its completion command (five commands, their flags and
+	// help texts) at every Execute; args name another command here, and
+	// completion itself is served by the whole tree.
+	root.CompletionOptions.DisableDefaultCmd = true
+	return root
 }
 
 // buildRoot makes the root command with the top-level commands want picks.
