@@ -31,7 +31,7 @@ for pkg in libllvm16:arm64 libz3-4:arm64 librocksdb7.8:arm64; do
     fi
 done
 command -v llvm-objdump-16 >/dev/null || { echo "bench-scan: llvm-objdump-16 is not installed (make deps)" >&2; exit 2; }
-go build -ldflags "-X main.version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o bin/dorisarm ./cmd/dorisarm
+CGO_ENABLED=0 go build -ldflags "-X main.version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o bin/dorisarm ./cmd/dorisarm
 dorisarm=$(pwd)/bin/dorisarm
 # Run from an empty directory, as the binary alone would be.
 work=$(mktemp -d)
