@@ -2,12 +2,14 @@ package matrix
 
 import (
 	"crypto/sha256"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/dorisarm/dorisarm"
 	"github.com/dorisarm/dorisarm/internal/datafile"
+	"github.com/dorisarm/dorisarm/internal/packed/packgen"
 )
 
 func embeddedMatrixBytes(t *testing.T) []byte {
@@ -19,15 +21,52 @@ func embeddedMatrixBytes(t *testing.T) []byte {
 	return data
 }
 
-// TestKnownMatrixFresh: known_gen.go holds the matrix dorisarm is built
-// with (else Parse decodes it, correctly but at a cost every run pays).
+// knownOptions are genknown's (internal/matrix/genknown).
+var knownOptions = packgen.Options{
+	Package:   "matrix",
+	PkgPath:   "github.com/dorisarm/dorisarm/internal/matrix",
+	Prefix:    "known",
+	Build:     "!dorisarm_genmatrix",
+	Generator: "genknown from the types of internal/matrix",
+}
+
+const regenerate = "run `make generate` (go generate ./internal/matrix) and commit known.bin and known_dec.go"
+
+// TestKnownMatrixFresh: known.bin holds the matrix dorisarm is built with
+// (else Parse decodes it, correctly but at a cost every run pays), in the
+// form packgen writes it now, and known_dec.go is the decoder packgen
+// generates now from the types of this package.
 func TestKnownMatrixFresh(t *testing.T) {
-	if sha256.Sum256(embeddedMatrixBytes(t)) != knownSum {
-		t.Fatal("internal/matrix/known_gen.go is out of date with matrix.yaml: run `make generate` (go generate ./internal/matrix) and commit it")
+	data := embeddedMatrixBytes(t)
+	sum := sha256.Sum256(data)
+	if !strings.HasPrefix(knownBlob, string(sum[:])) {
+		t.Fatal("internal/matrix/known.bin is out of date with matrix.yaml: " + regenerate)
+	}
+	if knownLayout != packgen.Layout(reflect.TypeFor[Matrix]()) {
+		t.Fatal("internal/matrix/known_dec.go is out of date with the types of the matrix: " + regenerate)
+	}
+	m, err := parse(DefaultFile, data, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.File, m.Digest = "", ""
+	blob, err := packgen.Encode(m, sum, DefaultFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(blob) != knownBlob {
+		t.Error("internal/matrix/known.bin is not what packgen writes now: " + regenerate)
+	}
+	dec, err := packgen.Decoder(reflect.TypeFor[Matrix](), knownOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if have, err := os.ReadFile("known_dec.go"); err != nil || string(have) != string(dec) {
+		t.Errorf("internal/matrix/known_dec.go is not what packgen generates now (%v): %s", err, regenerate)
 	}
 }
 
-// TestKnownMatrixIsDecoded: what Parse builds from known_gen.go is what
+// TestKnownMatrixIsDecoded: what Parse builds from known.bin is what
 // decoding, naming and validating the same bytes gives, for any file name;
 // the embedded data passes the full validation (which the known matrix
 // skips).
@@ -42,8 +81,8 @@ func TestKnownMatrixIsDecoded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if knownMatrix(file) == nil {
-			t.Fatal("no known matrix in this build")
+		if knownMatrix(file, sha256.Sum256(data)) == nil {
+			t.Fatal("known.bin does not read in this build: " + regenerate)
 		}
 		if !reflect.DeepEqual(fast, slow) {
 			t.Errorf("%s: the known matrix differs from the decoded one: run `make generate`", file)
@@ -51,10 +90,27 @@ func TestKnownMatrixIsDecoded(t *testing.T) {
 		if fast.Targets["kunpeng920"].Pos.File != file || fast.File != file {
 			t.Errorf("%s: positions name %q", file, fast.Targets["kunpeng920"].Pos.File)
 		}
+		if fast.Targets["kunpeng920"].Keys["cpu"].File != file || fast.CPUs["tsv110"].Mcpu["gcc"].Pos.File != file {
+			t.Errorf("%s: key positions name another file", file)
+		}
 		// Each call builds its own matrix: callers may change theirs.
 		again, _ := Parse(file, data)
 		if again == fast || again.Targets["kunpeng920"] == fast.Targets["kunpeng920"] {
 			t.Errorf("%s: Parse returned shared values", file)
+		}
+		again.CPUs["tsv110"].Extensions[0] = "changed"
+		again.Targets["kunpeng920"].Keys["cpu"] = datafile.Pos{}
+		again.OSes["kylin-v10-sp1"].Sysroot["aarch64"] = "changed"
+		again.CPUs["tsv110"].Mcpu["gcc"].Name = "changed"
+		if !reflect.DeepEqual(fast, slow) {
+			t.Errorf("%s: changing one matrix Parse returned changed another", file)
+		}
+		// Slices share one array within a matrix: append must not write
+		// into the next one.
+		for name, c := range fast.CPUs {
+			if cap(c.Extensions) != len(c.Extensions) {
+				t.Errorf("%s: cpus.%s.extensions has room to append into its neighbour", file, name)
+			}
 		}
 	}
 }

@@ -38,8 +38,8 @@ func Parse(file string, data []byte) (*Matrix, error) {
 func parse(file string, data []byte, useKnown bool) (*Matrix, error) {
 	sum := sha256.Sum256(data)
 	m := (*Matrix)(nil)
-	if useKnown && sum == knownSum {
-		m = knownMatrix(file)
+	if useKnown {
+		m = knownMatrix(file, sum)
 	}
 	if m == nil {
 		m = new(Matrix)
