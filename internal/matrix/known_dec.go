@@ -42,15 +42,9 @@ func (d knownDecoder) readMapStringToPtrISA() map[string]*ISA {
 		return nil
 	}
 	m := make(map[string]*ISA, n)
-	vs := make([]ISA, n)
-	for i := range vs {
+	for range n {
 		k := d.r.Str()
-		if !d.r.Bool() {
-			m[k] = nil
-			continue
-		}
-		d.fillISA(&vs[i])
-		m[k] = &vs[i]
+		m[k] = d.readPtrISA()
 	}
 	return m
 }
@@ -61,15 +55,9 @@ func (d knownDecoder) readMapStringToPtrExtension() map[string]*Extension {
 		return nil
 	}
 	m := make(map[string]*Extension, n)
-	vs := make([]Extension, n)
-	for i := range vs {
+	for range n {
 		k := d.r.Str()
-		if !d.r.Bool() {
-			m[k] = nil
-			continue
-		}
-		d.fillExtension(&vs[i])
-		m[k] = &vs[i]
+		m[k] = d.readPtrExtension()
 	}
 	return m
 }
@@ -80,15 +68,9 @@ func (d knownDecoder) readMapStringToPtrArchLevel() map[string]*ArchLevel {
 		return nil
 	}
 	m := make(map[string]*ArchLevel, n)
-	vs := make([]ArchLevel, n)
-	for i := range vs {
+	for range n {
 		k := d.r.Str()
-		if !d.r.Bool() {
-			m[k] = nil
-			continue
-		}
-		d.fillArchLevel(&vs[i])
-		m[k] = &vs[i]
+		m[k] = d.readPtrArchLevel()
 	}
 	return m
 }
@@ -99,15 +81,9 @@ func (d knownDecoder) readMapStringToPtrQemuModel() map[string]*QemuModel {
 		return nil
 	}
 	m := make(map[string]*QemuModel, n)
-	vs := make([]QemuModel, n)
-	for i := range vs {
+	for range n {
 		k := d.r.Str()
-		if !d.r.Bool() {
-			m[k] = nil
-			continue
-		}
-		d.fillQemuModel(&vs[i])
-		m[k] = &vs[i]
+		m[k] = d.readPtrQemuModel()
 	}
 	return m
 }
@@ -118,15 +94,9 @@ func (d knownDecoder) readMapStringToPtrCPU() map[string]*CPU {
 		return nil
 	}
 	m := make(map[string]*CPU, n)
-	vs := make([]CPU, n)
-	for i := range vs {
+	for range n {
 		k := d.r.Str()
-		if !d.r.Bool() {
-			m[k] = nil
-			continue
-		}
-		d.fillCPU(&vs[i])
-		m[k] = &vs[i]
+		m[k] = d.readPtrCPU()
 	}
 	return m
 }
@@ -137,15 +107,9 @@ func (d knownDecoder) readMapStringToPtrOS() map[string]*OS {
 		return nil
 	}
 	m := make(map[string]*OS, n)
-	vs := make([]OS, n)
-	for i := range vs {
+	for range n {
 		k := d.r.Str()
-		if !d.r.Bool() {
-			m[k] = nil
-			continue
-		}
-		d.fillOS(&vs[i])
-		m[k] = &vs[i]
+		m[k] = d.readPtrOS()
 	}
 	return m
 }
@@ -156,15 +120,9 @@ func (d knownDecoder) readMapStringToPtrCompiler() map[string]*Compiler {
 		return nil
 	}
 	m := make(map[string]*Compiler, n)
-	vs := make([]Compiler, n)
-	for i := range vs {
+	for range n {
 		k := d.r.Str()
-		if !d.r.Bool() {
-			m[k] = nil
-			continue
-		}
-		d.fillCompiler(&vs[i])
-		m[k] = &vs[i]
+		m[k] = d.readPtrCompiler()
 	}
 	return m
 }
@@ -175,15 +133,9 @@ func (d knownDecoder) readMapStringToPtrDorisRange() map[string]*DorisRange {
 		return nil
 	}
 	m := make(map[string]*DorisRange, n)
-	vs := make([]DorisRange, n)
-	for i := range vs {
+	for range n {
 		k := d.r.Str()
-		if !d.r.Bool() {
-			m[k] = nil
-			continue
-		}
-		d.fillDorisRange(&vs[i])
-		m[k] = &vs[i]
+		m[k] = d.readPtrDorisRange()
 	}
 	return m
 }
@@ -194,15 +146,9 @@ func (d knownDecoder) readMapStringToPtrTarget() map[string]*Target {
 		return nil
 	}
 	m := make(map[string]*Target, n)
-	vs := make([]Target, n)
-	for i := range vs {
+	for range n {
 		k := d.r.Str()
-		if !d.r.Bool() {
-			m[k] = nil
-			continue
-		}
-		d.fillTarget(&vs[i])
-		m[k] = &vs[i]
+		m[k] = d.readPtrTarget()
 	}
 	return m
 }
@@ -213,15 +159,9 @@ func (d knownDecoder) readMapStringToPtrSysroot() map[string]*Sysroot {
 		return nil
 	}
 	m := make(map[string]*Sysroot, n)
-	vs := make([]Sysroot, n)
-	for i := range vs {
+	for range n {
 		k := d.r.Str()
-		if !d.r.Bool() {
-			m[k] = nil
-			continue
-		}
-		d.fillSysroot(&vs[i])
-		m[k] = &vs[i]
+		m[k] = d.readPtrSysroot()
 	}
 	return m
 }
@@ -237,6 +177,96 @@ func (d knownDecoder) readDatafileKeys() datafile.Keys {
 		m[k] = d.r.Pos()
 	}
 	return m
+}
+
+func (d knownDecoder) readPtrISA() *ISA {
+	if !d.r.Bool() {
+		return nil
+	}
+	v := new(ISA)
+	d.fillISA(v)
+	return v
+}
+
+func (d knownDecoder) readPtrExtension() *Extension {
+	if !d.r.Bool() {
+		return nil
+	}
+	v := new(Extension)
+	d.fillExtension(v)
+	return v
+}
+
+func (d knownDecoder) readPtrArchLevel() *ArchLevel {
+	if !d.r.Bool() {
+		return nil
+	}
+	v := new(ArchLevel)
+	d.fillArchLevel(v)
+	return v
+}
+
+func (d knownDecoder) readPtrQemuModel() *QemuModel {
+	if !d.r.Bool() {
+		return nil
+	}
+	v := new(QemuModel)
+	d.fillQemuModel(v)
+	return v
+}
+
+func (d knownDecoder) readPtrCPU() *CPU {
+	if !d.r.Bool() {
+		return nil
+	}
+	v := new(CPU)
+	d.fillCPU(v)
+	return v
+}
+
+func (d knownDecoder) readPtrOS() *OS {
+	if !d.r.Bool() {
+		return nil
+	}
+	v := new(OS)
+	d.fillOS(v)
+	return v
+}
+
+func (d knownDecoder) readPtrCompiler() *Compiler {
+	if !d.r.Bool() {
+		return nil
+	}
+	v := new(Compiler)
+	d.fillCompiler(v)
+	return v
+}
+
+func (d knownDecoder) readPtrDorisRange() *DorisRange {
+	if !d.r.Bool() {
+		return nil
+	}
+	v := new(DorisRange)
+	d.fillDorisRange(v)
+	return v
+}
+
+func (d knownDecoder) readPtrTarget() *Target {
+	if !d.r.Bool() {
+		return nil
+	}
+	v := new(Target)
+	d.fillTarget(v)
+	return v
+}
+
+func (d knownDecoder) readPtrSysroot() *Sysroot {
+	if !d.r.Bool() {
+		return nil
+	}
+	v := new(Sysroot)
+	d.fillSysroot(v)
+	return v
 }
 
 func (d knownDecoder) fillISA(v *ISA) {
@@ -371,15 +401,9 @@ func (d knownDecoder) readMapStringToPtrMCPUName() map[string]*MCPUName {
 		return nil
 	}
 	m := make(map[string]*MCPUName, n)
-	vs := make([]MCPUName, n)
-	for i := range vs {
+	for range n {
 		k := d.r.Str()
-		if !d.r.Bool() {
-			m[k] = nil
-			continue
-		}
-		d.fillMCPUName(&vs[i])
-		m[k] = &vs[i]
+		m[k] = d.readPtrMCPUName()
 	}
 	return m
 }
@@ -419,11 +443,13 @@ func (d knownDecoder) readPtrSysrootDebian() *SysrootDebian {
 	return v
 }
 
-func (d knownDecoder) fillMCPUName(v *MCPUName) {
-	v.Name = d.r.Str()
-	v.Since = d.r.Str()
-	v.Pos = d.r.Pos()
-	v.Keys = d.readDatafileKeys()
+func (d knownDecoder) readPtrMCPUName() *MCPUName {
+	if !d.r.Bool() {
+		return nil
+	}
+	v := new(MCPUName)
+	d.fillMCPUName(v)
+	return v
 }
 
 func (d knownDecoder) fillSysrootDebian(v *SysrootDebian) {
@@ -431,6 +457,13 @@ func (d knownDecoder) fillSysrootDebian(v *SysrootDebian) {
 	v.Arch = d.r.Str()
 	v.Packages = d.r.Strs()
 	v.Mirror = d.r.Str()
+	v.Pos = d.r.Pos()
+	v.Keys = d.readDatafileKeys()
+}
+
+func (d knownDecoder) fillMCPUName(v *MCPUName) {
+	v.Name = d.r.Str()
+	v.Since = d.r.Str()
 	v.Pos = d.r.Pos()
 	v.Keys = d.readDatafileKeys()
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/packed/packgen"
 )
 
-func embeddedMatrixBytes(t *testing.T) []byte {
+func embeddedMatrixBytes(t testing.TB) []byte {
 	t.Helper()
 	data, err := dorisarm.Data().(interface{ ReadFile(string) ([]byte, error) }).ReadFile(DefaultFile)
 	if err != nil {

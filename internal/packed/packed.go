@@ -88,6 +88,22 @@ func (r *Reader) fail() {
 }
 
 func (r *Reader) uvarint() uint64 {
+	// Most are one or two bytes long.
+	if i := r.i; i+1 < len(r.s) {
+		b0, b1 := r.s[i], r.s[i+1]
+		if b0 < 0x80 {
+			r.i = i + 1
+			return uint64(b0)
+		}
+		if b1 < 0x80 {
+			r.i = i + 2
+			return uint64(b0&0x7f) | uint64(b1)<<7
+		}
+	}
+	return r.uvarintLong()
+}
+
+func (r *Reader) uvarintLong() uint64 {
 	x, next, ok := uvarint(r.s, r.i)
 	if !ok {
 		r.fail()
@@ -135,6 +151,15 @@ func (r *Reader) raw() string {
 // in the blob (nothing is copied).
 func (r *Reader) Str() string {
 	off := r.uvarint()
+	if off < uint64(len(r.strs)) && r.strs[off] < 0x80 { // a short string
+		if end := off + 1 + uint64(r.strs[off]); end <= uint64(len(r.strs)) {
+			return r.strs[off+1 : end]
+		}
+	}
+	return r.strLong(off)
+}
+
+func (r *Reader) strLong(off uint64) string {
 	if off >= uint64(len(r.strs)) {
 		r.fail()
 		return ""

@@ -125,7 +125,25 @@ func Encode(v any, sum [packed.SumSize]byte, file string) ([]byte, error) {
 	if err := check(rv.Elem().Type(), map[reflect.Type]bool{}); err != nil {
 		return nil, err
 	}
-	e := &encoder{file: file, index: map[string]int{}, seen: map[uintptr]bool{}}
+	// A first pass counts the strings, so the most used come first in the
+	// table (short offsets); the second writes the value.
+	e := &encoder{file: file, uses: map[string]int{}, seen: map[uintptr]bool{}}
+	e.value(rv.Elem())
+	if e.err != nil {
+		return nil, e.err
+	}
+	strs := slices.Collect(maps.Keys(e.uses))
+	slices.SortFunc(strs, func(a, b string) int {
+		if e.uses[a] != e.uses[b] {
+			return e.uses[b] - e.uses[a]
+		}
+		return strings.Compare(a, b)
+	})
+	e = &encoder{file: file, index: map[string]int{}, seen: map[uintptr]bool{}}
+	for _, s := range strs {
+		e.index[s] = len(e.strs)
+		e.strs = appendRaw(e.strs, s)
+	}
 	e.value(rv.Elem())
 	if e.err != nil {
 		return nil, e.err
@@ -146,7 +164,8 @@ func appendRaw(b []byte, s string) []byte {
 type encoder struct {
 	file  string
 	body  []byte
-	strs  []byte         // the string table, in order of first use
+	uses  map[string]int // first pass: how often each string is used
+	strs  []byte         // second pass: the string table
 	index map[string]int // offsets in it
 	pool  int            // []string elements
 	seen  map[uintptr]bool
@@ -162,13 +181,10 @@ func (e *encoder) fail(format string, args ...any) {
 func (e *encoder) uvarint(x uint64) { e.body = binary.AppendUvarint(e.body, x) }
 
 func (e *encoder) str(s string) {
-	i, ok := e.index[s]
-	if !ok {
-		i = len(e.strs)
-		e.index[s] = i
-		e.strs = appendRaw(e.strs, s)
+	if e.uses != nil {
+		e.uses[s]++
 	}
-	e.uvarint(uint64(i))
+	e.uvarint(uint64(e.index[s]))
 }
 
 func (e *encoder) bool(b bool) {
@@ -441,14 +457,9 @@ func (g *gen) emit(m method) {
 		fmt.Fprintf(b, "\tfor i := range s {\n\t\ts[i] = %s\n\t}\n\treturn s\n", g.expr(t.Elem()))
 	case reflect.Map:
 		fmt.Fprintf(b, "\tn, ok := d.r.Len()\n\tif !ok {\n\t\treturn nil\n\t}\n\tm := make(%s, n)\n", tn)
-		if e := t.Elem(); e.Kind() == reflect.Pointer {
-			// One allocation for all the map's values.
-			fill := g.need(g.fillName(e.Elem()), e.Elem(), true)
-			fmt.Fprintf(b, "\tvs := make([]%s, n)\n\tfor i := range vs {\n\t\tk := %s\n", g.typeName(e.Elem()), g.expr(t.Key()))
-			fmt.Fprintf(b, "\t\tif !d.r.Bool() {\n\t\t\tm[k] = nil\n\t\t\tcontinue\n\t\t}\n\t\td.%s(&vs[i])\n\t\tm[k] = &vs[i]\n\t}\n\treturn m\n", fill)
-		} else {
-			fmt.Fprintf(b, "\tfor range n {\n\t\tk := %s\n\t\tm[k] = %s\n\t}\n\treturn m\n", g.expr(t.Key()), g.expr(e))
-		}
+		// Values are allocated one by one: in a fresh process, one array
+		// of them (one allocation) costs more page faults than it saves.
+		fmt.Fprintf(b, "\tfor range n {\n\t\tk := %s\n\t\tm[k] = %s\n\t}\n\treturn m\n", g.expr(t.Key()), g.expr(t.Elem()))
 	}
 	b.WriteString("}\n")
 }
