@@ -125,51 +125,29 @@ func Encode(v any, sum [packed.SumSize]byte, file string) ([]byte, error) {
 	if err := check(rv.Elem().Type(), map[reflect.Type]bool{}); err != nil {
 		return nil, err
 	}
-	// A first pass counts the strings, so the most used come first in the
-	// table (short offsets); the second writes the value.
-	e := &encoder{file: file, uses: map[string]int{}, seen: map[uintptr]bool{}}
-	e.value(rv.Elem())
-	if e.err != nil {
-		return nil, e.err
-	}
-	strs := slices.Collect(maps.Keys(e.uses))
-	slices.SortFunc(strs, func(a, b string) int {
-		if e.uses[a] != e.uses[b] {
-			return e.uses[b] - e.uses[a]
-		}
-		return strings.Compare(a, b)
-	})
-	e = &encoder{file: file, index: map[string]int{}, seen: map[uintptr]bool{}}
-	for _, s := range strs {
-		e.index[s] = len(e.strs)
-		e.strs = appendRaw(e.strs, s)
-	}
+	e := &encoder{file: file, seen: map[uintptr]bool{}}
 	e.value(rv.Elem())
 	if e.err != nil {
 		return nil, e.err
 	}
 	out := append([]byte(nil), sum[:]...)
 	out = binary.AppendUvarint(out, packed.Version)
-	out = appendRaw(out, Layout(rv.Elem().Type()))
-	out = appendRaw(out, string(e.strs))
+	out = appendString(out, Layout(rv.Elem().Type()))
 	out = binary.AppendUvarint(out, uint64(e.pool))
 	return append(out, e.body...), nil
 }
 
-func appendRaw(b []byte, s string) []byte {
+func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
 
 type encoder struct {
-	file  string
-	body  []byte
-	uses  map[string]int // first pass: how often each string is used
-	strs  []byte         // second pass: the string table
-	index map[string]int // offsets in it
-	pool  int            // []string elements
-	seen  map[uintptr]bool
-	err   error
+	file string
+	body []byte
+	pool int // []string elements
+	seen map[uintptr]bool
+	err  error
 }
 
 func (e *encoder) fail(format string, args ...any) {
@@ -180,12 +158,7 @@ func (e *encoder) fail(format string, args ...any) {
 
 func (e *encoder) uvarint(x uint64) { e.body = binary.AppendUvarint(e.body, x) }
 
-func (e *encoder) str(s string) {
-	if e.uses != nil {
-		e.uses[s]++
-	}
-	e.uvarint(uint64(e.index[s]))
-}
+func (e *encoder) str(s string) { e.body = appendString(e.body, s) }
 
 func (e *encoder) bool(b bool) {
 	if b {
