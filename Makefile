@@ -21,8 +21,9 @@ build:
 
 # Rewrites derived files: internal/datafile/snapshots.bin, the parsed YAML of
 # matrix.yaml, recipes and internal/isa's data (TestSnapshotsFresh checks it),
-# and internal/matrix/known_gen.go, matrix.yaml decoded and validated
-# (TestKnownMatrixFresh checks it).
+# and internal/matrix/known.bin, matrix.yaml decoded and validated in binary
+# form, with known_dec.go, its decoder generated from the matrix types
+# (TestKnownMatrixFresh checks them).
 generate:
 	$(GO) generate ./internal/datafile ./internal/matrix
 

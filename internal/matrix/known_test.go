@@ -2,13 +2,18 @@ package matrix
 
 import (
 	"crypto/sha256"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/dorisarm/dorisarm"
 	"github.com/dorisarm/dorisarm/internal/datafile"
+	"github.com/dorisarm/dorisarm/internal/packed"
 	"github.com/dorisarm/dorisarm/internal/packed/packgen"
 )
 
@@ -139,4 +144,94 @@ func asList(err error, l *datafile.List) bool {
 	x, ok := err.(datafile.List)
 	*l = x
 	return ok && len(x) > 0
+}
+
+// A known.bin that does not read cleanly is never trusted: Parse decodes
+// and validates the bytes instead, and gives the same matrix.
+func TestKnownMatrixDamaged(t *testing.T) {
+	data := embeddedMatrixBytes(t)
+	sum := sha256.Sum256(data)
+	want, err := parse(DefaultFile, data, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := knownBlob
+	t.Cleanup(func() { knownBlob = good })
+	withBlob := func(name, b string) {
+		t.Helper()
+		knownBlob = b
+		if knownMatrix(DefaultFile, sum) != nil {
+			t.Errorf("%s: known.bin was used", name)
+		}
+		m, err := Parse(DefaultFile, data)
+		if err != nil || !reflect.DeepEqual(m, want) {
+			t.Errorf("%s: Parse did not fall back to decoding: %v", name, err)
+		}
+	}
+	if knownMatrix(DefaultFile, sum) == nil {
+		t.Fatal("known.bin does not read: " + regenerate)
+	}
+	// The header: the digest, the format's version, the layout.
+	flip := func(i int) string {
+		b := []byte(good)
+		b[i] ^= 0x01
+		return string(b)
+	}
+	withBlob("another digest", flip(0))
+	withBlob("another version", flip(packed.SumSize))
+	withBlob("another layout", flip(packed.SumSize+2))
+	withBlob("trailing bytes", good+"\x00")
+	withBlob("empty", "")
+	// A length beyond the end: the first map of the value (isas) made huge.
+	i := packed.SumSize + 1 + 1 + len(knownLayout) // version, layout
+	for good[i] >= 0x80 {                          // the pool size
+		i++
+	}
+	i += 2 // the pool size's last byte, then the schema (an int < 64)
+	if int(good[i]) != len(want.ISAs)+1 {
+		t.Fatalf("byte %d is not the length of isas", i)
+	}
+	huge := good[:i] + "\xff\xff\xff\xff\x0f" + good[i+1:]
+	withBlob("a length beyond the end", huge)
+	// Truncated anywhere.
+	for n := 0; n < len(good); n += 1 + n/64 {
+		knownBlob = good[:n]
+		if knownMatrix(DefaultFile, sum) != nil {
+			t.Errorf("known.bin cut to %d bytes was used", n)
+		}
+	}
+	// Any byte of it changed: never a panic (the matrix may read cleanly:
+	// a changed letter in a string is still a string).
+	for n := packed.SumSize; n < len(good); n++ {
+		knownBlob = good[:n] + "\xff" + good[n+1:]
+		knownMatrix(DefaultFile, sum)
+	}
+}
+
+// known_dec.go is code about types: the only literals in it are its
+// imports and the layout's digest, no value of matrix.yaml.
+func TestKnownDecoderHoldsNoFacts(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "known_dec.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imports := map[string]bool{}
+	for _, im := range f.Imports {
+		imports[im.Path.Value] = true
+	}
+	lits := 0
+	ast.Inspect(f, func(n ast.Node) bool {
+		lit, ok := n.(*ast.BasicLit)
+		if !ok {
+			return true
+		}
+		lits++
+		if !imports[lit.Value] && lit.Value != strconv.Quote(knownLayout) {
+			t.Errorf("known_dec.go holds the literal %s: data belongs in known.bin", lit.Value)
+		}
+		return true
+	})
+	if lits == 0 {
+		t.Error("no literal found at all: is this the generated file?")
+	}
 }
