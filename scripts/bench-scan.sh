@@ -9,7 +9,9 @@
 # `dorisarm scan --target kunpeng920 -o json LIB` (the target policy, from the
 # built-in matrix, as a release manager runs it), objdump_s the median of
 # OBJDUMP_RUNS runs of `llvm-objdump-16 -d LIB > /dev/null` (disassembly
-# alone: the hardest baseline) and speedup their ratio. pipe_s is one run of
+# alone: the hardest baseline) and speedup their ratio; the scans are run
+# between the objdump runs, so both are sampled over the same minutes.
+# dorisarm is linked statically (CGO_ENABLED=0), as make build does. pipe_s is one run of
 # `llvm-objdump-16 -d LIB | wc -c`, the shape of a check done by hand
 # (objdump piped into grep), and pipe_x its ratio to scan_s. It also prints
 # `dorisarm version` start-up: the median of STARTUP_RUNS runs.
@@ -46,11 +48,16 @@ seconds() {
     t1=${EPOCHREALTIME/./}
     echo "$(( (t1 - t0) * 1000 ))"
 }
+# mid NS...: the median of nanosecond counts, in seconds.
+mid() {
+    printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; printf "%.4f\n", m / 1e9}'
+}
 # median N CMD...: median wall seconds of N runs.
 median() {
     local n=$1; shift
-    local i
-    for ((i = 0; i < n; i++)); do seconds "$@"; done | sort -n | awk '{a[NR]=$1} END {m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; printf "%.4f\n", m / 1e9}'
+    local i ns=()
+    for ((i = 0; i < n; i++)); do ns+=("$(seconds "$@")"); done
+    mid "${ns[@]}"
 }
 
 (cd "${work}" && "${dorisarm}" version) | head -2
@@ -65,9 +72,18 @@ for lib in "${libs[@]}"; do
     [[ -f "${lib}" ]] || { echo "bench-scan: ${lib} is missing" >&2; continue; }
     lib=$(realpath "${lib}")
     text=$(cd "${work}" && "${dorisarm}" scan -o json "${lib}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["text_bytes"])')
-    scan=$(cd "${work}" && median "${RUNS}" "${dorisarm}" scan --target "${TARGET}" -o json "${lib}")
+    # The scans are spread between the objdump runs, so that both sides are
+    # sampled over the same minutes (this VM's speed drifts with its host).
+    scans=() ods=()
+    for ((k = 0; k < OBJDUMP_RUNS; k++)); do
+        for ((i = k * RUNS / OBJDUMP_RUNS; i < (k + 1) * RUNS / OBJDUMP_RUNS; i++)); do
+            scans+=("$(cd "${work}" && seconds "${dorisarm}" scan --target "${TARGET}" -o json "${lib}")")
+        done
+        ods+=("$(seconds llvm-objdump-16 -d "${lib}")")
+    done
+    scan=$(mid "${scans[@]}")
+    od=$(mid "${ods[@]}")
     rss=$( { cd "${work}" && /usr/bin/time -f '%M' "${dorisarm}" scan --target "${TARGET}" -o json "${lib}" >/dev/null || true; } 2>&1 | tail -1)
-    od=$(median "${OBJDUMP_RUNS}" llvm-objdump-16 -d "${lib}")
     pipe=$(median 1 bash -c 'llvm-objdump-16 -d "$1" | wc -c' _ "${lib}")
     awk -v n="$(basename "${lib}")" -v t="${text}" -v s="${scan}" -v r="${rss}" -v o="${od}" -v p="${pipe}" \
         'BEGIN { printf "%-20s %8.1f %9.3f %8.2f %8.1f %11.2f %8.0fx %8.2f %6.0fx\n", n, t/1e6, s, t/s/1e9, r/1024, o, o/s, p, p/s }'
@@ -76,5 +92,5 @@ startup=$(cd "${work}" && median "${STARTUP_RUNS}" "${dorisarm}" version)
 startup_json=$(cd "${work}" && median "${STARTUP_RUNS}" "${dorisarm}" version -o json)
 printf '\ndorisarm version start-up: %.1f ms (median of %d runs; -o json: %.1f ms)\n' \
     "$(awk -v s="${startup}" 'BEGIN { print s * 1000 }')" "${STARTUP_RUNS}" "$(awk -v s="${startup_json}" 'BEGIN { print s * 1000 }')"
-echo "scan: median of ${RUNS}, process start included, --target ${TARGET}; objdump: median of ${OBJDUMP_RUNS} to /dev/null; pipe: one run into wc -c; cores: $(nproc)"
+echo "scan: median of ${RUNS}, process start included, --target ${TARGET}, spread between the objdump runs; objdump: median of ${OBJDUMP_RUNS} to /dev/null; pipe: one run into wc -c; cores: $(nproc)"
 echo "classifier alone: go test -bench Scan ./internal/isa"
