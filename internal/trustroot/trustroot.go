@@ -21,7 +21,8 @@ import (
 	"os"
 	"strings"
 	"time"
-	"unicode"
+
+	"github.com/dorisarm/dorisarm/internal/jsonkey"
 )
 
 // MediaType is the one version of the format this reads.
@@ -228,10 +229,10 @@ func camelKeys(v any) (any, error) {
 		seen := make(map[string]string, len(v))
 		for k, x := range v {
 			c := camel(k)
-			if o, ok := seen[fold(c)]; ok {
+			if o, ok := seen[jsonkey.Fold(c)]; ok {
 				return nil, fmt.Errorf("the field %q is given twice (as %q and %q)", c, o, k)
 			}
-			seen[fold(c)] = k
+			seen[jsonkey.Fold(c)] = k
 			y, err := camelKeys(x)
 			if err != nil {
 				return nil, err
@@ -249,19 +250,6 @@ func camelKeys(v any) (any, error) {
 		}
 	}
 	return v, nil
-}
-
-// fold maps keys that encoding/json matches to one struct field (Unicode
-// simple case folding) to one string: each rune becomes the smallest of
-// its folding orbit.
-func fold(k string) string {
-	return strings.Map(func(r rune) rune {
-		m := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			m = min(m, f)
-		}
-		return m
-	}, k)
 }
 
 func camel(k string) string {

@@ -11,9 +11,10 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/secure-systems-lab/go-securesystemslib/cjson"
+
+	"github.com/dorisarm/dorisarm/internal/jsonkey"
 )
 
 // The metadata of the four top-level roles (TUF specification v1.0 §4).
@@ -170,7 +171,7 @@ func foldedDuplicates(v any) error {
 	case map[string]any:
 		seen := make(map[string]string, len(v))
 		for k, e := range v {
-			l := foldKey(k)
+			l := jsonkey.Fold(k)
 			if o, ok := seen[l]; ok {
 				return fmt.Errorf("metadata has both %q and %q keys in one object", o, k)
 			}
@@ -187,20 +188,6 @@ func foldedDuplicates(v any) error {
 		}
 	}
 	return nil
-}
-
-// foldKey maps keys that encoding/json matches to one struct field
-// (bytes.EqualFold: Unicode simple case folding, so "ſ" is "s" and the
-// Kelvin sign is "k") to one string: each rune becomes the smallest of
-// its folding orbit.
-func foldKey(k string) string {
-	return strings.Map(func(r rune) rune {
-		m := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			m = min(m, f)
-		}
-		return m
-	}, k)
 }
 
 // verifyRole checks that a threshold of roleName's keys in root signed
