@@ -332,30 +332,22 @@ func TestMetadataRefused(t *testing.T) {
 }
 
 func TestRollbackRefused(t *testing.T) {
-	t.Run("timestamp version", func(t *testing.T) {
-		r := newRepo(t)
-		r.publish(nil)
-		r.mustFetch()
-		r.version["timestamp"] = 0
-		r.publish(nil)
-		r.mustFail("timestamp.json is version 1, older than the trusted version 2", "rollback")
-	})
-	t.Run("snapshot version in the timestamp", func(t *testing.T) {
-		r := newRepo(t)
-		r.publish(nil)
-		r.mustFetch()
-		r.version["snapshot"] = 0
-		r.publish(nil)
-		r.mustFail("names snapshot version 1, older than the trusted timestamp's 2", "rollback")
-	})
-	t.Run("targets version in the snapshot", func(t *testing.T) {
-		r := newRepo(t)
-		r.publish(nil)
-		r.mustFetch()
-		r.version["targets"] = 0
-		r.publish(nil)
-		r.mustFail("3.snapshot.json names targets.json version 1, older than the trusted snapshot's 2", "rollback")
-	})
+	for _, c := range []struct {
+		name, role, want string
+	}{
+		{"timestamp version", "timestamp", "timestamp.json is version 1, older than the trusted version 2"},
+		{"snapshot version in the timestamp", "snapshot", "names snapshot version 1, older than the trusted timestamp's 2"},
+		{"targets version in the snapshot", "targets", "3.snapshot.json names targets.json version 1, older than the trusted snapshot's 2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRepo(t)
+			r.publish(nil)
+			r.mustFetch()
+			r.version[c.role] = 0
+			r.publish(nil)
+			r.mustFail(c.want, "rollback")
+		})
+	}
 }
 
 // With the mirror down, unexpired cached metadata and a target that
