@@ -317,6 +317,37 @@ func metaLimit(m metaFile, bound int64) int64 {
 	return bound
 }
 
+// fetchMeta downloads role's metadata file as m (from namedBy) describes
+// it — VERSION.ROLE.json under consistent snapshots — and accepts it only
+// when its length and hashes match m, a threshold of the role's keys in the
+// trusted root signed it, and it is the version m names. It decodes into
+// into and returns the bytes and the URL they came from.
+func (u *updater) fetchMeta(ctx context.Context, role string, m metaFile, bound int64, namedBy string, into metadata) ([]byte, string, error) {
+	file := role + ".json"
+	if u.root.ConsistentSnapshot {
+		file = fmt.Sprintf("%d.%s.json", m.Version, role)
+	}
+	url := u.url(file)
+	data, err := u.get(ctx, url, metaLimit(m, bound))
+	if err != nil {
+		return nil, url, err
+	}
+	if err := checkHashes(data, m.Length, m.Hashes, false, url); err != nil {
+		return nil, url, err
+	}
+	doc, err := parse(data, role, into)
+	if err != nil {
+		return nil, url, fmt.Errorf("%s: %w", url, err)
+	}
+	if err := verifyRole(doc, u.root, role, url); err != nil {
+		return nil, url, err
+	}
+	if v := into.header().Version; v != m.Version {
+		return nil, url, fmt.Errorf("%s is version %d, %s names version %d", url, v, namedBy, m.Version)
+	}
+	return data, url, nil
+}
+
 // updateSnapshot is TUF §5.5.
 func (u *updater) updateSnapshot(ctx context.Context, ts *timestampMeta, offline bool) (*snapshotMeta, error) {
 	sm := ts.Meta["snapshot.json"]
@@ -332,28 +363,10 @@ func (u *updater) updateSnapshot(ctx context.Context, ts *timestampMeta, offline
 	if offline {
 		return nil, fmt.Errorf("the cached snapshot.json is not version %d, the one the cached timestamp.json names", sm.Version)
 	}
-	file := "snapshot.json"
-	if u.root.ConsistentSnapshot {
-		file = fmt.Sprintf("%d.snapshot.json", sm.Version)
-	}
-	url := u.url(file)
-	data, err := u.get(ctx, url, metaLimit(sm, maxSnapshotBytes))
-	if err != nil {
-		return nil, err
-	}
-	if err := checkHashes(data, sm.Length, sm.Hashes, false, url); err != nil {
-		return nil, err
-	}
 	var snap snapshotMeta
-	doc, err := parse(data, "snapshot", &snap)
+	data, url, err := u.fetchMeta(ctx, "snapshot", sm, maxSnapshotBytes, "the timestamp", &snap)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", url, err)
-	}
-	if err := verifyRole(doc, u.root, "snapshot", url); err != nil {
 		return nil, err
-	}
-	if snap.Version != sm.Version {
-		return nil, fmt.Errorf("%s is version %d, the timestamp names version %d", url, snap.Version, sm.Version)
 	}
 	if haveOld {
 		for f, m := range old.Meta {
@@ -393,28 +406,10 @@ func (u *updater) updateTargets(ctx context.Context, snap *snapshotMeta, offline
 	if offline {
 		return nil, fmt.Errorf("the cached targets.json is not version %d, the one the cached snapshot.json names", tm.Version)
 	}
-	file := "targets.json"
-	if u.root.ConsistentSnapshot {
-		file = fmt.Sprintf("%d.targets.json", tm.Version)
-	}
-	url := u.url(file)
-	data, err := u.get(ctx, url, metaLimit(tm, maxTargetsBytes))
-	if err != nil {
-		return nil, err
-	}
-	if err := checkHashes(data, tm.Length, tm.Hashes, false, url); err != nil {
-		return nil, err
-	}
 	var t targetsMeta
-	doc, err := parse(data, "targets", &t)
+	data, url, err := u.fetchMeta(ctx, "targets", tm, maxTargetsBytes, "the snapshot", &t)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", url, err)
-	}
-	if err := verifyRole(doc, u.root, "targets", url); err != nil {
 		return nil, err
-	}
-	if t.Version != tm.Version {
-		return nil, fmt.Errorf("%s is version %d, the snapshot names version %d", url, t.Version, tm.Version)
 	}
 	if err := u.expires(&t.common, url); err != nil {
 		return nil, err
