@@ -84,21 +84,31 @@ func (m *Matrix) Cell(series, target string) (Cell, error) {
 	if !ok {
 		return Cell{}, fmt.Errorf("unknown doris series %q in %s (known: %s)", series, m.File, strings.Join(m.SeriesNames(), ", "))
 	}
-	t, err := m.Target(target)
+	c, err := m.Platform(target)
 	if err != nil {
 		return Cell{}, err
 	}
-	cpu := m.CPUs[t.CPU]
-	c := Cell{Doris: d, Target: t, CPU: cpu, OS: m.OSes[t.OS], ISA: m.ISAs[cpu.ISA], Qemu: m.QemuModels[cpu.Qemu]}
-	if t.March != "" {
+	c.Doris = d
+	if t := c.Target; t.March != "" {
 		mm, err := m.ParseMarch(t.March)
 		if err != nil {
 			return Cell{}, err
 		}
 		c.Enabled = mm.Extensions.Sorted()
 	}
-	c.Allowed = m.Closure(cpu.Extensions).Sorted()
 	return c, nil
+}
+
+// Platform is what a target runs on, the part of its cells no Doris series
+// changes: the target, its CPU (and the extensions that CPU has, implied
+// ones included), OS, ISA and qemu model. Doris and Enabled are unset.
+func (m *Matrix) Platform(target string) (Cell, error) {
+	t, err := m.Target(target)
+	if err != nil {
+		return Cell{}, err
+	}
+	cpu := m.CPUs[t.CPU]
+	return Cell{Target: t, CPU: cpu, OS: m.OSes[t.OS], ISA: m.ISAs[cpu.ISA], Qemu: m.QemuModels[cpu.Qemu], Allowed: m.Closure(cpu.Extensions).Sorted()}, nil
 }
 
 // Supports reports whether the target builds this Doris version.

@@ -24,16 +24,13 @@ type Policy struct {
 
 // PolicyFor builds the policy of a matrix target.
 func PolicyFor(m *matrix.Matrix, target string) (*Policy, error) {
-	t, err := m.Target(target)
+	// The series of a cell does not change what the binary may contain.
+	c, err := m.Platform(target)
 	if err != nil {
 		return nil, err
 	}
-	// The target's CPU, OS and ISA, as a build cell of any Doris series has
-	// them (the series does not change what the binary may contain).
-	cpu := m.CPUs[t.CPU]
-	c := matrix.Cell{Target: t, CPU: cpu, OS: m.OSes[t.OS], ISA: m.ISAs[cpu.ISA], Allowed: m.Closure(cpu.Extensions).Sorted()}
-	p := &Policy{Target: t.Name, ISA: c.ISA.Name, Machine: c.ISA.ELFMachine, CPU: c.CPU.Name, Allowed: c.Allowed,
-		OS: c.OS.ID, GlibcMax: c.OS.Glibc, GlibcxxMax: c.OS.Glibcxx, PageSize: c.PageSize(), OpenSSL: t.OpenSSL}
+	p := &Policy{Target: c.Target.Name, ISA: c.ISA.Name, Machine: c.ISA.ELFMachine, CPU: c.CPU.Name, Allowed: c.Allowed,
+		OS: c.OS.ID, GlibcMax: c.OS.Glibc, GlibcxxMax: c.OS.Glibcxx, PageSize: c.PageSize(), OpenSSL: c.Target.OpenSSL}
 	p.init()
 	return p, nil
 }
