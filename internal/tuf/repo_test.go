@@ -315,6 +315,20 @@ func (r *repo) publish(edit func(role string, signed map[string]any) []*tkey) {
 	r.put("timestamp.json", ts)
 }
 
+// signTargetsWith lists extra as one more targets key in a new root, and
+// publishes targets metadata signed by the first targets key and extra.
+func (r *repo) signTargetsWith(extra *tkey) {
+	k := r.keys["targets"][0]
+	r.keys["targets"] = append(r.keys["targets"], extra)
+	r.publishRoot(r.keys["root"]...)
+	r.publish(func(role string, _ map[string]any) []*tkey {
+		if role == "targets" {
+			return []*tkey{k, extra}
+		}
+		return nil
+	})
+}
+
 func (r *repo) mustFetch() []byte {
 	r.t.Helper()
 	data, err := r.fetch()

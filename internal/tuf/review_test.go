@@ -50,15 +50,7 @@ func TestReviewHolds(t *testing.T) {
 		k := r.keys["targets"][0]
 		blk, _ := pem.Decode([]byte(k.obj["keyval"].(map[string]any)["public"].(string)))
 		alt := string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Headers: map[string]string{"Comment": "twin"}, Bytes: blk.Bytes}))
-		twin := &tkey{id: strings.Repeat("ef", 32), obj: map[string]any{"keytype": "ecdsa-sha2-nistp256", "scheme": "ecdsa-sha2-nistp256", "keyval": map[string]any{"public": alt}}, sign: k.sign}
-		r.keys["targets"] = append(r.keys["targets"], twin)
-		r.publishRoot(r.keys["root"]...)
-		r.publish(func(role string, _ map[string]any) []*tkey {
-			if role == "targets" {
-				return []*tkey{k, twin}
-			}
-			return nil
-		})
+		r.signTargetsWith(&tkey{id: strings.Repeat("ef", 32), obj: map[string]any{"keytype": "ecdsa-sha2-nistp256", "scheme": "ecdsa-sha2-nistp256", "keyval": map[string]any{"public": alt}}, sign: k.sign})
 		r.mustFail("2.targets.json: 1 valid signature(s)")
 	})
 	for name, tf := range map[string]map[string]any{

@@ -272,27 +272,11 @@ func TestMetadataRefused(t *testing.T) {
 			// The root lists targets key 0 again under another id: it
 			// still counts once.
 			k := r.keys["targets"][0]
-			twin := &tkey{id: strings.Repeat("ab", 32), obj: k.obj, sign: k.sign}
-			r.keys["targets"] = append(r.keys["targets"], twin)
-			r.publishRoot(r.keys["root"]...)
-			r.publish(func(role string, _ map[string]any) []*tkey {
-				if role == "targets" {
-					return []*tkey{k, twin}
-				}
-				return nil
-			})
+			r.signTargetsWith(&tkey{id: strings.Repeat("ab", 32), obj: k.obj, sign: k.sign})
 		}, []string{"2.targets.json: 1 valid signature(s)"}},
 		{"a key of an unknown type", func(r *repo) {
 			k := r.keys["targets"][0]
-			odd := &tkey{id: strings.Repeat("cd", 32), obj: map[string]any{"keytype": "unknown", "scheme": "x", "keyval": map[string]any{"public": "x"}}, sign: k.sign}
-			r.keys["targets"] = append(r.keys["targets"], odd)
-			r.publishRoot(r.keys["root"]...)
-			r.publish(func(role string, _ map[string]any) []*tkey {
-				if role == "targets" {
-					return []*tkey{k, odd}
-				}
-				return nil
-			})
+			r.signTargetsWith(&tkey{id: strings.Repeat("cd", 32), obj: map[string]any{"keytype": "unknown", "scheme": "x", "keyval": map[string]any{"public": "x"}}, sign: k.sign})
 		}, []string{"2.targets.json: 1 valid signature(s)"}},
 		{"a signature by a key of another role", func(r *repo) {
 			r.publish(func(role string, _ map[string]any) []*tkey {
