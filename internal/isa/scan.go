@@ -25,6 +25,10 @@ type Code struct {
 	// mapping symbols); the words that start in them are not classified.
 	// Any order; overlaps are allowed.
 	Skip [][2]uint64
+	// Load, when set, is called with each byte range [lo, hi) of Data
+	// before it is classified (a mapped file can bring those pages in with
+	// one system call rather than a page fault per few pages).
+	Load func(lo, hi int)
 	// Release, when set, is called with each byte range [lo, hi) of Data
 	// once it has been classified (a mapped file can drop those pages).
 	Release func(lo, hi int)
@@ -76,6 +80,9 @@ func (t *Table) Scan(regions []Code) *Result {
 			j := jobs[k]
 			r := &regions[j.region]
 			parts[k].region = j.region
+			if r.Load != nil {
+				r.Load(j.lo*4, j.hi*4)
+			}
 			t.scanWords(r, j.skip, j.lo, j.hi, c, &parts[k], lits[j.region])
 			if r.Release != nil {
 				r.Release(j.lo*4, j.hi*4)

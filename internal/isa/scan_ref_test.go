@@ -109,18 +109,33 @@ func refScan(t *Table, regions []Code) *Result {
 }
 
 // sameScan runs Scan (with 1, 2 and 5 workers) and refScan and reports the
-// first difference. Release must cover each classified byte exactly once.
+// first difference. Release must cover each classified byte exactly once,
+// and Load the same ranges, each before its Release.
 func sameScan(t *testing.T, name string, tb *Table, regions []Code) {
 	t.Helper()
 	want := refScan(tb, regions)
 	for _, procs := range []int{1, 2, 5} {
 		released := make([][][2]int, len(regions))
+		loaded := make([]map[[2]int]bool, len(regions))
 		rs := slices.Clone(regions)
-		// Release may be called from several workers at once: serialise.
+		// Load and Release may be called from several workers at once:
+		// serialise.
 		var mu sync.Mutex
 		for i := range rs {
+			loaded[i] = map[[2]int]bool{}
+			rs[i].Load = func(lo, hi int) {
+				mu.Lock()
+				if loaded[i][[2]int{lo, hi}] {
+					t.Errorf("%s region %d: [%d, %d) loaded twice", name, i, lo, hi)
+				}
+				loaded[i][[2]int{lo, hi}] = true
+				mu.Unlock()
+			}
 			rs[i].Release = func(lo, hi int) {
 				mu.Lock()
+				if !loaded[i][[2]int{lo, hi}] {
+					t.Errorf("%s region %d: [%d, %d) released but not loaded first", name, i, lo, hi)
+				}
 				released[i] = append(released[i], [2]int{lo, hi})
 				mu.Unlock()
 			}
@@ -143,6 +158,9 @@ func sameScan(t *testing.T, name string, tb *Table, regions []Code) {
 			}
 			if at != len(r.Data)/4*4 {
 				t.Fatalf("%s region %d: released up to %d of %d bytes", name, i, at, len(r.Data)/4*4)
+			}
+			if len(loaded[i]) != len(rel) {
+				t.Fatalf("%s region %d: %d ranges loaded, %d released", name, i, len(loaded[i]), len(rel))
 			}
 		}
 	}
