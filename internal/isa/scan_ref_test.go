@@ -108,61 +108,73 @@ func refScan(t *Table, regions []Code) *Result {
 	return res
 }
 
-// sameScan runs Scan (with 1, 2 and 5 workers) and refScan and reports the
-// first difference. Release must cover each classified byte exactly once,
-// and Load the same ranges, each before its Release.
+// sameScan runs Scan (with 1, 2 and 5 workers, each reading Data itself and
+// through a Read function) and refScan and reports the first difference.
+// Release must cover each classified byte exactly once, and so must Read.
 func sameScan(t *testing.T, name string, tb *Table, regions []Code) {
 	t.Helper()
 	want := refScan(tb, regions)
 	for _, procs := range []int{1, 2, 5} {
-		released := make([][][2]int, len(regions))
-		loaded := make([]map[[2]int]bool, len(regions))
-		rs := slices.Clone(regions)
-		// Load and Release may be called from several workers at once:
-		// serialise.
-		var mu sync.Mutex
-		for i := range rs {
-			loaded[i] = map[[2]int]bool{}
-			rs[i].Load = func(lo, hi int) {
-				mu.Lock()
-				if loaded[i][[2]int{lo, hi}] {
-					t.Errorf("%s region %d: [%d, %d) loaded twice", name, i, lo, hi)
+		for _, reads := range []string{"", "read", "read, every third fails"} {
+			released := make([][][2]int, len(regions))
+			read := make([][][2]int, len(regions))
+			rs := slices.Clone(regions)
+			// Read and Release may be called from several workers at
+			// once: serialise.
+			var mu sync.Mutex
+			for i := range rs {
+				rs[i].Release = func(lo, hi int) {
+					mu.Lock()
+					released[i] = append(released[i], [2]int{lo, hi})
+					mu.Unlock()
 				}
-				loaded[i][[2]int{lo, hi}] = true
-				mu.Unlock()
+				if reads == "" {
+					continue
+				}
+				rs[i].Read = func(dst []byte, off int) bool {
+					mu.Lock()
+					defer mu.Unlock()
+					read[i] = append(read[i], [2]int{off, off + len(dst)})
+					if reads != "read" && len(read[i])%3 == 0 {
+						// A failed read may have written part of dst.
+						for k := range dst {
+							dst[k] = 0xff
+						}
+						return false
+					}
+					copy(dst, regions[i].Data[off:])
+					return true
+				}
 			}
-			rs[i].Release = func(lo, hi int) {
-				mu.Lock()
-				if !loaded[i][[2]int{lo, hi}] {
-					t.Errorf("%s region %d: [%d, %d) released but not loaded first", name, i, lo, hi)
+			old := runtime.GOMAXPROCS(procs)
+			got := tb.Scan(rs)
+			runtime.GOMAXPROCS(old)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s, %d workers, %q: %s", name, procs, reads, diffResult(tb, got, want))
+			}
+			for i, r := range regions {
+				covers(t, fmt.Sprintf("%s region %d: released", name, i), released[i], len(r.Data)/4*4)
+				if reads != "" {
+					covers(t, fmt.Sprintf("%s region %d: read", name, i), read[i], len(r.Data)/4*4)
 				}
-				released[i] = append(released[i], [2]int{lo, hi})
-				mu.Unlock()
 			}
 		}
-		old := runtime.GOMAXPROCS(procs)
-		got := tb.Scan(rs)
-		runtime.GOMAXPROCS(old)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s, %d workers: %s", name, procs, diffResult(tb, got, want))
+	}
+}
+
+// covers fails unless the ranges, in any order, cover [0, n) once.
+func covers(t *testing.T, what string, ranges [][2]int, n int) {
+	t.Helper()
+	slices.SortFunc(ranges, func(a, b [2]int) int { return a[0] - b[0] })
+	at := 0
+	for _, x := range ranges {
+		if x[0] != at || x[1] <= x[0] {
+			t.Fatalf("%s %v: not one run of [0, %d)", what, ranges, n)
 		}
-		for i, r := range regions {
-			rel := released[i]
-			slices.SortFunc(rel, func(a, b [2]int) int { return a[0] - b[0] })
-			at := 0
-			for _, x := range rel {
-				if x[0] != at || x[1] <= x[0] {
-					t.Fatalf("%s region %d: released %v: not one run of [0, %d)", name, i, rel, len(r.Data)/4*4)
-				}
-				at = x[1]
-			}
-			if at != len(r.Data)/4*4 {
-				t.Fatalf("%s region %d: released up to %d of %d bytes", name, i, at, len(r.Data)/4*4)
-			}
-			if len(loaded[i]) != len(rel) {
-				t.Fatalf("%s region %d: %d ranges loaded, %d released", name, i, len(loaded[i]), len(rel))
-			}
-		}
+		at = x[1]
+	}
+	if at != n {
+		t.Fatalf("%s up to %d of %d bytes", what, at, n)
 	}
 }
 

@@ -48,8 +48,9 @@ func init() {
 	populate()
 }
 
-// populate maps in the executable and the next heapBytes of heap.
-func populate() {
+// populate maps in the executable and the next heapBytes of heap, and
+// returns the heap range it asked for (empty when none).
+func populate() (heapStart, heapEnd uintptr) {
 	heapMark = new([64]byte)
 	ms := parseMaps(readMaps())
 	for _, s := range selfSegments(ms, codeAddr()) {
@@ -57,9 +58,12 @@ func populate() {
 	}
 	// The Go runtime hands out its heap from low addresses up: what lies
 	// above heapMark is what the program allocates next.
-	if start, end, ok := heapRange(ms, uintptr(unsafe.Pointer(heapMark)), heapBytes, 4096); ok {
-		sys3(sysMadvise, start, end-start, madvPopulateWrite)
+	start, end, ok := heapRange(ms, uintptr(unsafe.Pointer(heapMark)), heapBytes, 4096)
+	if !ok {
+		return 0, 0
 	}
+	sys3(sysMadvise, start, end-start, madvPopulateWrite)
+	return start, end
 }
 
 // readMaps returns the text of /proc/self/maps, or what of it fits in maps;

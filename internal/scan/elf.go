@@ -606,7 +606,7 @@ func (a *analyzed) openssl(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 	if defined == 0 && syms.len() == 0 {
 		// Stripped: OpenSSL's version banner in the read-only data gives a static copy away.
 		if ro := f.Section(".rodata"); ro != nil {
-			if b := sectionBytes(data, ro); containsAt(b, "OpenSSL ", 0) && containsAt(b, "EVP_", 1) {
+			if containsEach(sectionBytes(data, ro), needle{"OpenSSL ", 0}, needle{"EVP_", 1}) {
 				defined = 1
 			}
 		}
@@ -646,6 +646,51 @@ func containsAt(b []byte, pat string, k int) bool {
 		pos += i + 1
 	}
 	return false
+}
+
+// needle is a pattern for containsAt: s, looked for by its byte s[k].
+type needle struct {
+	s string
+	k int
+}
+
+// pieceBytes is how much of a mapped file containsEach reads at a time.
+const pieceBytes = 64 << 10
+
+// containsEach reports whether b contains every needle. A part of a mapped
+// file is read from the file in pieces, in one pass for all the needles,
+// not through the mapping (see reader): libLLVM-16's 39 MB of read-only
+// data took 21 ms through a fresh mapping on this project's VM.
+func containsEach(b []byte, needles ...needle) bool {
+	read := reader(b)
+	if read == nil || len(b) <= pieceBytes {
+		for _, n := range needles {
+			if !containsAt(b, n.s, n.k) {
+				return false
+			}
+		}
+		return true
+	}
+	overlap := 0
+	for _, n := range needles {
+		overlap = max(overlap, len(n.s)-1)
+	}
+	found := make([]bool, len(needles))
+	left := len(needles)
+	buf := make([]byte, pieceBytes+overlap)
+	for off := 0; off < len(b) && left > 0; off += pieceBytes {
+		piece := buf[:min(len(buf), len(b)-off)]
+		if !read(piece, off) {
+			piece = b[off : off+len(piece)]
+		}
+		for i, n := range needles {
+			if !found[i] && containsAt(piece, n.s, n.k) {
+				found[i] = true
+				left--
+			}
+		}
+	}
+	return left == 0
 }
 
 func baseName(p string) string {

@@ -108,7 +108,7 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 				break
 			}
 			taken = append(taken, sp)
-			r := isa.Code{Data: b, Addr: s.Addr, Load: load(b), Release: release(b)}
+			r := isa.Code{Data: b, Addr: s.Addr, Read: reader(b), Release: release(b)}
 			for _, m := range marks[i] {
 				r.Skip = append(r.Skip, [2]uint64{m.lo, m.hi})
 			}
@@ -203,7 +203,7 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 	lies := 0
 	for k, sg := range segs {
 		b := data[sg.off : sg.off+sg.size]
-		r := isa.Code{Data: b, Addr: sg.vaddr, Load: load(b), Release: release(b)}
+		r := isa.Code{Data: b, Addr: sg.vaddr, Read: reader(b), Release: release(b)}
 		var skip []span
 		for _, o := range dataOff {
 			if lo, hi := max(o.lo, sg.off), min(o.hi, sg.off+sg.size); lo < hi {

@@ -30,27 +30,19 @@ func release(b []byte) func(lo, hi int) {
 	}
 }
 
-// madvPopulateRead is Linux's MADV_POPULATE_READ (5.14 and later): it maps
-// the pages of a range, reading them in as needed, in one call.
-const madvPopulateRead = 22
-
-// load returns a function that maps in the pages of a byte range of b
-// before it is classified. A page fault maps a few pages of a file at a
-// time, and in a virtual machine each costs microseconds; one madvise call
-// maps a whole range. It is used on mapped files only (see mapped); where
-// the kernel lacks the call, the pages fault in as before.
-func load(b []byte) func(lo, hi int) {
-	if len(b) == 0 || !mapped(b) {
+// reader returns a function that reads a byte range of b from the file b
+// is mapped from, for the classifier (isa.Code.Read); nil when b is not part
+// of a mapped file. It reads into a buffer the classifier reuses rather
+// than through the mapping: in a virtual machine the first touch of each of
+// a fresh mapping's pages is dear, the copy is not. A short or failed read
+// says false, and the classifier reads the mapping.
+func reader(b []byte) func(dst []byte, off int) bool {
+	fd, at, ok := mappedAt(b)
+	if !ok || fd < 0 {
 		return nil
 	}
-	page := uintptr(syscall.Getpagesize())
-	base := uintptr(unsafe.Pointer(&b[0]))
-	return func(lo, hi int) {
-		start := (base + uintptr(lo)) &^ (page - 1)
-		end := base + uintptr(hi)
-		if end <= start {
-			return
-		}
-		_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, start, end-start, madvPopulateRead)
+	return func(dst []byte, off int) bool {
+		n, err := syscall.Pread(fd, dst, at+int64(off))
+		return err == nil && n == len(dst)
 	}
 }

@@ -1,92 +1,97 @@
 package scan
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
-	"unsafe"
 )
 
-// load maps a mapped file's pages in; memory that is not a mapped file gets
-// no loader.
-func TestLoad(t *testing.T) {
-	if load(make([]byte, 1<<20)) != nil {
-		t.Error("load of heap memory: want no loader")
-	}
-	path := filepath.Join(t.TempDir(), "code")
-	if err := os.WriteFile(path, make([]byte, 4<<20), 0o644); err != nil {
+// mapTemp maps a temporary file holding b.
+func mapTemp(t *testing.T, b []byte) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mapped")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	data, done, err := mapFile(f)
+	f.Close() // the mapping keeps its own descriptor
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer done()
-	l := load(data)
-	if l == nil {
-		t.Fatal("load of a mapped file: no loader")
+	t.Cleanup(done)
+	return data
+}
+
+// reader reads a mapped file's bytes from the file, after the caller closed
+// it; memory that is not a mapped file gets no reader; a read past the end
+// says so.
+func TestReader(t *testing.T) {
+	if reader(make([]byte, 1<<20)) != nil {
+		t.Error("reader of heap memory: want none")
 	}
-	start := uintptr(unsafe.Pointer(&data[0]))
-	before := rssAt(t, start)
-	l(4096+100, 3<<20) // pages 1 to 767 (the page of byte 4196 on)
-	after := rssAt(t, start)
-	t.Logf("resident: %d kB before, %d kB after loading [4196, 3 MB)", before, after)
-	if before != 0 {
-		t.Skipf("%d kB of a fresh mapping already resident: cannot tell what load does", before)
+	content := make([]byte, 300<<10)
+	for i := range content {
+		content[i] = byte(i * 7)
 	}
-	if after == 0 && !populates(t, f) {
-		t.Skip("madvise does not map pages in here (before Linux 5.14, or under qemu-user)")
+	data := mapTemp(t, content)
+	part := data[1000 : 200<<10] // a section of the file
+	read := reader(part)
+	if read == nil {
+		t.Fatal("reader of a mapped file: none")
 	}
-	// Pages 1 to 767 at least. The kernel may map more: it maps a large
-	// folio of the page cache whole.
-	if after < 3<<10-4 {
-		t.Errorf("%d kB resident after loading [4196, 3 MB), want at least %d (pages 1 to 767)", after, 3<<10-4)
+	dst := make([]byte, 4096)
+	if !read(dst, 5000) || !bytes.Equal(dst, content[6000:6000+4096]) {
+		t.Error("read at 5000 of the section: not the file's bytes 6000 on")
+	}
+	if read(dst, len(data)-1000-100) {
+		t.Error("a read past the file's end: want false")
 	}
 }
 
-// populates says whether madvise(MADV_POPULATE_READ) maps in pages of f
-// here, asked directly.
-func populates(t *testing.T, f *os.File) bool {
-	b, err := syscall.Mmap(int(f.Fd()), 0, 1<<20, syscall.PROT_READ, syscall.MAP_PRIVATE)
-	if err != nil {
-		t.Fatal(err)
+// containsEach finds needles in a mapped file, read in pieces, wherever they
+// lie: across a piece's end, at the very start and end; and agrees with
+// containsAt on random placements.
+func TestContainsEach(t *testing.T) {
+	put := func(b []byte, at int, s string) { copy(b[at:], s) }
+	n := 3*pieceBytes + 123
+	cases := []struct {
+		name string
+		at   map[string]int
+		want bool
+	}{
+		{"both across piece ends", map[string]int{"OpenSSL ": pieceBytes - 3, "EVP_": 2*pieceBytes - 1}, true},
+		{"at the start and the end", map[string]int{"OpenSSL ": 0, "EVP_": n - 4}, true},
+		{"one missing", map[string]int{"OpenSSL ": pieceBytes - 7}, false},
+		{"neither", nil, false},
 	}
-	defer syscall.Munmap(b)
-	_ = syscall.Madvise(b, madvPopulateRead)
-	return rssAt(t, uintptr(unsafe.Pointer(&b[0]))) > 0
-}
-
-// rssAt returns the Rss, in kB, of the mapping that starts at start.
-func rssAt(t *testing.T, start uintptr) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Skip("no /proc/self/smaps:", err)
-	}
-	in := false
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) == 0 {
-			continue
+	for _, c := range cases {
+		b := make([]byte, n)
+		for s, at := range c.at {
+			put(b, at, s)
 		}
-		if lo, _, ok := strings.Cut(f[0], "-"); ok && len(f) >= 5 {
-			s, err := strconv.ParseUint(lo, 16, 64)
-			in = err == nil && uintptr(s) == start
-			continue
+		data := mapTemp(t, b)
+		if reader(data) == nil {
+			t.Fatal("not mapped")
 		}
-		if in && len(f) == 3 && f[0] == "Rss:" {
-			n, _ := strconv.Atoi(f[1])
-			return n
+		if got := containsEach(data, needle{"OpenSSL ", 0}, needle{"EVP_", 1}); got != c.want {
+			t.Errorf("%s: containsEach = %v, want %v", c.name, got, c.want)
 		}
 	}
-	t.Fatalf("no mapping at %#x in /proc/self/smaps", start)
-	return 0
+	rng := rand.New(rand.NewPCG(1, 2))
+	for iter := range 40 {
+		b := make([]byte, 2*pieceBytes+rng.IntN(pieceBytes))
+		for range rng.IntN(3) {
+			put(b, rng.IntN(len(b)-8), []string{"OpenSSL ", "EVP_", "OpenSS", "VP_"}[rng.IntN(4)])
+		}
+		want := containsAt(b, "OpenSSL ", 0) && containsAt(b, "EVP_", 1)
+		if got := containsEach(mapTemp(t, b), needle{"OpenSSL ", 0}, needle{"EVP_", 1}); got != want {
+			t.Errorf("random case %d: containsEach = %v, containsAt = %v", iter, got, want)
+		}
+	}
 }

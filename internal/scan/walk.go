@@ -372,21 +372,35 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 }
 
 // mappings are the address ranges of files mapped by mapFile: only those may
-// have pages dropped after scanning.
-var mappings sync.Map // start address → length
+// have pages dropped after scanning, or be read from their file.
+var mappings sync.Map // start address → mapping
 
-func mapped(b []byte) bool {
+type mapping struct {
+	n  int // length
+	fd int // a descriptor of the file, open while it is mapped
+}
+
+// mappedAt returns the mapping that holds all of b: its file's descriptor
+// and the offset of b in it.
+func mappedAt(b []byte) (fd int, off int64, ok bool) {
+	if len(b) == 0 {
+		return 0, 0, false
+	}
 	p := uintptr(unsafe.Pointer(&b[0]))
-	found := false
 	mappings.Range(func(k, v any) bool {
-		start, n := k.(uintptr), v.(int)
-		if p >= start && p+uintptr(len(b)) <= start+uintptr(n) {
-			found = true
+		start, m := k.(uintptr), v.(mapping)
+		if p >= start && p+uintptr(len(b)) <= start+uintptr(m.n) {
+			fd, off, ok = m.fd, int64(p-start), true
 			return false
 		}
 		return true
 	})
-	return found
+	return fd, off, ok
+}
+
+func mapped(b []byte) bool {
+	_, _, ok := mappedAt(b)
+	return ok
 }
 
 func mapFile(f *os.File) ([]byte, func(), error) {
@@ -404,14 +418,27 @@ func mapFile(f *os.File) ([]byte, func(), error) {
 		b, rerr := io.ReadAll(io.NewSectionReader(f, 0, size))
 		return b, func() {}, rerr
 	}
+	// The mapping keeps a descriptor of its own, for reads (see reader):
+	// the caller may close f before the mapping's last reader is done.
+	fd, err := syscall.Dup(int(f.Fd()))
+	if err != nil {
+		fd = -1
+	} else {
+		syscall.CloseOnExec(fd)
+	}
 	start := uintptr(unsafe.Pointer(&data[0]))
-	mappings.Store(start, len(data))
+	mappings.Store(start, mapping{n: len(data), fd: fd})
 	// Unmapping a large file takes a while (its page tables go, and other
 	// CPUs are told): it happens beside what follows, since nothing reads
 	// the mapping any more.
 	return data, func() {
 		mappings.Delete(start)
-		go func() { _ = syscall.Munmap(data) }()
+		go func() {
+			_ = syscall.Munmap(data)
+			if fd >= 0 {
+				_ = syscall.Close(fd)
+			}
+		}()
 	}, nil
 }
 
