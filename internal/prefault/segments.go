@@ -130,3 +130,46 @@ func trimSpace(b []byte) []byte {
 	}
 	return b
 }
+
+// runs returns the address ranges of the runs of resident pages in vec,
+// mincore's answer (bit 0 of each byte) for the pages from base on.
+func runs(vec []byte, base, page uintptr) [][2]uintptr {
+	var out [][2]uintptr
+	for i := 0; i < len(vec); {
+		if vec[i]&1 == 0 {
+			i++
+			continue
+		}
+		j := i
+		for j < len(vec) && vec[j]&1 != 0 {
+			j++
+		}
+		out = append(out, [2]uintptr{base + uintptr(i)*page, base + uintptr(j)*page})
+		i = j
+	}
+	return out
+}
+
+// pageSize returns AT_PAGESZ from the text of /proc/self/auxv (pairs of
+// native 64-bit words), or 4096 when it is not there.
+func pageSize(auxv []byte) uintptr {
+	word := func(b []byte) uint64 {
+		var v uint64
+		for i := 7; i >= 0; i-- { // little-endian: amd64 and arm64 Linux
+			v = v<<8 | uint64(b[i])
+		}
+		return v
+	}
+	for ; len(auxv) >= 16; auxv = auxv[16:] {
+		switch word(auxv) {
+		case 0: // AT_NULL
+			return 4096
+		case 6: // AT_PAGESZ
+			if p := word(auxv[8:]); p >= 4096 && p&(p-1) == 0 {
+				return uintptr(p)
+			}
+			return 4096
+		}
+	}
+	return 4096
+}

@@ -73,3 +73,53 @@ func TestHeapRange(t *testing.T) {
 		})
 	}
 }
+
+func TestRuns(t *testing.T) {
+	for _, c := range []struct {
+		vec  []byte
+		want [][2]uintptr
+	}{
+		{nil, nil},
+		{[]byte{0, 0, 0}, nil},
+		{[]byte{1, 1, 1}, [][2]uintptr{{0x10000, 0x13000}}},
+		{[]byte{1, 0, 3, 1, 0, 0, 1}, [][2]uintptr{{0x10000, 0x11000}, {0x12000, 0x14000}, {0x16000, 0x17000}}},
+		{[]byte{2, 1}, [][2]uintptr{{0x11000, 0x12000}}}, // only bit 0 says resident
+	} {
+		if got := runs(c.vec, 0x10000, 0x1000); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("runs(%v) = %#x, want %#x", c.vec, got, c.want)
+		}
+	}
+}
+
+func TestPageSize(t *testing.T) {
+	pair := func(k, v uint64) []byte {
+		b := make([]byte, 16)
+		for i := range 8 {
+			b[i], b[8+i] = byte(k>>(8*i)), byte(v>>(8*i))
+		}
+		return b
+	}
+	cat := func(bs ...[]byte) []byte {
+		var out []byte
+		for _, b := range bs {
+			out = append(out, b...)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		auxv []byte
+		want uintptr
+	}{
+		{"4 KiB", cat(pair(33, 0x7fff0000), pair(6, 4096), pair(0, 0)), 4096},
+		{"64 KiB (arm64 kernels of RHEL and Kylin)", cat(pair(16, 0xff), pair(6, 65536), pair(0, 0)), 65536},
+		{"after AT_NULL is not read", cat(pair(0, 0), pair(6, 65536)), 4096},
+		{"not a power of two", cat(pair(6, 5000), pair(0, 0)), 4096},
+		{"empty", nil, 4096},
+		{"cut short", pair(6, 65536)[:12], 4096},
+	} {
+		if got := pageSize(c.auxv); got != c.want {
+			t.Errorf("%s: pageSize = %d, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package prefault
 
 const (
+	sysMincore = 27
 	sysRead    = 0
 	sysClose   = 3
 	sysMadvise = 28
