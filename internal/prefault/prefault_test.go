@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/dorisarm/dorisarm/internal/testproc"
 )
 
 // The assembly makes real system calls with the arguments in the right
@@ -58,9 +60,9 @@ func TestPopulateExecutable(t *testing.T) {
 	if err := madvise(start, end-start, syscall.MADV_DONTNEED); err != nil {
 		t.Fatal("dropping the pages:", err)
 	}
-	before := resident(t, start)
+	before := testproc.Resident(t, start)
 	populate()
-	after := resident(t, start)
+	after := testproc.Resident(t, start)
 	size := int(end-start) >> 10
 	t.Logf("read-only data: %d kB; resident %d kB after dropping, %d kB after populate", size, before, after)
 	if before > size/2 {
@@ -96,33 +98,6 @@ func rodata(t *testing.T) (uintptr, uintptr) {
 	}
 	t.Fatalf("no read-only mapping of %s in /proc/self/maps", exe)
 	return 0, 0
-}
-
-// resident returns the Rss, in kB, of the mapping at start.
-func resident(t *testing.T, start uintptr) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Skip("no /proc/self/smaps:", err)
-	}
-	in := false
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) == 0 {
-			continue
-		}
-		if lo, _, ok := strings.Cut(f[0], "-"); ok && len(f) >= 5 {
-			s, err := strconv.ParseUint(lo, 16, 64)
-			in = err == nil && uintptr(s) == start
-			continue
-		}
-		if in && len(f) == 3 && f[0] == "Rss:" {
-			n, _ := strconv.Atoi(f[1])
-			return n
-		}
-	}
-	t.Fatalf("no mapping at %#x in /proc/self/smaps", start)
-	return 0
 }
 
 func madvise(start, n uintptr, advice int) error {
