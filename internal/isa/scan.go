@@ -27,10 +27,10 @@ type Code struct {
 	Skip [][2]uint64
 	// Read, when set, fills dst with the bytes of Data from off on, and
 	// says whether it did; when it did not, Data is read. A mapped file
-	// reads them from the file into a buffer the worker reuses: in a
-	// virtual machine, first touches of a fresh mapping's pages cost more
-	// than the copy (111 MB: 62 ms through the mapping, 18 ms by pread in
-	// 256 KiB chunks, on this project's VM).
+	// reads them from the file into a buffer the worker reuses (readBytes
+	// at a time): in a virtual machine, first touches of a fresh mapping's
+	// pages cost more than the copy (111 MB read once: 62 ms through the
+	// mapping, 18 ms by pread into one buffer, on this project's VM).
 	Read func(dst []byte, off int) bool
 	// Release, when set, is called with each byte range [lo, hi) of Data
 	// once it has been classified (a mapped file can drop those pages).

@@ -420,14 +420,12 @@ func mapFile(f *os.File) ([]byte, func(), error) {
 	}
 	// The mapping keeps a descriptor of its own, for reads (see reader):
 	// the caller may close f before the mapping's last reader is done.
-	fd, err := syscall.Dup(int(f.Fd()))
-	if err != nil {
-		fd = -1
-	} else {
-		syscall.CloseOnExec(fd)
+	fd, _, errno := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_DUPFD_CLOEXEC, 0)
+	if errno != 0 {
+		fd = ^uintptr(0) // none: the classifier reads the mapping
 	}
 	start := uintptr(unsafe.Pointer(&data[0]))
-	mappings.Store(start, mapping{n: len(data), fd: fd})
+	mappings.Store(start, mapping{n: len(data), fd: int(fd)})
 	// Unmapping a large file takes a while (its page tables go, and other
 	// CPUs are told): it happens beside what follows, since nothing reads
 	// the mapping any more.
@@ -435,8 +433,8 @@ func mapFile(f *os.File) ([]byte, func(), error) {
 		mappings.Delete(start)
 		go func() {
 			_ = syscall.Munmap(data)
-			if fd >= 0 {
-				_ = syscall.Close(fd)
+			if int(fd) >= 0 {
+				_ = syscall.Close(int(fd))
 			}
 		}()
 	}, nil
