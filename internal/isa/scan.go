@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"sync"
@@ -59,7 +60,9 @@ const readBytes = 64 << 10
 // Scan classifies every word of the regions. Words that LDR (literal)
 // instructions load are data (literal pools) and are not counted, nor are
 // the regions' Skip ranges. Large regions are split across CPUs; each word is
-// read once.
+// read once. A panic in a worker, such as a fault reading a mapped file that
+// shrank, is raised again in the caller's goroutine once every worker has
+// stopped.
 func (t *Table) Scan(regions []Code) *Result {
 	nf := len(t.Features)
 	res := &Result{Counts: make([]uint64, nf), Hints: make([]uint64, nf)}
@@ -109,16 +112,37 @@ func (t *Table) Scan(regions []Code) *Result {
 			}
 		}
 	}
+	// A panic in any worker (a fault reading a mapped file that shrank
+	// under us, with debug.SetPanicOnFault) stops the others and is raised
+	// again in the caller's goroutine once they are done, where the caller
+	// can recover it; no worker is left reading.
+	var (
+		failOnce sync.Once
+		failed   any
+	)
+	run := func(c *tally) {
+		defer func() {
+			if r := recover(); r != nil {
+				failOnce.Do(func() { failed = r })
+				next.Store(int64(len(jobs)))
+			}
+		}()
+		work(c)
+	}
 	var wg sync.WaitGroup
 	for w := 1; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			work(&tallies[w])
+			debug.SetPanicOnFault(true)
+			run(&tallies[w])
 		}()
 	}
-	work(&tallies[0])
+	run(&tallies[0])
 	wg.Wait()
+	if failed != nil {
+		panic(failed)
+	}
 
 	for _, c := range tallies {
 		for k := range c.counts {

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,6 +57,19 @@ func (a *analyzed) ehTable(f *elf.File, data []byte) *ehTable {
 	return a.eh
 }
 
+// changedDetail says why a file that faulted was not read to its end.
+const changedDetail = "the file changed while it was scanned (it ended before its mapped length): not read to its end; scan it again once nothing writes to it"
+
+// panicDetail is the detail of a finding for a recovered panic r: a fault
+// reading memory (SetPanicOnFault) is a file that shrank while mapped;
+// anything else is what was being read when it went wrong.
+func panicDetail(what string, r any) string {
+	if _, ok := r.(interface{ Addr() uintptr }); ok {
+		return changedDetail
+	}
+	return fmt.Sprintf("%s (%v)", what, r)
+}
+
 func unreadable(path, why string) Finding {
 	return Finding{Kind: KindUnreadable, Severity: SevError, Path: path, Detail: why}
 }
@@ -64,9 +78,12 @@ func unreadable(path, why string) Finding {
 func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyzed) {
 	defer func() {
 		if r := recover(); r != nil {
-			a = analyzed{findings: []Finding{unreadable(path, fmt.Sprintf("malformed ELF (%v)", r))}}
+			a = analyzed{findings: []Finding{unreadable(path, panicDetail("malformed ELF", r))}}
 		}
 	}()
+	// A mapped file that shrinks while it is read faults: that is a panic
+	// to recover, not the end of the program.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	f, err := elf.NewFile(bytes.NewReader(data))
 	if err != nil {
 		return analyzed{findings: []Finding{unreadable(path, "malformed ELF: "+err.Error())}}
@@ -134,6 +151,7 @@ func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyz
 		go func() {
 			defer wg.Done()
 			defer func() { linkPanic = recover() }()
+			debug.SetPanicOnFault(true)
 			link.dynamic(f, data, syms, dyn, pol, di, ld)
 			link.pageSize(f, pol)
 		}()

@@ -2,10 +2,14 @@ package scan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/isa"
 )
 
 // mapTemp maps a temporary file holding b.
@@ -92,6 +96,52 @@ func TestContainsEach(t *testing.T) {
 		want := containsAt(b, "OpenSSL ", 0) && containsAt(b, "EVP_", 1)
 		if got := containsEach(mapTemp(t, b), needle{"OpenSSL ", 0}, needle{"EVP_", 1}); got != want {
 			t.Errorf("random case %d: containsEach = %v, containsAt = %v", iter, got, want)
+		}
+	}
+}
+
+// A mapped file that shrinks while it is scanned is reported unreadable,
+// not a crash: the classifier's workers, the linking checks and the walker
+// fault on the pages past the new end, and each fault is recovered.
+func TestShrunkWhileScanned(t *testing.T) {
+	elf := tinyELF()
+	const size = 4 << 20 // several chunks: the classifier runs workers
+	big := make([]byte, size)
+	copy(big, elf)
+	le := binary.LittleEndian
+	le.PutUint64(big[64+32:], size) // PT_LOAD: the whole file
+	le.PutUint64(big[64+40:], size)
+	for i := 0x200; i < size; i += 4 {
+		le.PutUint32(big[i:], 0xd503201f) // nop
+	}
+	path := filepath.Join(t.TempDir(), "libshrinks.so")
+	if err := os.WriteFile(path, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, procs := range []int{1, 2, 4} {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, done, err := mapFile(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The file now ends after its first 64 KiB: every later page of the
+		// mapping faults, and reads from the file come back short.
+		if err := os.Truncate(path, 64<<10); err != nil {
+			t.Fatal(err)
+		}
+		old := runtime.GOMAXPROCS(procs)
+		a := analyzeELF(path, data, nil, isa.Default())
+		runtime.GOMAXPROCS(old)
+		done()
+		if len(a.findings) != 1 || a.findings[0].Kind != KindUnreadable || a.findings[0].Detail != changedDetail {
+			t.Errorf("%d CPUs: findings %+v, want one unreadable finding: %q", procs, a.findings, changedDetail)
+		}
+		if err := os.WriteFile(path, big, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

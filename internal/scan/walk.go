@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -163,6 +164,7 @@ func Scan(ctx context.Context, inputs []string, pol *Policy, opts Options) (*Rep
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			debug.SetPanicOnFault(true) // see analyze
 			for j := range w.jobs {
 				w.analyze(j)
 			}
@@ -187,6 +189,20 @@ func Scan(ctx context.Context, inputs []string, pol *Policy, opts Options) (*Rep
 	return w.rep, nil
 }
 
+// recoverFault, deferred, recovers a panic from a fault reading memory (a
+// mapped file that shrank, with debug.SetPanicOnFault) and calls report;
+// any other panic goes on.
+func recoverFault(report func()) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if _, ok := r.(interface{ Addr() uintptr }); !ok {
+		panic(r)
+	}
+	report()
+}
+
 func (w *walker) add(fs ...Finding) {
 	w.mu.Lock()
 	w.rep.Findings = append(w.rep.Findings, fs...)
@@ -202,6 +218,9 @@ func (w *walker) analyze(j job) {
 			j.keep.Done()
 		}
 	}()
+	// A mapped file that shrinks while it is read faults; with
+	// SetPanicOnFault that is a panic, reported here as an unreadable file.
+	defer recoverFault(func() { w.add(unreadable(j.path, changedDetail)) })
 	if format, machine, ok := otherFormat(j.data); ok {
 		w.mu.Lock()
 		w.rep.Files = append(w.rep.Files, File{Path: j.path, Format: format, Machine: machine, Size: int64(len(j.data))})
@@ -356,6 +375,9 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 		w.add(unreadable(name, err.Error()))
 		return nil
 	}
+	// The archive readers below read the mapping on this goroutine.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverFault(func() { w.add(unreadable(name, changedDetail)) })
 	switch k {
 	case kELF, kExe:
 		w.jobs <- job{path: name, data: data, unmap: unmap, jar: jar}
