@@ -20,9 +20,10 @@
 // import-path order among those whose imports are ready): its system calls
 // are made in assembly. It is best effort: on a kernel without these madvise
 // calls (before Linux 5.14), or without /proc, nothing happens and pages fault
-// in as before. It maps only pages a fault would have mapped, and reads
-// nothing from disk: pages of the executable not in the page cache are left
-// to fault in.
+// in as before. It changes no memory's contents, only when pages are
+// mapped: the executable's from the page cache (those not cached are left
+// to fault in, so nothing is read from disk), and zero pages of the heap,
+// up to heapBytes more than a short command would have touched.
 package prefault
 
 import "unsafe"
