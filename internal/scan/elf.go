@@ -64,7 +64,7 @@ const changedDetail = "the file changed while it was scanned (it ended before it
 // reading memory (SetPanicOnFault) is a file that shrank while mapped;
 // anything else is what was being read when it went wrong.
 func panicDetail(what string, r any) string {
-	if _, ok := r.(interface{ Addr() uintptr }); ok {
+	if isFault(r) {
 		return changedDetail
 	}
 	return fmt.Sprintf("%s (%v)", what, r)

@@ -197,10 +197,17 @@ func recoverFault(report func()) {
 	if r == nil {
 		return
 	}
-	if _, ok := r.(interface{ Addr() uintptr }); !ok {
+	if !isFault(r) {
 		panic(r)
 	}
 	report()
+}
+
+// isFault says whether a recovered panic is a fault reading memory: with
+// debug.SetPanicOnFault, its value has the faulting address.
+func isFault(r any) bool {
+	_, ok := r.(interface{ Addr() uintptr })
+	return ok
 }
 
 func (w *walker) add(fs ...Finding) {
