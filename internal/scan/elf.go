@@ -75,7 +75,9 @@ func unreadable(path, why string) Finding {
 }
 
 // analyzeELF inspects one ELF image held in data. pol may be nil (report only).
-func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyzed) {
+// table gives the instruction table; it is asked for only when there is code
+// to classify, so that it can be built while the headers and symbols are read.
+func analyzeELF(path string, data []byte, pol *Policy, table func() *isa.Table) (a analyzed) {
 	defer func() {
 		if r := recover(); r != nil {
 			a = analyzed{findings: []Finding{unreadable(path, panicDetail("malformed ELF", r))}}
@@ -157,7 +159,7 @@ func analyzeELF(path string, data []byte, pol *Policy, tbl *isa.Table) (a analyz
 		}()
 	}
 	if f.Machine == elf.EM_AARCH64 {
-		a.scanISA(f, data, syms, dyn, pol, tbl, ld, di.soname, startLink)
+		a.scanISA(f, data, syms, dyn, pol, table, ld, di.soname, startLink)
 	}
 	startLink()
 	wg.Wait()
@@ -181,7 +183,7 @@ func sectionBytes(data []byte, s *elf.Section) []byte {
 	return data[s.Offset : s.Offset+s.Size]
 }
 
-func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Policy, tbl *isa.Table, ld loaderDyn, soname string, classified func()) {
+func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Policy, table func() *isa.Table, ld loaderDyn, soname string, classified func()) {
 	regions, names := a.codeRegions(f, data, syms, dyn, ld)
 	for _, r := range regions {
 		a.file.TextBytes += int64(len(r.Data))
@@ -189,6 +191,7 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 			a.file.TextBytes -= int64(sk[1] - sk[0])
 		}
 	}
+	tbl := table()
 	res := tbl.Scan(regions)
 	classified() // the classifier's CPUs are free again
 	// Attribute hits to functions: symtab, else dynsym.

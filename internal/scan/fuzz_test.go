@@ -65,14 +65,14 @@ func tinyELF() []byte {
 // TestTinyELFLoaderView: without section headers the code, the needed
 // library and the glibc version come from the program headers alone.
 func TestTinyELFLoaderView(t *testing.T) {
-	a := analyzeELF("tiny.so", tinyELF(), policy(t, "kunpeng920"), isa.Default())
+	a := analyzeELF("tiny.so", tinyELF(), policy(t, "kunpeng920"), isa.Default)
 	if a.file.Features["sve"] != 1 || len(a.file.Needed) != 1 || a.file.Needed[0] != "libz.so.1" || a.file.GlibcMax != "2.34" {
 		t.Errorf("%+v %+v", a.file, a.findings)
 	}
 }
 
 func fuzzWalker() *walker {
-	return &walker{opts: Options{MaxDepth: 4, MaxBytes: 1 << 24, MaxEntries: 1000, MaxMember: 1 << 22}, tbl: isa.Default(),
+	return &walker{opts: Options{MaxDepth: 4, MaxBytes: 1 << 24, MaxEntries: 1000, MaxMember: 1 << 22}, table: isa.Default,
 		ctx: context.Background(), jobs: make(chan job, 1024), rep: &Report{}, seen: map[string]bool{}}
 }
 

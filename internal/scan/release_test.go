@@ -134,7 +134,7 @@ func TestShrunkWhileScanned(t *testing.T) {
 			t.Fatal(err)
 		}
 		old := runtime.GOMAXPROCS(procs)
-		a := analyzeELF(path, data, nil, isa.Default())
+		a := analyzeELF(path, data, nil, isa.Default)
 		runtime.GOMAXPROCS(old)
 		done()
 		if len(a.findings) != 1 || a.findings[0].Kind != KindUnreadable || a.findings[0].Detail != changedDetail {

@@ -441,7 +441,7 @@ func FuzzAnalyzeELF(f *testing.F) {
 	}
 	f.Add(tinyELF())
 	f.Fuzz(func(t *testing.T, data []byte) {
-		analyzeELF("fuzz", data, nil, isa.Default())
+		analyzeELF("fuzz", data, nil, isa.Default)
 		otherFormat(data)
 	})
 }

@@ -114,7 +114,7 @@ type native struct {
 type walker struct {
 	opts  Options
 	pol   *Policy
-	tbl   *isa.Table
+	table func() *isa.Table
 	ctx   context.Context
 	jobs  chan job
 	mu    sync.Mutex
@@ -147,7 +147,7 @@ func Scan(ctx context.Context, inputs []string, pol *Policy, opts Options) (*Rep
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	w := &walker{opts: opts, pol: pol, tbl: isa.Default(), ctx: ctx, jobs: make(chan job), rep: &Report{Inputs: inputs, Policy: pol}}
+	w := &walker{opts: opts, pol: pol, table: isa.Default, ctx: ctx, jobs: make(chan job), rep: &Report{Inputs: inputs, Policy: pol}}
 	if pol != nil {
 		w.rep.Target = pol.Target
 	}
@@ -235,7 +235,7 @@ func (w *walker) analyze(j job) {
 		w.native(j, format, machine)
 		return
 	}
-	a := analyzeELF(j.path, j.data, w.pol, w.tbl)
+	a := analyzeELF(j.path, j.data, w.pol, w.table)
 	if j.jar != nil {
 		// Other platforms' libraries belong in a multi-platform jar; the jar
 		// as a whole is judged by its coverage of the target.
