@@ -7,15 +7,16 @@
 //
 //	go run ./internal/isa/gen -samples 6 -o internal/isa/groups.bin
 //
-// It prints the share of held-out words the table gets right. The file is
-// written uncompressed: the classifier uses the tables where they lie in the
-// binary (git compresses them for the repository).
+// It prints the share of held-out words the table gets right. Each table is
+// stored as isa.PackGroup packs it (distinct blocks and an index), which the
+// classifier uses where it lies in the binary. A new table changes
+// groupsDigest in internal/isa/groups_test.go, which gen prints.
 package main
 
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
+	"crypto/sha256"
 	"flag"
 	"fmt"
 	"math/rand"
@@ -136,7 +137,8 @@ func main() {
 	flag.Parse()
 	rng := rand.New(rand.NewSource(1))
 	var out bytes.Buffer
-	out.WriteString("DAGT1\n")
+	out.WriteString("DAGT2\n")
+	digest := sha256.New()
 	for _, g := range groups {
 		n := uint32(1) << g.keyLen()
 		words := make([]uint32, 0, int(n)*(*samples+1))
@@ -174,10 +176,18 @@ func main() {
 			}
 		}
 		fmt.Fprintf(os.Stderr, "%s: %d keys, classes %v, held-out agreement %.3f%%\n", g.name, n, names, 100*float64(right)/float64(held))
-		fmt.Fprintf(&out, "%s %08x %08x %s %s\n", g.name, g.mask, g.value, keySpec(g), strings.Join(names[1:], ","))
-		binary.Write(&out, binary.LittleEndian, uint32(len(table)))
-		out.Write(table)
+		line := fmt.Sprintf("%s %08x %08x %s %s\n", g.name, g.mask, g.value, keySpec(g), strings.Join(names[1:], ","))
+		packed, err := isa.PackGroup(table)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", g.name, err)
+			os.Exit(1)
+		}
+		out.WriteString(line)
+		out.Write(packed)
+		digest.Write([]byte(line))
+		digest.Write(table)
 	}
+	fmt.Fprintf(os.Stderr, "groupsDigest (internal/isa/groups_test.go): %x\n", digest.Sum(nil))
 	if err := os.WriteFile(*outFile, out.Bytes(), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
