@@ -5,7 +5,7 @@
 // starts: the pages of its own executable that are in the page cache, and
 // the next heapBytes of its heap.
 //
-// A short command touches a few hundred scattered pages of a 25 MB binary and
+// A short command touches a few hundred scattered pages of a 21 MB binary and
 // a few megabytes of heap. Each first touch is a page fault, and in a virtual
 // machine a fault is dear. Measured on the 2-core VM this was written on:
 // touching a file's pages in order cost 2 µs a page (a fault maps 16), a
