@@ -125,6 +125,17 @@ func TestPackGroup(t *testing.T) {
 			t.Errorf("%d keys: packed; want an error", n)
 		}
 	}
+	// One block more than a uint16 index can name.
+	many := make([]byte, (1<<16+1)*BlockKeys)
+	for b := 0; b <= 1<<16; b++ {
+		many[b*BlockKeys], many[b*BlockKeys+1], many[b*BlockKeys+2] = byte(b), byte(b>>8), byte(b>>16)
+	}
+	if _, err := PackGroup(many); err == nil || !strings.Contains(err.Error(), "distinct blocks") {
+		t.Errorf("%d distinct blocks: %v; want an error saying so", 1<<16+1, err)
+	}
+	if _, err := PackGroup(many[:(1<<16)*BlockKeys]); err != nil {
+		t.Errorf("%d distinct blocks: %v; want them packed", 1<<16, err)
+	}
 }
 
 // TestGroupsTableErrors: damaged tables are refused with what is wrong, and
