@@ -51,6 +51,13 @@ def main():
     version = statistics.median(wall([dorisarm, "version"], work) for _ in range(startup_runs))
     version_json = statistics.median(wall([dorisarm, "version", "-o", "json"], work) for _ in range(startup_runs))
     print(f"\ndorisarm version start-up: {version * 1000:.1f} ms (median of {startup_runs} runs; -o json: {version_json * 1000:.1f} ms)")
+    linked = os.environ.get("BENCH_LINKED")
+    if linked:
+        # The same bytes, as the linker left them (see bench-scan.sh),
+        # alternating with the installed copy.
+        pairs = [(wall([linked, "version"], work), wall([dorisarm, "version"], work)) for _ in range(startup_runs)]
+        print(f"  the same binary as the linker wrote it ({linked}): {statistics.median(p[0] for p in pairs) * 1000:.1f} ms, "
+              f"installed copy {statistics.median(p[1] for p in pairs) * 1000:.1f} ms (alternating, median of {startup_runs})")
     print(f"scan: median of {runs}, process start included, --target {target}, spread between the objdump runs; "
           f"objdump: median of {objdump_runs} to /dev/null; pipe: one run into wc -c; cores: {os.cpu_count()}")
 
