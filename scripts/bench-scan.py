@@ -10,6 +10,7 @@ usage: bench-scan.py DORISARM WORKDIR TARGET RUNS OBJDUMP_RUNS STARTUP_RUNS LIB.
 """
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -53,11 +54,18 @@ def main():
     print(f"\ndorisarm version start-up: {version * 1000:.1f} ms (median of {startup_runs} runs; -o json: {version_json * 1000:.1f} ms)")
     linked = os.environ.get("BENCH_LINKED")
     if linked:
-        # The same bytes, as the linker left them (see bench-scan.sh),
-        # alternating with the installed copy.
-        pairs = [(wall([linked, "version"], work), wall([dorisarm, "version"], work)) for _ in range(startup_runs)]
+        # The same bytes, as the linker left them (see bench-scan.sh), and
+        # the installed copy, in a random order each round (no side is
+        # always the one that runs after the other).
+        rng = random.Random(1)
+        pairs = []
+        for _ in range(startup_runs):
+            first_linked = rng.random() < 0.5
+            a = wall([linked if first_linked else dorisarm, "version"], work)
+            b = wall([dorisarm if first_linked else linked, "version"], work)
+            pairs.append((a, b) if first_linked else (b, a))
         print(f"  the same binary as the linker wrote it ({linked}): {statistics.median(p[0] for p in pairs) * 1000:.1f} ms, "
-              f"installed copy {statistics.median(p[1] for p in pairs) * 1000:.1f} ms (alternating, median of {startup_runs})")
+              f"installed copy {statistics.median(p[1] for p in pairs) * 1000:.1f} ms (random order each round, median of {startup_runs})")
     print(f"scan: median of {runs}, process start included, --target {target}, spread between the objdump runs; "
           f"objdump: median of {objdump_runs} to /dev/null; pipe: one run into wc -c; cores: {os.cpu_count()}")
 
