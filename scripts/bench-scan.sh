@@ -44,8 +44,9 @@ trap 'rm -rf "${work}" "${bindir}"' EXIT
 # just written (through a mapping) is in the page cache in 4 KiB pages; one
 # that go build copied from its cache, or any written copy, is in large
 # folios (ext4, Linux 6.18, on this project's VM), which the kernel maps in
-# fewer steps: the same bytes started 0.75-1.3 ms sooner. bin/dorisarm's own
-# start-up is printed too.
+# fewer steps: the same bytes started 0.75-2.2 ms sooner in four runs of 61
+# to 81 rounds on an idle machine, and no sooner in one after the objdump
+# runs. bin/dorisarm's own start-up is printed too.
 install -m 0755 bin/dorisarm "${bindir}/dorisarm"
 dorisarm=${bindir}/dorisarm
 export BENCH_LINKED=$(pwd)/bin/dorisarm
