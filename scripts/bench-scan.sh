@@ -44,7 +44,7 @@ trap 'rm -rf "${work}" "${bindir}"' EXIT
 # just written (through a mapping) is in the page cache in 4 KiB pages; one
 # that go build copied from its cache, or any written copy, is in large
 # folios (ext4, Linux 6.18, on this project's VM), which the kernel maps in
-# fewer steps: the same bytes started 0.75-2.2 ms sooner in four runs of 61
+# fewer steps: the same bytes started 0.75-2.4 ms sooner in four runs of 61
 # to 81 rounds on an idle machine, and no sooner in one after the objdump
 # runs. bin/dorisarm's own start-up is printed too.
 install -m 0755 bin/dorisarm "${bindir}/dorisarm"
