@@ -7,6 +7,9 @@ and its exit. The shell's own fork is left out: bash copies its page tables
 to fork, which on this project's VM cost several milliseconds a process.
 
 usage: bench-scan.py DORISARM WORKDIR TARGET RUNS OBJDUMP_RUNS STARTUP_RUNS LIB...
+
+With $BENCH_LINKED set to another copy of the same binary (bench-scan.sh:
+the one the linker wrote), it also prints both copies' start-up.
 """
 import json
 import os
