@@ -12,6 +12,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/scan"
 	"github.com/dorisarm/dorisarm/internal/source"
@@ -199,9 +200,12 @@ func (r *Record) write(path string) error {
 	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 
+// maxRecord bounds a build record read back: a real one is a few kB.
+const maxRecord = 16 << 20
+
 // ReadRecord reads a build record.
 func ReadRecord(path string) (*Record, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFile(path, maxRecord)
 	if err != nil {
 		return nil, err
 	}

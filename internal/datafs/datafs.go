@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/dorisarm/dorisarm"
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 )
 
 // Prefix marks a name in the built-in data.
@@ -43,6 +44,10 @@ func split(name string) (rel string, ok bool, err error) {
 	return rel, true, nil
 }
 
+// MaxFile bounds a data file read from disk: the matrix, a recipe, a
+// patch, an allow file. The largest real one is a few hundred kB.
+const MaxFile = 64 << 20
+
 // ReadFile reads a data file.
 func ReadFile(name string) ([]byte, error) {
 	rel, ok, err := split(name)
@@ -50,7 +55,7 @@ func ReadFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	if !ok {
-		return os.ReadFile(name)
+		return fsutil.ReadFile(name, MaxFile)
 	}
 	b, err := fs.ReadFile(dorisarm.Data(), rel)
 	return b, rename(err, name)

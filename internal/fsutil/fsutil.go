@@ -1,10 +1,14 @@
-// Package fsutil writes files whole or not at all.
+// Package fsutil writes files whole or not at all, and reads input files
+// whole within a bound.
 package fsutil
 
 import (
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // WriteFileAtomic writes data to a temporary file beside path and renames it
@@ -34,4 +38,53 @@ func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
 		return err
 	}
 	return nil
+}
+
+// ReadFile reads the regular file at path whole, refusing anything else
+// and anything over max bytes. A named pipe, a device such as /dev/zero or
+// a directory given where a data file belongs would otherwise block for
+// ever or read without end. The error names path and says what is wrong.
+func ReadFile(path string, max int64) ([]byte, error) {
+	// O_NONBLOCK: opening a named pipe for reading must not wait for a
+	// writer; it changes nothing for a regular file.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%s); give the path of a file", describe(fi.Mode()))}
+	}
+	if fi.Size() > max {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("the file is %d bytes, more than the %d this input may have (is it the right file?)", fi.Size(), max)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("the file grew past the %d bytes this input may have while it was read", max)}
+	}
+	return data, nil
+}
+
+// describe names the kind of a file that is not regular.
+func describe(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "mode " + m.String()
 }

@@ -1,9 +1,14 @@
 package fsutil
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestWriteFileAtomic(t *testing.T) {
@@ -30,5 +35,46 @@ func TestWriteFileAtomic(t *testing.T) {
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 2 {
 		t.Errorf("left behind: %v", ents)
+	}
+}
+
+// ReadFile reads regular files within the bound and refuses, at once and by
+// name, what would block or never end: a named pipe with no writer,
+// /dev/zero, a directory, a file over the bound.
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "matrix.yaml")
+	os.WriteFile(p, []byte("schema: 1\n"), 0o644)
+	if b, err := ReadFile(p, 10); err != nil || string(b) != "schema: 1\n" {
+		t.Fatalf("ReadFile = %q, %v", b, err)
+	}
+	if _, err := ReadFile(p, 9); err == nil || !strings.Contains(err.Error(), "more than the 9") {
+		t.Errorf("a 10-byte file under a 9-byte bound: %v", err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "zero")
+	os.Symlink("/dev/zero", link)
+	for _, c := range []struct{ path, want string }{
+		{fifo, "a named pipe"},
+		{"/dev/zero", "a character device"},
+		{link, "a character device"},
+		{dir, "a directory"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := ReadFile(c.path, 1<<20); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.path) {
+				t.Errorf("ReadFile(%s) = %v, want an error naming it %s", c.path, err, c.want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("ReadFile(%s) still blocked after 5 s", c.path)
+		}
+	}
+	if _, err := ReadFile(filepath.Join(dir, "missing"), 10); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
 	}
 }

@@ -2,12 +2,12 @@ package promote
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/dorisarm/dorisarm/internal/datafile"
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
@@ -31,7 +31,7 @@ type promotionsFile struct {
 // tags: [REPO:TAG, …]}]), like the Kubernetes promoter's manifests: sources
 // by digest only, so what is promoted is what was reviewed.
 func LoadFile(path string, ro registry.Options) ([]*Promotion, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFile(path, datafile.MaxSize)
 	if err != nil {
 		return nil, &datafile.Error{Pos: datafile.Pos{File: path}, Msg: fmt.Sprintf("cannot read the promotions file: %v", err), Err: err}
 	}

@@ -2,7 +2,11 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -46,9 +50,9 @@ func (o Options) Open(ctx context.Context, loc Location) (Opened, error) {
 
 // Layout opens an OCI layout directory's top index.
 func Layout(dir string) (v1.ImageIndex, error) {
-	lp, err := layout.FromPath(dir)
+	lp, err := LayoutPath(dir)
 	if err != nil {
-		return nil, fmt.Errorf("oci:%s: not an OCI layout (%w); write one with dorisarm image build --out oci:DIR", dir, err)
+		return nil, err
 	}
 	idx, err := lp.ImageIndex()
 	if err != nil {
@@ -193,4 +197,61 @@ func IndexOf(desc *remote.Descriptor) (v1.ImageIndex, *v1.IndexManifest, error) 
 		return nil, nil, err
 	}
 	return idx, im, nil
+}
+
+// LayoutPath opens the OCI layout directory dir, after checking that what
+// it will read are regular files: index.json within maxIndexJSON bytes and
+// every blob. A named pipe or a link to a device there would make a read
+// block for ever or never end.
+func LayoutPath(dir string) (layout.Path, error) {
+	if err := checkLayout(dir); err != nil {
+		return "", fmt.Errorf("oci:%s: %w", dir, err)
+	}
+	lp, err := layout.FromPath(dir)
+	if err != nil {
+		return "", fmt.Errorf("oci:%s: not an OCI layout (%w); write one with dorisarm image build --out oci:DIR", dir, err)
+	}
+	return lp, nil
+}
+
+// maxIndexJSON bounds a layout's index.json: dorisarm's hold a few entries
+// per release and target.
+const maxIndexJSON = 16 << 20
+
+func checkLayout(dir string) error {
+	for _, f := range []string{"oci-layout", "index.json"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // layout.FromPath says what is missing
+		case err != nil:
+			return err
+		case !st.Mode().IsRegular():
+			return fmt.Errorf("%s is not a regular file; an OCI layout holds files only", f)
+		case f == "index.json" && st.Size() > maxIndexJSON:
+			return fmt.Errorf("index.json is %d bytes, more than %d: not a layout dorisarm wrote", st.Size(), maxIndexJSON)
+		}
+	}
+	algs, err := os.ReadDir(filepath.Join(dir, "blobs"))
+	if err != nil {
+		return nil // no blobs yet: reading one fails with its own error
+	}
+	for _, a := range algs {
+		blobs, err := os.ReadDir(filepath.Join(dir, "blobs", a.Name()))
+		if err != nil {
+			continue
+		}
+		for _, b := range blobs {
+			rel := filepath.Join("blobs", a.Name(), b.Name())
+			if b.Type().IsRegular() {
+				continue
+			}
+			// A link is followed, as a read would.
+			if st, err := os.Stat(filepath.Join(dir, rel)); err == nil && st.Mode().IsRegular() {
+				continue
+			}
+			return fmt.Errorf("%s is not a regular file; an OCI layout holds files only", rel)
+		}
+	}
+	return nil
 }

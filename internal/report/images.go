@@ -50,9 +50,9 @@ func OpenStore(loc string, ro registry.Options) (Store, error) {
 		if l.Name != "" {
 			return nil, fmt.Errorf("%s: want a whole layout, oci:DIR, not one of its entries", loc)
 		}
-		lp, err := layout.FromPath(l.Layout)
+		lp, err := registry.LayoutPath(l.Layout)
 		if err != nil {
-			return nil, fmt.Errorf("%s: not an OCI layout (%w): write one with dorisarm image build --out oci:DIR", loc, err)
+			return nil, err
 		}
 		return &layoutStore{loc: loc, path: lp}, nil
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/trustroot"
@@ -61,9 +62,12 @@ type Signer struct {
 	opts []remote.Option
 }
 
+// maxKeyFile bounds a key file: a PEM key is under 1 kB.
+const maxKeyFile = 1 << 20
+
 // LoadSigner reads a cosign.key and decrypts it with password.
 func LoadSigner(keyPath string, password []byte, opts ...remote.Option) (*Signer, error) {
-	data, err := os.ReadFile(keyPath)
+	data, err := fsutil.ReadFile(keyPath, maxKeyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +294,7 @@ func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, 
 		}
 		return v, nil
 	}
-	data, err := os.ReadFile(t.Key)
+	data, err := fsutil.ReadFile(t.Key, maxKeyFile)
 	if err != nil {
 		return nil, err
 	}

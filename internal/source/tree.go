@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 )
 
@@ -23,7 +24,7 @@ var buildFuncRE = sync.OnceValue(func() *regexp.Regexp {
 
 // BuildFunctions returns the <name>s of the build_<name>() functions script defines.
 func BuildFunctions(script string) (map[string]bool, error) {
-	data, err := os.ReadFile(script)
+	data, err := fsutil.ReadFile(script, maxScript)
 	if err != nil {
 		return nil, err
 	}

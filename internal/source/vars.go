@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 )
 
@@ -54,8 +55,10 @@ done
 // value such as aarch64 or x86_64) and returns its packages in list order.
 func ReadPackages(tree string, r *recipe.Recipe, machine string) ([]Package, error) {
 	vars := filepath.Join(tree, r.Thirdparty.Vars)
-	if _, err := os.Stat(vars); err != nil {
+	if st, err := os.Stat(vars); err != nil {
 		return nil, fmt.Errorf("%s: %w (is --source a Doris-style tree?)", vars, err)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (is --source a Doris-style tree?)", vars)
 	}
 	absVars, _ := filepath.Abs(vars)
 	out, err := os.CreateTemp("", "dorisarm-vars-*")
@@ -139,10 +142,14 @@ func packageVersion(p Package, overrides map[string]string) string {
 	return "0"
 }
 
+// maxScript bounds a script of the source tree dorisarm reads (vars.sh,
+// build-thirdparty.sh, the version file): Doris's are under 100 kB.
+const maxScript = 16 << 20
+
 // ReadVersion returns the version the tree declares ("2.1.8", "2.0.4-rc06").
 func ReadVersion(tree string, r *recipe.Recipe) (string, error) {
 	path := filepath.Join(tree, r.Version.File)
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFile(path, maxScript)
 	if err != nil {
 		return "", fmt.Errorf("cannot read the tree's version: %w (pass --doris VERSION)", err)
 	}

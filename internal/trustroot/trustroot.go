@@ -18,10 +18,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/jsonkey"
 )
 
@@ -79,9 +79,13 @@ func (ca *CA) Verify(cert *x509.Certificate, t time.Time) ([][]*x509.Certificate
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}})
 }
 
+// maxFile bounds a trusted root file; Sigstore's public-good one is about
+// 10 kB.
+const maxFile = 16 << 20
+
 // Read reads the trusted root in file.
 func Read(file string) (*Root, error) {
-	data, err := os.ReadFile(file)
+	data, err := fsutil.ReadFile(file, maxFile)
 	if err != nil {
 		return nil, err
 	}
