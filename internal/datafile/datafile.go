@@ -11,7 +11,9 @@
 package datafile
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"maps"
 	"reflect"
 	"slices"
@@ -151,9 +153,20 @@ func Decode(file string, data []byte, v any) error {
 
 // parse parses data with yaml.v3 and flattens the tree.
 func parse(file string, data []byte) (*tree, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	if err := dec.Decode(&root); err != nil && err != io.EOF {
 		return nil, syntaxError(file, err)
+	}
+	// A second document would be ignored, and with it whatever a reader
+	// of the file takes for part of it.
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case err == io.EOF:
+	case err != nil:
+		return nil, syntaxError(file, err)
+	case len(next.Content) > 0 && next.Content[0].Tag != "!!null":
+		return nil, List{Errorf(Pos{File: file, Line: next.Content[0].Line, Col: 1}, "a second YAML document (after ---) starts here; a data file holds one: remove the rest or move it to a file of its own")}
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, List{Errorf(Pos{File: file, Line: 1, Col: 1}, "file is empty; it needs a mapping at the top level")}

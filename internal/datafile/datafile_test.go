@@ -55,6 +55,10 @@ func TestDecodeErrors(t *testing.T) {
 		"":                                     "file is empty",
 		"just a string\n":                      "at the top level: expected a mapping",
 		"items:\n  a:\n    env: {k: {x: 1}}\n": "at items.a.env.k: expected a string, found a mapping",
+		// A second document would be ignored: its exceptions, its settings.
+		"items: {}\n---\nitems:\n  a: {name: x}\n": "f.yaml:3:1: a second YAML document",
+		"items: {}\n---\n- 1\n":                    "f.yaml:3:1: a second YAML document",
+		"items: {}\n---\n[\n":                      "YAML syntax error",
 	}
 	for src, want := range cases {
 		var o outer
@@ -64,6 +68,17 @@ func TestDecodeErrors(t *testing.T) {
 		}
 		if err != nil && !fault.IsInput(err) {
 			t.Errorf("%q: not a data error", src)
+		}
+	}
+}
+
+// A document marker with nothing after it, or before the first document,
+// hides nothing: the file decodes.
+func TestDecodeOneDocument(t *testing.T) {
+	for _, src := range []string{"items: {}\n---\n", "---\nitems: {}\n", "items: {}\n...\n"} {
+		var o outer
+		if err := Decode("f.yaml", []byte(src), &o); err != nil {
+			t.Errorf("%q: %v", src, err)
 		}
 	}
 }
