@@ -67,9 +67,13 @@ func main() {
 	root := newRootFor(os.Args[1:])
 	ran := markRuns(root)
 	err := root.Execute()
+	code := exitCode(err, *ran)
+	if err == nil && stdout.err != nil {
+		err, code = fmt.Errorf("writing the output: %w", stdout.err), exitCheck
+	}
 	if err == nil {
 		return
 	}
 	fmt.Fprintln(os.Stderr, "dorisarm: "+err.Error())
-	os.Exit(exitCode(err, *ran))
+	os.Exit(code)
 }

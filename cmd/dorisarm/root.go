@@ -62,7 +62,31 @@ var commands = []struct {
 func newRoot() *cobra.Command { return buildRoot(newGlobals(), func(string) bool { return true }) }
 
 func newGlobals() *globals {
-	return &globals{stdout: os.Stdout, stderr: os.Stderr, data: datafs.Locator{CacheDir: defaultCacheDir()}}
+	return &globals{stdout: stdout, stderr: os.Stderr, data: datafs.Locator{CacheDir: defaultCacheDir()}}
+}
+
+// stdout is the process's standard output, keeping the first write error:
+// a command that prints a table or a plan does not check each write, and
+// main must not exit 0 when the output ended half-written (a full disk,
+// /dev/full, a file size limit).
+var stdout = &checkedWriter{w: os.Stdout}
+
+// checkedWriter writes to w until a write fails, then keeps that error.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	c.err = err
+	return n, err
 }
 
 // newRootFor is the command tree args need: when they name a top-level
@@ -103,6 +127,9 @@ are coloured on a terminal unless $NO_COLOR is set (or --color never).
 Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	if g.stdout != nil {
+		root.SetOut(g.stdout) // help and usage as well
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return fmt.Errorf("%w (see --help)", err) })
 	root.PersistentFlags().StringVar(&g.data.Matrix, "matrix", "", "the build matrix (default: matrix.yaml in the working directory, else the one built into dorisarm)")
