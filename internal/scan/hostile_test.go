@@ -94,8 +94,9 @@ func TestNotAFileOrDirectory(t *testing.T) {
 	// A FIFO inside a tree is not read either (and does not block).
 	os.MkdirAll(filepath.Join(dir, "tree"), 0o755)
 	syscall.Mkfifo(filepath.Join(dir, "tree", "pipe.so"), 0o644)
-	if _, err := scanWithin(t, 10*time.Second, nil, Options{}, filepath.Join(dir, "tree")); err != nil {
-		t.Error(err)
+	os.WriteFile(filepath.Join(dir, "tree", "README"), []byte("text"), 0o644)
+	if r, err := scanWithin(t, 10*time.Second, nil, Options{}, filepath.Join(dir, "tree")); err != nil || r.Summary.Files != 1 {
+		t.Errorf("a tree with a FIFO and a file: %v, %+v", err, r)
 	}
 	for _, in := range []string{"build/out/kunpeng920", "library/ubuntu:22.04", "docker.io/library/ubuntu", "./x/y:1"} {
 		_, err := Scan(context.Background(), []string{filepath.Join(dir, in)}, nil, Options{})
@@ -459,5 +460,30 @@ func TestWrappingAddresses(t *testing.T) {
 	}
 	if n := r.Files[0].Features["lse"]; n != 0 {
 		t.Errorf("%d lse instructions counted in code that was not scanned", n)
+	}
+}
+
+// An input with nothing in it to scan (an empty directory, a tree of FIFOs,
+// a layout whose index lists no image) is an input error naming it, not a
+// clean report of nothing: the path is most likely wrong.
+func TestEmptyInput(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	os.MkdirAll(filepath.Join(empty, "sub"), 0o755)
+	layout := filepath.Join(dir, "layout")
+	os.MkdirAll(layout, 0o755)
+	os.WriteFile(filepath.Join(layout, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644)
+	os.WriteFile(filepath.Join(layout, "index.json"), []byte(`{"schemaVersion":2,"manifests":[]}`), 0o644)
+	file := filepath.Join(dir, "README")
+	os.WriteFile(file, []byte("text"), 0o644)
+	for _, in := range []string{empty, "oci:" + layout} {
+		_, err := Scan(context.Background(), []string{file, in}, policy(t, "kunpeng920"), Options{})
+		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), in) || !strings.Contains(err.Error(), "holds no") {
+			t.Errorf("%s: %v, want an input error naming it", in, err)
+		}
+	}
+	// A file with no code in it was looked at: that is a clean report.
+	if r, err := Scan(context.Background(), []string{file}, policy(t, "kunpeng920"), Options{}); err != nil || !r.Summary.Clean || r.Summary.Files != 1 {
+		t.Errorf("a text file: %v %+v", err, r)
 	}
 }

@@ -24,6 +24,17 @@ const (
 
 // resolved is a checked input: for files and directories, root is the
 // resolved directory that thin-archive members must stay inside.
+// empty says what an input of this kind that held nothing to scan is.
+func (k inputKind) empty() string {
+	switch k {
+	case inLayout, inRemote:
+		return "holds no image to scan (is it the right layout or reference?)"
+	case inDir:
+		return "holds no file to scan: nothing was checked (is it the right directory?)"
+	}
+	return "nothing in it was scanned"
+}
+
 type resolved struct {
 	arg, path, root string
 	kind            inputKind

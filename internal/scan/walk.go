@@ -172,8 +172,14 @@ func Scan(ctx context.Context, inputs []string, pol *Policy, opts Options) (*Rep
 	}
 	var inputErr error
 	for _, in := range ins {
+		before := w.examined()
 		if err := w.input(in); err != nil {
 			inputErr = err
+			break
+		}
+		if w.examined() == before {
+			// Nothing to report is not the same as nothing wrong.
+			inputErr = fmt.Errorf("%w %s: %s", ErrInput, in.arg, in.kind.empty())
 			break
 		}
 	}
@@ -208,6 +214,14 @@ func recoverFault(report func()) {
 func isFault(r any) bool {
 	_, ok := r.(interface{ Addr() uintptr })
 	return ok
+}
+
+// examined counts the files and findings so far: an input that adds neither
+// had nothing in it to scan.
+func (w *walker) examined() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rep.Summary.Files + len(w.rep.Findings)
 }
 
 func (w *walker) add(fs ...Finding) {
