@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
@@ -141,41 +142,35 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 		return fmt.Sprintf("the function at 0x%x (unwind table or DT_INIT/DT_FINI)", addr)
 	}
 
-	// Data the program headers themselves locate (file offsets).
-	var dataOff []span
-	ehsize, phoff, phsize := elfHeaderLayout(f, data)
-	dataOff = append(dataOff, span{0, ehsize}, span{phoff, phoff + phsize})
-	for _, p := range f.Progs {
-		switch p.Type {
-		case elf.PT_DYNAMIC, elf.PT_INTERP, elf.PT_NOTE, elf.PT_GNU_EH_FRAME:
-			dataOff = append(dataOff, span{p.Off, p.Off + p.Filesz})
-		}
-	}
-	nsym := uint64(dyn.len() + 1)
-	for _, t := range [][2]elf.DynTag{{elf.DT_STRTAB, elf.DT_STRSZ}, {elf.DT_RELA, elf.DT_RELASZ}, {elf.DT_JMPREL, elf.DT_PLTRELSZ}} {
-		if b := dynBytes(f, data, ld, t[0], t[1], 0); b != nil {
-			off, _ := vaddrOff(f, n, mustOne(ld, t[0]))
-			dataOff = append(dataOff, span{off, off + uint64(len(b))})
-		}
-	}
-	for _, t := range []struct {
-		tag  elf.DynTag
-		size uint64
-	}{{elf.DT_SYMTAB, nsym * 24}, {elf.DT_VERSYM, nsym * 2}} {
-		if b := dynBytes(f, data, ld, t.tag, 0, t.size); b != nil {
-			off, _ := vaddrOff(f, n, mustOne(ld, t.tag))
-			dataOff = append(dataOff, span{off, off + uint64(len(b))})
-		}
-	}
+	// Data the file and program headers and PT_DYNAMIC locate.
+	hdrs := headerData(f, data, ld, dyn, eh)
+	roots = append(roots, pltStart(f, data, ld)...)
 
-	// What the section headers and $d mapping symbols claim is data, per
-	// segment, in order; each claim is believed unless a reachable function
-	// starts in it.
+	// What the headers, PT_DYNAMIC, the section headers and $d mapping
+	// symbols claim is data, per segment, in order; each claim is believed
+	// unless a reachable function starts in it.
 	var claims []claimed
+	var absurd []headerRange // header ranges not believed: they overrun their segment
+	var code []codeSpan      // executable sections that describe a segment's bytes
 	for k, sg := range segs {
-		claim := func(lo, hi uint64, what string) {
+		for _, s := range secs {
+			if s.s.Flags&elf.SHF_EXECINSTR != 0 && s.s.Type == elf.SHT_PROGBITS && s.addr >= sg.vaddr && s.off == s.addr-sg.vaddr+sg.off {
+				code = append(code, codeSpan{s.addr, s.end, s.s.Name})
+			}
+		}
+		claim := func(lo, hi uint64, what string, hdr bool) {
 			if lo, hi = max(lo, sg.vaddr), min(hi, sg.vaddr+sg.size); lo < hi {
-				claims = append(claims, claimed{seg: k, lo: lo, hi: hi, what: what})
+				claims = append(claims, claimed{seg: k, lo: lo, hi: hi, what: what, hdr: hdr})
+			}
+		}
+		for _, h := range hdrs {
+			lo, hi := max(h.off, sg.off), min(h.off+h.size, sg.off+sg.size)
+			switch {
+			case lo >= hi:
+			case !h.sane:
+				absurd = append(absurd, h)
+			default:
+				claim(lo-sg.off+sg.vaddr, hi-sg.off+sg.vaddr, h.what, true)
 			}
 		}
 		for _, s := range secs {
@@ -187,16 +182,26 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 			if s.addr < sg.vaddr || s.off != s.addr-sg.vaddr+sg.off {
 				continue
 			}
-			claim(s.addr, s.end, "section "+s.s.Name)
+			claim(s.addr, s.end, "section "+s.s.Name, false)
 		}
 		for _, ms := range marks {
 			for _, m := range ms {
-				claim(m.lo, m.hi, "a $d mapping symbol")
+				claim(m.lo, m.hi, "a $d mapping symbol", false)
 			}
 		}
 	}
 	if len(claims) > 0 {
 		firstRoots(claims, roots, eh, dyn)
+		overCode(claims, code)
+	}
+	for i, h := range absurd {
+		if i == 8 {
+			a.findings = append(a.findings, Finding{Kind: KindHeaders, Severity: SevInfo, Path: a.file.Path,
+				Detail: fmt.Sprintf("%d more tables the headers locate overrun their segment; judged as code", len(absurd)-8)})
+			break
+		}
+		a.findings = append(a.findings, Finding{Kind: KindHeaders, Severity: SevInfo, Path: a.file.Path,
+			Detail: fmt.Sprintf("%s says %d bytes of data start at file offset 0x%x, past the end of the segment that maps them (or of the file); not believed, so the executable bytes it covers are judged as code", h.what, h.size, h.off)})
 	}
 
 	var regions []isa.Code
@@ -205,11 +210,6 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 		b := data[sg.off : sg.off+sg.size]
 		r := isa.Code{Data: b, Addr: sg.vaddr, Read: reader(b), Release: release(b)}
 		var skip []span
-		for _, o := range dataOff {
-			if lo, hi := max(o.lo, sg.off), min(o.hi, sg.off+sg.size); lo < hi {
-				skip = append(skip, span{lo - sg.off + sg.vaddr, hi - sg.off + sg.vaddr})
-			}
-		}
 		for _, c := range claims {
 			if c.seg != k {
 				continue
@@ -221,7 +221,7 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 			lies++
 			if lies <= 8 {
 				a.findings = append(a.findings, Finding{Kind: KindHeaders, Severity: SevInfo, Path: a.file.Path, Address: fmt.Sprintf("0x%x", c.root),
-					Detail: fmt.Sprintf("%s claims 0x%x-0x%x is data, but %s starts there; the section headers disagree with what the loader runs, so those bytes are judged as code", c.what, c.lo, c.hi, describe(c.root))})
+					Detail: c.lie(describe)})
 			}
 		}
 		for _, s := range mergeSpans(skip) {
@@ -231,19 +231,151 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 	}
 	if lies > 8 {
 		a.findings = append(a.findings, Finding{Kind: KindHeaders, Severity: SevInfo, Path: a.file.Path,
-			Detail: fmt.Sprintf("%d more data claims of the section headers or mapping symbols hold reachable functions; judged as code", lies-8)})
+			Detail: fmt.Sprintf("%d more data claims of the headers or mapping symbols hold reachable functions or code; judged as code", lies-8)})
 	}
 	return regions, names
 }
 
-// claimed is a range of a segment that the section headers or a $d mapping
-// symbol say is data, and the first reachable function in it (ok) if any.
+// claimed is a range of a segment that the headers, PT_DYNAMIC, the
+// section headers or a $d mapping symbol say is data (hdr: the ELF or
+// program headers or PT_DYNAMIC), and the first reachable function in it
+// (ok) if any, or the executable section it overlaps (code).
 type claimed struct {
 	seg    int
 	lo, hi uint64
 	what   string
+	hdr    bool
 	root   uint64
 	ok     bool
+	code   string
+}
+
+// lie says why the claim is not believed; describe names a root.
+func (c claimed) lie(describe func(uint64) string) string {
+	if c.code != "" {
+		return fmt.Sprintf("%s claims 0x%x-0x%x is data, but it overlaps the executable section %s; those bytes are judged as code", c.what, c.lo, c.hi, c.code)
+	}
+	if c.hdr {
+		return fmt.Sprintf("%s claims 0x%x-0x%x is data, but %s starts there; those bytes are judged as code", c.what, c.lo, c.hi, describe(c.root))
+	}
+	return fmt.Sprintf("%s claims 0x%x-0x%x is data, but %s starts there; the section headers disagree with what the loader runs, so those bytes are judged as code", c.what, c.lo, c.hi, describe(c.root))
+}
+
+// headerRange is a table the ELF or program headers or PT_DYNAMIC locate:
+// its file range as declared and whether it lies inside the PT_LOAD segment
+// that maps its start (sane); a table that overruns its segment or the file
+// is not taken as data.
+type headerRange struct {
+	off, size uint64
+	what      string
+	sane      bool
+}
+
+// headerData returns the tables the ELF header, the program headers and
+// PT_DYNAMIC locate. Sizes are those the headers state, except where the
+// table says its own length (the unwind table's header, PT_INTERP's
+// string), which bounds them.
+func headerData(f *elf.File, data []byte, ld loaderDyn, dyn *symtab, eh *ehTable) []headerRange {
+	n := uint64(len(data))
+	var out []headerRange
+	byOff := func(off, size, vaddr uint64, what string) {
+		out = append(out, headerRange{off, size, what, loadHolds(f, n, off, size, vaddr)})
+	}
+	ehsize, phoff, phsize := elfHeaderLayout(f, data)
+	out = append(out, headerRange{0, ehsize, "the ELF header", ehsize <= n},
+		headerRange{phoff, phsize, "the program header table", phoff <= n && phsize <= n-phoff})
+	for _, p := range f.Progs {
+		size := p.Filesz
+		switch p.Type {
+		case elf.PT_GNU_EH_FRAME:
+			if l := eh.length(); l > 0 {
+				size = min(size, l)
+			}
+		case elf.PT_INTERP:
+			if p.Off < n {
+				if i := bytes.IndexByte(data[p.Off:p.Off+min(size, n-p.Off)], 0); i >= 0 {
+					size = uint64(i) + 1
+				}
+			}
+		case elf.PT_DYNAMIC, elf.PT_NOTE:
+		default:
+			continue
+		}
+		byOff(p.Off, size, p.Vaddr, p.Type.String())
+	}
+	byAddr := func(tag elf.DynTag, size uint64, what string) {
+		if a, ok := ld.one(tag); ok {
+			if off, ok := vaddrOff(f, n, a); ok {
+				byOff(off, size, a, what)
+			}
+		}
+	}
+	for _, t := range [][2]elf.DynTag{{elf.DT_STRTAB, elf.DT_STRSZ}, {elf.DT_RELA, elf.DT_RELASZ}, {elf.DT_JMPREL, elf.DT_PLTRELSZ}} {
+		if size, ok := ld.one(t[1]); ok {
+			byAddr(t[0], size, t[0].String()+"/"+t[1].String())
+		}
+	}
+	nsym := uint64(dyn.len() + 1)
+	byAddr(elf.DT_SYMTAB, nsym*24, "DT_SYMTAB (with the dynamic symbol count)")
+	byAddr(elf.DT_VERSYM, nsym*2, "DT_VERSYM (with the dynamic symbol count)")
+	return out
+}
+
+// loadHolds reports whether the file range [off, off+size) lies inside
+// the bytes of the PT_LOAD segment that holds off, at the address vaddr
+// that segment gives it.
+func loadHolds(f *elf.File, n, off, size, vaddr uint64) bool {
+	if off > n || size > n-off {
+		return false
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && off >= p.Off && off-p.Off < p.Filesz {
+			return size <= p.Filesz-(off-p.Off) && vaddr-p.Vaddr == off-p.Off
+		}
+	}
+	return false
+}
+
+// pltStart returns where the PLT starts, as the first lazily bound GOT
+// slot says (it holds the PLT's first entry until the loader binds it):
+// code the loader jumps to that need have no symbol or unwind entry.
+func pltStart(f *elf.File, data []byte, ld loaderDyn) []uint64 {
+	rel := dynBytes(f, data, ld, elf.DT_JMPREL, 0, 24)
+	if len(rel) < 24 || f.Class != elf.ELFCLASS64 {
+		return nil
+	}
+	got := f.ByteOrder.Uint64(rel)
+	off, ok := vaddrOff(f, uint64(len(data)), got)
+	if !ok || off+8 > uint64(len(data)) {
+		return nil
+	}
+	if v := f.ByteOrder.Uint64(data[off:]); v != 0 {
+		return []uint64{v}
+	}
+	return nil
+}
+
+// codeSpan is an executable section's address range, as its segment maps it.
+type codeSpan struct {
+	lo, hi uint64
+	name   string
+}
+
+// overCode marks the header claims that overlap an executable section
+// (headers that would hide code a section header says is there).
+func overCode(cs []claimed, code []codeSpan) {
+	for i := range cs {
+		c := &cs[i]
+		if !c.hdr || c.ok {
+			continue
+		}
+		for _, s := range code {
+			if s.lo < c.hi && c.lo < s.hi {
+				c.code, c.ok, c.root = s.name, true, max(s.lo, c.lo)
+				break
+			}
+		}
+	}
 }
 
 // firstRoots sets, for each claim that bytes are data, the first function

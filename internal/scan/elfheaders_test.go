@@ -171,3 +171,152 @@ func TestManySectionHeaders(t *testing.T) {
 		t.Errorf("no SVE violation: %+v", one.Findings)
 	}
 }
+
+// sveLibrary builds an aarch64 shared library whose exported function s
+// runs one SVE instruction.
+func sveLibrary(t *testing.T) []byte {
+	t.Helper()
+	need(t, "aarch64-linux-gnu-gcc")
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "sve.c"), "#include <stdio.h>\nvoid s(void){__asm__ volatile(\"ptrue p0.b\");puts(\"sve ran\");}\n")
+	run(t, dir, "aarch64-linux-gnu-gcc", "-march=armv8.2-a+sve", "-shared", "-fPIC", "-Wl,-soname,libsve.so",
+		"-Wl,-z,max-page-size=65536", "sve.c", "-o", "libsve.so")
+	b, err := os.ReadFile(filepath.Join(dir, "libsve.so"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// progHeaders calls edit with each program header of a copy of b (64-bit,
+// little-endian), and returns the copy.
+func progHeaders(b []byte, edit func(ph []byte)) []byte {
+	out := append([]byte{}, b...)
+	phoff, n := binary.LittleEndian.Uint64(out[32:]), int(binary.LittleEndian.Uint16(out[56:]))
+	for i := 0; i < n; i++ {
+		edit(out[phoff+uint64(i)*56 : phoff+uint64(i+1)*56])
+	}
+	return out
+}
+
+// setDyn sets the value of every PT_DYNAMIC entry with the tag in a copy of b.
+func setDyn(t *testing.T, b []byte, tag elf.DynTag, val uint64) []byte {
+	t.Helper()
+	set := 0
+	var base, size uint64
+	out := progHeaders(b, func(ph []byte) {
+		if elf.ProgType(binary.LittleEndian.Uint32(ph)) == elf.PT_DYNAMIC {
+			base, size = binary.LittleEndian.Uint64(ph[8:]), binary.LittleEndian.Uint64(ph[32:])
+		}
+	})
+	for i := base; i+16 <= base+size; i += 16 {
+		if elf.DynTag(binary.LittleEndian.Uint64(out[i:])) == tag {
+			binary.LittleEndian.PutUint64(out[i+8:], val)
+			set++
+		}
+	}
+	if set == 0 {
+		t.Fatalf("no %v in PT_DYNAMIC", tag)
+	}
+	return out
+}
+
+// TestProgramHeaderDataLies: the tables the program headers and PT_DYNAMIC
+// locate are data only where they lie inside their segment and no function
+// the loader reaches (or executable section) is in them. Each edit below
+// leaves a library the loader still loads and runs SVE from; none of them
+// hides the SVE instruction.
+func TestProgramHeaderDataLies(t *testing.T) {
+	orig := sveLibrary(t)
+	f, err := elf.NewFile(bytes.NewReader(orig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text *elf.Prog // the executable PT_LOAD
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			text = p
+		}
+	}
+	strtab, _ := f.DynValue(elf.DT_STRTAB)
+	size := uint64(len(orig))
+	// overText makes a program header of type from describe the executable segment.
+	overText := func(from, to elf.ProgType) []byte {
+		n := 0
+		out := progHeaders(orig, func(ph []byte) {
+			if elf.ProgType(binary.LittleEndian.Uint32(ph)) == from && n == 0 {
+				n++
+				binary.LittleEndian.PutUint32(ph, uint32(to))
+				for i, v := range []uint64{text.Off, text.Vaddr, text.Paddr, text.Filesz, text.Memsz} {
+					binary.LittleEndian.PutUint64(ph[8+8*i:], v)
+				}
+			}
+		})
+		if n == 0 {
+			t.Fatalf("no %v header", from)
+		}
+		return out
+	}
+	sstrip := func(b []byte) []byte {
+		b = append([]byte{}, b...)
+		binary.LittleEndian.PutUint64(b[40:], 0) // e_shoff
+		binary.LittleEndian.PutUint16(b[60:], 0) // e_shnum
+		binary.LittleEndian.PutUint16(b[62:], 0) // e_shstrndx
+		return b
+	}
+	toSegEnd := text.Filesz - (strtab[0] - text.Vaddr)
+	dir := t.TempDir()
+	pol := policy(t, "kunpeng920")
+	scanBytes := func(name string, b []byte) *Report {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return scan(t, pol, p)
+	}
+	base, _ := sveAndGlibc(t, scanBytes("orig", orig))
+	if base != 1 {
+		t.Fatalf("the unedited library: %d SVE instructions, want 1", base)
+	}
+	for _, c := range []struct {
+		name  string
+		b     []byte
+		quiet bool // nothing to report: the table's own length bounds it
+	}{
+		{"strsz-absurd", setDyn(t, orig, elf.DT_STRSZ, 0xffffffffffff0000), false},
+		{"strsz-to-segment-end", setDyn(t, orig, elf.DT_STRSZ, toSegEnd), false},
+		{"strsz-to-segment-end-sstripped", sstrip(setDyn(t, orig, elf.DT_STRSZ, toSegEnd)), false},
+		{"relasz-past-eof", setDyn(t, orig, elf.DT_RELASZ, size), false},
+		{"pltrelsz-past-eof", setDyn(t, orig, elf.DT_PLTRELSZ, size), false},
+		{"note-over-text", overText(elf.PT_NOTE, elf.PT_NOTE), false},
+		{"note-over-text-sstripped", sstrip(overText(elf.PT_NOTE, elf.PT_NOTE)), false},
+		{"eh-frame-over-text", overText(elf.PT_GNU_EH_FRAME, elf.PT_GNU_EH_FRAME), false},
+		{"eh-frame-over-text-sstripped", sstrip(overText(elf.PT_GNU_EH_FRAME, elf.PT_GNU_EH_FRAME)), false},
+		{"interp-over-text-sstripped", sstrip(overText(elf.PT_GNU_STACK, elf.PT_INTERP)), true}, // the string ends at the first NUL
+	} {
+		// Where a table is not believed, what it really holds is judged as
+		// code too: more SVE-like words may turn up, never fewer.
+		r := scanBytes(c.name, c.b)
+		inS := false
+		for _, f := range r.Findings {
+			inS = inS || f.Kind == KindISA && f.Function == "s" && f.Feature == "sve" && f.Violation()
+		}
+		if sve, _ := sveAndGlibc(t, r); sve < base || !inS || !c.quiet && len(findings(r, KindHeaders)) == 0 {
+			t.Errorf("%s: %d SVE instructions (want %d in s), %d elf-headers findings (want some): %+v", c.name, sve, base, len(findings(r, KindHeaders)), r.Findings)
+		}
+	}
+}
+
+// TestPLTStart: the first lazily bound GOT slot points at the PLT, code
+// that has neither a symbol nor an unwind entry.
+func TestPLTStart(t *testing.T) {
+	b := sveLibrary(t)
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := pltStart(f, b, readLoaderDyn(f, b))
+	if plt := f.Section(".plt"); plt == nil || len(got) != 1 || got[0] != plt.Addr {
+		t.Errorf("pltStart = %#x, want .plt's address (%+v)", got, plt)
+	}
+}

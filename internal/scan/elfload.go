@@ -324,8 +324,12 @@ type ehTable struct {
 	vaddr  uint64 // PT_GNU_EH_FRAME's address (the entries are relative to it)
 	bo     binary.ByteOrder
 	n      int
-	sorted int8 // 0: not checked yet; 1: sorted; -1: not
+	sorted int8   // 0: not checked yet; 1: sorted; -1: not
+	size   uint64 // the bytes of .eh_frame_hdr the table ends at (0: not read)
 }
+
+// length is how long .eh_frame_hdr is by its own header (0: not known).
+func (e *ehTable) length() uint64 { return e.size }
 
 // readEhTable finds the unwind table (empty when there is none or it is in
 // a form this does not read).
@@ -355,7 +359,7 @@ func readEhTable(f *elf.File, data []byte) *ehTable {
 		count := uint64(f.ByteOrder.Uint32(b[pos:]))
 		pos += 4
 		count = min(count, uint64(len(b)-pos)/8)
-		return &ehTable{b: b[pos : pos+int(count)*8], vaddr: p.Vaddr, bo: f.ByteOrder, n: int(count)}
+		return &ehTable{b: b[pos : pos+int(count)*8], vaddr: p.Vaddr, bo: f.ByteOrder, n: int(count), size: uint64(pos) + count*8}
 	}
 	return &ehTable{}
 }
