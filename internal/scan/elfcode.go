@@ -129,6 +129,7 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 			roots = append(roots, v)
 		}
 	}
+	roots = append(roots, initArrays(f, data, ld)...)
 	eh := a.ehTable(f, data)
 	describe := func(addr uint64) string {
 		if addr == f.Entry {
@@ -139,7 +140,7 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 				return "dynamic symbol " + dyn.name(s)
 			}
 		}
-		return fmt.Sprintf("the function at 0x%x (unwind table or DT_INIT/DT_FINI)", addr)
+		return fmt.Sprintf("the function at 0x%x (unwind table, DT_INIT/DT_FINI, an init/fini array or the PLT)", addr)
 	}
 
 	// Data the file and program headers and PT_DYNAMIC locate.
@@ -353,6 +354,29 @@ func pltStart(f *elf.File, data []byte, ld loaderDyn) []uint64 {
 		return []uint64{v}
 	}
 	return nil
+}
+
+// maxInitArray bounds the entries read of each init/fini array.
+const maxInitArray = 1 << 12
+
+// initArrays returns the functions DT_PREINIT_ARRAY, DT_INIT_ARRAY and
+// DT_FINI_ARRAY list, as the file holds them (the linker writes the
+// relocated value there too; a zero slot is left out).
+func initArrays(f *elf.File, data []byte, ld loaderDyn) []uint64 {
+	if f.Class != elf.ELFCLASS64 {
+		return nil
+	}
+	var out []uint64
+	for _, t := range [][2]elf.DynTag{{elf.DT_PREINIT_ARRAY, elf.DT_PREINIT_ARRAYSZ}, {elf.DT_INIT_ARRAY, elf.DT_INIT_ARRAYSZ}, {elf.DT_FINI_ARRAY, elf.DT_FINI_ARRAYSZ}} {
+		size, _ := ld.one(t[1])
+		b := dynBytes(f, data, ld, t[0], 0, min(size, 8*maxInitArray))
+		for i := 0; i+8 <= len(b); i += 8 {
+			if v := f.ByteOrder.Uint64(b[i:]); v != 0 {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }
 
 // codeSpan is an executable section's address range, as its segment maps it.

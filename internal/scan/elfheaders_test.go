@@ -320,3 +320,51 @@ func TestPLTStart(t *testing.T) {
 		t.Errorf("pltStart = %#x, want .plt's address (%+v)", got, plt)
 	}
 }
+
+// TestInitArrayRoot: a constructor is reached through DT_INIT_ARRAY even
+// with no symbol and no unwind entry; a PT_NOTE over it does not hide it.
+func TestInitArrayRoot(t *testing.T) {
+	need(t, "aarch64-linux-gnu-gcc")
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "c.c"), "static void __attribute__((constructor)) c(void){__asm__ volatile(\"ptrue p0.b\");}\nvoid s(void){}\n")
+	run(t, dir, "aarch64-linux-gnu-gcc", "-march=armv8.2-a+sve", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables",
+		"-shared", "-fPIC", "-Wl,-z,max-page-size=65536", "c.c", "-o", "libc.so")
+	orig, err := os.ReadFile(filepath.Join(dir, "libc.so"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(orig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, _ := f.Symbols()
+	var c elf.Symbol
+	for _, s := range syms {
+		if s.Name == "c" {
+			c = s
+		}
+	}
+	if c.Size == 0 {
+		t.Fatal("no symbol c")
+	}
+	// The note covers c exactly (the first segment maps offset = address);
+	// the section headers go.
+	b := progHeaders(orig, func(ph []byte) {
+		if elf.ProgType(binary.LittleEndian.Uint32(ph)) == elf.PT_NOTE {
+			for i, v := range []uint64{c.Value, c.Value, c.Value, c.Size, c.Size} {
+				binary.LittleEndian.PutUint64(ph[8+8*i:], v)
+			}
+		}
+	})
+	binary.LittleEndian.PutUint64(b[40:], 0)
+	binary.LittleEndian.PutUint16(b[60:], 0)
+	binary.LittleEndian.PutUint16(b[62:], 0)
+	p := filepath.Join(dir, "noted.so")
+	if err := os.WriteFile(p, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := scan(t, policy(t, "kunpeng920"), p)
+	if sve, _ := sveAndGlibc(t, r); sve != 1 || len(findings(r, KindHeaders)) == 0 {
+		t.Errorf("%d SVE instructions (want 1), %d elf-headers findings: %+v", sve, len(findings(r, KindHeaders)), r.Findings)
+	}
+}
