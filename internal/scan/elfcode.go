@@ -317,7 +317,7 @@ func headerData(f *elf.File, data []byte, ld loaderDyn, dyn *symtab, eh *ehTable
 		}
 	}
 	nsym := uint64(dyn.len() + 1)
-	byAddr(elf.DT_SYMTAB, nsym*24, "DT_SYMTAB (with the dynamic symbol count)")
+	byAddr(elf.DT_SYMTAB, nsym*uint64(symEntSize(f)), "DT_SYMTAB (with the dynamic symbol count)")
 	byAddr(elf.DT_VERSYM, nsym*2, "DT_VERSYM (with the dynamic symbol count)")
 	return out
 }
