@@ -10,7 +10,7 @@ import (
 )
 
 // knownLayout is the layout of the types this file reads (packgen.Layout).
-const knownLayout = "96709f7229a5f1c0"
+const knownLayout = "b430f73fd46b3067"
 
 // knownDecoder reads the values of a blob, in the order packgen.Encode wrote them.
 type knownDecoder struct{ r *packed.Reader }
@@ -280,6 +280,8 @@ func (d knownDecoder) fillISA(v *ISA) {
 	v.GNUType = d.r.Str()
 	v.PageSize = d.r.Int()
 	v.IndexTarget = d.r.Str()
+	v.ELFClass = d.r.Int()
+	v.ELFData = d.r.Str()
 	v.Pos = d.r.Pos()
 	v.Keys = d.readDatafileKeys()
 }

@@ -44,8 +44,14 @@ type ISA struct {
 	// IndexTarget is the target whose build stands for this platform in a
 	// release's multi-arch image index (doris-be:<version>); optional.
 	IndexTarget string `yaml:"index_target"`
-	Pos         datafile.Pos
-	Keys        datafile.Keys
+	// ELFClass (32 or 64) and ELFData (little or big) are the ELF class and
+	// byte order of the ABI the triple names (aarch64-linux-gnu: LP64,
+	// little-endian); the loader rejects objects of another. Optional: when
+	// absent the scanner does not check them.
+	ELFClass int    `yaml:"elf_class"`
+	ELFData  string `yaml:"elf_data"`
+	Pos      datafile.Pos
+	Keys     datafile.Keys
 }
 
 // OCIPlatform is the platform an image of this ISA declares.

@@ -129,6 +129,12 @@ func (m *Matrix) validate() error {
 		if isa.ELFMachine <= 0 {
 			c.fail(isa.Keys.At("elf_machine", isa.Pos), "isa %s: elf_machine must be the ELF e_machine number (183 for aarch64)", n)
 		}
+		if isa.ELFClass != 0 && isa.ELFClass != 32 && isa.ELFClass != 64 {
+			c.fail(isa.Keys.At("elf_class", isa.Pos), "isa %s: elf_class must be 32 or 64 (the ELF class of the ABI's objects: 64 for aarch64-linux-gnu)", n)
+		}
+		if isa.ELFData != "" && isa.ELFData != "little" && isa.ELFData != "big" {
+			c.fail(isa.Keys.At("elf_data", isa.Pos), "isa %s: elf_data must be little or big (the byte order of the ABI's objects: little for aarch64-linux-gnu)", n)
+		}
 		if isa.OCI.Architecture == "" {
 			c.fail(isa.Keys.At("oci", isa.Pos), "isa %s: oci.architecture is required", n)
 		}

@@ -114,6 +114,15 @@ func analyzeELF(path string, data []byte, pol *Policy, table func() *isa.Table) 
 			Detail: fmt.Sprintf("%s %s code in a %s build for %s; it cannot run there (Exec format error)", fl.Machine, fl.Type, pol.ISA, pol.Target)})
 		return a
 	}
+	if why := pol.abiMismatch(f); why != "" {
+		// The right machine for another ABI or OS: the target's loader
+		// rejects it just the same. The machine name says which, so a jar
+		// holding only this does not count as covering the target.
+		a.file.Machine += " (" + why + ")"
+		a.findings = append(a.findings, Finding{Kind: KindForeignArch, Severity: SevError, Path: path,
+			Detail: fmt.Sprintf("%s %s code is %s, but %s runs %s Linux objects; its loader rejects this one (Exec format error)", fl.Machine, fl.Type, why, pol.Target, pol.abi())})
+		return a
+	}
 	syms := readSymtab(f, data, elf.SHT_SYMTAB)
 	// The dynamic linker reads PT_DYNAMIC, not the section headers: that
 	// decides the libraries and symbol versions the object needs. Of the
@@ -172,6 +181,59 @@ func analyzeELF(path string, data []byte, pol *Policy, table func() *isa.Table) 
 		a.findings = append(a.findings, link.findings...)
 	}
 	return a
+}
+
+// abiMismatch says how an object of the target's machine is not of its
+// ABI: the ELF class and byte order the matrix gives the ISA, and an OS ABI
+// the Linux loader accepts (ELFOSABI_NONE, or ELFOSABI_LINUX for objects
+// that use GNU extensions such as ifuncs). "" when it is, or pol is nil.
+func (pol *Policy) abiMismatch(f *elf.File) string {
+	if pol == nil {
+		return ""
+	}
+	var why []string
+	if pol.ELFClass != 0 && elfClassBits(f.Class) != pol.ELFClass {
+		why = append(why, fmt.Sprintf("%d-bit (%v)", elfClassBits(f.Class), f.Class))
+	}
+	if pol.ELFData != "" && elfDataName(f.Data) != pol.ELFData {
+		why = append(why, fmt.Sprintf("%s-endian (%v)", elfDataName(f.Data), f.Data))
+	}
+	if f.OSABI != elf.ELFOSABI_NONE && f.OSABI != elf.ELFOSABI_LINUX {
+		why = append(why, fmt.Sprintf("for OS ABI %s", strings.TrimPrefix(f.OSABI.String(), "ELFOSABI_")))
+	}
+	return strings.Join(why, ", ")
+}
+
+// abi names the target's ABI, as far as the policy states it.
+func (pol *Policy) abi() string {
+	var s []string
+	if pol.ELFClass != 0 {
+		s = append(s, fmt.Sprintf("%d-bit", pol.ELFClass))
+	}
+	if pol.ELFData != "" {
+		s = append(s, pol.ELFData+"-endian")
+	}
+	return strings.Join(append(s, pol.ISA), " ")
+}
+
+func elfClassBits(c elf.Class) int {
+	switch c {
+	case elf.ELFCLASS32:
+		return 32
+	case elf.ELFCLASS64:
+		return 64
+	}
+	return 0
+}
+
+func elfDataName(d elf.Data) string {
+	switch d {
+	case elf.ELFDATA2LSB:
+		return "little"
+	case elf.ELFDATA2MSB:
+		return "big"
+	}
+	return "unknown"
 }
 
 // section returns a section's bytes without copying, or nil when they lie

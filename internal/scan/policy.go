@@ -12,6 +12,8 @@ type Policy struct {
 	Target     string   `json:"target"`
 	ISA        string   `json:"isa"`
 	Machine    int      `json:"elf_machine"`
+	ELFClass   int      `json:"elf_class,omitempty"` // 32 or 64; 0: not checked
+	ELFData    string   `json:"elf_data,omitempty"`  // little or big; "": not checked
 	CPU        string   `json:"cpu"`
 	Allowed    []string `json:"allowed_extensions"`
 	OS         string   `json:"os"`
@@ -29,7 +31,7 @@ func PolicyFor(m *matrix.Matrix, target string) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Policy{Target: c.Target.Name, ISA: c.ISA.Name, Machine: c.ISA.ELFMachine, CPU: c.CPU.Name, Allowed: c.Allowed,
+	p := &Policy{Target: c.Target.Name, ISA: c.ISA.Name, Machine: c.ISA.ELFMachine, ELFClass: c.ISA.ELFClass, ELFData: c.ISA.ELFData, CPU: c.CPU.Name, Allowed: c.Allowed,
 		OS: c.OS.ID, GlibcMax: c.OS.Glibc, GlibcxxMax: c.OS.Glibcxx, PageSize: c.PageSize(), OpenSSL: c.Target.OpenSSL}
 	p.init()
 	return p, nil
