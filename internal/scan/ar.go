@@ -15,6 +15,15 @@ type arMember struct {
 	Path string // thin archives: the member's file, relative to the archive
 }
 
+// arSpecial are the names of an archive's symbol tables (GNU "/" and
+// "/SYM64/", BSD "__.SYMDEF…") and GNU long-name table ("//"): exactly
+// these, and only when they are not ELF objects, are not members. The linker
+// links any other name, "__.SYMDEFevil.o" included, as an object.
+var arSpecial = map[string]bool{
+	"/": true, "//": true, "/SYM64/": true,
+	"__.SYMDEF": true, "__.SYMDEF SORTED": true, "__.SYMDEF_64": true, "__.SYMDEF_64 SORTED": true,
+}
+
 var (
 	arMagic   = []byte("!<arch>\n")
 	thinMagic = []byte("!<thin>\n")
@@ -44,9 +53,8 @@ func readAr(data []byte) ([]arMember, error) {
 			return members, fmt.Errorf("bad member size %q at offset %d", strings.TrimSpace(string(h[48:58])), off)
 		}
 		off += 60
-		special := name == "/" || name == "/SYM64/" || name == "//" || strings.HasPrefix(name, "__.SYMDEF")
 		// Thin archives store only the symbol and name tables inline.
-		inline := !thin || special
+		inline := !thin || name == "/" || name == "//" || name == "/SYM64/"
 		var body []byte
 		if inline {
 			if int64(len(data)-off) < size {
@@ -54,16 +62,23 @@ func readAr(data []byte) ([]arMember, error) {
 			}
 			body = data[off : off+int(size)]
 		}
-		switch {
-		case name == "//":
+		if name == "//" {
 			longNames = body
-		case special:
+		}
+		switch {
+		case arSpecial[name] && inline && !bytes.HasPrefix(body, magicELF):
+			// A table, not a member.
+		case arSpecial[name] && inline: // a "table" that is an object is one
+			members = append(members, arMember{Name: name, Data: body})
 		case strings.HasPrefix(name, "#1/"): // BSD: the name follows the header
 			n, err := strconv.Atoi(name[3:])
 			if err != nil || n < 0 || n > len(body) {
 				return members, fmt.Errorf("bad BSD long name %q", name)
 			}
-			members = append(members, arMember{Name: strings.TrimRight(string(body[:n]), "\x00"), Data: body[n:]})
+			m := arMember{Name: strings.TrimRight(string(body[:n]), "\x00"), Data: body[n:]}
+			if !arSpecial[m.Name] || bytes.HasPrefix(m.Data, magicELF) {
+				members = append(members, m)
+			}
 		case strings.HasPrefix(name, "/"): // GNU: offset into the long name table
 			n, err := strconv.Atoi(name[1:])
 			if err != nil || n < 0 || n >= len(longNames) {
