@@ -1,11 +1,9 @@
 package scan
 
 import (
-	"archive/zip"
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"sync"
 )
 
@@ -83,34 +81,4 @@ func (w *walker) owned(data []byte, unmap func(), name string, depth int, jar *j
 	keep := &sync.WaitGroup{}
 	w.memory(data, name, depth, jar, keep)
 	go func() { keep.Wait(); unmap() }()
-}
-
-// zipOverlaps finds entries whose compressed data overlaps another's (a
-// zip bomb: many central-directory entries sharing one stream). They are
-// not read.
-func zipOverlaps(files []*zip.File) map[*zip.File]string {
-	type ent struct {
-		f      *zip.File
-		lo, hi int64
-	}
-	var es []ent
-	for _, f := range files {
-		off, err := f.DataOffset()
-		if err != nil {
-			continue // Open reports it
-		}
-		es = append(es, ent{f, off, off + int64(f.CompressedSize64)})
-	}
-	sort.Slice(es, func(i, j int) bool { return es[i].lo < es[j].lo })
-	out := map[*zip.File]string{}
-	var end int64 = -1
-	var owner *zip.File
-	for _, e := range es {
-		if e.lo < end {
-			out[e.f] = fmt.Sprintf("entry's data overlaps %s's (a zip bomb: entries sharing one stream); not read", owner.Name)
-			continue
-		}
-		end, owner = e.hi, e.f
-	}
-	return out
 }

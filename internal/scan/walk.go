@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -308,22 +309,39 @@ func (w *walker) jniCoverage(j *jarInfo) {
 			strings.Join(platforms, ", "), w.pol.ISA, w.pol.Target, w.pol.ISA)})
 }
 
-// budget reserves n bytes of the scan's limits; false when they are spent.
-func (w *walker) budget(path string, n int64) bool {
+// budget reserves an entry and n bytes of the scan's limits; false when
+// they are spent.
+func (w *walker) budget(path string, n int64) bool { return w.reserve(path, 1, n) }
+
+// reserve reserves ents entries and n bytes of the scan's limits; false
+// when they are spent (then for the rest of the scan). A negative n (a
+// size that did not fit an int64) is more than any limit.
+func (w *walker) reserve(path string, ents uint64, n int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.ents++
-	w.bytes += n
-	if w.bytes > w.opts.MaxBytes || w.ents > w.opts.MaxEntries {
-		if !w.over {
-			w.over = true
-			w.rep.Findings = append(w.rep.Findings, unreadable(path, fmt.Sprintf(
-				"scan limits reached (%d bytes out of archives, %d entries; limits %d and %d): an archive bomb, or raise --max-bytes/--max-entries",
-				w.bytes, w.ents, w.opts.MaxBytes, w.opts.MaxEntries)))
-		}
-		return false
+	if n < 0 {
+		n = math.MaxInt64
 	}
-	return true
+	if !w.over && n <= w.opts.MaxBytes-w.bytes && ents <= uint64(max(w.opts.MaxEntries-w.ents, 0)) {
+		w.bytes += n
+		w.ents += int(ents)
+		return true
+	}
+	if !w.over {
+		w.over = true
+		w.rep.Findings = append(w.rep.Findings, unreadable(path, fmt.Sprintf(
+			"scan limits reached (%d bytes out of archives, %d entries; limits %d and %d): an archive bomb, or raise --max-bytes/--max-entries",
+			satAdd(uint64(w.bytes), uint64(n)), satAdd(uint64(w.ents), ents), w.opts.MaxBytes, w.opts.MaxEntries)))
+	}
+	return false
+}
+
+// satAdd is a+b, or the largest uint64 when that overflows.
+func satAdd(a, b uint64) uint64 {
+	if a+b < a {
+		return math.MaxUint64
+	}
+	return a + b
 }
 
 func (w *walker) input(in resolved) error {
@@ -590,6 +608,11 @@ func isJar(name string, zr *zip.Reader) bool {
 }
 
 func (w *walker) zip(data []byte, name string, depth int) {
+	// archive/zip reads the whole central directory into memory: its
+	// entries count against --max-entries before it does.
+	if n := zipEntryCount(data, uint64(w.opts.MaxEntries)); !w.reserve(name, n, 0) {
+		return
+	}
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		w.add(unreadable(name, "malformed zip/jar: "+err.Error()))
@@ -602,48 +625,24 @@ func (w *walker) zip(data []byte, name string, depth int) {
 		w.jars = append(w.jars, jar)
 		w.mu.Unlock()
 	}
-	overlap := zipOverlaps(zr.File)
+	overlap := zipOverlaps(zr.File, int64(len(data)))
 	for _, f := range zr.File {
-		if f.FileInfo().IsDir() {
-			continue
-		}
 		mpath := name + "!/" + f.Name
 		if why, bad := overlap[f]; bad {
 			w.add(unreadable(mpath, why))
 			continue
 		}
-		if int64(f.UncompressedSize64) > w.opts.MaxMember {
+		if isZipDir(f) {
+			w.zipDirectory(f, mpath, depth, jar)
+			continue
+		}
+		if f.UncompressedSize64 > uint64(w.opts.MaxMember) {
 			w.add(unreadable(mpath, fmt.Sprintf("member of %d bytes exceeds --max-member (%d); not scanned", f.UncompressedSize64, w.opts.MaxMember)))
 			continue
 		}
-		rc, err := f.Open()
-		if err != nil {
-			w.add(unreadable(mpath, err.Error()))
-			continue
-		}
-		br := bufio.NewReaderSize(rc, sniffLen)
-		head, _ := br.Peek(sniffLen)
-		if sniff(head) == kOther {
-			rc.Close()
-			continue
-		}
-		if !w.budget(mpath, int64(f.UncompressedSize64)) {
-			rc.Close()
+		if !w.zipEntry(f, mpath, depth, jar) {
 			return
 		}
-		body, unmap, ok := w.slurpSized(br, mpath, int64(f.UncompressedSize64))
-		if ok {
-			// To the end of the entry: archive/zip checks the CRC and that
-			// the data is no longer than declared there.
-			if _, err := io.Copy(io.Discard, br); err != nil {
-				w.add(unreadable(mpath, "corrupt entry: "+err.Error()))
-			}
-		}
-		rc.Close()
-		if !ok {
-			continue
-		}
-		w.owned(body, unmap, mpath, depth+1, jar)
 	}
 }
 

@@ -1,0 +1,297 @@
+package scan
+
+import (
+	"archive/zip"
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// deflate compresses b as a zip entry's raw deflate stream.
+func deflate(b []byte) []byte {
+	var buf bytes.Buffer
+	fw, _ := flate.NewWriter(&buf, flate.BestCompression)
+	fw.Write(b)
+	fw.Close()
+	return buf.Bytes()
+}
+
+// rawZip writes one entry whose headers declare what fh says, whatever
+// the data (raw, already compressed by fh.Method) is.
+func rawZip(t *testing.T, fh zip.FileHeader, raw []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.CreateRaw(&fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(raw)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func writeZip(t *testing.T, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestZipEntryDataMismatch: an entry whose data does not match its
+// declared size fails in its first bytes; that error was dropped and the
+// entry counted as not code (clean). A JVM reads a deflate stream to its
+// end whatever the declared size: that is scanned too.
+func TestZipEntryDataMismatch(t *testing.T) {
+	obj := x86Object(t)
+	comp := deflate(obj)
+	size := uint64(len(obj))
+	corrupt := append([]byte{0xff, 0xff}, comp[2:]...)
+	for _, c := range []struct {
+		name     string
+		declared uint64
+		raw      []byte
+		detail   string
+		foreign  bool
+	}{
+		{"size0", 0, comp, fmt.Sprintf("entry's data is %d bytes, not the 0", size), true},
+		{"smaller", 600, comp, fmt.Sprintf("entry's data is %d bytes, not the 600", size), true},
+		{"larger", size + 100, comp, fmt.Sprintf("entry's data is %d bytes, not the %d", size, size+100), true},
+		{"corrupt", size, corrupt, "corrupt entry", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := rawZip(t, zip.FileHeader{Name: "lib/linux-x86_64/libfoo.so", Method: zip.Deflate,
+				CRC32: crc32.ChecksumIEEE(obj), CompressedSize64: uint64(len(c.raw)), UncompressedSize64: c.declared}, c.raw)
+			p := writeZip(t, "lie.zip", b)
+			r, err := scanWithin(t, 30*time.Second, policy(t, "kunpeng920"), Options{}, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Summary.Clean || !unreadableWith(r, "lie.zip!/lib/linux-x86_64/libfoo.so", c.detail) {
+				t.Errorf("%+v %+v", r.Summary, r.Findings)
+			}
+			if got := len(findings(r, KindForeignArch)) > 0; got != c.foreign {
+				t.Errorf("foreign-arch found %v, want %v: %+v", got, c.foreign, r.Findings)
+			}
+		})
+	}
+}
+
+// TestZipDirectoryAttributes: only a name ending in '/' is a directory.
+// An entry with data whose attributes say "directory" (MS-DOS 0x10, or a
+// Unix S_IFDIR mode) was skipped; Java and unzip extract it as a file.
+// Data in a '/'-named entry is looked at too.
+func TestZipDirectoryAttributes(t *testing.T) {
+	obj := x86Object(t)
+	comp := deflate(obj)
+	for _, c := range []struct {
+		name, entry string
+		creator     uint16
+		attrs       uint32
+	}{
+		{"msdos", "lib/linux-x86_64/libfoo.so", 0, 0x10},
+		{"unix", "lib/linux-x86_64/libfoo.so", 3 << 8, 0o040755 << 16},
+		{"slash", "lib/linux-x86_64/libfoo.so/", 3 << 8, 0o040755 << 16},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fh := zip.FileHeader{Name: strings.TrimSuffix(c.entry, "/") + "X"[:len(c.entry)-len(strings.TrimSuffix(c.entry, "/"))], Method: zip.Deflate, CreatorVersion: c.creator, ExternalAttrs: c.attrs,
+				CRC32: crc32.ChecksumIEEE(obj), CompressedSize64: uint64(len(comp)), UncompressedSize64: uint64(len(obj))}
+			b := rawZip(t, fh, comp)
+			b = bytes.ReplaceAll(b, []byte(fh.Name), []byte(c.entry)) // archive/zip writes no data for a '/' name
+			zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+			if err != nil || !zr.File[0].FileInfo().IsDir() {
+				t.Fatalf("the test's zip: %v", err)
+			}
+			p := writeZip(t, "fatdir.zip", b)
+			r := scan(t, policy(t, "kunpeng920"), p)
+			fs := findings(r, KindForeignArch)
+			if r.Summary.Clean || len(fs) != 1 || !strings.HasSuffix(fs[0].Path, "fatdir.zip!/"+c.entry) {
+				t.Errorf("%+v %+v", r.Summary, r.Findings)
+			}
+		})
+	}
+}
+
+// zipBomb builds what /tmp/probe/zipbomb.py does: one local entry (obj
+// followed by zeros, deflated) and k central-directory entries pointing at
+// it, each declaring csize and usize in a zip64 extra field (0: the real
+// sizes).
+func zipBomb(obj []byte, zeros, k int, csize, usize uint64) []byte {
+	data := append(append([]byte{}, obj...), make([]byte, zeros)...)
+	comp := deflate(data)
+	crc := crc32.ChecksumIEEE(data)
+	name := []byte("x.so")
+	le := binary.LittleEndian
+	var b []byte
+	b = le.AppendUint32(b, 0x04034b50)
+	b = le.AppendUint16(b, 45)
+	b = le.AppendUint16(b, 0)
+	b = le.AppendUint16(b, 8)
+	b = le.AppendUint32(b, 0) // time, date
+	b = le.AppendUint32(b, crc)
+	b = le.AppendUint32(b, uint32(len(comp)))
+	b = le.AppendUint32(b, uint32(len(data)))
+	b = le.AppendUint16(b, uint16(len(name)))
+	b = le.AppendUint16(b, 0)
+	b = append(b, name...)
+	if csize == 0 {
+		csize = uint64(len(comp))
+	}
+	if usize == 0 {
+		usize = uint64(len(data))
+	}
+	b = append(b, comp...)
+	dir := len(b)
+	for i := range k {
+		n := fmt.Appendf(nil, "lib/x%05d.so", i)
+		b = le.AppendUint32(b, 0x02014b50)
+		b = le.AppendUint16(b, 45)
+		b = le.AppendUint16(b, 45)
+		b = le.AppendUint16(b, 0)
+		b = le.AppendUint16(b, 8)
+		b = le.AppendUint32(b, 0)
+		b = le.AppendUint32(b, crc)
+		b = le.AppendUint32(b, math.MaxUint32)
+		b = le.AppendUint32(b, math.MaxUint32)
+		b = le.AppendUint16(b, uint16(len(n)))
+		b = le.AppendUint16(b, 20)         // extra
+		b = append(b, make([]byte, 14)...) // comment length, disk, attributes, offset 0
+		b = append(b, n...)
+		b = le.AppendUint16(b, 1)
+		b = le.AppendUint16(b, 16)
+		b = le.AppendUint64(b, usize)
+		b = le.AppendUint64(b, csize)
+	}
+	end := len(b)
+	b = le.AppendUint32(b, 0x06054b50)
+	b = le.AppendUint32(b, 0)
+	b = le.AppendUint16(b, uint16(k))
+	b = le.AppendUint16(b, uint16(k))
+	b = le.AppendUint32(b, uint32(end-dir))
+	b = le.AppendUint32(b, uint32(dir))
+	return le.AppendUint16(b, 0)
+}
+
+// TestZipSizeOverflow: declared sizes near 2^63 wrapped negative in the
+// overlap check (a compressed size) and in the byte budget and
+// --max-member check (an uncompressed one): every entry of a bomb was
+// inflated in full, without a cap.
+func TestZipSizeOverflow(t *testing.T) {
+	obj := x86Object(t)
+	const k, zeros = 40, 8 << 20
+	for _, c := range []struct {
+		name         string
+		csize, usize uint64
+		detail       string
+		want         int
+	}{
+		{"wrap", 1<<63 - 30 - 4 + 1, 0, "runs past the end of the archive", k},
+		{"neg", 0, 1 << 63, "exceeds --max-member", 1},
+		{"both", 1<<63 - 30 - 4 + 1, 1 << 63, "runs past the end of the archive", k},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := writeZip(t, "bomb.zip", zipBomb(obj, zeros, k, c.csize, c.usize))
+			r, err := scanWithin(t, 20*time.Second, policy(t, "kunpeng920"), Options{}, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, f := range r.Findings {
+				if f.Kind == KindUnreadable && strings.Contains(f.Detail, c.detail) {
+					n++
+				}
+			}
+			if n != c.want || len(findings(r, KindForeignArch)) != 0 {
+				t.Errorf("%d findings %q (want %d): %+v", n, c.detail, c.want, r.Findings)
+			}
+		})
+	}
+}
+
+// TestReserveOverflow: a size that does not fit an int64 is over any
+// budget; it used to lower the running total.
+func TestReserveOverflow(t *testing.T) {
+	w := &walker{opts: Options{MaxBytes: 1 << 20, MaxEntries: 10}, rep: &Report{}}
+	if w.reserve("a", 0, int64(-1<<63)) || w.reserve("b", 1, 0) {
+		t.Errorf("a negative size passed, or the scan went on: %+v", w.rep.Findings)
+	}
+	if len(w.rep.Findings) != 1 || !strings.Contains(w.rep.Findings[0].Detail, "scan limits reached") {
+		t.Errorf("%+v", w.rep.Findings)
+	}
+	w = &walker{opts: Options{MaxBytes: 1 << 20, MaxEntries: 10}, rep: &Report{}}
+	if w.reserve("a", math.MaxUint64, 0) || w.ents != 0 {
+		t.Errorf("2^64-1 entries passed: %d", w.ents)
+	}
+}
+
+// manyEntries is a zip of n empty stored entries; its end record declares
+// declared of them.
+func manyEntries(n, declared int) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for i := range n {
+		zw.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("e%06d", i), Method: zip.Store})
+	}
+	zw.Close()
+	b := buf.Bytes()
+	end := bytes.LastIndex(b, []byte("PK\x05\x06"))
+	if z := bytes.LastIndex(b, []byte("PK\x06\x06")); z >= 0 { // over 65534 entries: zip64
+		binary.LittleEndian.PutUint64(b[z+24:], uint64(declared))
+		binary.LittleEndian.PutUint64(b[z+32:], uint64(declared))
+		return b
+	}
+	binary.LittleEndian.PutUint16(b[end+8:], uint16(declared))
+	binary.LittleEndian.PutUint16(b[end+10:], uint16(declared))
+	return b
+}
+
+// TestZipEntriesCounted: archive/zip holds every central-directory entry
+// in memory; a zip with more entries than --max-entries allows is refused
+// before it is read, whatever its end record declares (archive/zip reads
+// headers until they stop and checks the count modulo 2^16).
+func TestZipEntriesCounted(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		n, declared int
+		max         int
+		refused     bool
+	}{
+		{"declared", 3000, 3000, 2000, true},
+		{"understated", 1<<16 + 5, 5, 2000, true}, // archive/zip takes it
+		{"fits", 3000, 3000, 3000, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := writeZip(t, "many.zip", manyEntries(c.n, c.declared))
+			r, err := scanWithin(t, 20*time.Second, nil, Options{MaxEntries: c.max}, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := unreadableWith(r, "many.zip", "scan limits reached"); got != c.refused {
+				t.Errorf("refused %v, want %v: %+v", got, c.refused, r.Findings)
+			}
+		})
+	}
+	// What is read is reserved: a second zip does not fit in what is left.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.zip"), manyEntries(1500, 1500), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.zip"), manyEntries(1500, 1500), 0o644)
+	r, err := scanWithin(t, 20*time.Second, nil, Options{MaxEntries: 2000}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !unreadableWith(r, "b.zip", "scan limits reached") {
+		t.Errorf("%+v", r.Findings)
+	}
+}
