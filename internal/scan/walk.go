@@ -394,6 +394,9 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 	}
 	head = head[:n]
 	k := sniff(head)
+	if k == kOther && zipAtEnd(f, st.Size()) {
+		k = kZip // an executable jar, a self-extracting zip
+	}
 	w.mu.Lock()
 	w.rep.Summary.Files++
 	w.rep.Summary.Bytes += st.Size()

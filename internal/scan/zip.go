@@ -166,6 +166,31 @@ func zipEntryCount(data []byte, limit uint64) uint64 {
 	return n
 }
 
+// zipAtEnd says whether a file that its first bytes do not identify is a
+// zip with something before it: an executable jar or a self-extracting
+// archive (a script or a program, then the zip), which Java and unzip
+// open. An end record in its last 65 KiB must point at a central-directory
+// header. Like Java, any such record counts, its comment cut short or
+// followed by more bytes (archive/zip may then refuse it: a finding).
+func zipAtEnd(r io.ReaderAt, size int64) bool {
+	buf, base, put, ok := zipTail(r, size)
+	if !ok {
+		return false
+	}
+	defer put()
+	ends := zipEnds(buf)
+	for i := len(ends) - 1; i >= 0; i-- {
+		e := parseZipEnd(r, buf[ends[i]:], base+int64(ends[i]))
+		for _, s := range e.dirStarts() {
+			var sig [4]byte
+			if _, err := r.ReadAt(sig[:], s); err == nil && string(sig[:]) == "PK\x01\x02" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // zipOverlaps finds entries whose compressed data overlaps another's (a
 // zip bomb: many central-directory entries sharing one stream) or runs
 // past the end of the archive (size bytes). They are not read.

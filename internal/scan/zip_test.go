@@ -295,3 +295,28 @@ func TestZipEntriesCounted(t *testing.T) {
 		t.Errorf("%+v", r.Findings)
 	}
 }
+
+// TestExecutableJar: a jar after a shell script (java -jar runs it) or
+// any self-extracting zip is a zip; it was not recognised (not 'PK' at
+// byte 0) and passed unexamined.
+func TestExecutableJar(t *testing.T) {
+	obj := x86Object(t)
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.Create("lib/linux-x86_64/libfoo.so")
+	w.Write(obj)
+	zw.SetComment("a comment after the end record")
+	zw.Close()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "exec.jar"), append([]byte("#!/bin/sh\nexec java -jar \"$0\" \"$@\"\n"), buf.Bytes()...), 0o755)
+	// Not a zip: an end record that points at no central directory.
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("text\nPK\x05\x06\x00\x00\x00\x00\x01\x00\x01\x00\x2e\x00\x00\x00\x00\x00\x00\x00\x00\x00"), 0o644)
+	// A zip whose comment is cut short: Java opens it, archive/zip does
+	// not: a finding.
+	os.WriteFile(filepath.Join(dir, "cut.bin"), append([]byte("#!/bin/sh\n"), buf.Bytes()[:buf.Len()-5]...), 0o644)
+	r := scan(t, policy(t, "kunpeng920"), dir)
+	fs := findings(r, KindJNIMissing)
+	if len(fs) != 1 || fs[0].Path != "exec.jar" || len(r.Findings) != 3 || !unreadableWith(r, "cut.bin", "malformed zip") {
+		t.Errorf("%+v", r.Findings)
+	}
+}
