@@ -95,6 +95,7 @@ func walkerSeeds() [][]byte {
 	seeds = append(seeds, []byte("PK\x03\x04"), []byte("\x1f\x8b\x08\x00\x00\x00\x00\x00"))
 	elf := tinyELF()
 	seeds = append(seeds, elf, oldGNUSparse("lib/x.so", elf), zipSharedStream(8, elf), thinArchive("../../dev/zero", "x.o"))
+	seeds = append(seeds, zipBomb(elf, 64, 3, 1<<63-33, 0), zipBomb(elf, 64, 3, 0, 1<<63), manyEntries(20, 4))
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	tw.WriteHeader(&tar.Header{Typeflag: 'A', Name: "v.so", Size: int64(len(elf)), Format: tar.FormatGNU})
