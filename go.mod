@@ -14,6 +14,7 @@ require (
 	github.com/sigstore/sigstore v1.10.3
 	github.com/sigstore/sigstore-go v1.1.4
 	github.com/spf13/cobra v1.10.2
+	github.com/ulikunitz/xz v0.5.17
 	golang.org/x/crypto v0.46.0
 	golang.org/x/mod v0.39.0
 	gopkg.in/yaml.v3 v3.0.1

@@ -28,7 +28,7 @@ target's architecture.
 A registry image is scanned only when the argument clearly names one:
 docker://REF, or HOST/REPO:TAG or HOST/REPO@DIGEST with a registry host (a dot,
 a port or localhost). A path that does not exist, a FIFO or a device is bad
-input. A limit (--max-member, --max-bytes, --max-entries, --max-depth) that is
+input. A limit (--max-member, --max-bytes, --max-entries, --max-depth, --max-window) that is
 hit is an unreadable finding naming it, never a silent truncation.
 
 Without --target it reports what it found. Exit status: 0 clean, 1 violations,
@@ -57,6 +57,7 @@ Without --target it reports what it found. Exit status: 0 clean, 1 violations,
 	cmd.Flags().Int64Var(&opts.MaxBytes, "max-bytes", opts.MaxBytes, "bytes to read out of archives, in all")
 	cmd.Flags().IntVar(&opts.MaxEntries, "max-entries", opts.MaxEntries, "archive entries to read, in all")
 	cmd.Flags().Int64Var(&opts.MaxMember, "max-member", opts.MaxMember, "largest archive member to read")
+	cmd.Flags().Int64Var(&opts.MaxWindow, "max-window", opts.MaxWindow, "decompression memory (zstd windows, xz/lzma dictionaries) of all open compressed streams, nested ones included")
 	cmd.Flags().IntVar(&opts.Workers, "jobs", 0, "files analysed at once (default: the number of CPUs)")
 	cmd.Flags().BoolVar(&opts.Insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
 	return cmd

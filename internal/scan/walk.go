@@ -35,8 +35,13 @@ type Options struct {
 	MaxBytes   int64 // bytes decompressed or read out of archives, in all
 	MaxEntries int   // archive entries, in all
 	MaxMember  int64 // bytes of one member read into memory
-	Workers    int   // ELF analyses at once (default GOMAXPROCS)
-	Allow      []Exception
+	// MaxWindow bounds the decompression memory (zstd windows, xz and lzma
+	// dictionaries) held by all open decompressors at once: a stream
+	// inside another adds to what the outer ones hold. A stream that
+	// needs more is an unreadable finding.
+	MaxWindow int64
+	Workers   int // ELF analyses at once (default GOMAXPROCS)
+	Allow     []Exception
 	// Insecure allows plain-HTTP registries that are not on loopback.
 	Insecure bool
 }
@@ -45,9 +50,12 @@ type Options struct {
 // debug information is 2-3 GB) and stop archive bombs on a small machine:
 // members over 64 MiB are spooled to a temporary file and mapped, so memory
 // stays bounded whatever the sizes; --max-member bounds that file and
-// --max-bytes the work.
+// --max-bytes the work. Decompressors hold at most 1 GiB in all
+// (--max-window): two nested streams made with zstd --long=29 (512 MiB
+// windows), or xz -9 (64 MiB dictionaries) nested as deep as --max-depth.
+// gzip (32 KiB) and bzip2 (under 4 MiB) windows are not counted.
 func DefaultOptions() Options {
-	return Options{MaxDepth: 8, MaxBytes: 32 << 30, MaxEntries: 1_000_000, MaxMember: 4 << 30}
+	return Options{MaxDepth: 8, MaxBytes: 32 << 30, MaxEntries: 1_000_000, MaxMember: 4 << 30, MaxWindow: 1 << 30}
 }
 
 // ErrInput is a scan input that does not exist or cannot be opened (bad usage).
@@ -65,6 +73,9 @@ const (
 	kGzip
 	kZstd
 	kBzip2
+	kXz
+	kLzma
+	kOpaque // a format not looked inside (opaqueFormats)
 )
 
 // sniff identifies content by its first bytes.
@@ -82,11 +93,19 @@ func sniff(b []byte) kind {
 		return kZstd
 	case bytes.HasPrefix(b, []byte("BZh")):
 		return kBzip2
-	case len(b) >= 262 && string(b[257:262]) == "ustar":
+	case bytes.HasPrefix(b, xzMagic):
+		return kXz
+	case len(b) >= 262 && string(b[257:262]) == "ustar", tarHeader(b):
 		return kTar
 	}
 	if _, _, ok := otherFormat(b); ok {
 		return kExe
+	}
+	if _, ok := opaque(b); ok {
+		return kOpaque
+	}
+	if lzmaHeader(b) {
+		return kLzma
 	}
 	return kOther
 }
@@ -113,19 +132,20 @@ type native struct {
 }
 
 type walker struct {
-	opts  Options
-	pol   *Policy
-	table func() *isa.Table
-	ctx   context.Context
-	jobs  chan job
-	mu    sync.Mutex
-	rep   *Report
-	bytes int64
-	ents  int
-	over  bool
-	jars  []*jarInfo
-	root  string // the resolved directory of the current input: thin-archive members stay inside it
-	seen  map[string]bool
+	opts   Options
+	pol    *Policy
+	table  func() *isa.Table
+	ctx    context.Context
+	jobs   chan job
+	mu     sync.Mutex
+	rep    *Report
+	bytes  int64
+	ents   int
+	over   bool
+	window int64 // decompression memory reserved by open streams (reserveWindow)
+	jars   []*jarInfo
+	root   string // the resolved directory of the current input: thin-archive members stay inside it
+	seen   map[string]bool
 }
 
 // Scan scans inputs — directories, files (ELF, ar, tar, tar.gz, tar.zst, zip,
@@ -144,6 +164,9 @@ func Scan(ctx context.Context, inputs []string, pol *Policy, opts Options) (*Rep
 	}
 	if opts.MaxMember <= 0 {
 		opts.MaxMember = d.MaxMember
+	}
+	if opts.MaxWindow <= 0 {
+		opts.MaxWindow = d.MaxWindow
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
@@ -404,7 +427,10 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 	switch k {
 	case kOther:
 		return nil
-	case kTar, kGzip, kZstd, kBzip2:
+	case kOpaque:
+		w.opaque(name, head)
+		return nil
+	case kTar, kGzip, kZstd, kBzip2, kXz, kLzma:
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			w.add(unreadable(name, err.Error()))
 			return nil
@@ -525,8 +551,10 @@ func (w *walker) memory(data []byte, name string, depth int, jar *jarInfo, keep 
 		w.ar(data, name, "", depth, jar, k)
 	case kZip:
 		w.zip(data, name, depth)
-	case kTar, kGzip, kZstd, kBzip2:
+	case kTar, kGzip, kZstd, kBzip2, kXz, kLzma:
 		w.stream(bufio.NewReader(bytes.NewReader(data)), name, depth, sniff(data), jar)
+	case kOpaque:
+		w.opaque(name, data)
 	}
 }
 
@@ -678,18 +706,33 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 		inner, closer = zr, zr.Close
 	case kBzip2:
 		inner, closer = bzip2.NewReader(r), func() {}
+	case kXz, kLzma:
+		open := w.xzReader
+		if k == kLzma {
+			open = w.lzmaReader
+		}
+		var err error
+		if inner, closer, err = open(r); err != nil {
+			w.add(unreadable(name, compressedError(err)))
+			return
+		}
 	}
 	defer closer()
 	br := bufio.NewReaderSize(&limited{r: inner, w: w, name: name}, 1<<20)
 	head, err := br.Peek(sniffLen)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-		w.add(unreadable(name, "corrupt compressed data: "+err.Error()))
+		w.add(unreadable(name, compressedError(err)))
 		return
 	}
-	inner2 := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, ".gz"), ".zst"), ".bz2")
+	inner2 := name
+	for _, ext := range []string{".gz", ".zst", ".bz2", ".xz", ".lzma"} {
+		inner2 = strings.TrimSuffix(inner2, ext)
+	}
 	switch sk := sniff(head); sk {
 	case kTar:
 		w.tar(br, name, depth+1, jar)
+	case kOpaque:
+		w.opaque(inner2+"!", head)
 	case kOther:
 	default:
 		if data, unmap, ok := w.slurp(br, inner2+"!"); ok {
@@ -699,8 +742,14 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 	// Read to the end: the decompressor checks its CRC there (and a
 	// registry layer's digest is checked at the end of its stream).
 	if _, err := io.Copy(io.Discard, br); err != nil {
-		w.add(unreadable(name, "corrupt compressed data: "+err.Error()))
+		w.add(unreadable(name, compressedError(err)))
 	}
+}
+
+// opaque reports content in a format the scan does not look inside.
+func (w *walker) opaque(name string, head []byte) {
+	detail, _ := opaque(head)
+	w.add(unreadable(name, detail))
 }
 
 // limited counts decompressed bytes against the scan's budget.
@@ -776,7 +825,9 @@ func (w *walker) tar(r io.Reader, name string, depth int, jar *jarInfo) {
 			return
 		}
 		switch k {
-		case kTar, kGzip, kZstd, kBzip2:
+		case kOpaque:
+			w.opaque(mpath, head)
+		case kTar, kGzip, kZstd, kBzip2, kXz, kLzma:
 			w.stream(br, mpath, depth+1, k, jar)
 		default:
 			data, unmap, ok := w.slurpSized(br, mpath, h.Size)

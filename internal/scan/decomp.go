@@ -1,0 +1,353 @@
+package scan
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/ulikunitz/xz"
+	"github.com/ulikunitz/xz/lzma"
+)
+
+// windowError: a compressed stream needs more decompression memory (its
+// zstd window or xz/lzma dictionary) than the budget has left.
+type windowError struct {
+	format           string
+	need, held, max_ int64
+}
+
+func (e *windowError) Error() string {
+	s := fmt.Sprintf("%s stream needs a %s window (decompression memory)", e.format, size(e.need))
+	if e.held > 0 {
+		s += fmt.Sprintf(" on top of the %s its enclosing compressed streams hold", size(e.held))
+	}
+	return s + fmt.Sprintf(", over the limit of %s for all open streams: not decompressed (unpack it and scan the result, or raise --max-window)", size(e.max_))
+}
+
+func size(n int64) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", (n+1023)>>10)
+}
+
+// reserveWindow takes n bytes of the decompression-memory budget
+// (Options.MaxWindow), which all open decompressors share: nested streams
+// add up.
+func (w *walker) reserveWindow(format string, n int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.window+n > w.opts.MaxWindow {
+		return &windowError{format, n, w.window, w.opts.MaxWindow}
+	}
+	w.window += n
+	return nil
+}
+
+func (w *walker) releaseWindow(n int64) {
+	w.mu.Lock()
+	w.window -= n
+	w.mu.Unlock()
+}
+
+// compressedError is the detail of a finding for an error decompressing.
+func compressedError(err error) string {
+	var we *windowError
+	if errors.As(err, &we) {
+		return we.Error()
+	}
+	return "corrupt compressed data: " + err.Error()
+}
+
+// lzmaReader decompresses a legacy .lzma stream; its dictionary (what the
+// header says, or the data's size when smaller) is reserved first.
+func (w *walker) lzmaReader(r *bufio.Reader) (io.Reader, func(), error) {
+	h, err := r.Peek(13)
+	if err != nil {
+		return nil, nil, err
+	}
+	dict := int64(binary.LittleEndian.Uint32(h[1:]))
+	need := dict
+	if n := int64(binary.LittleEndian.Uint64(h[5:])); n >= 0 && n < need {
+		need = n
+	}
+	need = max(need, lzma.MinDictCap)
+	if err := w.reserveWindow("lzma", need); err != nil {
+		return nil, nil, err
+	}
+	lr, err := lzma.ReaderConfig{DictCap: int(max(dict, lzma.MinDictCap))}.NewReader(r)
+	if err != nil {
+		w.releaseWindow(need)
+		return nil, nil, err
+	}
+	return lr, func() { w.releaseWindow(need) }, nil
+}
+
+// xzReader decompresses xz. The decoder (github.com/ulikunitz/xz) takes
+// each block's dictionary size from the block's header and allocates it,
+// up to 4 GiB, with no limit of its own; so the compressed bytes pass
+// through xzGuard, which reads every block header first and reserves its
+// dictionary, and ends the stream with a windowError when it does not fit.
+func (w *walker) xzReader(src *bufio.Reader) (io.Reader, func(), error) {
+	pr, pw := io.Pipe()
+	g := &xzGuard{w: w, src: src, out: pw}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pw.CloseWithError(g.run())
+	}()
+	stop := func() {
+		pr.CloseWithError(errors.New("xz stream no longer read"))
+		<-done
+		w.releaseWindow(g.held)
+	}
+	// The decoder reads its input a byte at a time: from a buffer, not the pipe.
+	xr, err := xz.ReaderConfig{DictCap: lzma.MinDictCap}.NewReader(bufio.NewReaderSize(pr, 64<<10))
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return xr, stop, nil
+}
+
+// xzGuard copies an xz file from src to out, following its structure
+// (streams, block headers, LZMA2 chunk headers, index, footer) without
+// decompressing; anything it does not understand ends the copy with an
+// error, so that no block header reaches the decoder unchecked.
+type xzGuard struct {
+	w    *walker
+	src  *bufio.Reader
+	out  io.Writer
+	held int64 // window reserved: the largest dictionary so far
+	n    int64 // bytes copied in the current block or index
+}
+
+var errXzStructure = errors.New("xz: the file's structure is not what the xz format says (corrupt or truncated)")
+
+// peek reads n bytes (a header) without copying them yet.
+func (g *xzGuard) peek(n int) ([]byte, error) {
+	b := make([]byte, n)
+	if _, err := io.ReadFull(g.src, b); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// pass copies b, read by peek.
+func (g *xzGuard) pass(b []byte) error {
+	g.n += int64(len(b))
+	_, err := g.out.Write(b)
+	return err
+}
+
+// take copies n bytes and returns them (n is small: headers).
+func (g *xzGuard) take(n int) ([]byte, error) {
+	b, err := g.peek(n)
+	if err != nil {
+		return nil, err
+	}
+	return b, g.pass(b)
+}
+
+func (g *xzGuard) skip(n int64) error {
+	m, err := io.CopyN(g.out, g.src, n)
+	g.n += m
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (g *xzGuard) varint() (uint64, error) {
+	var v uint64
+	for i := 0; i < 9; i++ {
+		b, err := g.take(1)
+		if err != nil {
+			return 0, err
+		}
+		v |= uint64(b[0]&0x7f) << (7 * i)
+		if b[0]&0x80 == 0 {
+			return v, nil
+		}
+	}
+	return 0, errXzStructure
+}
+
+func (g *xzGuard) run() error {
+	for first := true; ; first = false {
+		if !first { // stream padding, then another stream or the end
+			for {
+				b, err := g.src.Peek(4)
+				if len(b) == 0 && err == io.EOF {
+					return nil
+				}
+				if !bytes.Equal(b, []byte{0, 0, 0, 0}) {
+					break
+				}
+				if _, err := g.take(4); err != nil {
+					return err
+				}
+			}
+		}
+		h, err := g.take(12)
+		if err != nil {
+			return err
+		}
+		if !bytes.HasPrefix(h, xzMagic) {
+			return errXzStructure
+		}
+		check := int64([]int{0, 4, 4, 4, 8, 8, 8, 16, 16, 16, 32, 32, 32, 64, 64, 64}[h[7]&0x0f])
+		if err := g.blocks(check); err != nil {
+			return err
+		}
+	}
+}
+
+// blocks copies a stream's blocks, its index and its footer.
+func (g *xzGuard) blocks(check int64) error {
+	for {
+		g.n = 0
+		b, err := g.take(1)
+		if err != nil {
+			return err
+		}
+		if b[0] == 0 {
+			return g.index()
+		}
+		// The header reaches the decoder only once its dictionary is reserved.
+		rest, err := g.peek(int(b[0])*4 + 3)
+		if err != nil {
+			return err
+		}
+		dict, err := xzDict(append(b, rest...))
+		if err != nil {
+			return err
+		}
+		if dict > g.held {
+			if err := g.w.reserveWindow("xz", dict-g.held); err != nil {
+				return err
+			}
+			g.held = dict
+		}
+		if err := g.pass(rest); err != nil {
+			return err
+		}
+		if err := g.chunks(); err != nil {
+			return err
+		}
+		if err := g.skip((4-g.n%4)%4 + check); err != nil {
+			return err
+		}
+	}
+}
+
+// xzDict returns the dictionary size of the LZMA2 filter in block header
+// h; a block without one needs none (the decoder rejects other filters).
+func xzDict(h []byte) (int64, error) {
+	flags := h[1]
+	p := 2
+	uvarint := func() bool {
+		for i := 0; i < 9 && p < len(h)-4; i++ {
+			p++
+			if h[p-1]&0x80 == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	for _, present := range []bool{flags&0x40 != 0, flags&0x80 != 0} {
+		if present && !uvarint() {
+			return 0, errXzStructure
+		}
+	}
+	var dict int64
+	for range int(flags&3) + 1 {
+		if p+1 >= len(h)-4 {
+			return 0, errXzStructure
+		}
+		id, n := h[p], int(h[p+1])
+		if h[p]&0x80 != 0 || h[p+1]&0x80 != 0 || p+2+n > len(h)-4 {
+			return 0, errXzStructure
+		}
+		if id == 0x21 && n == 1 {
+			c := int64(h[p+2] & 0x3f)
+			switch {
+			case c > 40:
+				return 0, errXzStructure
+			case c == 40:
+				dict = 1<<32 - 1
+			default:
+				dict = (2 | c&1) << (c/2 + 11)
+			}
+		}
+		p += 2 + n
+	}
+	return max(dict, lzma.MinDictCap), nil
+}
+
+// chunks copies LZMA2 chunks up to the end marker.
+func (g *xzGuard) chunks() error {
+	for {
+		c, err := g.take(1)
+		if err != nil {
+			return err
+		}
+		switch ctl := c[0]; {
+		case ctl == 0:
+			return nil
+		case ctl == 1 || ctl == 2:
+			s, err := g.take(2)
+			if err != nil {
+				return err
+			}
+			err = g.skip(int64(binary.BigEndian.Uint16(s)) + 1)
+			if err != nil {
+				return err
+			}
+		case ctl >= 0x80:
+			n := 4
+			if ctl >= 0xc0 {
+				n = 5 // new properties
+			}
+			s, err := g.take(n)
+			if err != nil {
+				return err
+			}
+			if err := g.skip(int64(binary.BigEndian.Uint16(s[2:])) + 1); err != nil {
+				return err
+			}
+		default:
+			return errXzStructure
+		}
+	}
+}
+
+// index copies a stream's index (its indicator already copied) and footer.
+func (g *xzGuard) index() error {
+	count, err := g.varint()
+	if err != nil {
+		return err
+	}
+	for i := uint64(0); i < 2*count; i++ {
+		if _, err := g.varint(); err != nil {
+			return err
+		}
+	}
+	if err := g.skip((4-g.n%4)%4 + 4); err != nil { // padding, CRC32
+		return err
+	}
+	f, err := g.take(12)
+	if err != nil {
+		return err
+	}
+	if string(f[10:]) != "YZ" {
+		return errXzStructure
+	}
+	return nil
+}

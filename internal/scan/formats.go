@@ -1,0 +1,120 @@
+package scan
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"strconv"
+	"strings"
+)
+
+// opaqueFormat is a container or compression format the scan recognises
+// but does not look inside: content in it is an unreadable finding, never
+// "not code".
+type opaqueFormat struct {
+	magic string
+	off   int               // where the magic is
+	name  string            // what the file is
+	do    string            // what to do instead ("" : unpack it and scan the directory)
+	valid func([]byte) bool // further checks of the header; nil: the magic is enough
+}
+
+var opaqueFormats = []opaqueFormat{
+	{magic: "\x04\x22\x4d\x18", name: "lz4 archive"},
+	{magic: "\x02\x21\x4c\x18", name: "lz4 archive (legacy format)"},
+	{magic: "070701", name: "cpio archive (newc)"},
+	{magic: "070702", name: "cpio archive (newc with CRC)"},
+	{magic: "070707", name: "cpio archive (odc)"},
+	{magic: "\xc7\x71", name: "cpio archive (binary)", valid: cpioBinary(binary.LittleEndian)},
+	{magic: "\x71\xc7", name: "cpio archive (binary)", valid: cpioBinary(binary.BigEndian)},
+	{magic: "7z\xbc\xaf\x27\x1c", name: "7-Zip archive"},
+	{magic: "Rar!\x1a\x07", name: "RAR archive"},
+	{magic: "\x1f\x9d", name: "compress (.Z) archive", valid: compressHeader},
+	{magic: "LZIP", name: "lzip archive"},
+	{magic: "\x89LZO\x00\r\n\x1a\n", name: "lzop archive"},
+	{magic: "hsqs", name: "squashfs image", do: "unsquashfs it and scan the directory"},
+	{magic: "sqsh", name: "squashfs image", do: "unsquashfs it and scan the directory"},
+	{magic: "\xed\xab\xee\xdb", name: "RPM package", do: "unpack it (rpm2cpio FILE | cpio -idm) and scan the directory"},
+}
+
+// opaque says what b is when it is a format the scan does not look inside,
+// and what to do.
+func opaque(b []byte) (detail string, ok bool) {
+	for _, f := range opaqueFormats {
+		if len(b) < f.off+len(f.magic) || string(b[f.off:f.off+len(f.magic)]) != f.magic || (f.valid != nil && !f.valid(b)) {
+			continue
+		}
+		do := f.do
+		if do == "" {
+			do = "unpack it and scan the directory"
+		}
+		short, _, _ := strings.Cut(f.name, " ")
+		return f.name + ": dorisarm cannot look inside " + short + "; " + do, true
+	}
+	return "", false
+}
+
+// cpioBinary checks an old binary cpio header: its name (namesize at 20)
+// ends in NUL where the header says.
+func cpioBinary(bo binary.ByteOrder) func([]byte) bool {
+	return func(b []byte) bool {
+		if len(b) < 26 {
+			return false
+		}
+		n := int(bo.Uint16(b[20:]))
+		return n >= 2 && 26+n <= len(b) && b[26+n-1] == 0
+	}
+}
+
+// compressHeader checks the flags byte of a .Z file: 9-16 bits, reserved bits clear.
+func compressHeader(b []byte) bool {
+	return len(b) >= 3 && b[2]&0x60 == 0 && b[2]&0x1f >= 9 && b[2]&0x1f <= 16
+}
+
+// tarHeader says whether b starts with a tar header, with or without the
+// ustar magic (V7 and old GNU tars have none): a name and a valid checksum
+// (the sum of the block's bytes, the checksum field counted as spaces;
+// some old tars summed signed bytes).
+func tarHeader(b []byte) bool {
+	if len(b) < 512 || b[0] == 0 {
+		return false
+	}
+	field := strings.Trim(string(b[148:156]), " \x00")
+	want, err := strconv.ParseInt(field, 8, 64)
+	if err != nil || field == "" {
+		return false
+	}
+	var u, s int64
+	for i, c := range b[:512] {
+		if i >= 148 && i < 156 {
+			c = ' '
+		}
+		u += int64(c)
+		s += int64(int8(c))
+	}
+	return want == u || want == s
+}
+
+var xzMagic = []byte("\xfd7zXZ\x00")
+
+// lzmaHeader says whether b starts with a legacy .lzma header (it has no
+// magic): valid properties (lc+lp <= 4), a dictionary size that xz and lzma
+// write (2^n or 2^n+2^(n-1)), and a size that is unknown or below 256 GiB.
+func lzmaHeader(b []byte) bool {
+	if len(b) < 13 || b[0] >= 9*5*5 {
+		return false
+	}
+	lc, lp := int(b[0]%9), int(b[0]/9%5)
+	if lc+lp > 4 {
+		return false
+	}
+	d := binary.LittleEndian.Uint32(b[1:])
+	if d < 1<<12 {
+		return false
+	}
+	top := uint32(1) << (31 - bits.LeadingZeros32(d))
+	if d != top && d != top|top>>1 {
+		return false
+	}
+	size := binary.LittleEndian.Uint64(b[5:])
+	return size == ^uint64(0) || size < 1<<38
+}

@@ -1,0 +1,256 @@
+package scan
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// arFile builds a GNU ar archive of the named members (names up to 15 bytes).
+func arFile(members ...[2]string) []byte {
+	var b bytes.Buffer
+	b.WriteString("!<arch>\n")
+	for _, m := range members {
+		fmt.Fprintf(&b, "%-16s%-12d%-6d%-6d%-8o%-10d`\n", m[0]+"/", 0, 0, 0, 0o644, len(m[1]))
+		b.WriteString(m[1])
+		if len(m[1])%2 == 1 {
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes()
+}
+
+// plainTar builds an uncompressed tar of the named members.
+func plainTar(files map[string][]byte) []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for name, data := range files {
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg, Format: tar.FormatUSTAR})
+		tw.Write(data)
+	}
+	tw.Close()
+	return buf.Bytes()
+}
+
+// xzTool compresses b with the xz command and its arguments.
+func xzTool(t *testing.T, b []byte, args ...string) []byte {
+	t.Helper()
+	need(t, "xz")
+	cmd := exec.Command("xz", append([]string{"-c"}, args...)...)
+	cmd.Stdin = bytes.NewReader(b)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("xz %v: %v", args, err)
+	}
+	return out
+}
+
+// TestDebWithXz: a Debian package (an ar archive of debian-binary,
+// control.tar.xz and data.tar.xz, xz being dpkg's default) is looked
+// inside: an x86-64 library in it is foreign code. It used to be "0 ELF,
+// clean". Legacy .lzma and multi-block xz are read too.
+func TestDebWithXz(t *testing.T) {
+	obj := x86Object(t)
+	dir := t.TempDir()
+	data := plainTar(map[string][]byte{"./usr/lib/libevil.so": obj})
+	deb := arFile([2]string{"debian-binary", "2.0\n"},
+		[2]string{"control.tar.xz", string(xzTool(t, plainTar(map[string][]byte{"./control": []byte("Package: evil\n")})))},
+		[2]string{"data.tar.xz", string(xzTool(t, data))})
+	os.WriteFile(filepath.Join(dir, "evil_1.0_arm64.deb"), deb, 0o644)
+	os.WriteFile(filepath.Join(dir, "evil.tar.lzma"), xzTool(t, data, "--format=lzma"), 0o644)
+	// Many small blocks, as multi-threaded xz writes them, then stream
+	// padding and a second stream (after the tar's end: not scanned).
+	padded := plainTar(map[string][]byte{"lib/pad.bin": bytes.Repeat([]byte("pad"), 20000), "lib/libevil.so": obj})
+	multi := xzTool(t, padded, "-T2", "--block-size=4096")
+	os.WriteFile(filepath.Join(dir, "multi.tar.xz"), append(append(multi, 0, 0, 0, 0), xzTool(t, plainTar(map[string][]byte{"lib/two.so": obj}))...), 0o644)
+	r := scan(t, policy(t, "kunpeng920"), dir)
+	for _, p := range []string{"evil_1.0_arm64.deb(data.tar.xz)!/usr/lib/libevil.so", "evil.tar.lzma!/usr/lib/libevil.so", "multi.tar.xz!/lib/libevil.so"} {
+		if !hasViolation(r, KindForeignArch, p) {
+			t.Errorf("%s: no foreign-arch finding: %+v", p, r.Findings)
+		}
+	}
+	if r.Summary.Unreadable != 0 {
+		t.Errorf("unreadable: %+v", r.Findings)
+	}
+}
+
+// v7Tar turns a ustar archive's first header into a V7 one (no magic,
+// version, owner names or prefix) with its checksum recomputed.
+func v7Tar(b []byte) []byte {
+	b = append([]byte{}, b...)
+	clear(b[257:512])
+	for i := 148; i < 156; i++ {
+		b[i] = ' '
+	}
+	sum := 0
+	for _, c := range b[:512] {
+		sum += int(c)
+	}
+	copy(b[148:], fmt.Sprintf("%06o\x00 ", sum))
+	return b
+}
+
+// TestV7Tar: a tar without the ustar magic (tar --format=v7, old GNU
+// tar) is recognised by its header checksum and scanned; it used to be
+// "not code".
+func TestV7Tar(t *testing.T) {
+	obj := x86Object(t)
+	p := filepath.Join(t.TempDir(), "evil.tar")
+	tb := v7Tar(plainTar(map[string][]byte{"lib/libevil.so": obj}))
+	os.WriteFile(p, tb, 0o644)
+	r := scan(t, policy(t, "kunpeng920"), p)
+	if !hasViolation(r, KindForeignArch, "evil.tar!/lib/libevil.so") {
+		t.Errorf("v7 tar: %+v", r.Findings)
+	}
+	if !tarHeader(tb) || tarHeader(make([]byte, 512)) || tarHeader(bytes.Repeat([]byte("a"), 512)) {
+		t.Error("tarHeader")
+	}
+}
+
+// opaqueSamples are a header of each format in opaqueFormats.
+func opaqueSamples() map[string][]byte {
+	cpioLE := make([]byte, 64)
+	copy(cpioLE, "\xc7\x71")
+	binary.LittleEndian.PutUint16(cpioLE[20:], 6)
+	copy(cpioLE[26:], "a.out\x00")
+	cpioBE := make([]byte, 64)
+	copy(cpioBE, "\x71\xc7")
+	binary.BigEndian.PutUint16(cpioBE[20:], 6)
+	copy(cpioBE[26:], "a.out\x00")
+	out := map[string][]byte{"cpio-le": cpioLE, "cpio-be": cpioBE, "z": []byte("\x1f\x9d\x90rest of the data")}
+	for i, f := range opaqueFormats {
+		if f.valid == nil {
+			out[fmt.Sprint(i)] = append([]byte(f.magic), make([]byte, 100)...)
+		}
+	}
+	return out
+}
+
+// TestOpaqueFormats: lz4, cpio, 7z, rar, .Z, lzip, lzop, squashfs and RPM
+// are not looked inside; each is an unreadable finding naming the format
+// and what to do, on its own, in a tar, in a gzip stream and in an ar
+// archive. They used to be "not code", clean.
+func TestOpaqueFormats(t *testing.T) {
+	dir := t.TempDir()
+	samples := opaqueSamples()
+	members := map[string][]byte{}
+	var ar [][2]string
+	for name, b := range samples {
+		os.WriteFile(filepath.Join(dir, name+".bin"), b, 0o644)
+		members["m/"+name+".bin"] = b
+		ar = append(ar, [2]string{name + ".bin", string(b)})
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write(b)
+		zw.Close()
+		os.WriteFile(filepath.Join(dir, name+".bin.gz"), gz.Bytes(), 0o644)
+	}
+	writeTarGz(t, filepath.Join(dir, "all.tar.gz"), members)
+	os.WriteFile(filepath.Join(dir, "all.a"), arFile(ar...), 0o644)
+	r := scan(t, policy(t, "kunpeng920"), dir)
+	for name, b := range samples {
+		detail, ok := opaque(b)
+		if !ok || !strings.Contains(detail, "dorisarm cannot look inside") || !strings.Contains(detail, "scan the directory") {
+			t.Errorf("%s: %q", name, detail)
+		}
+		for _, p := range []string{"/" + name + ".bin", name + ".bin!", "all.tar.gz!/m/" + name + ".bin", "all.a(" + name + ".bin)"} {
+			if !unreadableWith(r, p, detail) {
+				t.Errorf("%s: no finding %q", p, detail)
+			}
+		}
+	}
+	// Not every file starting with 1f 9d or c7 71 is an archive.
+	for _, b := range []string{"\x1f\x9d\x7fdata", "\xc7\x71" + strings.Repeat("x", 60)} {
+		if _, ok := opaque([]byte(b)); ok {
+			t.Errorf("%q taken for an archive", b)
+		}
+	}
+}
+
+// xzPatchDict sets the LZMA2 dictionary of the first block of a
+// single-filter xz file made by xz (its block header at 12: size, flags,
+// filter 21 01 dict) and fixes the header's CRC32.
+func xzPatchDict(t *testing.T, b []byte, code byte) []byte {
+	b = append([]byte{}, b...)
+	h := b[12 : 12+(int(b[12])+1)*4]
+	if h[1] != 0 || h[2] != 0x21 || h[3] != 1 {
+		t.Fatalf("unexpected xz block header % x", h)
+	}
+	h[4] = code
+	binary.LittleEndian.PutUint32(h[len(h)-4:], crc32.ChecksumIEEE(h[:len(h)-4]))
+	return b
+}
+
+// TestXzDictionaryBound: the decompression memory of xz and lzma streams is
+// bounded by --max-window: a block claiming a 4 GiB dictionary (which the
+// decoder would allocate), one in a second stream after a small one, and
+// an lzma header over the limit are findings, quickly and without the
+// memory.
+func TestXzDictionaryBound(t *testing.T) {
+	obj := x86Object(t)
+	dir := t.TempDir()
+	data := plainTar(map[string][]byte{"lib/libevil.so": obj})
+	small := xzTool(t, data, "--lzma2=dict=4KiB")
+	huge := xzPatchDict(t, small, 40)
+	os.WriteFile(filepath.Join(dir, "huge.tar.xz"), huge, 0o644)
+	os.WriteFile(filepath.Join(dir, "second.tar.xz"), append(append([]byte{}, small...), huge...), 0o644)
+	os.WriteFile(filepath.Join(dir, "big.tar.xz"), xzTool(t, data, "--lzma2=dict=64MiB"), 0o644)
+	os.WriteFile(filepath.Join(dir, "big.tar.lzma"), xzTool(t, data, "--format=lzma", "--lzma1=dict=64MiB"), 0o644)
+	before := peakRSS(t, true)
+	r, err := scanWithin(t, 30*time.Second, policy(t, "kunpeng920"), Options{MaxWindow: 32 << 20}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grew := peakRSS(t, false) - before; grew > 64<<20 {
+		t.Errorf("peak RSS grew by %d MiB", grew>>20)
+	}
+	for _, c := range [][2]string{
+		{"huge.tar.xz", "xz stream needs a 4095 MiB window"},
+		{"second.tar.xz", "xz stream needs a 4095 MiB window"},
+		{"big.tar.xz", "xz stream needs a 64 MiB window"},
+		{"big.tar.lzma", "lzma stream needs a 64 MiB window"},
+	} {
+		if !unreadableWith(r, c[0], c[1]) || !unreadableWith(r, c[0], "over the limit of 32 MiB") {
+			t.Errorf("%s: no finding %q: %+v", c[0], c[1], r.Findings)
+		}
+	}
+	// The small stream before the huge one was read.
+	if !hasViolation(r, KindForeignArch, "second.tar.xz!/lib/libevil.so") {
+		t.Errorf("the first stream of second.tar.xz was not scanned: %+v", r.Findings)
+	}
+	// Within the limit they are read.
+	r, _ = scanWithin(t, 30*time.Second, policy(t, "kunpeng920"), Options{}, filepath.Join(dir, "big.tar.xz"), filepath.Join(dir, "big.tar.lzma"))
+	if !hasViolation(r, KindForeignArch, "big.tar.xz!/lib/libevil.so") || !hasViolation(r, KindForeignArch, "big.tar.lzma!/lib/libevil.so") || r.Summary.Unreadable != 0 {
+		t.Errorf("64 MiB dictionaries under the default limit: %+v", r.Findings)
+	}
+}
+
+// TestXzCorrupt: a truncated or damaged xz is a finding, never a hang.
+func TestXzCorrupt(t *testing.T) {
+	obj := x86Object(t)
+	dir := t.TempDir()
+	x := xzTool(t, plainTar(map[string][]byte{"lib/libevil.so": obj}))
+	os.WriteFile(filepath.Join(dir, "cut.tar.xz"), x[:len(x)/2], 0o644)
+	bad := append([]byte{}, x...)
+	bad[len(bad)/2] ^= 0x55
+	os.WriteFile(filepath.Join(dir, "bad.tar.xz"), bad, 0o644)
+	os.WriteFile(filepath.Join(dir, "trail.tar.xz"), append(append([]byte{}, x...), "junk"...), 0o644)
+	r, err := scanWithin(t, 30*time.Second, nil, Options{}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"cut.tar.xz", "bad.tar.xz", "trail.tar.xz"} {
+		if !unreadableWith(r, p, "") {
+			t.Errorf("%s: no finding: %+v", p, r.Findings)
+		}
+	}
+}
