@@ -15,6 +15,7 @@ type opaqueFormat struct {
 	off   int               // where the magic is
 	name  string            // what the file is
 	do    string            // what to do instead ("" : unpack it and scan the directory)
+	say   string            // the whole detail after the name, when "cannot look inside" does not fit
 	valid func([]byte) bool // further checks of the header; nil: the magic is enough
 }
 
@@ -34,7 +35,13 @@ var opaqueFormats = []opaqueFormat{
 	{magic: "hsqs", name: "squashfs image", do: "unsquashfs it and scan the directory"},
 	{magic: "sqsh", name: "squashfs image", do: "unsquashfs it and scan the directory"},
 	{magic: "\xed\xab\xee\xdb", name: "RPM package", do: "unpack it (rpm2cpio FILE | cpio -idm) and scan the directory"},
+	// ThinLTO/LTO objects (-flto), alone or in a .a: their machine code
+	// does not exist until the link.
+	{magic: "BC\xc0\xde", name: "LLVM bitcode", say: bitcodeSay},
+	{magic: "\xde\xc0\x17\x0b", name: "LLVM bitcode", say: bitcodeSay},
 }
+
+const bitcodeSay = "an LTO object (-flto): dorisarm cannot check the machine code it becomes nor for which architecture; link it (the LTO link writes the machine code) and scan the result, or build it without -flto"
 
 // opaque says what b is when it is a format the scan does not look inside,
 // and what to do.
@@ -42,6 +49,9 @@ func opaque(b []byte) (detail string, ok bool) {
 	for _, f := range opaqueFormats {
 		if len(b) < f.off+len(f.magic) || string(b[f.off:f.off+len(f.magic)]) != f.magic || (f.valid != nil && !f.valid(b)) {
 			continue
+		}
+		if f.say != "" {
+			return f.name + ": " + f.say, true
 		}
 		do := f.do
 		if do == "" {
