@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
 	"github.com/ulikunitz/xz/lzma"
 )
@@ -17,9 +18,13 @@ import (
 type windowError struct {
 	format           string
 	need, held, max_ int64
+	detail           string // the whole message, when set
 }
 
 func (e *windowError) Error() string {
+	if e.detail != "" {
+		return e.detail
+	}
 	s := fmt.Sprintf("%s stream needs a %s window (decompression memory)", e.format, size(e.need))
 	if e.held > 0 {
 		s += fmt.Sprintf(" on top of the %s its enclosing compressed streams hold", size(e.held))
@@ -41,7 +46,7 @@ func (w *walker) reserveWindow(format string, n int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.window+n > w.opts.MaxWindow {
-		return &windowError{format, n, w.window, w.opts.MaxWindow}
+		return &windowError{format: format, need: n, held: w.window, max_: w.opts.MaxWindow}
 	}
 	w.window += n
 	return nil
@@ -59,6 +64,7 @@ func compressedError(err error) string {
 	if errors.As(err, &we) {
 		return we.Error()
 	}
+
 	return "corrupt compressed data: " + err.Error()
 }
 
@@ -350,4 +356,80 @@ func (g *xzGuard) index() error {
 		return errXzStructure
 	}
 	return nil
+}
+
+// zstdReader decompresses zstd. The window its first frame declares is
+// reserved, and the decoder refuses any frame that needs more; a frame
+// whose window is not in the first bytes (behind a large skippable frame)
+// gets zstdDefaultWindow.
+func (w *walker) zstdReader(r *bufio.Reader) (io.Reader, func(), error) {
+	head, _ := r.Peek(r.Size())
+	win := zstdWindow(head)
+	if err := w.reserveWindow("zstd", win); err != nil {
+		return nil, nil, err
+	}
+	zr, err := zstd.NewReader(r, zstd.WithDecoderMaxWindow(uint64(win)), zstd.WithDecoderMaxMemory(uint64(win)))
+	if err != nil {
+		w.releaseWindow(win)
+		return nil, nil, err
+	}
+	return &zstdErrors{zr, win}, func() { zr.Close(); w.releaseWindow(win) }, nil
+}
+
+// zstdDefaultWindow is the window reserved for a zstd stream whose first
+// frame header could not be read (zstd -19 uses 8 MiB).
+const zstdDefaultWindow = 8 << 20
+
+// zstdWindow returns the window (history) size the first frame of a zstd
+// stream declares: its Window_Descriptor, or its content size for a
+// single-segment frame. Skippable frames are passed over.
+func zstdWindow(b []byte) int64 {
+	for zstdSkippable(b) {
+		n := 8 + int64(binary.LittleEndian.Uint32(b[4:]))
+		if n > int64(len(b)) {
+			return zstdDefaultWindow
+		}
+		b = b[n:]
+	}
+	if len(b) < 6 || !bytes.HasPrefix(b, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
+		return zstdDefaultWindow
+	}
+	fhd := b[4]
+	if fhd&(1<<5) == 0 { // Window_Descriptor
+		wd := b[5]
+		base := int64(1) << (10 + wd>>3)
+		return base + base/8*int64(wd&7)
+	}
+	off := 5 + []int{0, 1, 2, 4}[fhd&3]
+	n := []int{1, 2, 4, 8}[fhd>>6]
+	if len(b) < off+n {
+		return zstdDefaultWindow
+	}
+	var fcs uint64
+	for i := n - 1; i >= 0; i-- {
+		fcs = fcs<<8 | uint64(b[off+i])
+	}
+	if n == 2 {
+		fcs += 256
+	}
+	return int64(max(min(fcs, 1<<62), zstd.MinWindowSize))
+}
+
+// zstdErrors says what a refused window means.
+type zstdErrors struct {
+	r   io.Reader
+	win int64
+}
+
+func (z *zstdErrors) Read(p []byte) (int, error) {
+	n, err := z.r.Read(p)
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		err = &windowError{detail: fmt.Sprintf("a zstd frame needs a larger window than the %s this stream reserved (what its first frame declared, within --max-window): not decompressed (unpack it and scan the result)", size(z.win))}
+	}
+	return n, err
+}
+
+// zstdSkippable: a zstd skippable frame (pzstd starts with one).
+func zstdSkippable(b []byte) bool {
+	return len(b) >= 8 && b[0]&0xf0 == 0x50 && bytes.Equal(b[1:4], []byte{0x2a, 0x4d, 0x18})
 }

@@ -282,3 +282,71 @@ func TestLLVMBitcode(t *testing.T) {
 		t.Error("bitcode passed")
 	}
 }
+
+// zstdRaw is a zstd frame declaring a window of 1<<log bytes and holding b
+// in raw blocks: the shape of a large-window stream without its size.
+func zstdRaw(log int, b []byte) []byte {
+	out := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, byte(log-10) << 3}
+	for {
+		n := min(len(b), 1<<17-1)
+		last := 0
+		if n == len(b) {
+			last = 1
+		}
+		h := uint32(n)<<3 | uint32(last) // raw block
+		out = append(out, byte(h), byte(h>>8), byte(h>>16))
+		out = append(out, b[:n]...)
+		b = b[n:]
+		if last == 1 {
+			return out
+		}
+	}
+}
+
+// TestZstdWindowBudget: zstd windows come out of one budget for all open
+// streams (--max-window), so nested large-window streams cannot add up
+// (each level of l5.tar.zst made with --long=29 used to take another
+// 530 MB). Within the budget nesting works; the level that would exceed it
+// is a finding saying so; a window over the limit on its own, and a later
+// frame wanting more than the first declared, are findings too.
+func TestZstdWindowBudget(t *testing.T) {
+	obj := x86Object(t)
+	dir := t.TempDir()
+	nest := func(levels int) []byte {
+		b := obj
+		for range levels {
+			b = zstdRaw(20, b) // 1 MiB windows
+		}
+		return b
+	}
+	os.WriteFile(filepath.Join(dir, "three.so.zst"), nest(3), 0o644)
+	os.WriteFile(filepath.Join(dir, "four.so.zst"), nest(4), 0o644)
+	os.WriteFile(filepath.Join(dir, "huge.so.zst"), zstdRaw(31, obj), 0o644)
+	os.WriteFile(filepath.Join(dir, "later.so.zst"), append(zstdRaw(20, obj), zstdRaw(24, obj)...), 0o644)
+	skip := append([]byte{0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4}, zstdRaw(20, obj)...)
+	os.WriteFile(filepath.Join(dir, "skippable.so.zst"), skip, 0o644)
+	r, err := scanWithin(t, 30*time.Second, policy(t, "kunpeng920"), Options{MaxWindow: 3 << 20}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasViolation(r, KindForeignArch, "three.so!!!") {
+		t.Errorf("three levels within the budget: %+v", r.Findings)
+	}
+	if !hasViolation(r, KindForeignArch, "skippable.so!") {
+		t.Errorf("a stream starting with a skippable frame: %+v", r.Findings)
+	}
+	for _, c := range [][2]string{
+		{"four.so!!!", "zstd stream needs a 1 MiB window (decompression memory) on top of the 3 MiB its enclosing compressed streams hold, over the limit of 3 MiB"},
+		{"huge.so.zst", "zstd stream needs a 2048 MiB window"},
+		{"later.so.zst", "a zstd frame needs a larger window than the 1 MiB this stream reserved"},
+	} {
+		if !unreadableWith(r, c[0], c[1]) {
+			t.Errorf("%s: no finding %q: %+v", c[0], c[1], r.Findings)
+		}
+	}
+	// The default budget: 1 GiB.
+	r = scan(t, policy(t, "kunpeng920"), filepath.Join(dir, "huge.so.zst"))
+	if !unreadableWith(r, "huge.so.zst", "over the limit of 1024 MiB") {
+		t.Errorf("default limit: %+v", r.Findings)
+	}
+}

@@ -23,8 +23,6 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/isa"
 )
@@ -89,7 +87,7 @@ func sniff(b []byte) kind {
 		return kZip
 	case bytes.HasPrefix(b, []byte{0x1f, 0x8b}):
 		return kGzip
-	case bytes.HasPrefix(b, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+	case bytes.HasPrefix(b, []byte{0x28, 0xb5, 0x2f, 0xfd}), zstdSkippable(b):
 		return kZstd
 	case bytes.HasPrefix(b, []byte("BZh")):
 		return kBzip2
@@ -697,20 +695,10 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 		}
 		zr.Multistream(true)
 		inner, closer = zr, func() { zr.Close() }
-	case kZstd:
-		zr, err := zstd.NewReader(r, zstd.WithDecoderMaxMemory(1<<30))
-		if err != nil {
-			w.add(unreadable(name, "malformed zstd: "+err.Error()))
-			return
-		}
-		inner, closer = zr, zr.Close
 	case kBzip2:
 		inner, closer = bzip2.NewReader(r), func() {}
-	case kXz, kLzma:
-		open := w.xzReader
-		if k == kLzma {
-			open = w.lzmaReader
-		}
+	case kZstd, kXz, kLzma:
+		open := map[kind]func(*bufio.Reader) (io.Reader, func(), error){kZstd: w.zstdReader, kXz: w.xzReader, kLzma: w.lzmaReader}[k]
 		var err error
 		if inner, closer, err = open(r); err != nil {
 			w.add(unreadable(name, compressedError(err)))
