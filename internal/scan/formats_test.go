@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// arFile builds a GNU ar archive of the named members (names up to 15 bytes).
-func arFile(members ...[2]string) []byte {
+// gnuArFile builds a GNU ar archive of the named members (names up to 15 bytes).
+func gnuArFile(members ...[2]string) []byte {
 	var b bytes.Buffer
 	b.WriteString("!<arch>\n")
 	for _, m := range members {
@@ -62,7 +62,7 @@ func TestDebWithXz(t *testing.T) {
 	obj := x86Object(t)
 	dir := t.TempDir()
 	data := plainTar(map[string][]byte{"./usr/lib/libevil.so": obj})
-	deb := arFile([2]string{"debian-binary", "2.0\n"},
+	deb := gnuArFile([2]string{"debian-binary", "2.0\n"},
 		[2]string{"control.tar.xz", string(xzTool(t, plainTar(map[string][]byte{"./control": []byte("Package: evil\n")})))},
 		[2]string{"data.tar.xz", string(xzTool(t, data))})
 	os.WriteFile(filepath.Join(dir, "evil_1.0_arm64.deb"), deb, 0o644)
@@ -155,7 +155,7 @@ func TestOpaqueFormats(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, name+".bin.gz"), gz.Bytes(), 0o644)
 	}
 	writeTarGz(t, filepath.Join(dir, "all.tar.gz"), members)
-	os.WriteFile(filepath.Join(dir, "all.a"), arFile(ar...), 0o644)
+	os.WriteFile(filepath.Join(dir, "all.a"), gnuArFile(ar...), 0o644)
 	r := scan(t, policy(t, "kunpeng920"), dir)
 	for name, b := range samples {
 		detail, ok := opaque(b)
@@ -267,7 +267,7 @@ func TestLLVMBitcode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, "libbc.a"), arFile([2]string{"fbc.o", string(bc)}), 0o644)
+	os.WriteFile(filepath.Join(dir, "libbc.a"), gnuArFile([2]string{"fbc.o", string(bc)}), 0o644)
 	wrapped := append([]byte("\xde\xc0\x17\x0b\x00\x00\x00\x00\x14\x00\x00\x00"), make([]byte, 8)...)
 	binary.LittleEndian.PutUint32(wrapped[12:], uint32(len(bc)))
 	binary.LittleEndian.PutUint32(wrapped[16:], 0x01000007) // x86_64

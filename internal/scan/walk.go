@@ -357,6 +357,14 @@ func (w *walker) reserve(path string, ents uint64, n int64) bool {
 	return false
 }
 
+// release gives back ents entries reserve took for memory held for a while
+// (a zip's central directory), not for work done.
+func (w *walker) release(ents uint64) {
+	w.mu.Lock()
+	w.ents -= int(ents)
+	w.mu.Unlock()
+}
+
 // satAdd is a+b, or the largest uint64 when that overflows.
 func satAdd(a, b uint64) uint64 {
 	if a+b < a {
@@ -638,10 +646,14 @@ func isJar(name string, zr *zip.Reader) bool {
 
 func (w *walker) zip(data []byte, name string, depth int) {
 	// archive/zip reads the whole central directory into memory: its
-	// entries count against --max-entries before it does.
-	if n := zipEntryCount(data, uint64(w.opts.MaxEntries)); !w.reserve(name, n, 0) {
+	// entries count against --max-entries before it does, for as long as
+	// the zip is open. Zips nested in it add up; the hundreds of jars side
+	// by side in a Doris tree do not.
+	n := zipEntryCount(data, uint64(w.opts.MaxEntries))
+	if !w.reserve(name, n, 0) {
 		return
 	}
+	defer w.release(n)
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		w.add(unreadable(name, "malformed zip/jar: "+err.Error()))

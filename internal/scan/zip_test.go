@@ -283,7 +283,9 @@ func TestZipEntriesCounted(t *testing.T) {
 			}
 		})
 	}
-	// What is read is reserved: a second zip does not fit in what is left.
+	// A directory is reserved while its zip is open: zips side by side
+	// each fit, a zip inside another does not fit in what the outer one
+	// leaves.
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "a.zip"), manyEntries(1500, 1500), 0o644)
 	os.WriteFile(filepath.Join(dir, "b.zip"), manyEntries(1500, 1500), 0o644)
@@ -291,8 +293,23 @@ func TestZipEntriesCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !unreadableWith(r, "b.zip", "scan limits reached") {
-		t.Errorf("%+v", r.Findings)
+	if unreadableWith(r, "a.zip", "scan limits reached") || unreadableWith(r, "b.zip", "scan limits reached") {
+		t.Errorf("zips side by side: %+v", r.Findings)
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for i := range 1000 {
+		zw.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("e%06d", i), Method: zip.Store})
+	}
+	fw, _ := zw.CreateHeader(&zip.FileHeader{Name: "inner.zip", Method: zip.Store})
+	fw.Write(manyEntries(1500, 1500))
+	zw.Close()
+	p := writeZip(t, "outer.zip", buf.Bytes())
+	if r, err = scanWithin(t, 20*time.Second, nil, Options{MaxEntries: 2000}, p); err != nil {
+		t.Fatal(err)
+	}
+	if !unreadableWith(r, "outer.zip!/inner.zip", "scan limits reached") {
+		t.Errorf("a zip in a zip: %+v", r.Findings)
 	}
 }
 
