@@ -108,7 +108,9 @@ var xzMagic = []byte("\xfd7zXZ\x00")
 
 // lzmaHeader says whether b starts with a legacy .lzma header (it has no
 // magic): valid properties (lc+lp <= 4), a dictionary size that xz and lzma
-// write (2^n or 2^n+2^(n-1)), and a size that is unknown or below 256 GiB.
+// write (2^n or 2^n+2^(n-1)), and a size that is unknown or from 1 byte to
+// 256 GiB. A size of 0 is left out: a binary file starting 00 00 10 00 00
+// and zeros would pass otherwise, and an empty stream holds nothing.
 func lzmaHeader(b []byte) bool {
 	if len(b) < 13 || b[0] >= 9*5*5 {
 		return false
@@ -126,5 +128,5 @@ func lzmaHeader(b []byte) bool {
 		return false
 	}
 	size := binary.LittleEndian.Uint64(b[5:])
-	return size == ^uint64(0) || size < 1<<38
+	return size == ^uint64(0) || size > 0 && size < 1<<38
 }

@@ -350,3 +350,35 @@ func TestZstdWindowBudget(t *testing.T) {
 		t.Errorf("default limit: %+v", r.Findings)
 	}
 }
+
+// lzmaHeader: a legacy .lzma header has no magic, so ordinary binary files
+// must not pass for one (they would be an unreadable finding, failing the
+// gate, when they do not decode).
+func TestLzmaHeader(t *testing.T) {
+	hdr := func(props byte, dict uint32, size uint64) []byte {
+		b := make([]byte, 64)
+		b[0] = props
+		binary.LittleEndian.PutUint32(b[1:], dict)
+		binary.LittleEndian.PutUint64(b[5:], size)
+		return b
+	}
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want bool
+	}{
+		{"xz --format=lzma, size unknown", hdr(0x5d, 1<<23, ^uint64(0)), true},
+		{"known size", hdr(0x5d, 3<<20, 1000), true},
+		{"zeros after 00 00 10 00 00", hdr(0, 1<<12, 0), false},
+		{"lc+lp over 4", hdr(4+9*1, 1<<23, 1000), false},
+		{"props past 224", hdr(225, 1<<23, 1000), false},
+		{"dictionary not 2^n or 3*2^(n-1)", hdr(0x5d, 5<<20, 1000), false},
+		{"dictionary under 4 KiB", hdr(0x5d, 1<<11, 1000), false},
+		{"size of 256 GiB", hdr(0x5d, 1<<23, 1<<38), false},
+		{"short", []byte{0x5d, 0, 0, 0x80}, false},
+	} {
+		if got := lzmaHeader(c.b); got != c.want {
+			t.Errorf("%s: lzmaHeader = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
