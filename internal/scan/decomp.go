@@ -64,6 +64,10 @@ func compressedError(err error) string {
 	if errors.As(err, &we) {
 		return we.Error()
 	}
+	var fe xzFilterError
+	if errors.As(err, &fe) {
+		return fe.Error()
+	}
 
 	return "corrupt compressed data: " + err.Error()
 }
@@ -254,7 +258,8 @@ func (g *xzGuard) blocks(check int64) error {
 }
 
 // xzDict returns the dictionary size of the LZMA2 filter in block header
-// h; a block without one needs none (the decoder rejects other filters).
+// h. Any other filter (BCJ, delta) is an xzFilterError: the decoder has
+// only LZMA2.
 func xzDict(h []byte) (int64, error) {
 	flags := h[1]
 	p := 2
@@ -281,7 +286,10 @@ func xzDict(h []byte) (int64, error) {
 		if h[p]&0x80 != 0 || h[p+1]&0x80 != 0 || p+2+n > len(h)-4 {
 			return 0, errXzStructure
 		}
-		if id == 0x21 && n == 1 {
+		if id != 0x21 {
+			return 0, xzFilterError(id)
+		}
+		if n == 1 {
 			c := int64(h[p+2] & 0x3f)
 			switch {
 			case c > 40:
@@ -432,4 +440,12 @@ func (z *zstdErrors) Read(p []byte) (int, error) {
 // zstdSkippable: a zstd skippable frame (pzstd starts with one).
 func zstdSkippable(b []byte) bool {
 	return len(b) >= 8 && b[0]&0xf0 == 0x50 && bytes.Equal(b[1:4], []byte{0x2a, 0x4d, 0x18})
+}
+
+// xzFilterError is an xz block with a filter besides LZMA2 (xz --x86,
+// --arm64, --delta): sound data the scan cannot decode.
+type xzFilterError byte
+
+func (e xzFilterError) Error() string {
+	return fmt.Sprintf("xz stream with filter %#02x (a BCJ or delta filter), which dorisarm cannot decode; decompress it (xz -d) and scan the result", byte(e))
 }

@@ -244,6 +244,10 @@ func TestXzCorrupt(t *testing.T) {
 	bad[len(bad)/2] ^= 0x55
 	os.WriteFile(filepath.Join(dir, "bad.tar.xz"), bad, 0o644)
 	os.WriteFile(filepath.Join(dir, "trail.tar.xz"), append(append([]byte{}, x...), "junk"...), 0o644)
+	// Sound xz the decoder has no filter for: a finding that says so.
+	tarball := plainTar(map[string][]byte{"lib/libevil.so": obj})
+	os.WriteFile(filepath.Join(dir, "bcj.tar.xz"), xzTool(t, tarball, "--x86", "--lzma2"), 0o644)
+	os.WriteFile(filepath.Join(dir, "delta.tar.xz"), xzTool(t, tarball, "--delta", "--lzma2"), 0o644)
 	r, err := scanWithin(t, 30*time.Second, nil, Options{}, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -251,6 +255,11 @@ func TestXzCorrupt(t *testing.T) {
 	for _, p := range []string{"cut.tar.xz", "bad.tar.xz", "trail.tar.xz"} {
 		if !unreadableWith(r, p, "") {
 			t.Errorf("%s: no finding: %+v", p, r.Findings)
+		}
+	}
+	for _, p := range []string{"bcj.tar.xz", "delta.tar.xz"} {
+		if !unreadableWith(r, p, "cannot decode; decompress it (xz -d)") {
+			t.Errorf("%s: no finding naming the filter: %+v", p, r.Findings)
 		}
 	}
 }
