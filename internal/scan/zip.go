@@ -259,7 +259,10 @@ func (w *walker) zipEntry(f *zip.File, mpath string, depth int, jar *jarInfo) bo
 	if sniff(head) == kOther {
 		return true
 	}
-	if !w.reserve(mpath, 0, int64(f.UncompressedSize64)) { // at most --max-member (zip checked)
+	// An entry read counts against --max-entries for good; the directory's
+	// reservation is given back when the zip closes. Its size is at most
+	// --max-member (checked above).
+	if !w.budget(mpath, int64(f.UncompressedSize64)) {
 		return false
 	}
 	body, unmap, ok := w.slurpSized(br, mpath, int64(f.UncompressedSize64))

@@ -311,6 +311,26 @@ func TestZipEntriesCounted(t *testing.T) {
 	if !unreadableWith(r, "outer.zip!/inner.zip", "scan limits reached") {
 		t.Errorf("a zip in a zip: %+v", r.Findings)
 	}
+	// Entries read count for good, across zips: three zips of 8 objects
+	// each do not all get read under --max-entries 10.
+	obj := x86Object(t)
+	objs := t.TempDir()
+	for _, z := range []string{"a.zip", "b.zip", "c.zip"} {
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		for i := range 8 {
+			fw, _ := zw.Create(fmt.Sprintf("lib/x%d.o", i))
+			fw.Write(obj)
+		}
+		zw.Close()
+		os.WriteFile(filepath.Join(objs, z), buf.Bytes(), 0o644)
+	}
+	if r, err = scanWithin(t, 20*time.Second, nil, Options{MaxEntries: 10}, objs); err != nil {
+		t.Fatal(err)
+	}
+	if r.Summary.ELF > 10 || !unreadableWith(r, "", "scan limits reached") {
+		t.Errorf("24 objects in zips under --max-entries 10: %d ELF read, %+v", r.Summary.ELF, r.Findings)
+	}
 }
 
 // TestExecutableJar: a jar after a shell script (java -jar runs it) or
