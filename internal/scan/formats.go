@@ -22,18 +22,18 @@ type opaqueFormat struct {
 var opaqueFormats = []opaqueFormat{
 	{magic: "\x04\x22\x4d\x18", name: "lz4 archive"},
 	{magic: "\x02\x21\x4c\x18", name: "lz4 archive (legacy format)"},
-	{magic: "070701", name: "cpio archive (newc)"},
-	{magic: "070702", name: "cpio archive (newc with CRC)"},
-	{magic: "070707", name: "cpio archive (odc)"},
+	{magic: "070701", name: "cpio archive (newc)", valid: digits(6, 13*8, 16)},
+	{magic: "070702", name: "cpio archive (newc with CRC)", valid: digits(6, 13*8, 16)},
+	{magic: "070707", name: "cpio archive (odc)", valid: digits(6, 70, 8)},
 	{magic: "\xc7\x71", name: "cpio archive (binary)", valid: cpioBinary(binary.LittleEndian)},
 	{magic: "\x71\xc7", name: "cpio archive (binary)", valid: cpioBinary(binary.BigEndian)},
 	{magic: "7z\xbc\xaf\x27\x1c", name: "7-Zip archive"},
 	{magic: "Rar!\x1a\x07", name: "RAR archive"},
 	{magic: "\x1f\x9d", name: "compress (.Z) archive", valid: compressHeader},
-	{magic: "LZIP", name: "lzip archive"},
+	{magic: "LZIP", name: "lzip archive", valid: func(b []byte) bool { return len(b) > 5 && b[4] <= 1 }},
 	{magic: "\x89LZO\x00\r\n\x1a\n", name: "lzop archive"},
-	{magic: "hsqs", name: "squashfs image", do: "unsquashfs it and scan the directory"},
-	{magic: "sqsh", name: "squashfs image", do: "unsquashfs it and scan the directory"},
+	{magic: "hsqs", name: "squashfs image", do: "unsquashfs it and scan the directory", valid: squashfsVersion(binary.LittleEndian)},
+	{magic: "sqsh", name: "squashfs image", do: "unsquashfs it and scan the directory", valid: squashfsVersion(binary.BigEndian)},
 	{magic: "\xed\xab\xee\xdb", name: "RPM package", do: "unpack it (rpm2cpio FILE | cpio -idm) and scan the directory"},
 	// ThinLTO/LTO objects (-flto), alone or in a .a: their machine code
 	// does not exist until the link.
@@ -72,6 +72,38 @@ func cpioBinary(bo binary.ByteOrder) func([]byte) bool {
 		}
 		n := int(bo.Uint16(b[20:]))
 		return n >= 2 && 26+n <= len(b) && b[26+n-1] == 0
+	}
+}
+
+// digits checks that the n bytes from off are digits of base (the ASCII
+// header fields of a cpio archive): text that starts like one is not one.
+func digits(off, n, base int) func([]byte) bool {
+	return func(b []byte) bool {
+		if len(b) < off+n {
+			return false
+		}
+		for _, c := range b[off : off+n] {
+			d := strings.IndexByte("0123456789abcdef", c)
+			if d < 0 {
+				d = strings.IndexByte("0123456789ABCDEF", c)
+			}
+			if d < 0 || d >= base {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// squashfsVersion checks a squashfs superblock's major version (at 28):
+// 1 to 4 are the versions there have been.
+func squashfsVersion(bo binary.ByteOrder) func([]byte) bool {
+	return func(b []byte) bool {
+		if len(b) < 30 {
+			return false
+		}
+		v := bo.Uint16(b[28:])
+		return v >= 1 && v <= 4
 	}
 }
 

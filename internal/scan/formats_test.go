@@ -126,7 +126,20 @@ func opaqueSamples() map[string][]byte {
 	copy(cpioBE, "\x71\xc7")
 	binary.BigEndian.PutUint16(cpioBE[20:], 6)
 	copy(cpioBE[26:], "a.out\x00")
-	out := map[string][]byte{"cpio-le": cpioLE, "cpio-be": cpioBE, "z": []byte("\x1f\x9d\x90rest of the data")}
+	sqLE := make([]byte, 96)
+	copy(sqLE, "hsqs")
+	binary.LittleEndian.PutUint16(sqLE[28:], 4)
+	sqBE := make([]byte, 96)
+	copy(sqBE, "sqsh")
+	binary.BigEndian.PutUint16(sqBE[28:], 3)
+	out := map[string][]byte{
+		"cpio-le": cpioLE, "cpio-be": cpioBE, "z": []byte("\x1f\x9d\x90rest of the data"),
+		"newc":     []byte("070701" + strings.Repeat("0000000A", 13) + "a.out\x00"),
+		"newc-crc": []byte("070702" + strings.Repeat("0000000a", 13) + "a.out\x00"),
+		"odc":      []byte("070707" + strings.Repeat("0", 70) + "a.out\x00"),
+		"lzip":     []byte("LZIP\x01\x0crest of the data"),
+		"sq-le":    sqLE, "sq-be": sqBE,
+	}
 	for i, f := range opaqueFormats {
 		if f.valid == nil {
 			out[fmt.Sprint(i)] = append([]byte(f.magic), make([]byte, 100)...)
@@ -168,8 +181,11 @@ func TestOpaqueFormats(t *testing.T) {
 			}
 		}
 	}
-	// Not every file starting with 1f 9d or c7 71 is an archive.
-	for _, b := range []string{"\x1f\x9d\x7fdata", "\xc7\x71" + strings.Repeat("x", 60)} {
+	// Not every file starting with 1f 9d or c7 71 is an archive, nor text
+	// that starts like a cpio, lzip or squashfs magic.
+	for _, b := range []string{"\x1f\x9d\x7fdata", "\xc7\x71" + strings.Repeat("x", 60),
+		"070701 meeting notes" + strings.Repeat(" ", 120), "0707071234 phone list" + strings.Repeat(" ", 80),
+		"070701" + strings.Repeat("0", 103) + "g", "070701" + strings.Repeat("\x10", 104), "LZIP compression notes", "hsqs\n" + strings.Repeat("notes ", 10)} {
 		if _, ok := opaque([]byte(b)); ok {
 			t.Errorf("%q taken for an archive", b)
 		}
