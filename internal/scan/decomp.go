@@ -372,7 +372,10 @@ func (g *xzGuard) index() error {
 // gets zstdDefaultWindow.
 func (w *walker) zstdReader(r *bufio.Reader) (io.Reader, func(), error) {
 	head, _ := r.Peek(r.Size())
-	win := zstdWindow(head)
+	// At least what zstd's levels without --long or --ultra use: a stream's
+	// later frames may need more than its first (a small frame first, as
+	// concatenated .zst files have), and the decoder is capped to this.
+	win := max(zstdWindow(head), zstdDefaultWindow)
 	if err := w.reserveWindow("zstd", win); err != nil {
 		return nil, nil, err
 	}
@@ -384,8 +387,9 @@ func (w *walker) zstdReader(r *bufio.Reader) (io.Reader, func(), error) {
 	return &zstdErrors{zr, win}, func() { zr.Close(); w.releaseWindow(win) }, nil
 }
 
-// zstdDefaultWindow is the window reserved for a zstd stream whose first
-// frame header could not be read (zstd -19 uses 8 MiB).
+// zstdDefaultWindow is the least window reserved for a zstd stream, and
+// what one whose first frame header could not be read gets: levels 1 to 19
+// use at most 8 MiB (window log 23).
 const zstdDefaultWindow = 8 << 20
 
 // zstdWindow returns the window (history) size the first frame of a zstd

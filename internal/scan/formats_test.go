@@ -340,30 +340,33 @@ func TestZstdWindowBudget(t *testing.T) {
 	nest := func(levels int) []byte {
 		b := obj
 		for range levels {
-			b = zstdRaw(20, b) // 1 MiB windows
+			b = zstdRaw(23, b) // 8 MiB windows
 		}
 		return b
 	}
 	os.WriteFile(filepath.Join(dir, "three.so.zst"), nest(3), 0o644)
 	os.WriteFile(filepath.Join(dir, "four.so.zst"), nest(4), 0o644)
 	os.WriteFile(filepath.Join(dir, "huge.so.zst"), zstdRaw(31, obj), 0o644)
+	// Frames after the first may need more than it declares, up to what
+	// zstd's ordinary levels use (8 MiB); a small frame first is what
+	// concatenating .zst files gives.
+	os.WriteFile(filepath.Join(dir, "small-first.so.zst"), append(zstdRaw(10, obj[:200]), zstdRaw(23, obj[200:])...), 0o644)
 	os.WriteFile(filepath.Join(dir, "later.so.zst"), append(zstdRaw(20, obj), zstdRaw(24, obj)...), 0o644)
 	skip := append([]byte{0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4}, zstdRaw(20, obj)...)
 	os.WriteFile(filepath.Join(dir, "skippable.so.zst"), skip, 0o644)
-	r, err := scanWithin(t, 30*time.Second, policy(t, "kunpeng920"), Options{MaxWindow: 3 << 20}, dir)
+	r, err := scanWithin(t, 30*time.Second, policy(t, "kunpeng920"), Options{MaxWindow: 24 << 20}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !hasViolation(r, KindForeignArch, "three.so!!!") {
-		t.Errorf("three levels within the budget: %+v", r.Findings)
-	}
-	if !hasViolation(r, KindForeignArch, "skippable.so!") {
-		t.Errorf("a stream starting with a skippable frame: %+v", r.Findings)
+	for _, p := range []string{"three.so!!!", "skippable.so!", "small-first.so!"} {
+		if !hasViolation(r, KindForeignArch, p) {
+			t.Errorf("%s: the x86 object inside was not found: %+v", p, r.Findings)
+		}
 	}
 	for _, c := range [][2]string{
-		{"four.so!!!", "zstd stream needs a 1 MiB window (decompression memory) on top of the 3 MiB its enclosing compressed streams hold, over the limit of 3 MiB"},
+		{"four.so!!!", "zstd stream needs a 8 MiB window (decompression memory) on top of the 24 MiB its enclosing compressed streams hold, over the limit of 24 MiB"},
 		{"huge.so.zst", "zstd stream needs a 2048 MiB window"},
-		{"later.so.zst", "a zstd frame needs a larger window than the 1 MiB this stream reserved"},
+		{"later.so.zst", "a zstd frame needs a larger window than the 8 MiB this stream reserved"},
 	} {
 		if !unreadableWith(r, c[0], c[1]) {
 			t.Errorf("%s: no finding %q: %+v", c[0], c[1], r.Findings)
