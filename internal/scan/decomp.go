@@ -68,6 +68,10 @@ func compressedError(err error) string {
 	if errors.As(err, &fe) {
 		return fe.Error()
 	}
+	var xe xzWorkError
+	if errors.As(err, &xe) {
+		return xe.Error()
+	}
 
 	return "corrupt compressed data: " + err.Error()
 }
@@ -238,6 +242,13 @@ func (g *xzGuard) blocks(check int64) error {
 		dict, err := xzDict(append(b, rest...))
 		if err != nil {
 			return err
+		}
+		// The decoder allocates, and clears, a dictionary for every block:
+		// that is work, counted against --max-bytes like decompressed data,
+		// so that a stream of tiny blocks each declaring a large dictionary
+		// ends at the limit instead of running for minutes.
+		if !g.w.charge(dict) {
+			return xzWorkError{dict: dict, limit: g.w.opts.MaxBytes}
 		}
 		if dict > g.held {
 			if err := g.w.reserveWindow("xz", dict-g.held); err != nil {
@@ -452,4 +463,12 @@ type xzFilterError byte
 
 func (e xzFilterError) Error() string {
 	return fmt.Sprintf("xz stream with filter %#02x (a BCJ or delta filter), which dorisarm cannot decode; decompress it (xz -d) and scan the result", byte(e))
+}
+
+// xzWorkError is an xz stream whose blocks' dictionaries, with what the
+// scan decompressed, pass --max-bytes.
+type xzWorkError struct{ dict, limit int64 }
+
+func (e xzWorkError) Error() string {
+	return fmt.Sprintf("xz stream: a block's %d MiB dictionary, on top of what the scan has decompressed and the blocks before it allocated, passes --max-bytes (%d MiB): many blocks declaring large dictionaries are an xz bomb; or raise --max-bytes", e.dict>>20, e.limit>>20)
 }

@@ -410,3 +410,33 @@ func TestLzmaHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestXzBlockDictionaries: the decoder allocates a dictionary per xz
+// block, so a stream of small blocks each declaring a large one cost
+// minutes and gigabytes from a 200 KB file. Dictionaries count against
+// --max-bytes: within it such a file is read, past it it is a finding.
+func TestXzBlockDictionaries(t *testing.T) {
+	obj := x86Object(t)
+	dir := t.TempDir()
+	// xz itself writes 8 MiB dictionaries into 1 KiB blocks.
+	tarball := plainTar(map[string][]byte{"lib/libevil.so": obj, "pad": make([]byte, 100<<10)})
+	x := xzTool(t, tarball, "-6", "--block-size=1KiB")
+	p := filepath.Join(dir, "blocks.tar.xz")
+	os.WriteFile(p, x, 0o644)
+	r, err := scanWithin(t, 30*time.Second, policy(t, "kunpeng920"), Options{}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasViolation(r, KindForeignArch, "blocks.tar.xz!/lib/libevil.so") || r.Summary.Unreadable != 0 {
+		t.Errorf("within --max-bytes: %+v", r.Findings)
+	}
+	r, err = scanWithin(t, 30*time.Second, policy(t, "kunpeng920"), Options{MaxBytes: 64 << 20}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The dictionaries or the data decompressed between them reach the
+	// limit first: either way a finding naming --max-bytes.
+	if !unreadableWith(r, "blocks.tar.xz", "--max-bytes") {
+		t.Errorf("%d blocks of 8 MiB under --max-bytes 64 MiB: %+v", len(tarball)>>10, r.Findings)
+	}
+}

@@ -357,6 +357,18 @@ func (w *walker) reserve(path string, ents uint64, n int64) bool {
 	return false
 }
 
+// charge counts n bytes of work (not output) against --max-bytes; false,
+// counting nothing, when that would pass the limit.
+func (w *walker) charge(n int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n < 0 || n > w.opts.MaxBytes-w.bytes {
+		return false
+	}
+	w.bytes += n
+	return true
+}
+
 // release gives back ents entries reserve took for memory held for a while
 // (a zip's central directory), not for work done.
 func (w *walker) release(ents uint64) {
