@@ -435,8 +435,12 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 	}
 	head = head[:n]
 	k := sniff(head)
-	if k == kOther && zipAtEnd(f, st.Size()) {
+	zipAfter := false // a program with a zip after it
+	switch {
+	case k == kOther && zipAtEnd(f, st.Size()):
 		k = kZip // an executable jar, a self-extracting zip
+	case k == kELF || k == kExe:
+		zipAfter = zipAtEnd(f, st.Size())
 	}
 	w.mu.Lock()
 	w.rep.Summary.Files++
@@ -466,6 +470,13 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 	defer recoverFault(func() { w.add(unreadable(name, changedDetail)) })
 	switch k {
 	case kELF, kExe:
+		if zipAfter {
+			// A self-extracting program, or a jar behind an ELF launcher:
+			// unzip and the JVM open the zip, whose members it unpacks or
+			// loads. Members are decompressed copies; the mapping stays
+			// the analysis's.
+			w.zip(data, name, depth)
+		}
 		w.jobs <- job{path: name, data: data, unmap: unmap, jar: jar}
 	case kAr:
 		// Members are slices of the mapping: unmap once their analyses are done.

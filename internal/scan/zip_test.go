@@ -357,3 +357,34 @@ func TestExecutableJar(t *testing.T) {
 		t.Errorf("%+v", r.Findings)
 	}
 }
+
+// TestZipAfterProgram: an ELF program with a zip appended (a
+// self-extracting archive, a jar behind a launcher) holds the zip's
+// members too: java -jar and unzip open it. An x86 library there was not
+// looked at and the file passed as one clean aarch64 ELF.
+func TestZipAfterProgram(t *testing.T) {
+	need(t, "aarch64-linux-gnu-gcc")
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "f.c"), cFunc)
+	run(t, dir, "aarch64-linux-gnu-gcc", "-shared", "-fPIC", "f.c", "-o", "libok.so")
+	prog, err := os.ReadFile(filepath.Join(dir, "libok.so"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	fw, _ := zw.Create("lib/libx.so")
+	fw.Write(x86Object(t))
+	zw.Close()
+	in := filepath.Join(dir, "in")
+	os.MkdirAll(in, 0o755)
+	os.WriteFile(filepath.Join(in, "selfextract"), append(append([]byte{}, prog...), buf.Bytes()...), 0o755)
+	os.WriteFile(filepath.Join(in, "libok.so"), prog, 0o644)
+	r := scan(t, policy(t, "kunpeng920"), in)
+	if !hasViolation(r, KindForeignArch, "selfextract!/lib/libx.so") {
+		t.Errorf("the zip after the program was not scanned: %+v", r.Findings)
+	}
+	if len(r.Findings) != 1 || r.Summary.ELF != 3 {
+		t.Errorf("want one finding and 3 ELF (the program, its copy, the zip's library): %d ELF, %+v", r.Summary.ELF, r.Findings)
+	}
+}
