@@ -72,20 +72,25 @@ func sveAndGlibc(t *testing.T, r *Report) (sve int, glibc bool) {
 	return
 }
 
-// TestSectionHeaderLies: the loader runs PT_LOAD segments and reads
-// PT_DYNAMIC; removing the section headers (sstrip) or editing them does not
-// hide SVE code or the glibc version it needs.
-func TestSectionHeaderLies(t *testing.T) {
-	orig := sveBinary(t)
+// bytesScanner returns a function that writes b to a file named name in a
+// temporary directory and scans it against pol.
+func bytesScanner(t *testing.T, pol *Policy) func(name string, b []byte) *Report {
 	dir := t.TempDir()
-	pol := policy(t, "kunpeng920")
-	scanBytes := func(name string, b []byte) *Report {
+	return func(name string, b []byte) *Report {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		return scan(t, pol, p)
 	}
+}
+
+// TestSectionHeaderLies: the loader runs PT_LOAD segments and reads
+// PT_DYNAMIC; removing the section headers (sstrip) or editing them does not
+// hide SVE code or the glibc version it needs.
+func TestSectionHeaderLies(t *testing.T) {
+	orig := sveBinary(t)
+	scanBytes := bytesScanner(t, policy(t, "kunpeng920"))
 	base, glibc := sveAndGlibc(t, scanBytes("orig", orig))
 	if base < 3 || !glibc {
 		t.Fatalf("the unedited binary: %d SVE, glibc %v", base, glibc)
@@ -265,15 +270,7 @@ func TestProgramHeaderDataLies(t *testing.T) {
 		return b
 	}
 	toSegEnd := text.Filesz - (strtab[0] - text.Vaddr)
-	dir := t.TempDir()
-	pol := policy(t, "kunpeng920")
-	scanBytes := func(name string, b []byte) *Report {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return scan(t, pol, p)
-	}
+	scanBytes := bytesScanner(t, policy(t, "kunpeng920"))
 	base, _ := sveAndGlibc(t, scanBytes("orig", orig))
 	if base != 1 {
 		t.Fatalf("the unedited library: %d SVE instructions, want 1", base)
