@@ -27,15 +27,7 @@ int main(int argc, char **argv) { int32_t v[4] = {argc, 2, 3, 4}; return (int)sv
 // against Debian 12's glibc (it needs GLIBC_2.34, newer than Kylin's 2.28).
 func sveBinary(t *testing.T) []byte {
 	t.Helper()
-	need(t, "aarch64-linux-gnu-gcc")
-	dir := t.TempDir()
-	write(t, filepath.Join(dir, "sve.c"), sveProgram)
-	run(t, dir, "aarch64-linux-gnu-gcc", "-O2", "-march=armv8.2-a+sve", "sve.c", "-o", "sve")
-	b, err := os.ReadFile(filepath.Join(dir, "sve"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return compile(t, "sve.c", sveProgram, "sve", "aarch64-linux-gnu-gcc", "-O2", "-march=armv8.2-a+sve")
 }
 
 // editSection rewrites one field of every section header the predicate picks.
@@ -181,16 +173,8 @@ func TestManySectionHeaders(t *testing.T) {
 // runs one SVE instruction.
 func sveLibrary(t *testing.T) []byte {
 	t.Helper()
-	need(t, "aarch64-linux-gnu-gcc")
-	dir := t.TempDir()
-	write(t, filepath.Join(dir, "sve.c"), "#include <stdio.h>\nvoid s(void){__asm__ volatile(\"ptrue p0.b\");puts(\"sve ran\");}\n")
-	run(t, dir, "aarch64-linux-gnu-gcc", "-march=armv8.2-a+sve", "-shared", "-fPIC", "-Wl,-soname,libsve.so",
-		"-Wl,-z,max-page-size=65536", "sve.c", "-o", "libsve.so")
-	b, err := os.ReadFile(filepath.Join(dir, "libsve.so"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return compile(t, "sve.c", "#include <stdio.h>\nvoid s(void){__asm__ volatile(\"ptrue p0.b\");puts(\"sve ran\");}\n", "libsve.so",
+		"aarch64-linux-gnu-gcc", "-march=armv8.2-a+sve", "-shared", "-fPIC", "-Wl,-soname,libsve.so", "-Wl,-z,max-page-size=65536")
 }
 
 // progHeaders calls edit with each program header of a copy of b (64-bit,
@@ -321,15 +305,10 @@ func TestPLTStart(t *testing.T) {
 // TestInitArrayRoot: a constructor is reached through DT_INIT_ARRAY even
 // with no symbol and no unwind entry; a PT_NOTE over it does not hide it.
 func TestInitArrayRoot(t *testing.T) {
-	need(t, "aarch64-linux-gnu-gcc")
+	orig := compile(t, "c.c", "static void __attribute__((constructor)) c(void){__asm__ volatile(\"ptrue p0.b\");}\nvoid s(void){}\n", "libc.so",
+		"aarch64-linux-gnu-gcc", "-march=armv8.2-a+sve", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables",
+		"-shared", "-fPIC", "-Wl,-z,max-page-size=65536")
 	dir := t.TempDir()
-	write(t, filepath.Join(dir, "c.c"), "static void __attribute__((constructor)) c(void){__asm__ volatile(\"ptrue p0.b\");}\nvoid s(void){}\n")
-	run(t, dir, "aarch64-linux-gnu-gcc", "-march=armv8.2-a+sve", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables",
-		"-shared", "-fPIC", "-Wl,-z,max-page-size=65536", "c.c", "-o", "libc.so")
-	orig, err := os.ReadFile(filepath.Join(dir, "libc.so"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	f, err := elf.NewFile(bytes.NewReader(orig))
 	if err != nil {
 		t.Fatal(err)

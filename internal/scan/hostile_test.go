@@ -21,15 +21,7 @@ import (
 // x86Object compiles a small x86-64 object: foreign code in any arm64 build.
 func x86Object(t *testing.T) []byte {
 	t.Helper()
-	need(t, "gcc")
-	dir := t.TempDir()
-	write(t, filepath.Join(dir, "x.c"), cFunc)
-	run(t, dir, "gcc", "-c", "x.c", "-o", "x86.o")
-	b, err := os.ReadFile(filepath.Join(dir, "x86.o"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return compile(t, "x.c", cFunc, "x86.o", "gcc", "-c")
 }
 
 // scanWithin scans with a deadline: a hang is a failure, not a stuck test.
@@ -426,14 +418,8 @@ func TestReadErrorIsUnreadable(t *testing.T) {
 // with wrapped addresses (which counted a word twice) nor passed over in
 // silence.
 func TestWrappingAddresses(t *testing.T) {
-	need(t, "aarch64-linux-gnu-gcc")
+	b := compile(t, "w.S", ".arch armv8.1-a\n.text\nldadd w3, w1, [x2]\nldadd w3, w1, [x2]\n", "w.o", "aarch64-linux-gnu-gcc", "-c")
 	dir := t.TempDir()
-	write(t, filepath.Join(dir, "w.S"), ".arch armv8.1-a\n.text\nldadd w3, w1, [x2]\nldadd w3, w1, [x2]\n")
-	run(t, dir, "aarch64-linux-gnu-gcc", "-c", "-o", "w.o", "w.S")
-	b, err := os.ReadFile(filepath.Join(dir, "w.o"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	f, err := elf.NewFile(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)

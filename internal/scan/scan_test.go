@@ -53,6 +53,21 @@ func run(t *testing.T, dir string, args ...string) {
 	}
 }
 
+// compile writes src as name in a temporary directory, runs cc there (the
+// compiler and its flags) on it with -o out, and returns out.
+func compile(t *testing.T, name, src, out string, cc ...string) []byte {
+	t.Helper()
+	need(t, cc[0])
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, name), src)
+	run(t, dir, append(cc, name, "-o", out)...)
+	b, err := os.ReadFile(filepath.Join(dir, out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func write(t *testing.T, path, content string) {
 	t.Helper()
 	os.MkdirAll(filepath.Dir(path), 0o755)

@@ -15,14 +15,7 @@ import (
 // commit id). It is metadata, not a member; a contiguous file ('7') is a
 // regular file and is scanned like one.
 func TestTarMetadataAndContiguousMembers(t *testing.T) {
-	need(t, "gcc")
-	dir := t.TempDir()
-	write(t, filepath.Join(dir, "x.c"), cFunc)
-	run(t, dir, "gcc", "-c", "x.c", "-o", "x86.o")
-	obj, err := os.ReadFile(filepath.Join(dir, "x86.o"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	obj := x86Object(t)
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
@@ -41,7 +34,7 @@ func TestTarMetadataAndContiguousMembers(t *testing.T) {
 	}
 	tw.Close()
 	gz.Close()
-	tgz := filepath.Join(dir, "pkg-1.0.tar.gz")
+	tgz := filepath.Join(t.TempDir(), "pkg-1.0.tar.gz")
 	os.WriteFile(tgz, buf.Bytes(), 0o644)
 
 	r := scan(t, policy(t, "kunpeng920"), tgz)

@@ -363,21 +363,13 @@ func TestExecutableJar(t *testing.T) {
 // members too: java -jar and unzip open it. An x86 library there was not
 // looked at and the file passed as one clean aarch64 ELF.
 func TestZipAfterProgram(t *testing.T) {
-	need(t, "aarch64-linux-gnu-gcc")
-	dir := t.TempDir()
-	write(t, filepath.Join(dir, "f.c"), cFunc)
-	run(t, dir, "aarch64-linux-gnu-gcc", "-shared", "-fPIC", "f.c", "-o", "libok.so")
-	prog, err := os.ReadFile(filepath.Join(dir, "libok.so"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	prog := compile(t, "f.c", cFunc, "libok.so", "aarch64-linux-gnu-gcc", "-shared", "-fPIC")
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	fw, _ := zw.Create("lib/libx.so")
 	fw.Write(x86Object(t))
 	zw.Close()
-	in := filepath.Join(dir, "in")
-	os.MkdirAll(in, 0o755)
+	in := t.TempDir()
 	os.WriteFile(filepath.Join(in, "selfextract"), append(append([]byte{}, prog...), buf.Bytes()...), 0o755)
 	os.WriteFile(filepath.Join(in, "libok.so"), prog, 0o644)
 	r := scan(t, policy(t, "kunpeng920"), in)
