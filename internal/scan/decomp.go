@@ -58,21 +58,23 @@ func (w *walker) releaseWindow(n int64) {
 	w.mu.Unlock()
 }
 
+// ownDetail is an error whose message is the whole detail of its finding:
+// a limit or a filter, not corrupt data.
+type ownDetail interface {
+	error
+	ownDetail()
+}
+
+func (*windowError) ownDetail()  {}
+func (xzFilterError) ownDetail() {}
+func (xzWorkError) ownDetail()   {}
+
 // compressedError is the detail of a finding for an error decompressing.
 func compressedError(err error) string {
-	var we *windowError
-	if errors.As(err, &we) {
-		return we.Error()
+	var own ownDetail
+	if errors.As(err, &own) {
+		return own.Error()
 	}
-	var fe xzFilterError
-	if errors.As(err, &fe) {
-		return fe.Error()
-	}
-	var xe xzWorkError
-	if errors.As(err, &xe) {
-		return xe.Error()
-	}
-
 	return "corrupt compressed data: " + err.Error()
 }
 
@@ -377,10 +379,9 @@ func (g *xzGuard) index() error {
 	return nil
 }
 
-// zstdReader decompresses zstd. The window its first frame declares is
-// reserved, and the decoder refuses any frame that needs more; a frame
-// whose window is not in the first bytes (behind a large skippable frame)
-// gets zstdDefaultWindow.
+// zstdReader decompresses zstd. The window its first frame declares, and
+// at least zstdDefaultWindow, is reserved, and the decoder refuses any
+// frame that needs more.
 func (w *walker) zstdReader(r *bufio.Reader) (io.Reader, func(), error) {
 	head, _ := r.Peek(r.Size())
 	// At least what zstd's levels without --long or --ultra use: a stream's
@@ -447,7 +448,7 @@ type zstdErrors struct {
 func (z *zstdErrors) Read(p []byte) (int, error) {
 	n, err := z.r.Read(p)
 	if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
-		err = &windowError{detail: fmt.Sprintf("a zstd frame needs a larger window than the %s this stream reserved (what its first frame declared, within --max-window): not decompressed (unpack it and scan the result)", size(z.win))}
+		err = &windowError{detail: fmt.Sprintf("a zstd frame needs a larger window than the %s this stream reserved (what its first frame declared, at least 8 MiB, within --max-window): not decompressed (unpack it and scan the result)", size(z.win))}
 	}
 	return n, err
 }
