@@ -102,7 +102,7 @@ func sniff(b []byte) kind {
 	if _, ok := opaque(b); ok {
 		return kOpaque
 	}
-	if lzmaHeader(b) {
+	if lzmaHeader(b) && lzmaDecodes(b) {
 		return kLzma
 	}
 	return kOther
