@@ -572,10 +572,17 @@ func (w *walker) memory(data []byte, name string, depth int, jar *jarInfo, keep 
 	}
 	switch sniff(data) {
 	case kELF, kExe:
+		if zipAtEnd(bytes.NewReader(data), int64(len(data))) {
+			w.zip(data, name, depth) // a program with a zip after it, as in file
+		}
 		if k != nil {
 			k.Add(1)
 		}
 		w.jobs <- job{path: name, data: data, jar: jar, keep: k}
+	case kOther:
+		if zipAtEnd(bytes.NewReader(data), int64(len(data))) {
+			w.zip(data, name, depth) // an executable jar, a self-extracting zip
+		}
 	case kAr:
 		w.ar(data, name, "", depth, jar, k)
 	case kZip:
@@ -690,6 +697,7 @@ func (w *walker) zip(data []byte, name string, depth int) {
 		w.mu.Unlock()
 	}
 	overlap := zipOverlaps(zr.File, int64(len(data)))
+	var hold []byte // zipBehind's, for every entry
 	for _, f := range zr.File {
 		mpath := name + "!/" + f.Name
 		if why, bad := overlap[f]; bad {
@@ -704,7 +712,7 @@ func (w *walker) zip(data []byte, name string, depth int) {
 			w.add(unreadable(mpath, fmt.Sprintf("member of %d bytes exceeds --max-member (%d); not scanned", f.UncompressedSize64, w.opts.MaxMember)))
 			continue
 		}
-		if !w.zipEntry(f, mpath, depth, jar) {
+		if !w.zipEntry(f, mpath, depth, jar, &hold) {
 			return
 		}
 	}
@@ -757,6 +765,8 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 	case kOpaque:
 		w.opaque(inner2+"!", head)
 	case kOther:
+		var hold []byte
+		w.zipBehind(br, inner2+"!", depth+1, &hold)
 	default:
 		if data, unmap, ok := w.slurp(br, inner2+"!"); ok {
 			w.owned(data, unmap, inner2+"!", depth+1, jar)
@@ -815,6 +825,7 @@ var tarNoContent = map[byte]bool{
 
 func (w *walker) tar(r io.Reader, name string, depth int, jar *jarInfo) {
 	tr := tar.NewReader(r)
+	var hold []byte // zipBehind's, for every member
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -842,6 +853,7 @@ func (w *walker) tar(r io.Reader, name string, depth int, jar *jarInfo) {
 		w.rep.Summary.Files++
 		w.mu.Unlock()
 		if k == kOther {
+			w.zipBehind(br, mpath, depth+1, &hold)
 			continue
 		}
 		if !w.budget(mpath, 0) {

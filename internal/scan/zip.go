@@ -225,6 +225,10 @@ func zipOverlaps(files []*zip.File, size int64) map[*zip.File]string {
 	return out
 }
 
+// javaClassMagic starts a Java class file (and a fat Mach-O, which sniff
+// tells apart first).
+var javaClassMagic = []byte{0xca, 0xfe, 0xba, 0xbe}
+
 // errTap remembers the first error other than io.EOF read through it.
 type errTap struct {
 	r   io.Reader
@@ -241,8 +245,9 @@ func (t *errTap) Read(p []byte) (int, error) {
 
 // zipEntry scans one zip entry (not a directory); false when the scan's
 // limits are spent. archive/zip checks the entry against its declared size
-// and CRC; an entry that fails them is read again as a JVM would.
-func (w *walker) zipEntry(f *zip.File, mpath string, depth int, jar *jarInfo) bool {
+// and CRC; an entry that fails them is read again as a JVM would. hold is
+// zipBehind's buffer.
+func (w *walker) zipEntry(f *zip.File, mpath string, depth int, jar *jarInfo, hold *[]byte) bool {
 	rc, err := f.Open()
 	if err != nil {
 		w.add(unreadable(mpath, err.Error()))
@@ -257,7 +262,31 @@ func (w *walker) zipEntry(f *zip.File, mpath string, depth int, jar *jarInfo) bo
 		return true
 	}
 	if sniff(head) == kOther {
-		return true
+		// Not code by its first bytes; a zip may still end it (an
+		// executable jar). A stored entry's end is read where it lies.
+		// A compressed one is read to its end, unless it is a class file:
+		// the JVM refuses bytes after a class, and classes are most of a
+		// jar.
+		switch {
+		case f.Method == zip.Store:
+			raw, err := f.OpenRaw()
+			at, ok := raw.(io.ReaderAt)
+			if err != nil || !ok || !zipAtEnd(at, int64(f.CompressedSize64)) {
+				return true
+			}
+			// Read as code below: memory finds the zip.
+		case bytes.HasPrefix(head, javaClassMagic):
+			return true
+		default:
+			if !w.budget(mpath, int64(f.UncompressedSize64)) {
+				return false
+			}
+			w.zipBehind(br, mpath, depth+1, hold)
+			if tap.err != nil {
+				w.zipMismatch(f, mpath, depth, jar, tap.err, true)
+			}
+			return true
+		}
 	}
 	// An entry read counts against --max-entries for good; the directory's
 	// reservation is given back when the zip closes. Its size is at most

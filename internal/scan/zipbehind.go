@@ -1,0 +1,119 @@
+package scan
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// zipBehind reads r, an archive member that its first bytes do not
+// identify, to its end, and scans a zip found at the end: an executable jar
+// (a launch script, then the jar, which java -jar runs) or a
+// self-extracting archive, which the JVM and unzip open whatever is before
+// them. On disk such files are found by file (zipAtEnd); inside a tar, a
+// compressed stream or a zip they passed unread, so an x86 library in a
+// Spring Boot executable jar in an image layer was never looked at.
+//
+// A member of up to spoolAt bytes is held in *hold while it is read (the
+// buffer is reused for the next member); of a longer one only the last 65
+// KiB is kept, and a zip that ends there is an unreadable finding. A read
+// error is left to the caller, whose next read of the archive reports it.
+func (w *walker) zipBehind(r io.Reader, name string, depth int, hold *[]byte) {
+	b := (*hold)[:0]
+	var err error
+	for err == nil && len(b) <= spoolAt {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, max(len(b), 64<<10))
+		}
+		var n int
+		n, err = r.Read(b[len(b):min(cap(b), spoolAt+1)])
+		b = b[:len(b)+n]
+	}
+	*hold = b[:0]
+	switch {
+	case errors.Is(err, io.EOF):
+		if zipAtEnd(bytes.NewReader(b), int64(len(b))) {
+			w.zipIn(b, name, depth)
+		}
+	case err == nil:
+		w.zipBehindLong(r, b, name)
+	}
+}
+
+// zipIn scans data, a member with a zip after other content.
+func (w *walker) zipIn(data []byte, name string, depth int) {
+	if depth > w.opts.MaxDepth {
+		w.add(unreadable(name, fmt.Sprintf("nested deeper than %d archives; not scanned (raise --max-depth)", w.opts.MaxDepth)))
+		return
+	}
+	w.zip(data, name, depth)
+}
+
+// zipBehindLong reads the rest of a member longer than spoolAt, of which
+// head is the start, keeping its last 65 KiB.
+func (w *walker) zipBehindLong(r io.Reader, head []byte, name string) {
+	tail := make([]byte, 0, 2*zipEndSearch)
+	tail = append(tail, head[len(head)-zipEndSearch:]...)
+	size := int64(len(head))
+	for {
+		if len(tail) == cap(tail) {
+			tail = tail[:copy(tail, tail[len(tail)-zipEndSearch:])]
+		}
+		n, err := r.Read(tail[len(tail):cap(tail)])
+		tail = tail[:len(tail)+n]
+		size += int64(n)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return
+			}
+			break
+		}
+	}
+	if len(tail) > zipEndSearch {
+		tail = tail[len(tail)-zipEndSearch:]
+	}
+	if zipEndsIn(tail, size-int64(len(tail))) {
+		w.add(unreadable(name, fmt.Sprintf("a zip after other content (an executable jar or a self-extracting archive), %d bytes in all: too large to hold while reading it out of the archive (over %d bytes); not looked inside: unpack it and scan it", size, spoolAt)))
+	}
+}
+
+// zipEndsIn says whether tail, the end of a member whose first base bytes
+// were not kept, holds a zip's end record whose central directory starts
+// with a header, or starts before tail, where it cannot be checked. The
+// directory is taken to end where the record starts (as unzip and
+// archive/zip first try, allowing for what is before the zip); only a
+// record whose declared size does not fit is taken at its declared offset.
+func zipEndsIn(tail []byte, base int64) bool {
+	r := tailReader{b: tail, base: base}
+	ends := zipEnds(tail)
+	for i := len(ends) - 1; i >= 0; i-- {
+		starts := parseZipEnd(r, tail[ends[i]:], base+int64(ends[i])).dirStarts()
+		if len(starts) == 0 {
+			continue
+		}
+		s := starts[0]
+		if s < base || s+4 <= base+int64(len(tail)) && string(tail[s-base:s-base+4]) == "PK\x01\x02" {
+			return true
+		}
+	}
+	return false
+}
+
+// tailReader reads the bytes of tail at their offsets in the whole member.
+type tailReader struct {
+	b    []byte
+	base int64
+}
+
+func (t tailReader) ReadAt(p []byte, off int64) (int, error) {
+	if off < t.base || off-t.base > int64(len(t.b)) {
+		return 0, errors.New("before the kept tail")
+	}
+	n := copy(p, t.b[off-t.base:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}

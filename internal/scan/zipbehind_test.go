@@ -1,0 +1,123 @@
+package scan
+
+import (
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestZipBehindInArchives: a zip after other content (an executable jar
+// behind its launch script, a self-extracting archive) is found on disk
+// (TestExecutableJar, TestZipAfterProgram), but inside a tar, a compressed
+// stream, a zip or an ar it was not looked for: the member was not code by
+// its first bytes, and an x86 library in it passed unread.
+func TestZipBehindInArchives(t *testing.T) {
+	obj := x86Object(t)
+	prog := compile(t, "f.c", cFunc, "libok.so", "aarch64-linux-gnu-gcc", "-shared", "-fPIC")
+	var z bytes.Buffer
+	zw := zip.NewWriter(&z)
+	fw, _ := zw.Create("lib/libx.so")
+	fw.Write(obj)
+	zw.Close()
+	script := []byte("#!/bin/sh\nexec unzip -o \"$0\"\n")
+	sfx := append(append([]byte{}, script...), z.Bytes()...)
+	withProg := append(append([]byte{}, prog...), z.Bytes()...)
+
+	var gz bytes.Buffer
+	gw := gzip.NewWriter(&gz)
+	gw.Write(sfx)
+	gw.Close()
+
+	outer := func(method uint16) []byte {
+		var b bytes.Buffer
+		zw := zip.NewWriter(&b)
+		w, _ := zw.CreateHeader(&zip.FileHeader{Name: "inner/setup.bin", Method: method})
+		w.Write(sfx)
+		zw.Close()
+		return b.Bytes()
+	}
+	// Not zips: text ending in an end record that points at nothing, and
+	// a large member of zeros.
+	fake := []byte("text\nPK\x05\x06\x00\x00\x00\x00\x01\x00\x01\x00\x2e\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+	big := make([]byte, spoolAt+(1<<20))
+
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "image.tar"), plainTar(map[string][]byte{
+		"opt/setup.bin":  sfx,
+		"opt/selfx":      withProg,
+		"opt/notes.txt":  fake,
+		"opt/zeros.bin":  big,
+		"opt/libok.so":   prog,
+		"opt/README.txt": []byte("nothing here\n"),
+	}), 0o644)
+	os.WriteFile(filepath.Join(dir, "setup.bin.gz"), gz.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "stored.zip"), outer(zip.Store), 0o644)
+	os.WriteFile(filepath.Join(dir, "deflated.zip"), outer(zip.Deflate), 0o644)
+	os.WriteFile(filepath.Join(dir, "bundle.a"), gnuArFile([2]string{"setup.bin", string(sfx)}), 0o644)
+	r := scan(t, policy(t, "kunpeng920"), dir)
+	want := []string{
+		"image.tar!/opt/setup.bin!/lib/libx.so",
+		"image.tar!/opt/selfx!/lib/libx.so",
+		"setup.bin!/lib/libx.so",
+		"stored.zip!/inner/setup.bin!/lib/libx.so",
+		"deflated.zip!/inner/setup.bin!/lib/libx.so",
+		"bundle.a(setup.bin)!/lib/libx.so",
+	}
+	for _, p := range want {
+		if !hasViolation(r, KindForeignArch, p) {
+			t.Errorf("%s: not scanned", p)
+		}
+	}
+	if len(r.Findings) != len(want) {
+		t.Errorf("want only the %d foreign-arch findings: %+v", len(want), r.Findings)
+	}
+}
+
+// TestZipBehindLongMember: a member longer than spoolAt is not held while
+// it is read; a zip at its end is a finding, not a pass.
+func TestZipBehindLongMember(t *testing.T) {
+	obj := x86Object(t)
+	var z bytes.Buffer
+	zw := zip.NewWriter(&z)
+	fw, _ := zw.Create("lib/libx.so")
+	fw.Write(obj)
+	zw.Close()
+	long := append(append([]byte("#!/bin/sh\n"), make([]byte, spoolAt+(1<<20))...), z.Bytes()...)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "big.tar"), plainTar(map[string][]byte{"opt/app.run": long}), 0o644)
+	r := scan(t, policy(t, "kunpeng920"), dir)
+	if len(r.Findings) != 1 || !unreadableWith(r, "big.tar!/opt/app.run", "a zip after other content") {
+		t.Errorf("%+v", r.Findings)
+	}
+}
+
+// TestZipEndsIn: the end of a long member holds a zip when an end record
+// there points at a central-directory header, or before what was kept.
+func TestZipEndsIn(t *testing.T) {
+	var z bytes.Buffer
+	zw := zip.NewWriter(&z)
+	for _, n := range []string{"a", "b"} {
+		w, _ := zw.Create(n)
+		w.Write(bytes.Repeat([]byte(n), 100))
+	}
+	zw.Close()
+	b := z.Bytes()
+	if !zipEndsIn(b, 1000) {
+		t.Error("a whole zip kept: not found")
+	}
+	if !zipEndsIn(b[len(b)-30:], 1000+int64(len(b))-30) {
+		t.Error("an end record whose directory is before the kept tail: not found")
+	}
+	bad := bytes.Clone(b)
+	dir := bytes.Index(bad, []byte("PK\x01\x02"))
+	bad[dir] = 'X'
+	if zipEndsIn(bad, 1000) {
+		t.Error("an end record whose directory starts with no header: taken for a zip")
+	}
+	if zipEndsIn(bytes.Repeat([]byte("PK\x05\x06"), 3), 0) || zipEndsIn(nil, 0) {
+		t.Error("signatures without a whole record: taken for a zip")
+	}
+}
