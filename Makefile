@@ -111,6 +111,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzWalkMemory -fuzztime $(FUZZTIME) ./internal/scan
 	$(GO) test -run XXX -fuzz FuzzOCINode -fuzztime $(FUZZTIME) ./internal/scan
 	$(GO) test -run XXX -fuzz FuzzGuards -fuzztime $(FUZZTIME) ./internal/scan
+	$(GO) test -run XXX -fuzz FuzzBitcodeTriple -fuzztime $(FUZZTIME) ./internal/scan
 	$(GO) test -run XXX -fuzz FuzzValidate -fuzztime $(FUZZTIME) ./internal/pgo
 
 fmt:

@@ -10,7 +10,7 @@ import (
 )
 
 // knownLayout is the layout of the types this file reads (packgen.Layout).
-const knownLayout = "b430f73fd46b3067"
+const knownLayout = "85405123746ecf53"
 
 // knownDecoder reads the values of a blob, in the order packgen.Encode wrote them.
 type knownDecoder struct{ r *packed.Reader }
@@ -282,6 +282,7 @@ func (d knownDecoder) fillISA(v *ISA) {
 	v.IndexTarget = d.r.Str()
 	v.ELFClass = d.r.Int()
 	v.ELFData = d.r.Str()
+	v.LLVMArch = d.r.Strs()
 	v.Pos = d.r.Pos()
 	v.Keys = d.readDatafileKeys()
 }

@@ -50,6 +50,11 @@ type ISA struct {
 	// absent the scanner does not check them.
 	ELFClass int    `yaml:"elf_class"`
 	ELFData  string `yaml:"elf_data"`
+	// LLVMArch are the names LLVM gives this architecture in a target
+	// triple (aarch64, arm64): an LTO object's triple must start with one
+	// and name OCI.OS as its OS. Optional: when absent the scanner does not
+	// check bitcode's triple.
+	LLVMArch []string `yaml:"llvm_arch"`
 	Pos      datafile.Pos
 	Keys     datafile.Keys
 }

@@ -135,6 +135,11 @@ func (m *Matrix) validate() error {
 		if isa.ELFData != "" && isa.ELFData != "little" && isa.ELFData != "big" {
 			c.fail(isa.Keys.At("elf_data", isa.Pos), "isa %s: elf_data must be little or big (the byte order of the ABI's objects: little for aarch64-linux-gnu)", n)
 		}
+		for _, a := range isa.LLVMArch {
+			if a == "" || strings.ContainsAny(a, "- \t") {
+				c.fail(isa.Keys.At("llvm_arch", isa.Pos), "isa %s: llvm_arch %q is not an LLVM triple's architecture name (the part before the first '-', e.g. aarch64)", n, a)
+			}
+		}
 		if isa.OCI.Architecture == "" {
 			c.fail(isa.Keys.At("oci", isa.Pos), "isa %s: oci.architecture is required", n)
 		}

@@ -46,7 +46,15 @@ var opaqueFormats = []opaqueFormat{
 	{magic: "\xde\xc0\x17\x0b", name: "LLVM bitcode", say: bitcodeSay},
 }
 
-const bitcodeSay = "an LTO object (-flto): dorisarm cannot check the machine code it becomes nor for which architecture; link it (the LTO link writes the machine code) and scan the result, or build it without -flto"
+const (
+	bitcodeSay       = "an LTO object (-flto) whose target could not be read: dorisarm cannot check the machine code it becomes nor for which architecture; link it (the LTO link writes the machine code) and scan the result, or build it without -flto"
+	bitcodeNativeSay = "an LTO object (-flto): dorisarm cannot check the machine code it becomes; link it (the LTO link writes the machine code) and scan the result, or build it without -flto"
+)
+
+// isBitcode says whether b starts as LLVM bitcode does, raw or wrapped.
+func isBitcode(b []byte) bool {
+	return bytes.HasPrefix(b, []byte("BC\xc0\xde")) || bytes.HasPrefix(b, []byte("\xde\xc0\x17\x0b"))
+}
 
 // opaque says what b is when it is a format the scan does not look inside,
 // and what to do.

@@ -282,31 +282,65 @@ func TestXzCorrupt(t *testing.T) {
 	}
 }
 
-// TestLLVMBitcode: a ThinLTO object (LLVM bitcode) in a static library is
-// not machine code the scan can check; it is a finding saying so and what
-// to do, not "0 ELF, clean". So is the bitcode wrapper format.
+// TestLLVMBitcode: a ThinLTO/LTO object holds no machine code, so its
+// instructions cannot be checked; but its module names its target. Bitcode
+// for another architecture (alone, in a .a, wrapped, in a tar or a
+// compressed stream) is foreign code; bitcode for the target is a finding
+// saying to link it and scan the result; bitcode whose triple cannot be
+// read says so.
 func TestLLVMBitcode(t *testing.T) {
 	need(t, "clang-16")
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "f.c"), cFunc)
 	run(t, dir, "clang-16", "--target=x86_64-linux-gnu", "-flto=thin", "-c", "f.c", "-o", "fbc.o")
-	bc, err := os.ReadFile(filepath.Join(dir, "fbc.o"))
-	if err != nil {
-		t.Fatal(err)
+	run(t, dir, "clang-16", "--target=aarch64-linux-gnu", "-flto", "-O2", "-c", "f.c", "-o", "arm.o")
+	run(t, dir, "clang-16", "--target=arm64-apple-macos13", "-emit-llvm", "-c", "f.c", "-o", "mac.bc")
+	read := func(n string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
 	}
+	bc, arm := read("fbc.o"), read("arm.o")
 	os.WriteFile(filepath.Join(dir, "libbc.a"), gnuArFile([2]string{"fbc.o", string(bc)}), 0o644)
 	wrapped := append([]byte("\xde\xc0\x17\x0b\x00\x00\x00\x00\x14\x00\x00\x00"), make([]byte, 8)...)
 	binary.LittleEndian.PutUint32(wrapped[12:], uint32(len(bc)))
 	binary.LittleEndian.PutUint32(wrapped[16:], 0x01000007) // x86_64
 	os.WriteFile(filepath.Join(dir, "wrapped.bc"), append(wrapped, bc...), 0o644)
+	os.WriteFile(filepath.Join(dir, "objs.tar"), plainTar(map[string][]byte{"lib/fbc.o": bc, "lib/arm.o": arm}), 0o644)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(bc)
+	zw.Close()
+	os.WriteFile(filepath.Join(dir, "fbc.o.gz"), gz.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "cut.o"), bc[:len(bc)/3], 0o644)
+
 	r := scan(t, policy(t, "kunpeng920"), dir)
-	for _, p := range []string{"libbc.a(fbc.o)", "fbc.o", "wrapped.bc"} {
-		if !unreadableWith(r, p, "LLVM bitcode: an LTO object (-flto)") || !unreadableWith(r, p, "scan the result") {
+	for _, p := range []string{"libbc.a(fbc.o)", "/fbc.o", "wrapped.bc", "objs.tar!/lib/fbc.o", "fbc.o!"} {
+		if !hasViolation(r, KindForeignArch, p) || !strings.Contains(detailOf(r, p), "LLVM bitcode for x86_64-unknown-linux-gnu") {
+			t.Errorf("%s: not foreign bitcode: %+v", p, r.Findings)
+		}
+	}
+	if !hasViolation(r, KindForeignArch, "mac.bc") {
+		t.Errorf("bitcode for macOS on arm64: not foreign")
+	}
+	for _, p := range []string{"/arm.o", "objs.tar!/lib/arm.o"} {
+		if !unreadableWith(r, p, "LLVM bitcode for aarch64-unknown-linux-gnu: an LTO object (-flto)") || !unreadableWith(r, p, "scan the result") {
 			t.Errorf("%s: %+v", p, r.Findings)
 		}
 	}
-	if r.Summary.Clean {
-		t.Error("bitcode passed")
+	if !unreadableWith(r, "cut.o", "whose target could not be read") {
+		t.Errorf("truncated bitcode: %+v", r.Findings)
+	}
+	if len(r.Findings) != 9 || r.Summary.Clean {
+		t.Errorf("want 9 findings: %+v", r.Findings)
+	}
+	// Without a target there is nothing to compare with: every bitcode
+	// object is a finding naming its target.
+	r = scan(t, nil, filepath.Join(dir, "fbc.o"))
+	if !unreadableWith(r, "fbc.o", "LLVM bitcode for x86_64-unknown-linux-gnu") {
+		t.Errorf("no target: %+v", r.Findings)
 	}
 }
 
@@ -508,4 +542,14 @@ func TestXzBlockDictionaries(t *testing.T) {
 	if !unreadableWith(r, "blocks.tar.xz", "--max-bytes") {
 		t.Errorf("%d blocks of 8 MiB under --max-bytes 64 MiB: %+v", len(tarball)>>10, r.Findings)
 	}
+}
+
+// detailOf is the detail of the first finding whose path ends in suffix.
+func detailOf(r *Report, suffix string) string {
+	for _, f := range r.Findings {
+		if strings.HasSuffix(f.Path, suffix) {
+			return f.Detail
+		}
+	}
+	return ""
 }

@@ -2,18 +2,25 @@ package scan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/dorisarm/dorisarm/internal/matrix"
 )
 
 // Policy is what a target requires of its build. It comes from matrix.yaml.
 type Policy struct {
-	Target     string   `json:"target"`
-	ISA        string   `json:"isa"`
-	Machine    int      `json:"elf_machine"`
-	ELFClass   int      `json:"elf_class,omitempty"` // 32 or 64; 0: not checked
-	ELFData    string   `json:"elf_data,omitempty"`  // little or big; "": not checked
+	Target   string `json:"target"`
+	ISA      string `json:"isa"`
+	Machine  int    `json:"elf_machine"`
+	ELFClass int    `json:"elf_class,omitempty"` // 32 or 64; 0: not checked
+	ELFData  string `json:"elf_data,omitempty"`  // little or big; "": not checked
+	// LLVMArch are the architecture names of the ISA's LLVM triples, and
+	// LLVMOS the OS part they must have: LTO objects for another target are
+	// foreign code. None: bitcode's triple is not checked.
+	LLVMArch   []string `json:"llvm_arch,omitempty"`
+	LLVMOS     string   `json:"llvm_os,omitempty"`
 	CPU        string   `json:"cpu"`
 	Allowed    []string `json:"allowed_extensions"`
 	OS         string   `json:"os"`
@@ -31,7 +38,8 @@ func PolicyFor(m *matrix.Matrix, target string) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Policy{Target: c.Target.Name, ISA: c.ISA.Name, Machine: c.ISA.ELFMachine, ELFClass: c.ISA.ELFClass, ELFData: c.ISA.ELFData, CPU: c.CPU.Name, Allowed: c.Allowed,
+	p := &Policy{Target: c.Target.Name, ISA: c.ISA.Name, Machine: c.ISA.ELFMachine, ELFClass: c.ISA.ELFClass, ELFData: c.ISA.ELFData,
+		LLVMArch: c.ISA.LLVMArch, LLVMOS: c.ISA.OCI.OS, CPU: c.CPU.Name, Allowed: c.Allowed,
 		OS: c.OS.ID, GlibcMax: c.OS.Glibc, GlibcxxMax: c.OS.Glibcxx, PageSize: c.PageSize(), OpenSSL: c.Target.OpenSSL}
 	p.init()
 	return p, nil
@@ -43,6 +51,17 @@ func (p *Policy) init() {
 		p.allowed[a] = true
 	}
 	sort.Strings(p.Allowed)
+}
+
+// NativeTriple says whether an LLVM target triple (arch-vendor-os[-env]
+// or arch-os[-env]) is for this ISA and OS; true when the policy names no
+// LLVM architectures.
+func (p *Policy) NativeTriple(triple string) bool {
+	if len(p.LLVMArch) == 0 {
+		return true
+	}
+	parts := strings.Split(triple, "-")
+	return slices.Contains(p.LLVMArch, parts[0]) && (p.LLVMOS == "" || slices.Contains(parts[1:], p.LLVMOS))
 }
 
 // Allows reports whether the target CPU has the extension.

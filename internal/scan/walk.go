@@ -450,8 +450,11 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 	case kOther:
 		return nil
 	case kOpaque:
-		w.opaque(name, head)
-		return nil
+		if !isBitcode(head) {
+			w.opaque(name, head)
+			return nil
+		}
+		// LLVM bitcode: its triple is read from the whole file, below.
 	case kTar, kGzip, kZstd, kBzip2, kXz, kLzma:
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			w.add(unreadable(name, err.Error()))
@@ -485,6 +488,9 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 		go func() { keep.Wait(); unmap() }()
 	case kZip:
 		w.zip(data, name, depth) // members are decompressed copies
+		unmap()
+	case kOpaque:
+		w.opaque(name, data)
 		unmap()
 	}
 	return nil
@@ -763,7 +769,13 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 	case kTar:
 		w.tar(br, name, depth+1, jar)
 	case kOpaque:
-		w.opaque(inner2+"!", head)
+		if !isBitcode(head) {
+			w.opaque(inner2+"!", head)
+			break
+		}
+		if data, unmap, ok := w.slurp(br, inner2+"!"); ok {
+			w.owned(data, unmap, inner2+"!", depth+1, jar)
+		}
 	case kOther:
 		var hold []byte
 		w.zipBehind(br, inner2+"!", depth+1, &hold)
@@ -779,10 +791,24 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 	}
 }
 
-// opaque reports content in a format the scan does not look inside.
-func (w *walker) opaque(name string, head []byte) {
-	detail, _ := opaque(head)
-	w.add(unreadable(name, detail))
+// opaque reports content in a format the scan does not look inside: b is
+// its start, or all of it for LLVM bitcode, whose triple says which target
+// the machine code it becomes is for.
+func (w *walker) opaque(name string, b []byte) {
+	triple, ok := "", false
+	if isBitcode(b) {
+		triple, ok = bitcodeTriple(b)
+	}
+	switch {
+	case !ok:
+		detail, _ := opaque(b)
+		w.add(unreadable(name, detail))
+	case w.pol != nil && !w.pol.NativeTriple(triple):
+		w.add(Finding{Kind: KindForeignArch, Severity: SevError, Path: name,
+			Detail: fmt.Sprintf("LLVM bitcode for %s (an LTO object) in a Linux %s build: it compiles to code for another target; rebuild it for %s", triple, w.pol.ISA, w.pol.ISA)})
+	default:
+		w.add(unreadable(name, "LLVM bitcode for "+triple+": "+bitcodeNativeSay))
+	}
 }
 
 // limited counts decompressed bytes against the scan's budget.
@@ -859,10 +885,10 @@ func (w *walker) tar(r io.Reader, name string, depth int, jar *jarInfo) {
 		if !w.budget(mpath, 0) {
 			return
 		}
-		switch k {
-		case kOpaque:
+		switch {
+		case k == kOpaque && !isBitcode(head):
 			w.opaque(mpath, head)
-		case kTar, kGzip, kZstd, kBzip2, kXz, kLzma:
+		case k == kTar, k == kGzip, k == kZstd, k == kBzip2, k == kXz, k == kLzma:
 			w.stream(br, mpath, depth+1, k, jar)
 		default:
 			data, unmap, ok := w.slurpSized(br, mpath, h.Size)
