@@ -68,8 +68,14 @@ func main() {
 	ran := markRuns(root)
 	err := root.Execute()
 	code := exitCode(err, *ran)
-	if err == nil && stdout.err != nil {
+	switch {
+	case err == nil && stdout.err != nil:
 		err, code = fmt.Errorf("writing the output: %w", stdout.err), exitCheck
+	case stdout.err != nil && errors.Is(err, stdout.err):
+		// The command failed because its output could not be written
+		// (cobra's own commands, completion for one, return that error
+		// before a command of ours is marked as run).
+		code = exitCheck
 	}
 	if err == nil {
 		return

@@ -25,6 +25,8 @@ func TestOutputWriteErrors(t *testing.T) {
 		{"--help"},
 		{"scan", "-o", "markdown", bin},
 		{"scan", "-o", "json", bin},
+		{"completion", "bash"},
+		{"completion", "zsh"},
 	} {
 		cmd := exec.Command(bin, args...)
 		cmd.Dir = t.TempDir()
