@@ -486,6 +486,23 @@ func TestLzmaTrial(t *testing.T) {
 			t.Errorf("%s: sniffed as %d, want kLzma", c.name, k)
 		}
 	}
+	// A real stream damaged after its first bytes is still lzma, so that
+	// the decoder reports the damage: a wrong size field (xz -d still
+	// writes the whole object out), a damaged end.
+	obj := x86Object(t)
+	sized := xzTool(t, obj, "--format=lzma")
+	binary.LittleEndian.PutUint64(sized[5:], 5000)
+	cut := xzTool(t, obj, "--format=lzma")
+	cut[len(cut)-1] ^= 0xff
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "sized.o.lzma"), sized, 0o644)
+	os.WriteFile(filepath.Join(dir, "end.o.lzma"), cut, 0o644)
+	r := scan(t, policy(t, "kunpeng920"), dir)
+	for _, p := range []string{"sized.o.lzma", "end.o.lzma"} {
+		if !unreadableWith(r, p, "corrupt") && !hasViolation(r, KindForeignArch, p+"!") {
+			t.Errorf("%s: damaged lzma passed: %+v", p, r.Findings)
+		}
+	}
 	// A header may declare a 3 GiB dictionary; the decoder allocates what
 	// it declares. The trial does not.
 	huge := xzTool(t, text.Bytes(), "--format=lzma")[:sniffLen]
@@ -508,7 +525,7 @@ func TestLzmaTrial(t *testing.T) {
 	zw.Close()
 	os.WriteFile(filepath.Join(jar, "kotlin-stdlib.jar"), buf.Bytes(), 0o644)
 	os.WriteFile(filepath.Join(jar, "Unit.kotlin_metadata"), meta.Bytes(), 0o644)
-	r := scan(t, policy(t, "kunpeng920"), jar)
+	r = scan(t, policy(t, "kunpeng920"), jar)
 	if len(r.Findings) != 0 || r.Summary.Files != 2 {
 		t.Errorf("a jar of Kotlin metadata: %d files, %+v", r.Summary.Files, r.Findings)
 	}
