@@ -879,6 +879,17 @@ func (w *walker) tar(r io.Reader, name string, depth int, jar *jarInfo) {
 		w.rep.Summary.Files++
 		w.mu.Unlock()
 		if k == kOther {
+			// Read to its end, for a zip after other content. It counts
+			// against --max-entries, and a sparse member's size against
+			// --max-bytes too: the tar reader expands its holes, and a
+			// few bytes of tar can hold terabytes of them.
+			holes := int64(0)
+			if sparse(h) {
+				holes = h.Size
+			}
+			if !w.budget(mpath, holes) {
+				return
+			}
 			w.zipBehind(br, mpath, depth+1, &hold)
 			continue
 		}
@@ -901,6 +912,21 @@ func (w *walker) tar(r io.Reader, name string, depth int, jar *jarInfo) {
 			w.owned(data, unmap, mpath, depth+1, jar)
 		}
 	}
+}
+
+// sparse says whether a tar member is a sparse file (GNU's old format, or
+// PAX records of GNU's later ones), whose holes the tar reader fills with
+// zeros as it is read.
+func sparse(h *tar.Header) bool {
+	if h.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
 }
 
 // finish sorts the report and fills in the summary.

@@ -4,9 +4,11 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestZipBehindInArchives: a zip after other content (an executable jar
@@ -119,5 +121,58 @@ func TestZipEndsIn(t *testing.T) {
 	}
 	if zipEndsIn(bytes.Repeat([]byte("PK\x05\x06"), 3), 0) || zipEndsIn(nil, 0) {
 		t.Error("signatures without a whole record: taken for a zip")
+	}
+}
+
+// TestZipBehindSparse: a tar's sparse member is read at its full size
+// (the reader fills its holes with zeros), so 1,778 bytes of tar.gz held
+// 600 GiB to read, bounded by nothing. Holes count against --max-bytes,
+// and every member against --max-entries.
+func TestZipBehindSparse(t *testing.T) {
+	need(t, "tar")
+	obj := x86Object(t)
+	var z bytes.Buffer
+	zw := zip.NewWriter(&z)
+	fw, _ := zw.Create("lib/libx.so")
+	fw.Write(obj)
+	zw.Close()
+	src := t.TempDir()
+	f, err := os.Create(filepath.Join(src, "app.run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("#!/bin/sh\n"))
+	f.WriteAt(z.Bytes(), 1<<30) // a 1 GiB hole, then the zip
+	f.Close()
+	for i := 0; i < 20; i++ {
+		os.WriteFile(filepath.Join(src, fmt.Sprintf("note%02d.txt", i)), []byte("text\n"), 0o644)
+	}
+	dir := t.TempDir()
+	tarball := filepath.Join(dir, "sparse.tar")
+	run(t, src, "tar", "--sparse", "--format=gnu", "-cf", tarball, ".")
+	if st, _ := os.Stat(tarball); st.Size() > 1<<20 {
+		t.Fatalf("tar wrote %d bytes: not sparse", st.Size())
+	}
+
+	r, err := scanWithin(t, 20*time.Second, policy(t, "kunpeng920"), Options{MaxBytes: 64 << 20}, tarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !unreadableWith(r, "sparse.tar!/app.run", "scan limits reached") {
+		t.Errorf("1 GiB of holes under --max-bytes 64 MiB: %+v", r.Findings)
+	}
+	r, err = scanWithin(t, 20*time.Second, policy(t, "kunpeng920"), Options{}, tarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Findings) != 1 || !unreadableWith(r, "sparse.tar!/app.run", "a zip after other content") {
+		t.Errorf("within the limits: %+v", r.Findings)
+	}
+	r, err = scanWithin(t, 20*time.Second, policy(t, "kunpeng920"), Options{MaxEntries: 10}, tarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !unreadableWith(r, "", "scan limits reached (0 bytes out of archives, 11 entries") {
+		t.Errorf("21 members under --max-entries 10: %+v", r.Findings)
 	}
 }
