@@ -3,6 +3,7 @@ package scan
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"strings"
 )
 
@@ -180,8 +181,8 @@ func (r *bcBits) scalar(op bcOp) uint64 {
 }
 
 // record reads a record after its abbreviation id: its code and, when the
-// code is want, its operands (else they are read past). Operands are
-// bounded by max.
+// code is want, its operands, at most max of them (a record with more is
+// malformed); other records' operands are read past, not kept.
 func (r *bcBits) record(id uint64, abbrevs [][]bcOp, want uint64, max uint64) (code uint64, ops []uint64) {
 	if id == bcUnabbrevRecord {
 		code = r.vbr(6)
@@ -202,7 +203,19 @@ func (r *bcBits) record(id uint64, abbrevs [][]bcOp, want uint64, max uint64) (c
 		r.bad = true
 		return 0, nil
 	}
-	var vals []uint64
+	seen := 0 // values read; the first is the code
+	put := func(v uint64) {
+		switch {
+		case seen == 0:
+			code = v
+		case code != want:
+		case uint64(len(ops)) == max:
+			r.bad = true
+		default:
+			ops = append(ops, v)
+		}
+		seen++
+	}
 	abbrev := abbrevs[id-bcFirstAbbrev]
 	for i := 0; i < len(abbrev) && !r.bad; i++ {
 		switch op := abbrev[i]; op.enc {
@@ -210,43 +223,45 @@ func (r *bcBits) record(id uint64, abbrevs [][]bcOp, want uint64, max uint64) (c
 			elt := abbrev[i+1]
 			i++
 			n := r.vbr(6)
-			if n > r.left() || (elt.enc == bcLiteral || elt.enc == bcFixed && elt.val == 0) && n > 0 || n > max {
+			if n > r.left() || (elt.enc == bcLiteral || elt.enc == bcFixed && elt.val == 0) && n > 0 {
 				r.bad = true
 				break
 			}
 			for k := uint64(0); k < n && !r.bad; k++ {
-				vals = append(vals, r.scalar(elt))
+				put(r.scalar(elt))
 			}
 		case bcBlob:
 			n := r.vbr(6)
 			r.align32()
-			if n > max || n*8 > r.left() {
+			if n > r.left()/8 {
 				r.bad = true
 				break
 			}
-			for k := uint64(0); k < n; k++ {
-				vals = append(vals, r.fixed(8))
+			if seen > 0 && code != want {
+				r.pos += n * 8
+			} else {
+				for k := uint64(0); k < n && !r.bad; k++ {
+					put(r.fixed(8))
+				}
 			}
 			r.align32()
 		default:
-			vals = append(vals, r.scalar(op))
-		}
-		if len(vals) > int(max)+1 {
-			r.bad = true
+			put(r.scalar(op))
 		}
 	}
-	if r.bad || len(vals) == 0 {
+	if r.bad || seen == 0 {
 		r.bad = true
 		return 0, nil
 	}
-	return vals[0], vals[1:]
+	return code, ops
 }
 
-// blockInfo reads a BLOCKINFO block's abbreviations for the module block.
-func (r *bcBits) blockInfo(width, end uint64) (module [][]bcOp) {
+// blockInfo reads a BLOCKINFO block, adding its abbreviations for the
+// module block to module; more than bcMaxAbbrevs in all is malformed.
+func (r *bcBits) blockInfo(width, end uint64, module [][]bcOp) [][]bcOp {
 	if width < 2 || width > 32 {
 		r.bad = true
-		return nil
+		return module
 	}
 	cur := ^uint64(0)
 	for !r.bad && r.pos < end {
@@ -275,46 +290,68 @@ func (r *bcBits) blockInfo(width, end uint64) (module [][]bcOp) {
 		}
 	}
 	r.bad = true
-	return nil
+	return module
 }
 
-// bitcodeTriple returns the target triple of LLVM bitcode b; ok is false
-// when b is not bitcode or has no triple that could be read.
-func bitcodeTriple(b []byte) (triple string, ok bool) {
+// Why bitcodeTriples returns no triple.
+var (
+	errBitcode  = errors.New("malformed bitcode")
+	errNoTriple = errors.New("no module names a target")
+)
+
+// bitcodeTriples returns the target triple of each module of LLVM
+// bitcode b: the last TRIPLE record of its module block (LLVM keeps the
+// last one it reads), trusted only when all the block's records parse.
+// The error is errNoTriple when no module has one (a ThinLTO summary index
+// has no module), errBitcode when b could not be read that far.
+func bitcodeTriples(b []byte) ([]string, error) {
 	if bytes.HasPrefix(b, []byte("\xde\xc0\x17\x0b")) && len(b) >= 20 {
 		off, size := uint64(binary.LittleEndian.Uint32(b[8:])), uint64(binary.LittleEndian.Uint32(b[12:]))
 		if off+size > uint64(len(b)) {
-			return "", false
+			return nil, errBitcode
 		}
 		b = b[off : off+size]
 	}
 	if !bytes.HasPrefix(b, []byte("BC\xc0\xde")) {
-		return "", false
+		return nil, errBitcode
 	}
 	r := &bcBits{b: b, pos: 32}
-	var moduleAbbrevs [][]bcOp // from a BLOCKINFO block
+	var moduleAbbrevs [][]bcOp // from BLOCKINFO blocks
+	var triples []string
 	for !r.bad && r.left() >= 32 {
 		if r.fixed(2) != bcEnterSubblock {
-			return "", false // the top level holds only blocks
+			return nil, errBitcode // the top level holds only blocks
 		}
 		id, width, end := r.subblock()
 		switch {
 		case r.bad:
 		case id == bcBlockInfo:
-			moduleAbbrevs = append(moduleAbbrevs, r.blockInfo(width, end)...)
-			r.pos = end
+			moduleAbbrevs = r.blockInfo(width, end, moduleAbbrevs)
 		case id == bcModuleBlock:
 			m := &bcBits{b: b[:end/8], pos: r.pos}
-			return m.moduleTriple(width, moduleAbbrevs)
-		default:
-			r.pos = end
+			t, ok := m.moduleTriple(width, moduleAbbrevs)
+			if !ok {
+				return nil, errBitcode
+			}
+			if t != "" {
+				triples = append(triples, t)
+			}
 		}
+		r.pos = end
 	}
-	return "", false
+	switch {
+	case r.bad:
+		return nil, errBitcode
+	case len(triples) == 0:
+		return nil, errNoTriple
+	}
+	return triples, nil
 }
 
-// moduleTriple reads a module block's records up to its triple.
-func (r *bcBits) moduleTriple(width uint64, abbrevs [][]bcOp) (string, bool) {
+// moduleTriple reads a module block's records to its end and returns its
+// last triple ("" when it has none); ok is false when the block does not
+// parse.
+func (r *bcBits) moduleTriple(width uint64, abbrevs [][]bcOp) (triple string, ok bool) {
 	if width < 2 || width > 32 {
 		return "", false
 	}
@@ -322,7 +359,7 @@ func (r *bcBits) moduleTriple(width uint64, abbrevs [][]bcOp) (string, bool) {
 	for !r.bad {
 		switch id := r.fixed(width); id {
 		case bcEndBlock:
-			return "", false
+			return triple, true
 		case bcEnterSubblock:
 			// Skipped. A BLOCKINFO block here (where LLVM writes it) gives
 			// abbreviations to blocks entered after it, not to this one.
@@ -345,7 +382,7 @@ func (r *bcBits) moduleTriple(width uint64, abbrevs [][]bcOp) (string, bool) {
 				}
 				s.WriteByte(byte(c))
 			}
-			return s.String(), s.Len() > 0
+			triple = s.String()
 		}
 	}
 	return "", false

@@ -792,23 +792,31 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 }
 
 // opaque reports content in a format the scan does not look inside: b is
-// its start, or all of it for LLVM bitcode, whose triple says which target
-// the machine code it becomes is for.
+// its start, or all of it for LLVM bitcode, whose modules' triples say
+// which targets the machine code it becomes is for.
 func (w *walker) opaque(name string, b []byte) {
-	triple, ok := "", false
-	if isBitcode(b) {
-		triple, ok = bitcodeTriple(b)
-	}
-	switch {
-	case !ok:
+	if !isBitcode(b) {
 		detail, _ := opaque(b)
 		w.add(unreadable(name, detail))
-	case w.pol != nil && !w.pol.NativeTriple(triple):
-		w.add(Finding{Kind: KindForeignArch, Severity: SevError, Path: name,
-			Detail: fmt.Sprintf("LLVM bitcode for %s (an LTO object) in a Linux %s build: it compiles to code for another target; rebuild it for %s", triple, w.pol.ISA, w.pol.ISA)})
-	default:
-		w.add(unreadable(name, "LLVM bitcode for "+triple+": "+bitcodeNativeSay))
+		return
 	}
+	triples, err := bitcodeTriples(b)
+	switch {
+	case errors.Is(err, errNoTriple):
+		w.add(unreadable(name, "LLVM bitcode naming no target (a ThinLTO summary index, or a module without a triple): "+bitcodeNativeSay))
+		return
+	case err != nil:
+		w.add(unreadable(name, "LLVM bitcode: "+bitcodeSay))
+		return
+	}
+	for _, t := range triples {
+		if w.pol != nil && !w.pol.NativeTriple(t) {
+			w.add(Finding{Kind: KindForeignArch, Severity: SevError, Path: name,
+				Detail: fmt.Sprintf("LLVM bitcode for %s (an LTO object) in a Linux %s build: it compiles to code for another target; rebuild it for %s", t, w.pol.ISA, w.pol.ISA)})
+			return
+		}
+	}
+	w.add(unreadable(name, "LLVM bitcode for "+strings.Join(triples, ", ")+": "+bitcodeNativeSay))
 }
 
 // limited counts decompressed bytes against the scan's budget.
