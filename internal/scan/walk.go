@@ -435,12 +435,14 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 	}
 	head = head[:n]
 	k := sniff(head)
-	zipAfter := false // a program with a zip after it
+	zipAfter := false // a program, a tar or a compressed stream with a zip after it
 	switch {
 	case k == kOther && zipAtEnd(f, st.Size()):
 		k = kZip // an executable jar, a self-extracting zip
 	case k == kELF || k == kExe:
 		zipAfter = zipAtEnd(f, st.Size())
+	case k != kZip && k != kOther && k != kOpaque:
+		zipAfter = zipAfterContainer(f, st.Size(), k)
 	}
 	w.mu.Lock()
 	w.rep.Summary.Files++
@@ -461,7 +463,12 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 			return nil
 		}
 		w.stream(bufio.NewReaderSize(f, 1<<20), name, depth, k, jar)
-		return nil
+		if !zipAfter {
+			return nil
+		}
+		// unzip and the JVM open a zip after the tar or stream, which
+		// their readers stop before.
+		k = kZip
 	}
 	data, unmap, err := mapFile(f)
 	if err != nil {
@@ -482,6 +489,9 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 		}
 		w.jobs <- job{path: name, data: data, unmap: unmap, jar: jar}
 	case kAr:
+		if zipAfter {
+			w.zip(data, name, depth)
+		}
 		// Members are slices of the mapping: unmap once their analyses are done.
 		keep := &sync.WaitGroup{}
 		w.ar(data, name, filepath.Dir(fsPath), depth, jar, keep)
@@ -590,11 +600,18 @@ func (w *walker) memory(data []byte, name string, depth int, jar *jarInfo, keep 
 			w.zip(data, name, depth) // an executable jar, a self-extracting zip
 		}
 	case kAr:
+		if zipAfterContainer(bytes.NewReader(data), int64(len(data)), kAr) {
+			w.zip(data, name, depth) // after the archive, as in file
+		}
 		w.ar(data, name, "", depth, jar, k)
 	case kZip:
 		w.zip(data, name, depth)
 	case kTar, kGzip, kZstd, kBzip2, kXz, kLzma:
-		w.stream(bufio.NewReader(bytes.NewReader(data)), name, depth, sniff(data), jar)
+		k := sniff(data)
+		w.stream(bufio.NewReader(bytes.NewReader(data)), name, depth, k, jar)
+		if zipAfterContainer(bytes.NewReader(data), int64(len(data)), k) {
+			w.zip(data, name, depth) // after the tar or stream, as in file
+		}
 	case kOpaque:
 		w.opaque(name, data)
 	}
@@ -690,6 +707,10 @@ func (w *walker) zip(data []byte, name string, depth int) {
 		return
 	}
 	defer w.release(n)
+	if zipEndsDisagree(data) {
+		w.add(unreadable(name, "zip whose zip64 end record names another central directory than its 32-bit one: readers list different entries (a zip made to hide some); not scanned, rebuild it"))
+		return
+	}
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		w.add(unreadable(name, "malformed zip/jar: "+err.Error()))

@@ -90,21 +90,72 @@ func parseZipEnd(r io.ReaderAt, b []byte, at int64) zipEnd {
 		dirOff:  uint64(binary.LittleEndian.Uint32(b[16:])),
 		at:      at,
 	}
-	if e.entries == 0xffff || e.dirSize == 0xffff || e.dirSize == 0xffffffff || e.dirOff == 0xffffffff {
+	if e.zipEnd64Markers() {
 		e = zip64End(r, e)
 	}
 	return e
 }
 
+// zipEndsDisagree says whether data's zip64 end record, which archive/zip
+// reads, names another directory than the 32-bit record's own values,
+// which Java and other readers take where they are not zip64 markers
+// (0xffff entries, 0xffffffff size or offset). archive/zip also takes a
+// directory of exactly 0xffff bytes for a marker: a zip64 record then
+// sends it to a directory Java never reads.
+func zipEndsDisagree(data []byte) bool {
+	buf, base, put, ok := zipTail(bytes.NewReader(data), int64(len(data)))
+	if !ok {
+		return false
+	}
+	defer put()
+	ends := zipEnds(buf)
+	if len(ends) == 0 {
+		return false
+	}
+	p := ends[len(ends)-1]
+	b := buf[p:]
+	e32 := zipEnd{
+		entries: uint64(binary.LittleEndian.Uint16(b[10:])),
+		dirSize: uint64(binary.LittleEndian.Uint32(b[12:])),
+		dirOff:  uint64(binary.LittleEndian.Uint32(b[16:])),
+		at:      base + int64(p),
+	}
+	if !e32.zipEnd64Markers() {
+		return false
+	}
+	e64 := zip64End(bytes.NewReader(data), e32)
+	if e64.at == e32.at {
+		return false // no zip64 record: both read the 32-bit one
+	}
+	return e32.entries != 0xffff && e32.entries != e64.entries&0xffff ||
+		e32.dirSize != 0xffffffff && e32.dirSize != e64.dirSize ||
+		e32.dirOff != 0xffffffff && e32.dirOff != e64.dirOff
+}
+
+// zipEnd64Markers says whether a 32-bit end record's fields send a reader
+// to a zip64 record: archive/zip's test, which takes a directory of 65,535
+// bytes for one too.
+func (e zipEnd) zipEnd64Markers() bool {
+	return e.entries == 0xffff || e.dirSize == 0xffff || e.dirSize == 0xffffffff || e.dirOff == 0xffffffff
+}
+
+// zip64Unread says whether e is a 32-bit end record whose zip64 record
+// could not be read (parseZipEnd returns it unchanged then): its
+// directory is not known.
+func (e zipEnd) zip64Unread() bool {
+	return e.dirSize == 0xffffffff || e.dirOff == 0xffffffff
+}
+
 // zip64End reads the zip64 end record that the locator just before e
-// points to; e when there is none (archive/zip then uses e as well).
+// points to; e when there is none. The locator's disk fields are not
+// checked: Java ignores them (archive/zip does not, and then refuses the
+// zip: a finding).
 func zip64End(r io.ReaderAt, e zipEnd) zipEnd {
 	var loc [20]byte
 	if e.at < int64(len(loc)) {
 		return e
 	}
-	if _, err := r.ReadAt(loc[:], e.at-int64(len(loc))); err != nil || string(loc[:4]) != "PK\x06\x07" ||
-		binary.LittleEndian.Uint32(loc[4:]) != 0 || binary.LittleEndian.Uint32(loc[16:]) != 1 {
+	if _, err := r.ReadAt(loc[:], e.at-int64(len(loc))); err != nil || string(loc[:4]) != "PK\x06\x07" {
 		return e
 	}
 	p := binary.LittleEndian.Uint64(loc[8:])
@@ -191,6 +242,63 @@ func zipAtEnd(r io.ReaderAt, size int64) bool {
 	return false
 }
 
+// zipAfterContainer says whether a tar, an ar archive or a compressed
+// stream (kind k, size bytes) has a zip after it, which unzip and Java
+// open though the container's own reader stops before it. Java's test
+// decides: the last end record's directory must start with a header, and
+// when bytes follow the record (its comment cut short, padding), the zip's
+// first local header must be where the record puts it. A zip that is the
+// data of the container's last member (a jar last in a tar, the tar's end
+// blocks after it) is that member, which the container's reader reads: not
+// counted. The lenient zipAtEnd would take such members, and a jar stored
+// raw in a .tar.gz's deflate blocks, for zips after the container.
+func zipAfterContainer(r io.ReaderAt, size int64, k kind) bool {
+	buf, base, put, ok := zipTail(r, size)
+	if !ok {
+		return false
+	}
+	defer put()
+	ends := zipEnds(buf)
+	if len(ends) == 0 {
+		return false
+	}
+	p := ends[len(ends)-1]
+	e := parseZipEnd(r, buf[p:], base+int64(p))
+	if e.dirSize > uint64(e.at) || e.dirOff > uint64(e.at)-e.dirSize {
+		return false
+	}
+	cen := e.at - int64(e.dirSize)
+	loc := cen - int64(e.dirOff)
+	sig := func(at int64, want string) bool {
+		var b [4]byte
+		_, err := r.ReadAt(b[:], at)
+		return err == nil && string(b[:]) == want
+	}
+	if !sig(cen, "PK\x01\x02") {
+		return false
+	}
+	if recEnd := base + int64(p) + 22 + int64(binary.LittleEndian.Uint16(buf[p+20:])); recEnd != size && !sig(loc, "PK\x03\x04") {
+		return false
+	}
+	switch k {
+	case kTar:
+		var h [512]byte
+		if loc >= 512 && loc%512 == 0 {
+			if _, err := r.ReadAt(h[:], loc-512); err == nil && tarHeader(h[:]) {
+				return false
+			}
+		}
+	case kAr:
+		var h [2]byte
+		if loc >= 68 {
+			if _, err := r.ReadAt(h[:], loc-2); err == nil && string(h[:]) == "`\n" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // zipOverlaps finds entries whose compressed data overlaps another's (a
 // zip bomb: many central-directory entries sharing one stream) or runs
 // past the end of the archive (size bytes). They are not read.
@@ -264,9 +372,9 @@ func (w *walker) zipEntry(f *zip.File, mpath string, depth int, jar *jarInfo, ho
 	if sniff(head) == kOther {
 		// Not code by its first bytes; a zip may still end it (an
 		// executable jar). A stored entry's end is read where it lies.
-		// A compressed one is read to its end, unless it is a class file:
-		// the JVM refuses bytes after a class, and classes are most of a
-		// jar.
+		// A compressed one is read to its end, unless it is a class file
+		// by name and magic: the JVM refuses bytes after a class, and
+		// classes are most of a jar.
 		switch {
 		case f.Method == zip.Store:
 			raw, err := f.OpenRaw()
@@ -275,7 +383,7 @@ func (w *walker) zipEntry(f *zip.File, mpath string, depth int, jar *jarInfo, ho
 				return true
 			}
 			// Read as code below: memory finds the zip.
-		case bytes.HasPrefix(head, javaClassMagic):
+		case bytes.HasPrefix(head, javaClassMagic) && strings.HasSuffix(f.Name, ".class"):
 			return true
 		default:
 			if !w.budget(mpath, int64(f.UncompressedSize64)) {

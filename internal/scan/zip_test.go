@@ -380,3 +380,141 @@ func TestZipAfterProgram(t *testing.T) {
 		t.Errorf("want one finding and 3 ELF (the program, its copy, the zip's library): %d ELF, %+v", r.Summary.ELF, r.Findings)
 	}
 }
+
+// Hand-made zip records, for zips no writer makes.
+func zipLocal(name string, data []byte) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, 0x04034b50)
+	b = binary.LittleEndian.AppendUint16(b, 20)
+	b = append(b, make([]byte, 8)...) // flags, method (stored), time, date
+	b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(data))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(data)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(data)))
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(name)))
+	b = binary.LittleEndian.AppendUint16(b, 0)
+	return append(append(b, name...), data...)
+}
+
+func zipCentral(name string, data []byte, off int, comment []byte) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, 0x02014b50)
+	b = binary.LittleEndian.AppendUint16(b, 45)
+	b = binary.LittleEndian.AppendUint16(b, 20)
+	b = append(b, make([]byte, 8)...)
+	b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(data))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(data)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(data)))
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(name)))
+	b = binary.LittleEndian.AppendUint16(b, 0)
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(comment)))
+	b = append(b, make([]byte, 8)...) // disk, internal and external attributes
+	b = binary.LittleEndian.AppendUint32(b, uint32(off))
+	return append(append(b, name...), comment...)
+}
+
+func zip64Record(entries, size, off uint64) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, 0x06064b50)
+	b = binary.LittleEndian.AppendUint64(b, 44)
+	b = binary.LittleEndian.AppendUint16(b, 45)
+	b = binary.LittleEndian.AppendUint16(b, 45)
+	b = append(b, make([]byte, 8)...)
+	b = binary.LittleEndian.AppendUint64(b, entries)
+	b = binary.LittleEndian.AppendUint64(b, entries)
+	b = binary.LittleEndian.AppendUint64(b, size)
+	return binary.LittleEndian.AppendUint64(b, off)
+}
+
+func zip64Locator(at uint64, disks uint32) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, 0x07064b50)
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	b = binary.LittleEndian.AppendUint64(b, at)
+	return binary.LittleEndian.AppendUint32(b, disks)
+}
+
+func zipEndRecord(entries uint16, size, off uint32) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, 0x06054b50)
+	b = append(b, make([]byte, 4)...)
+	b = binary.LittleEndian.AppendUint16(b, entries)
+	b = binary.LittleEndian.AppendUint16(b, entries)
+	b = binary.LittleEndian.AppendUint32(b, size)
+	b = binary.LittleEndian.AppendUint32(b, off)
+	return binary.LittleEndian.AppendUint16(b, 0)
+}
+
+// zip64After is prefix, then a zip64 zip of one stored entry whose zip64
+// record is gap bytes before its locator, which says disks disks.
+func zip64After(prefix []byte, name string, data []byte, gap int, disks uint32) []byte {
+	out := append([]byte{}, prefix...)
+	out = append(out, zipLocal(name, data)...)
+	cd := len(out)
+	out = append(out, zipCentral(name, data, len(prefix), nil)...)
+	z64 := len(out)
+	out = append(out, zip64Record(1, uint64(len(out)-cd), uint64(cd))...)
+	out = append(out, bytes.Repeat([]byte{'\n'}, gap)...)
+	out = append(out, zip64Locator(uint64(z64), disks)...)
+	return append(out, zipEndRecord(0xffff, 0xffffffff, 0xffffffff)...)
+}
+
+// TestZipEndQuirks: end records that archive/zip and Java read
+// differently hid an x86 library from the scan while java -jar loads it.
+func TestZipEndQuirks(t *testing.T) {
+	obj := x86Object(t)
+	script := []byte("#!/bin/sh\nexec java -jar \"$0\" \"$@\"\n")
+	dir := t.TempDir()
+	// A zip64 locator saying 2 disks: Java ignores the field, archive/zip
+	// ignores the record; the zip was not even taken for one.
+	os.WriteFile(filepath.Join(dir, "disk2.run"), zip64After(script, "lib/libx.so", obj, 0, 2), 0o755)
+	// A 32-bit central directory of exactly 0xffff bytes, which
+	// archive/zip takes for a zip64 marker; a locator in the last
+	// entry's comment sends it to a decoy directory listing README alone.
+	readme := []byte("hello\n")
+	out := zipLocal("README", readme)
+	lib := len(out)
+	out = append(out, zipLocal("lib/libx.so", obj)...)
+	decoy := zipCentral("README", readme, 0, nil)
+	decoyAt := len(out)
+	out = append(out, decoy...)
+	z64 := len(out)
+	out = append(out, zip64Record(1, uint64(len(decoy)), uint64(decoyAt))...)
+	loc := zip64Locator(uint64(z64), 1)
+	head := append(zipCentral("README", readme, 0, nil), zipCentral("lib/libx.so", obj, lib, nil)...)
+	pad := 0xffff - len(head) - len(loc)
+	cd := append(zipCentral("README", readme, 0, nil), zipCentral("lib/libx.so", obj, lib, append(bytes.Repeat([]byte{' '}, pad), loc...))...)
+	if len(cd) != 0xffff {
+		t.Fatalf("directory of %d bytes", len(cd))
+	}
+	cdAt := len(out)
+	out = append(out, cd...)
+	out = append(out, zipEndRecord(2, 0xffff, uint32(cdAt))...)
+	os.WriteFile(filepath.Join(dir, "cen0xffff.jar"), out, 0o644)
+	// A jar after a tar: the tar reader stops at the tar's end, unzip and
+	// Java open the jar.
+	var z bytes.Buffer
+	zw := zip.NewWriter(&z)
+	fw, _ := zw.Create("lib/libx.so")
+	fw.Write(obj)
+	zw.Close()
+	os.WriteFile(filepath.Join(dir, "tarzip.tar"), append(plainTar(map[string][]byte{"x.c": []byte(cFunc)}), z.Bytes()...), 0o644)
+	// A tar whose last member is a jar is not a zip after a tar: its
+	// library is found once.
+	os.WriteFile(filepath.Join(dir, "jarlast.tar"), plainTar(map[string][]byte{"lib/last.jar": z.Bytes()}), 0o644)
+	r := scan(t, policy(t, "kunpeng920"), dir)
+	if !unreadableWith(r, "disk2.run", "malformed zip") {
+		t.Errorf("zip64 locator on 2 disks: %+v", r.Findings)
+	}
+	if !unreadableWith(r, "cen0xffff.jar", "names another central directory") {
+		t.Errorf("a decoy zip64 directory: %+v", r.Findings)
+	}
+	if !hasViolation(r, KindForeignArch, "tarzip.tar!/lib/libx.so") {
+		t.Errorf("a jar after a tar: %+v", r.Findings)
+	}
+	if !hasViolation(r, KindJNIMissing, "jarlast.tar!/lib/last.jar") || detailOf(r, "jarlast.tar!/lib/libx.so") != "" || len(r.Findings) != 5 {
+		t.Errorf("want the jar last in a tar read once, as its member: %+v", r.Findings)
+	}
+
+	// The end of a long member: a zip64 record before the 65 KiB kept is
+	// a zip, not nothing.
+	long := zip64After(script, "lib/libx.so", obj, 70000, 1)
+	tail := long[len(long)-zipEndSearch:]
+	if !zipEndsIn(tail, int64(len(long)-zipEndSearch)) {
+		t.Error("a zip64 record before the tail: not taken for a zip")
+	}
+}

@@ -89,7 +89,11 @@ func zipEndsIn(tail []byte, base int64) bool {
 	r := tailReader{b: tail, base: base}
 	ends := zipEnds(tail)
 	for i := len(ends) - 1; i >= 0; i-- {
-		starts := parseZipEnd(r, tail[ends[i]:], base+int64(ends[i])).dirStarts()
+		e := parseZipEnd(r, tail[ends[i]:], base+int64(ends[i]))
+		if e.zip64Unread() {
+			return true // its zip64 record is before the tail
+		}
+		starts := e.dirStarts()
 		if len(starts) == 0 {
 			continue
 		}

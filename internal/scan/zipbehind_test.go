@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -33,14 +34,17 @@ func TestZipBehindInArchives(t *testing.T) {
 	gw.Write(sfx)
 	gw.Close()
 
-	outer := func(method uint16) []byte {
+	outer := func(method uint16, name string, data []byte) []byte {
 		var b bytes.Buffer
 		zw := zip.NewWriter(&b)
-		w, _ := zw.CreateHeader(&zip.FileHeader{Name: "inner/setup.bin", Method: method})
-		w.Write(sfx)
+		w, _ := zw.CreateHeader(&zip.FileHeader{Name: name, Method: method})
+		w.Write(data)
 		zw.Close()
 		return b.Bytes()
 	}
+	// A class file's magic, then a jar: not a class (the JVM refuses the
+	// bytes after it), a jar to Java's ZipFile.
+	cafe := append([]byte{0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 0x34}, z.Bytes()...)
 	// Not zips: text ending in an end record that points at nothing, and
 	// a large member of zeros.
 	fake := []byte("text\nPK\x05\x06\x00\x00\x00\x00\x01\x00\x01\x00\x2e\x00\x00\x00\x00\x00\x00\x00\x00\x00")
@@ -56,8 +60,9 @@ func TestZipBehindInArchives(t *testing.T) {
 		"opt/README.txt": []byte("nothing here\n"),
 	}), 0o644)
 	os.WriteFile(filepath.Join(dir, "setup.bin.gz"), gz.Bytes(), 0o644)
-	os.WriteFile(filepath.Join(dir, "stored.zip"), outer(zip.Store), 0o644)
-	os.WriteFile(filepath.Join(dir, "deflated.zip"), outer(zip.Deflate), 0o644)
+	os.WriteFile(filepath.Join(dir, "stored.zip"), outer(zip.Store, "inner/setup.bin", sfx), 0o644)
+	os.WriteFile(filepath.Join(dir, "deflated.zip"), outer(zip.Deflate, "inner/setup.bin", sfx), 0o644)
+	os.WriteFile(filepath.Join(dir, "plugin.zip"), outer(zip.Deflate, "lib/plugin.jar", cafe), 0o644)
 	os.WriteFile(filepath.Join(dir, "bundle.a"), gnuArFile([2]string{"setup.bin", string(sfx)}), 0o644)
 	r := scan(t, policy(t, "kunpeng920"), dir)
 	want := []string{
@@ -73,8 +78,16 @@ func TestZipBehindInArchives(t *testing.T) {
 			t.Errorf("%s: not scanned", p)
 		}
 	}
-	if len(r.Findings) != len(want) {
-		t.Errorf("want only the %d foreign-arch findings: %+v", len(want), r.Findings)
+	if !hasViolation(r, KindJNIMissing, "plugin.zip!/lib/plugin.jar") {
+		t.Errorf("plugin.jar, a class file's magic and then a jar: not scanned")
+	}
+	// Java also opens an archive whose last member ends with a zip as
+	// that zip (zipAfterContainer): bundle.a, and image.tar when one of
+	// those is its last member. Nothing else is a finding.
+	for _, f := range r.Findings {
+		if f.Kind != KindJNIMissing && !(f.Kind == KindForeignArch && strings.HasSuffix(f.Path, "!/lib/libx.so")) {
+			t.Errorf("unexpected finding %+v", f)
+		}
 	}
 }
 
@@ -91,7 +104,9 @@ func TestZipBehindLongMember(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "big.tar"), plainTar(map[string][]byte{"opt/app.run": long}), 0o644)
 	r := scan(t, policy(t, "kunpeng920"), dir)
-	if len(r.Findings) != 1 || !unreadableWith(r, "big.tar!/opt/app.run", "a zip after other content") {
+	// The tar itself, its last member a zip after other content, is
+	// that zip to Java: read as a zip after the tar.
+	if len(r.Findings) != 2 || !unreadableWith(r, "big.tar!/opt/app.run", "a zip after other content") || !hasViolation(r, KindForeignArch, "big.tar!/lib/libx.so") {
 		t.Errorf("%+v", r.Findings)
 	}
 }
@@ -165,7 +180,7 @@ func TestZipBehindSparse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Findings) != 1 || !unreadableWith(r, "sparse.tar!/app.run", "a zip after other content") {
+	if len(r.Findings) != 2 || !unreadableWith(r, "sparse.tar!/app.run", "a zip after other content") || !hasViolation(r, KindForeignArch, "sparse.tar!/lib/libx.so") {
 		t.Errorf("within the limits: %+v", r.Findings)
 	}
 	r, err = scanWithin(t, 20*time.Second, policy(t, "kunpeng920"), Options{MaxEntries: 10}, tarball)
