@@ -182,12 +182,15 @@ func lzmaHeader(b []byte) bool {
 // past 64), while damage further on does not make a stream "not lzma".
 const lzmaTrialBytes = 64
 
-// lzmaTrialDict bounds the dictionary lzmaDecodes decodes with. 64 bytes
-// decode to at most about 450 KB (a binary decision costs at least 0.022
-// bits, and a match of 273 bytes, the longest, takes 14 of them), so a
-// dictionary of this size keeps all the history a valid stream refers to
-// there, whatever its header declares.
-const lzmaTrialDict = 1 << 20
+// lzmaTrialDict is the dictionary lzmaDecodes decodes with, and
+// lzmaTrialOut the output after which it stops: the decoder fills its
+// dictionary before it hands any output over, so a trial that reads no
+// more than lzmaTrialOut decodes no further than the dictionary reaches
+// back, and a match it takes for reaching before the start does.
+const (
+	lzmaTrialDict = 64 << 10
+	lzmaTrialOut  = 16 << 10
+)
 
 // lzmaDecodes says whether b, which lzmaHeader takes for a legacy .lzma
 // header, is followed by data that decodes without error through its
@@ -195,17 +198,19 @@ const lzmaTrialDict = 1 << 20
 // compressed pass it: the .kotlin_metadata files of Kotlin jars start 00 00
 // 00 03 00 00 00 01 00, a valid header (a 192 KiB dictionary, 65,536
 // bytes); their data fails within a few bytes (a match reaching back
-// before the start). A real stream damaged later (its size field, its
-// end) is still lzma: the decoder reports the damage when it gets there.
+// before the start). A real stream damaged later is still lzma, and so is
+// one whose declared size is wrong (the trial takes the size as unknown):
+// the decoder reports the damage when it gets there.
 func lzmaDecodes(b []byte) bool {
 	h := bytes.Clone(b[:min(len(b), 13+lzmaTrialBytes)])
 	if binary.LittleEndian.Uint32(h[1:]) > lzmaTrialDict {
 		binary.LittleEndian.PutUint32(h[1:], lzmaTrialDict)
 	}
+	binary.LittleEndian.PutUint64(h[5:], ^uint64(0))
 	r, err := lzma.NewReader(bytes.NewReader(h))
 	if err != nil {
 		return false
 	}
-	_, err = io.Copy(io.Discard, r)
+	_, err = io.Copy(io.Discard, io.LimitReader(r, lzmaTrialOut))
 	return err == nil || errors.Is(err, io.ErrUnexpectedEOF)
 }

@@ -494,11 +494,15 @@ func TestLzmaTrial(t *testing.T) {
 	binary.LittleEndian.PutUint64(sized[5:], 5000)
 	cut := xzTool(t, obj, "--format=lzma")
 	cut[len(cut)-1] ^= 0xff
+	// A declared size the trial reaches: xz -d writes 64 bytes, then fails.
+	short := xzTool(t, obj, "--format=lzma")
+	binary.LittleEndian.PutUint64(short[5:], 64)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "sized.o.lzma"), sized, 0o644)
 	os.WriteFile(filepath.Join(dir, "end.o.lzma"), cut, 0o644)
+	os.WriteFile(filepath.Join(dir, "short.o.lzma"), short, 0o644)
 	r := scan(t, policy(t, "kunpeng920"), dir)
-	for _, p := range []string{"sized.o.lzma", "end.o.lzma"} {
+	for _, p := range []string{"sized.o.lzma", "end.o.lzma", "short.o.lzma"} {
 		if !unreadableWith(r, p, "corrupt") && !hasViolation(r, KindForeignArch, p+"!") {
 			t.Errorf("%s: damaged lzma passed: %+v", p, r.Findings)
 		}

@@ -435,14 +435,12 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 	}
 	head = head[:n]
 	k := sniff(head)
-	zipAfter := false // a program, a tar or a compressed stream with a zip after it
+	zipAfter := false // a program with a zip after it
 	switch {
 	case k == kOther && zipAtEnd(f, st.Size()):
 		k = kZip // an executable jar, a self-extracting zip
 	case k == kELF || k == kExe:
 		zipAfter = zipAtEnd(f, st.Size())
-	case k != kZip && k != kOther && k != kOpaque:
-		zipAfter = zipAfterContainer(f, st.Size(), k)
 	}
 	w.mu.Lock()
 	w.rep.Summary.Files++
@@ -463,12 +461,7 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 			return nil
 		}
 		w.stream(bufio.NewReaderSize(f, 1<<20), name, depth, k, jar)
-		if !zipAfter {
-			return nil
-		}
-		// unzip and the JVM open a zip after the tar or stream, which
-		// their readers stop before.
-		k = kZip
+		return nil
 	}
 	data, unmap, err := mapFile(f)
 	if err != nil {
@@ -489,9 +482,6 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 		}
 		w.jobs <- job{path: name, data: data, unmap: unmap, jar: jar}
 	case kAr:
-		if zipAfter {
-			w.zip(data, name, depth)
-		}
 		// Members are slices of the mapping: unmap once their analyses are done.
 		keep := &sync.WaitGroup{}
 		w.ar(data, name, filepath.Dir(fsPath), depth, jar, keep)
@@ -600,18 +590,11 @@ func (w *walker) memory(data []byte, name string, depth int, jar *jarInfo, keep 
 			w.zip(data, name, depth) // an executable jar, a self-extracting zip
 		}
 	case kAr:
-		if zipAfterContainer(bytes.NewReader(data), int64(len(data)), kAr) {
-			w.zip(data, name, depth) // after the archive, as in file
-		}
 		w.ar(data, name, "", depth, jar, k)
 	case kZip:
 		w.zip(data, name, depth)
 	case kTar, kGzip, kZstd, kBzip2, kXz, kLzma:
-		k := sniff(data)
-		w.stream(bufio.NewReader(bytes.NewReader(data)), name, depth, k, jar)
-		if zipAfterContainer(bytes.NewReader(data), int64(len(data)), k) {
-			w.zip(data, name, depth) // after the tar or stream, as in file
-		}
+		w.stream(bufio.NewReader(bytes.NewReader(data)), name, depth, sniff(data), jar)
 	case kOpaque:
 		w.opaque(name, data)
 	}
@@ -753,9 +736,13 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 	}
 	var inner io.Reader
 	var closer func()
+	var hold []byte // zipBehind's
 	switch k {
 	case kTar:
+		// A tar's reader stops at its end; unzip and Java open a zip
+		// after it (a jar appended to the tar).
 		w.tar(r, name, depth, jar)
+		w.zipBehind(r, name, depth, &hold)
 		return
 	case kGzip:
 		zr, err := gzip.NewReader(r)
@@ -789,6 +776,7 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 	switch sk := sniff(head); sk {
 	case kTar:
 		w.tar(br, name, depth+1, jar)
+		w.zipBehind(br, inner2+"!", depth+1, &hold) // after the tar, as above
 	case kOpaque:
 		if !isBitcode(head) {
 			w.opaque(inner2+"!", head)
@@ -798,7 +786,6 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 			w.owned(data, unmap, inner2+"!", depth+1, jar)
 		}
 	case kOther:
-		var hold []byte
 		w.zipBehind(br, inner2+"!", depth+1, &hold)
 	default:
 		if data, unmap, ok := w.slurp(br, inner2+"!"); ok {
@@ -809,6 +796,13 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 	// registry layer's digest is checked at the end of its stream).
 	if _, err := io.Copy(io.Discard, br); err != nil {
 		w.add(unreadable(name, compressedError(err)))
+		return
+	}
+	if k == kLzma {
+		// The lzma decoder stops at its stream's end and leaves what
+		// follows (a jar appended to it, which unzip and Java open); the
+		// other decoders take it for a stream that is not theirs.
+		w.zipBehind(r, name, depth, &hold)
 	}
 }
 
@@ -907,23 +901,20 @@ func (w *walker) tar(r io.Reader, name string, depth int, jar *jarInfo) {
 		w.mu.Lock()
 		w.rep.Summary.Files++
 		w.mu.Unlock()
-		if k == kOther {
-			// Read to its end, for a zip after other content. It counts
-			// against --max-entries, and a sparse member's size against
-			// --max-bytes too: the tar reader expands its holes, and a
-			// few bytes of tar can hold terabytes of them.
-			holes := int64(0)
-			if sparse(h) {
-				holes = h.Size
-			}
-			if !w.budget(mpath, holes) {
-				return
-			}
-			w.zipBehind(br, mpath, depth+1, &hold)
-			continue
+		// Every member counts against --max-entries, and a sparse one's
+		// size against --max-bytes before it is read: the tar reader
+		// fills its holes with zeros, and a few bytes of tar can hold
+		// terabytes of them.
+		holes := int64(0)
+		if sparse(h) {
+			holes = h.Size
 		}
-		if !w.budget(mpath, 0) {
+		if !w.budget(mpath, holes) {
 			return
+		}
+		if k == kOther {
+			w.zipBehind(br, mpath, depth+1, &hold) // for a zip after other content
+			continue
 		}
 		switch {
 		case k == kOpaque && !isBitcode(head):
@@ -935,9 +926,11 @@ func (w *walker) tar(r io.Reader, name string, depth int, jar *jarInfo) {
 			if !ok {
 				return
 			}
-			w.mu.Lock()
-			w.bytes += int64(len(data))
-			w.mu.Unlock()
+			if holes == 0 {
+				w.mu.Lock()
+				w.bytes += int64(len(data))
+				w.mu.Unlock()
+			}
 			w.owned(data, unmap, mpath, depth+1, jar)
 		}
 	}

@@ -164,7 +164,17 @@ func zip64End(r io.ReaderAt, e zipEnd) zipEnd {
 		return e
 	}
 	if _, err := r.ReadAt(rec[:], int64(p)); err != nil || string(rec[:4]) != "PK\x06\x06" {
-		return e // archive/zip refuses the archive
+		// Not where the locator says: a zip64 zip with something before
+		// it and its offsets not adjusted (unzip finds the record just
+		// before the locator; archive/zip refuses the zip: a finding).
+		q := e.at - int64(len(loc)) - int64(len(rec))
+		if q < 0 {
+			return e
+		}
+		if _, err := r.ReadAt(rec[:], q); err != nil || string(rec[:4]) != "PK\x06\x06" {
+			return e
+		}
+		p = uint64(q)
 	}
 	return zipEnd{
 		entries: binary.LittleEndian.Uint64(rec[32:]),
@@ -240,63 +250,6 @@ func zipAtEnd(r io.ReaderAt, size int64) bool {
 		}
 	}
 	return false
-}
-
-// zipAfterContainer says whether a tar, an ar archive or a compressed
-// stream (kind k, size bytes) has a zip after it, which unzip and Java
-// open though the container's own reader stops before it. Java's test
-// decides: the last end record's directory must start with a header, and
-// when bytes follow the record (its comment cut short, padding), the zip's
-// first local header must be where the record puts it. A zip that is the
-// data of the container's last member (a jar last in a tar, the tar's end
-// blocks after it) is that member, which the container's reader reads: not
-// counted. The lenient zipAtEnd would take such members, and a jar stored
-// raw in a .tar.gz's deflate blocks, for zips after the container.
-func zipAfterContainer(r io.ReaderAt, size int64, k kind) bool {
-	buf, base, put, ok := zipTail(r, size)
-	if !ok {
-		return false
-	}
-	defer put()
-	ends := zipEnds(buf)
-	if len(ends) == 0 {
-		return false
-	}
-	p := ends[len(ends)-1]
-	e := parseZipEnd(r, buf[p:], base+int64(p))
-	if e.dirSize > uint64(e.at) || e.dirOff > uint64(e.at)-e.dirSize {
-		return false
-	}
-	cen := e.at - int64(e.dirSize)
-	loc := cen - int64(e.dirOff)
-	sig := func(at int64, want string) bool {
-		var b [4]byte
-		_, err := r.ReadAt(b[:], at)
-		return err == nil && string(b[:]) == want
-	}
-	if !sig(cen, "PK\x01\x02") {
-		return false
-	}
-	if recEnd := base + int64(p) + 22 + int64(binary.LittleEndian.Uint16(buf[p+20:])); recEnd != size && !sig(loc, "PK\x03\x04") {
-		return false
-	}
-	switch k {
-	case kTar:
-		var h [512]byte
-		if loc >= 512 && loc%512 == 0 {
-			if _, err := r.ReadAt(h[:], loc-512); err == nil && tarHeader(h[:]) {
-				return false
-			}
-		}
-	case kAr:
-		var h [2]byte
-		if loc >= 68 {
-			if _, err := r.ReadAt(h[:], loc-2); err == nil && string(h[:]) == "`\n" {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // zipOverlaps finds entries whose compressed data overlaps another's (a

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/flate"
+	"compress/gzip"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -462,6 +463,9 @@ func TestZipEndQuirks(t *testing.T) {
 	// A zip64 locator saying 2 disks: Java ignores the field, archive/zip
 	// ignores the record; the zip was not even taken for one.
 	os.WriteFile(filepath.Join(dir, "disk2.run"), zip64After(script, "lib/libx.so", obj, 0, 2), 0o755)
+	// A zip64 zip after a script, its offsets not adjusted: unzip
+	// extracts it (Java refuses it); it passed as "not a zip".
+	os.WriteFile(filepath.Join(dir, "fz.run"), append(append([]byte{}, script...), zip64After(nil, "lib/libx.so", obj, 0, 1)...), 0o755)
 	// A 32-bit central directory of exactly 0xffff bytes, which
 	// archive/zip takes for a zip64 marker; a locator in the last
 	// entry's comment sends it to a decoy directory listing README alone.
@@ -492,7 +496,17 @@ func TestZipEndQuirks(t *testing.T) {
 	fw, _ := zw.Create("lib/libx.so")
 	fw.Write(obj)
 	zw.Close()
-	os.WriteFile(filepath.Join(dir, "tarzip.tar"), append(plainTar(map[string][]byte{"x.c": []byte(cFunc)}), z.Bytes()...), 0o644)
+	tarzip := append(plainTar(map[string][]byte{"x.c": []byte(cFunc)}), z.Bytes()...)
+	os.WriteFile(filepath.Join(dir, "tarzip.tar"), tarzip, 0o644)
+	// The same inside a tar and inside a gzip stream.
+	os.WriteFile(filepath.Join(dir, "nest.tar"), plainTar(map[string][]byte{"tarzip.tar": tarzip}), 0o644)
+	var gz bytes.Buffer
+	gw := gzip.NewWriter(&gz)
+	gw.Write(tarzip)
+	gw.Close()
+	os.WriteFile(filepath.Join(dir, "tarzip.tar.gz"), gz.Bytes(), 0o644)
+	// A jar after a legacy .lzma stream, which its decoder stops before.
+	os.WriteFile(filepath.Join(dir, "x.c.lzma"), append(xzTool(t, []byte(cFunc), "--format=lzma"), z.Bytes()...), 0o644)
 	// A tar whose last member is a jar is not a zip after a tar: its
 	// library is found once.
 	os.WriteFile(filepath.Join(dir, "jarlast.tar"), plainTar(map[string][]byte{"lib/last.jar": z.Bytes()}), 0o644)
@@ -500,13 +514,18 @@ func TestZipEndQuirks(t *testing.T) {
 	if !unreadableWith(r, "disk2.run", "malformed zip") {
 		t.Errorf("zip64 locator on 2 disks: %+v", r.Findings)
 	}
+	if !unreadableWith(r, "fz.run", "malformed zip") {
+		t.Errorf("a zip64 zip after a script, offsets not adjusted: %+v", r.Findings)
+	}
 	if !unreadableWith(r, "cen0xffff.jar", "names another central directory") {
 		t.Errorf("a decoy zip64 directory: %+v", r.Findings)
 	}
-	if !hasViolation(r, KindForeignArch, "tarzip.tar!/lib/libx.so") {
-		t.Errorf("a jar after a tar: %+v", r.Findings)
+	for _, p := range []string{"/tarzip.tar!/lib/libx.so", "nest.tar!/tarzip.tar!/lib/libx.so", "tarzip.tar!!/lib/libx.so", "x.c.lzma!/lib/libx.so"} {
+		if !hasViolation(r, KindForeignArch, p) {
+			t.Errorf("%s: the jar after the tar or stream was not read", p)
+		}
 	}
-	if !hasViolation(r, KindJNIMissing, "jarlast.tar!/lib/last.jar") || detailOf(r, "jarlast.tar!/lib/libx.so") != "" || len(r.Findings) != 5 {
+	if !hasViolation(r, KindJNIMissing, "jarlast.tar!/lib/last.jar") || detailOf(r, "jarlast.tar!/lib/libx.so") != "" || len(r.Findings) != 9 {
 		t.Errorf("want the jar last in a tar read once, as its member: %+v", r.Findings)
 	}
 
