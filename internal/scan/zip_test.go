@@ -491,12 +491,8 @@ func TestZipEndQuirks(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "cen0xffff.jar"), out, 0o644)
 	// A jar after a tar: the tar reader stops at the tar's end, unzip and
 	// Java open the jar.
-	var z bytes.Buffer
-	zw := zip.NewWriter(&z)
-	fw, _ := zw.Create("lib/libx.so")
-	fw.Write(obj)
-	zw.Close()
-	tarzip := append(plainTar(map[string][]byte{"x.c": []byte(cFunc)}), z.Bytes()...)
+	z := x86Zip(t, obj)
+	tarzip := append(plainTar(map[string][]byte{"x.c": []byte(cFunc)}), z...)
 	os.WriteFile(filepath.Join(dir, "tarzip.tar"), tarzip, 0o644)
 	// The same inside a tar and inside a gzip stream.
 	os.WriteFile(filepath.Join(dir, "nest.tar"), plainTar(map[string][]byte{"tarzip.tar": tarzip}), 0o644)
@@ -506,10 +502,10 @@ func TestZipEndQuirks(t *testing.T) {
 	gw.Close()
 	os.WriteFile(filepath.Join(dir, "tarzip.tar.gz"), gz.Bytes(), 0o644)
 	// A jar after a legacy .lzma stream, which its decoder stops before.
-	os.WriteFile(filepath.Join(dir, "x.c.lzma"), append(xzTool(t, []byte(cFunc), "--format=lzma"), z.Bytes()...), 0o644)
+	os.WriteFile(filepath.Join(dir, "x.c.lzma"), append(xzTool(t, []byte(cFunc), "--format=lzma"), z...), 0o644)
 	// A tar whose last member is a jar is not a zip after a tar: its
 	// library is found once.
-	os.WriteFile(filepath.Join(dir, "jarlast.tar"), plainTar(map[string][]byte{"lib/last.jar": z.Bytes()}), 0o644)
+	os.WriteFile(filepath.Join(dir, "jarlast.tar"), plainTar(map[string][]byte{"lib/last.jar": z}), 0o644)
 	r := scan(t, policy(t, "kunpeng920"), dir)
 	if !unreadableWith(r, "disk2.run", "malformed zip") {
 		t.Errorf("zip64 locator on 2 disks: %+v", r.Findings)

@@ -20,14 +20,10 @@ import (
 func TestZipBehindInArchives(t *testing.T) {
 	obj := x86Object(t)
 	prog := compile(t, "f.c", cFunc, "libok.so", "aarch64-linux-gnu-gcc", "-shared", "-fPIC")
-	var z bytes.Buffer
-	zw := zip.NewWriter(&z)
-	fw, _ := zw.Create("lib/libx.so")
-	fw.Write(obj)
-	zw.Close()
+	z := x86Zip(t, obj)
 	script := []byte("#!/bin/sh\nexec unzip -o \"$0\"\n")
-	sfx := append(append([]byte{}, script...), z.Bytes()...)
-	withProg := append(append([]byte{}, prog...), z.Bytes()...)
+	sfx := append(append([]byte{}, script...), z...)
+	withProg := append(append([]byte{}, prog...), z...)
 
 	var gz bytes.Buffer
 	gw := gzip.NewWriter(&gz)
@@ -44,7 +40,7 @@ func TestZipBehindInArchives(t *testing.T) {
 	}
 	// A class file's magic, then a jar: not a class (the JVM refuses the
 	// bytes after it), a jar to Java's ZipFile.
-	cafe := append([]byte{0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 0x34}, z.Bytes()...)
+	cafe := append([]byte{0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 0x34}, z...)
 	// Not zips: text ending in an end record that points at nothing, and
 	// a large member of zeros.
 	fake := []byte("text\nPK\x05\x06\x00\x00\x00\x00\x01\x00\x01\x00\x2e\x00\x00\x00\x00\x00\x00\x00\x00\x00")
@@ -109,12 +105,8 @@ func TestZipBehindInArchives(t *testing.T) {
 // it is read; a zip at its end is a finding, not a pass.
 func TestZipBehindLongMember(t *testing.T) {
 	obj := x86Object(t)
-	var z bytes.Buffer
-	zw := zip.NewWriter(&z)
-	fw, _ := zw.Create("lib/libx.so")
-	fw.Write(obj)
-	zw.Close()
-	long := append(append([]byte("#!/bin/sh\n"), make([]byte, spoolAt+(1<<20))...), z.Bytes()...)
+	z := x86Zip(t, obj)
+	long := append(append([]byte("#!/bin/sh\n"), make([]byte, spoolAt+(1<<20))...), z...)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "big.tar"), plainTar(map[string][]byte{"opt/app.run": long}), 0o644)
 	r := scan(t, policy(t, "kunpeng920"), dir)
@@ -158,18 +150,14 @@ func TestZipEndsIn(t *testing.T) {
 func TestZipBehindSparse(t *testing.T) {
 	need(t, "tar")
 	obj := x86Object(t)
-	var z bytes.Buffer
-	zw := zip.NewWriter(&z)
-	fw, _ := zw.Create("lib/libx.so")
-	fw.Write(obj)
-	zw.Close()
+	z := x86Zip(t, obj)
 	src := t.TempDir()
 	f, err := os.Create(filepath.Join(src, "app.run"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Write([]byte("#!/bin/sh\n"))
-	f.WriteAt(z.Bytes(), 1<<30) // a 1 GiB hole, then the zip
+	f.WriteAt(z, 1<<30) // a 1 GiB hole, then the zip
 	f.Close()
 	for i := 0; i < 20; i++ {
 		os.WriteFile(filepath.Join(src, fmt.Sprintf("note%02d.txt", i)), []byte("text\n"), 0o644)
@@ -219,4 +207,20 @@ func TestZipBehindSparse(t *testing.T) {
 	if !unreadableWith(r, "", "scan limits reached (0 bytes out of archives, 11 entries") {
 		t.Errorf("21 members under --max-entries 10: %+v", r.Findings)
 	}
+}
+
+// x86Zip is a zip holding obj as lib/libx.so.
+func x86Zip(t *testing.T, obj []byte) []byte {
+	t.Helper()
+	var z bytes.Buffer
+	zw := zip.NewWriter(&z)
+	fw, err := zw.Create("lib/libx.so")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write(obj)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return z.Bytes()
 }
