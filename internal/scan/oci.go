@@ -281,7 +281,9 @@ func (w *walker) layer(store blobStore, d v1.Descriptor, label string, depth int
 	case kTar:
 		w.tar(br, label, depth+1, nil)
 	case kGzip, kZstd, kBzip2:
-		w.stream(br, label, depth+1, k, nil)
+		if n := w.stream(br, label, depth+1, k, nil); n > 0 {
+			w.tooLong(label+"(trailing)", n)
+		}
 	case kELF, kExe, kAr, kZip:
 		if data, unmap, ok := w.slurp(br, label); ok {
 			w.owned(data, unmap, label, depth+1, nil)

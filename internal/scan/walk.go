@@ -460,8 +460,12 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 			w.add(unreadable(name, err.Error()))
 			return nil
 		}
-		w.stream(bufio.NewReaderSize(f, 1<<20), name, depth, k, jar)
-		return nil
+		if w.stream(bufio.NewReaderSize(f, 1<<20), name, depth, k, jar) == 0 {
+			return nil
+		}
+		// A zip after the tar or lzma stream, too long to hold while
+		// reading: read where it lies, as a zip after other content.
+		k, name = kZip, name+"(trailing)"
 	}
 	data, unmap, err := mapFile(f)
 	if err != nil {
@@ -594,7 +598,9 @@ func (w *walker) memory(data []byte, name string, depth int, jar *jarInfo, keep 
 	case kZip:
 		w.zip(data, name, depth)
 	case kTar, kGzip, kZstd, kBzip2, kXz, kLzma:
-		w.stream(bufio.NewReader(bytes.NewReader(data)), name, depth, sniff(data), jar)
+		if w.stream(bufio.NewReader(bytes.NewReader(data)), name, depth, sniff(data), jar) > 0 {
+			w.zip(data, name+"(trailing)", depth) // too long to hold again: read where it lies
+		}
 	case kOpaque:
 		w.opaque(name, data)
 	}
@@ -728,8 +734,10 @@ func (w *walker) zip(data []byte, name string, depth int) {
 	}
 }
 
-// stream handles a compressed stream or a tar, reading it once.
-func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *jarInfo) {
+// stream handles a compressed stream or a tar, reading it once. It returns
+// the size of what follows the tar's or lzma stream's end when that is
+// too long to hold and ends with a zip (see afterEnd).
+func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *jarInfo) (long int64) {
 	if depth > w.opts.MaxDepth {
 		w.add(unreadable(name, fmt.Sprintf("nested deeper than %d archives; not scanned", w.opts.MaxDepth)))
 		return
@@ -740,10 +748,9 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 	switch k {
 	case kTar:
 		// A tar's reader stops at its end; unzip and Java open a zip
-		// after it (a jar appended to the tar).
+		// after it (a jar appended to the tar), tar -i a second tar.
 		w.tar(r, name, depth, jar)
-		w.zipBehind(r, name, depth, &hold)
-		return
+		return w.afterEnd(r, name, depth, &hold)
 	case kGzip:
 		zr, err := gzip.NewReader(r)
 		if err != nil {
@@ -776,7 +783,9 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 	switch sk := sniff(head); sk {
 	case kTar:
 		w.tar(br, name, depth+1, jar)
-		w.zipBehind(br, inner2+"!", depth+1, &hold) // after the tar, as above
+		if n := w.afterEnd(br, name+"!", depth+1, &hold); n > 0 { // after the tar, as above
+			w.tooLong(name+"!(trailing)", n)
+		}
 	case kOpaque:
 		if !isBitcode(head) {
 			w.opaque(inner2+"!", head)
@@ -800,10 +809,12 @@ func (w *walker) stream(r *bufio.Reader, name string, depth int, k kind, jar *ja
 	}
 	if k == kLzma {
 		// The lzma decoder stops at its stream's end and leaves what
-		// follows (a jar appended to it, which unzip and Java open); the
-		// other decoders take it for a stream that is not theirs.
-		w.zipBehind(r, name, depth, &hold)
+		// follows (a jar appended to it, which unzip and Java open, a
+		// second stream); the other decoders take it for a stream that
+		// is not theirs (a finding).
+		return w.afterEnd(r, name, depth, &hold)
 	}
+	return 0
 }
 
 // opaque reports content in a format the scan does not look inside: b is
@@ -920,7 +931,9 @@ func (w *walker) tar(r io.Reader, name string, depth int, jar *jarInfo) {
 		case k == kOpaque && !isBitcode(head):
 			w.opaque(mpath, head)
 		case k == kTar, k == kGzip, k == kZstd, k == kBzip2, k == kXz, k == kLzma:
-			w.stream(br, mpath, depth+1, k, jar)
+			if n := w.stream(br, mpath, depth+1, k, jar); n > 0 {
+				w.tooLong(mpath+"(trailing)", n)
+			}
 		default:
 			data, unmap, ok := w.slurpSized(br, mpath, h.Size)
 			if !ok {

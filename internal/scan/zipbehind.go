@@ -21,7 +21,52 @@ import (
 // KiB is kept, and a zip that ends there is an unreadable finding. A read
 // error is left to the caller, whose next read of the archive reports it.
 func (w *walker) zipBehind(r io.Reader, name string, depth int, hold *[]byte) {
-	b := (*hold)[:0]
+	if b, long, ok := w.readBehind(r, hold); ok && zipAtEnd(bytes.NewReader(b), int64(len(b))) {
+		w.zipIn(b, name, depth)
+	} else if long > 0 {
+		w.tooLong(name, long)
+	}
+}
+
+// afterEnd reads what follows the end of a tar or of a legacy lzma stream,
+// which their readers stop before: a zip there (a jar appended to the tar,
+// which unzip and Java open) is scanned, and so is other content that is
+// not zeros (a second tar, which tar -i reads, a program). It returns the
+// size of what follows when that is longer than spoolAt and ends with a
+// zip, for the caller to read where it lies or report.
+func (w *walker) afterEnd(r io.Reader, name string, depth int, hold *[]byte) (long int64) {
+	b, long, ok := w.readBehind(r, hold)
+	if !ok {
+		return long
+	}
+	name += "(trailing)"
+	if zipAtEnd(bytes.NewReader(b), int64(len(b))) {
+		w.zipIn(b, name, depth)
+		return 0
+	}
+	// Record padding and end blocks are zeros.
+	i := 0
+	for i < len(b) && b[i] == 0 {
+		i++
+	}
+	if rest := b[i:]; len(rest) > 0 {
+		w.mu.Lock()
+		w.rep.Summary.Files++
+		w.mu.Unlock()
+		if sniff(rest) == kOther {
+			w.add(unreadable(name, fmt.Sprintf("%d bytes after the end that are neither zeros nor content dorisarm knows; not looked at (remove them, or unpack the archive and scan the files)", len(rest))))
+			return 0
+		}
+		w.memory(bytes.Clone(rest), name, depth, nil)
+	}
+	return 0
+}
+
+// readBehind reads r to its end. What it read is in b when it is at most
+// spoolAt bytes (ok), held in *hold; else long is its size when a zip ends
+// it (only its last 65 KiB were kept). Neither on a read error.
+func (w *walker) readBehind(r io.Reader, hold *[]byte) (b []byte, long int64, ok bool) {
+	b = (*hold)[:0]
 	var err error
 	for err == nil && len(b) <= spoolAt {
 		if len(b) == cap(b) {
@@ -34,12 +79,17 @@ func (w *walker) zipBehind(r io.Reader, name string, depth int, hold *[]byte) {
 	*hold = b[:0]
 	switch {
 	case errors.Is(err, io.EOF):
-		if zipAtEnd(bytes.NewReader(b), int64(len(b))) {
-			w.zipIn(b, name, depth)
-		}
+		return b, 0, true
 	case err == nil:
-		w.zipBehindLong(r, b, name)
+		return nil, readLongTail(r, b), false
 	}
+	return nil, 0, false
+}
+
+// tooLong reports a member of size bytes with a zip at its end that was
+// too long to hold.
+func (w *walker) tooLong(name string, size int64) {
+	w.add(unreadable(name, fmt.Sprintf("a zip after other content (an executable jar or a self-extracting archive), %d bytes in all: too large to hold while reading it out of the archive (over %d bytes); not looked inside: unpack it and scan it", size, spoolAt)))
 }
 
 // zipIn scans data, a member with a zip after other content.
@@ -51,9 +101,10 @@ func (w *walker) zipIn(data []byte, name string, depth int) {
 	w.zip(data, name, depth)
 }
 
-// zipBehindLong reads the rest of a member longer than spoolAt, of which
-// head is the start, keeping its last 65 KiB.
-func (w *walker) zipBehindLong(r io.Reader, head []byte, name string) {
+// readLongTail reads the rest of a member longer than spoolAt, of which
+// head is the start, keeping its last 65 KiB; it returns the member's size
+// when a zip ends it, else 0.
+func readLongTail(r io.Reader, head []byte) int64 {
 	tail := make([]byte, 0, 2*zipEndSearch)
 	tail = append(tail, head[len(head)-zipEndSearch:]...)
 	size := int64(len(head))
@@ -66,7 +117,7 @@ func (w *walker) zipBehindLong(r io.Reader, head []byte, name string) {
 		size += int64(n)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				return
+				return 0
 			}
 			break
 		}
@@ -75,8 +126,9 @@ func (w *walker) zipBehindLong(r io.Reader, head []byte, name string) {
 		tail = tail[len(tail)-zipEndSearch:]
 	}
 	if zipEndsIn(tail, size-int64(len(tail))) {
-		w.add(unreadable(name, fmt.Sprintf("a zip after other content (an executable jar or a self-extracting archive), %d bytes in all: too large to hold while reading it out of the archive (over %d bytes); not looked inside: unpack it and scan it", size, spoolAt)))
+		return size
 	}
+	return 0
 }
 
 // zipEndsIn says whether tail, the end of a member whose first base bytes

@@ -224,3 +224,48 @@ func x86Zip(t *testing.T, obj []byte) []byte {
 	}
 	return z.Bytes()
 }
+
+// TestAfterEnd: what follows a tar's end or a legacy lzma stream's, which
+// their readers stop before, is looked at: a second tar (tar -i reads it),
+// a program, a second lzma stream, and a jar too long to hold while
+// reading (read where it lies in the file); bytes that are neither zeros
+// nor known content are a finding. They passed clean.
+func TestAfterEnd(t *testing.T) {
+	obj := x86Object(t)
+	small := plainTar(map[string][]byte{"x.c": []byte(cFunc)})
+	xc := xzTool(t, []byte(cFunc), "--format=lzma")
+	var big bytes.Buffer
+	zw := zip.NewWriter(&big)
+	for _, n := range []string{"pad.bin", "lib/libx.so"} {
+		fw, _ := zw.CreateHeader(&zip.FileHeader{Name: n, Method: zip.Store})
+		if n == "pad.bin" {
+			fw.Write(bytes.Repeat([]byte{0x5a}, spoolAt+(1<<20)))
+		} else {
+			fw.Write(obj)
+		}
+	}
+	zw.Close()
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{
+		"tar_tar.tar":  append(append([]byte{}, small...), plainTar(map[string][]byte{"x86.o": obj})...),
+		"tar_elf.tar":  append(append([]byte{}, small...), obj...),
+		"tar_big.tar":  append(append([]byte{}, small...), big.Bytes()...),
+		"lzma_lzma.lz": append(append([]byte{}, xc...), xzTool(t, obj, "--format=lzma")...),
+		"junk.tar":     append(append([]byte{}, small...), []byte("left over: some text after the end\n")...),
+		"padded.tar":   append(append([]byte{}, small...), make([]byte, 20480)...),
+	} {
+		os.WriteFile(filepath.Join(dir, name), b, 0o644)
+	}
+	r := scan(t, policy(t, "kunpeng920"), dir)
+	for _, p := range []string{"tar_tar.tar(trailing)!/x86.o", "tar_elf.tar(trailing)", "tar_big.tar(trailing)!/lib/libx.so", "lzma_lzma.lz(trailing)!"} {
+		if !hasViolation(r, KindForeignArch, p) {
+			t.Errorf("%s: not scanned", p)
+		}
+	}
+	if !unreadableWith(r, "junk.tar(trailing)", "after the end that are neither zeros") {
+		t.Errorf("text after a tar's end: %+v", r.Findings)
+	}
+	if len(r.Findings) != 5 {
+		t.Errorf("want 5 findings (none for padding): %+v", r.Findings)
+	}
+}
