@@ -21,10 +21,11 @@ import (
 // KiB is kept, and a zip that ends there is an unreadable finding. A read
 // error is left to the caller, whose next read of the archive reports it.
 func (w *walker) zipBehind(r io.Reader, name string, depth int, hold *[]byte) {
-	if b, long, ok := w.readBehind(r, hold); ok && zipAtEnd(bytes.NewReader(b), int64(len(b))) {
-		w.zipIn(b, name, depth)
-	} else if long > 0 {
-		w.tooLong(name, long)
+	switch t := readBehind(r, hold); {
+	case t.whole && zipAtEnd(bytes.NewReader(t.b), int64(len(t.b))):
+		w.zipIn(t.b, name, depth)
+	case !t.whole && t.zip:
+		w.tooLong(name, t.size)
 	}
 }
 
@@ -35,21 +36,28 @@ func (w *walker) zipBehind(r io.Reader, name string, depth int, hold *[]byte) {
 // size of what follows when that is longer than spoolAt and ends with a
 // zip, for the caller to read where it lies or report.
 func (w *walker) afterEnd(r io.Reader, name string, depth int, hold *[]byte) (long int64) {
-	b, long, ok := w.readBehind(r, hold)
-	if !ok {
-		return long
-	}
+	t := readBehind(r, hold)
 	name += "(trailing)"
-	if zipAtEnd(bytes.NewReader(b), int64(len(b))) {
-		w.zipIn(b, name, depth)
+	switch {
+	case t.err:
+		return 0 // the caller's next read reports it
+	case !t.whole && t.zip:
+		return t.size
+	case !t.whole && t.nonZero:
+		w.add(unreadable(name, fmt.Sprintf("%d bytes after the end, not zeros and more than dorisarm holds while reading (%d); not looked at (remove them, or unpack the archive and scan the files)", t.size, spoolAt)))
+		return 0
+	case !t.whole:
+		return 0
+	case zipAtEnd(bytes.NewReader(t.b), int64(len(t.b))):
+		w.zipIn(t.b, name, depth)
 		return 0
 	}
 	// Record padding and end blocks are zeros.
 	i := 0
-	for i < len(b) && b[i] == 0 {
+	for i < len(t.b) && t.b[i] == 0 {
 		i++
 	}
-	if rest := b[i:]; len(rest) > 0 {
+	if rest := t.b[i:]; len(rest) > 0 {
 		w.mu.Lock()
 		w.rep.Summary.Files++
 		w.mu.Unlock()
@@ -62,11 +70,20 @@ func (w *walker) afterEnd(r io.Reader, name string, depth int, hold *[]byte) (lo
 	return 0
 }
 
-// readBehind reads r to its end. What it read is in b when it is at most
-// spoolAt bytes (ok), held in *hold; else long is its size when a zip ends
-// it (only its last 65 KiB were kept). Neither on a read error.
-func (w *walker) readBehind(r io.Reader, hold *[]byte) (b []byte, long int64, ok bool) {
-	b = (*hold)[:0]
+// behind is what readBehind read: all of it in b (whole), or of a longer
+// run its size, whether a zip ends it and whether any byte was not zero.
+type behind struct {
+	b            []byte
+	size         int64
+	whole        bool
+	zip, nonZero bool
+	err          bool // reading failed
+}
+
+// readBehind reads r to its end, holding what it reads in *hold while that
+// is at most spoolAt bytes; of a longer run it keeps only the last 65 KiB.
+func readBehind(r io.Reader, hold *[]byte) behind {
+	b := (*hold)[:0]
 	var err error
 	for err == nil && len(b) <= spoolAt {
 		if len(b) == cap(b) {
@@ -79,11 +96,11 @@ func (w *walker) readBehind(r io.Reader, hold *[]byte) (b []byte, long int64, ok
 	*hold = b[:0]
 	switch {
 	case errors.Is(err, io.EOF):
-		return b, 0, true
-	case err == nil:
-		return nil, readLongTail(r, b), false
+		return behind{b: b, size: int64(len(b)), whole: true}
+	case err != nil:
+		return behind{err: true}
 	}
-	return nil, 0, false
+	return readLongTail(r, b)
 }
 
 // tooLong reports a member of size bytes with a zip at its end that was
@@ -101,23 +118,25 @@ func (w *walker) zipIn(data []byte, name string, depth int) {
 	w.zip(data, name, depth)
 }
 
-// readLongTail reads the rest of a member longer than spoolAt, of which
-// head is the start, keeping its last 65 KiB; it returns the member's size
-// when a zip ends it, else 0.
-func readLongTail(r io.Reader, head []byte) int64 {
+// readLongTail reads the rest of a run longer than spoolAt, of which head
+// is the start, keeping its last 65 KiB.
+func readLongTail(r io.Reader, head []byte) behind {
+	t := behind{size: int64(len(head)), nonZero: notZeros(head)}
 	tail := make([]byte, 0, 2*zipEndSearch)
 	tail = append(tail, head[len(head)-zipEndSearch:]...)
-	size := int64(len(head))
 	for {
 		if len(tail) == cap(tail) {
 			tail = tail[:copy(tail, tail[len(tail)-zipEndSearch:])]
 		}
 		n, err := r.Read(tail[len(tail):cap(tail)])
+		if !t.nonZero && notZeros(tail[len(tail):len(tail)+n]) {
+			t.nonZero = true
+		}
 		tail = tail[:len(tail)+n]
-		size += int64(n)
+		t.size += int64(n)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				return 0
+				return behind{err: true}
 			}
 			break
 		}
@@ -125,10 +144,23 @@ func readLongTail(r io.Reader, head []byte) int64 {
 	if len(tail) > zipEndSearch {
 		tail = tail[len(tail)-zipEndSearch:]
 	}
-	if zipEndsIn(tail, size-int64(len(tail))) {
-		return size
+	t.zip = zipEndsIn(tail, t.size-int64(len(tail)))
+	return t
+}
+
+// zeros is compared against, a piece at a time.
+var zeros [64 << 10]byte
+
+// notZeros says whether b has a byte that is not zero.
+func notZeros(b []byte) bool {
+	for len(b) > 0 {
+		n := min(len(b), len(zeros))
+		if !bytes.Equal(b[:n], zeros[:n]) {
+			return true
+		}
+		b = b[n:]
 	}
-	return 0
+	return false
 }
 
 // zipEndsIn says whether tail, the end of a member whose first base bytes

@@ -253,6 +253,10 @@ func TestAfterEnd(t *testing.T) {
 		"lzma_lzma.lz": append(append([]byte{}, xc...), xzTool(t, obj, "--format=lzma")...),
 		"junk.tar":     append(append([]byte{}, small...), []byte("left over: some text after the end\n")...),
 		"padded.tar":   append(append([]byte{}, small...), make([]byte, 20480)...),
+		// Over spoolAt after the end: zeros are nothing, a second tar
+		// cannot be held while read (a finding).
+		"zeros.tar":    append(append([]byte{}, small...), make([]byte, spoolAt+(1<<20))...),
+		"long_tar.tar": append(append([]byte{}, small...), plainTar(map[string][]byte{"x86.o": obj, "pad": bytes.Repeat([]byte{1}, spoolAt)})...),
 	} {
 		os.WriteFile(filepath.Join(dir, name), b, 0o644)
 	}
@@ -265,7 +269,10 @@ func TestAfterEnd(t *testing.T) {
 	if !unreadableWith(r, "junk.tar(trailing)", "after the end that are neither zeros") {
 		t.Errorf("text after a tar's end: %+v", r.Findings)
 	}
-	if len(r.Findings) != 5 {
-		t.Errorf("want 5 findings (none for padding): %+v", r.Findings)
+	if !unreadableWith(r, "long_tar.tar(trailing)", "more than dorisarm holds") {
+		t.Errorf("a long second tar after a tar's end: %+v", r.Findings)
+	}
+	if len(r.Findings) != 6 {
+		t.Errorf("want 6 findings (none for padding or zeros): %+v", r.Findings)
 	}
 }
