@@ -7,11 +7,12 @@ import (
 	"strings"
 )
 
-// LLVM bitcode (an -flto object) holds no machine code, but its module
+// LLVM bitcode (an -flto object) holds no machine code, but each module
 // says which target it is for: the MODULE_CODE_TRIPLE record of its module
-// block. bitcodeTriple reads it, walking the bitstream (LLVM's
-// docs/BitCodeFormat.rst) only as far as that record: blocks other than
-// the module block are skipped by their declared length.
+// block. bitcodeTriples reads them, walking the bitstream (LLVM's
+// docs/BitCodeFormat.rst): the records of each module block are read to
+// its end, and the blocks inside it (types, functions, metadata) and the
+// other top-level blocks are skipped by their declared lengths.
 
 // Block and record ids of the bitstream (llvm/Bitcode/LLVMBitCodes.h).
 const (
@@ -40,8 +41,9 @@ const (
 	bcBlob
 )
 
-// bcMaxAbbrevs bounds the abbreviations a block may define, and
-// bcMaxTriple the length of a triple: far above what LLVM writes.
+// bcMaxAbbrevs bounds the abbreviations a module block may have (its own,
+// and those BLOCKINFO blocks give it, in all), and bcMaxTriple the length
+// of a triple: far above what LLVM writes.
 const (
 	bcMaxAbbrevs = 1 << 12
 	bcMaxTriple  = 1 << 10
