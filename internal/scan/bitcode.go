@@ -307,14 +307,14 @@ var (
 // The error is errNoTriple when no module has one (a ThinLTO summary index
 // has no module), errBitcode when b could not be read that far.
 func bitcodeTriples(b []byte) ([]string, error) {
-	if bytes.HasPrefix(b, []byte("\xde\xc0\x17\x0b")) && len(b) >= 20 {
+	if bytes.HasPrefix(b, []byte(bitcodeWrapperMagic)) && len(b) >= 20 {
 		off, size := uint64(binary.LittleEndian.Uint32(b[8:])), uint64(binary.LittleEndian.Uint32(b[12:]))
 		if off+size > uint64(len(b)) {
 			return nil, errBitcode
 		}
 		b = b[off : off+size]
 	}
-	if !bytes.HasPrefix(b, []byte("BC\xc0\xde")) {
+	if !bytes.HasPrefix(b, []byte(bitcodeMagic)) {
 		return nil, errBitcode
 	}
 	r := &bcBits{b: b, pos: 32}

@@ -42,9 +42,16 @@ var opaqueFormats = []opaqueFormat{
 	{magic: "\xed\xab\xee\xdb", name: "RPM package", do: "unpack it (rpm2cpio FILE | cpio -idm) and scan the directory"},
 	// ThinLTO/LTO objects (-flto), alone or in a .a: their machine code
 	// does not exist until the link.
-	{magic: "BC\xc0\xde", name: "LLVM bitcode", say: bitcodeSay},
-	{magic: "\xde\xc0\x17\x0b", name: "LLVM bitcode", say: bitcodeSay},
+	{magic: bitcodeMagic, name: "LLVM bitcode", say: bitcodeSay},
+	{magic: bitcodeWrapperMagic, name: "LLVM bitcode", say: bitcodeSay},
 }
+
+// LLVM bitcode starts with bitcodeMagic, or with bitcodeWrapperMagic when
+// it is in the wrapper Apple's tools and -fembed-bitcode write.
+const (
+	bitcodeMagic        = "BC\xc0\xde"
+	bitcodeWrapperMagic = "\xde\xc0\x17\x0b"
+)
 
 const (
 	bitcodeSay       = "an LTO object (-flto) whose target could not be read: dorisarm cannot check the machine code it becomes nor for which architecture; link it (the LTO link writes the machine code) and scan the result, or build it without -flto"
@@ -53,7 +60,7 @@ const (
 
 // isBitcode says whether b starts as LLVM bitcode does, raw or wrapped.
 func isBitcode(b []byte) bool {
-	return bytes.HasPrefix(b, []byte("BC\xc0\xde")) || bytes.HasPrefix(b, []byte("\xde\xc0\x17\x0b"))
+	return bytes.HasPrefix(b, []byte(bitcodeMagic)) || bytes.HasPrefix(b, []byte(bitcodeWrapperMagic))
 }
 
 // opaque says what b is when it is a format the scan does not look inside,
