@@ -82,14 +82,21 @@ func zipTail(r io.ReaderAt, size int64) (buf []byte, base int64, put func(), ok 
 	return buf, size - n, put, true
 }
 
-// parseZipEnd reads the end record b (22 bytes at least) found at offset at.
-func parseZipEnd(r io.ReaderAt, b []byte, at int64) zipEnd {
-	e := zipEnd{
+// zipEnd32 reads the 32-bit end record b (22 bytes at least) found at
+// offset at, as it is, zip64 markers included.
+func zipEnd32(b []byte, at int64) zipEnd {
+	return zipEnd{
 		entries: uint64(binary.LittleEndian.Uint16(b[10:])),
 		dirSize: uint64(binary.LittleEndian.Uint32(b[12:])),
 		dirOff:  uint64(binary.LittleEndian.Uint32(b[16:])),
 		at:      at,
 	}
+}
+
+// parseZipEnd reads the end record b (22 bytes at least) found at offset
+// at, and the zip64 record it sends a reader to.
+func parseZipEnd(r io.ReaderAt, b []byte, at int64) zipEnd {
+	e := zipEnd32(b, at)
 	if e.zipEnd64Markers() {
 		e = zip64End(r, e)
 	}
@@ -113,13 +120,7 @@ func zipEndsDisagree(data []byte) bool {
 		return false
 	}
 	p := ends[len(ends)-1]
-	b := buf[p:]
-	e32 := zipEnd{
-		entries: uint64(binary.LittleEndian.Uint16(b[10:])),
-		dirSize: uint64(binary.LittleEndian.Uint32(b[12:])),
-		dirOff:  uint64(binary.LittleEndian.Uint32(b[16:])),
-		at:      base + int64(p),
-	}
+	e32 := zipEnd32(buf[p:], base+int64(p))
 	if !e32.zipEnd64Markers() {
 		return false
 	}
