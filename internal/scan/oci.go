@@ -278,9 +278,7 @@ func (w *walker) layer(store blobStore, d v1.Descriptor, label string, depth int
 	br := bufio.NewReaderSize(&limited{r: v, w: w, name: label}, 1<<20)
 	head, _ := br.Peek(sniffLen)
 	switch k := sniff(head); k {
-	case kTar:
-		w.tar(br, label, depth+1, nil)
-	case kGzip, kZstd, kBzip2:
+	case kTar, kGzip, kZstd, kBzip2:
 		if n := w.stream(br, label, depth+1, k, nil); n > 0 {
 			w.tooLong(label+"(trailing)", n)
 		}

@@ -194,3 +194,18 @@ func TestRegistryLayerAlteredInStorage(t *testing.T) {
 		t.Errorf("altered registry layer: %+v %+v", r.Summary, r.Findings)
 	}
 }
+
+// TestOCILayerAfterEnd: what follows an uncompressed tar layer's end is
+// looked at, as after any other tar (a jar appended to the layer). The
+// uncompressed layer was read by the tar reader alone, which stops there.
+func TestOCILayerAfterEnd(t *testing.T) {
+	obj := x86Object(t)
+	l := newRawLayout(t)
+	plain := append(tarOf("etc/motd", []byte("hello\n")), x86Zip(t, obj)...)
+	m := l.manifest("application/vnd.oci.image.manifest.v1+json", l.blob("application/vnd.oci.image.layer.v1.tar", plain))
+	l.index(m)
+	r := scan(t, policy(t, "graviton2"), "oci:"+l.dir)
+	if !hasViolation(r, KindForeignArch, "@"+m.Digest+"!/layer0(trailing)!/lib/libx.so") {
+		t.Errorf("the jar after an uncompressed layer's end: %+v", r.Findings)
+	}
+}
