@@ -15,7 +15,8 @@
 # dorisarm is linked statically (CGO_ENABLED=0), as make build does. pipe_s is one run of
 # `llvm-objdump-16 -d LIB | wc -c`, the shape of a check done by hand
 # (objdump piped into grep), and pipe_x its ratio to scan_s. It also prints
-# `dorisarm version` start-up: the median of STARTUP_RUNS runs.
+# `dorisarm version` start-up: the median of STARTUP_RUNS runs. Last, the
+# floor under those numbers (scripts/bench-floor.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RUNS=${RUNS:-21} # a scan takes milliseconds: enough runs that one slow start does not move the median
@@ -60,3 +61,6 @@ libs=(
 )
 python3 scripts/bench-scan.py "${dorisarm}" "${work}" "${TARGET}" "${RUNS}" "${OBJDUMP_RUNS}" "${STARTUP_RUNS}" "${libs[@]}"
 echo "classifier alone: go test -bench Scan ./internal/isa"
+# What the Go runtime and dorisarm's dependencies cost on this machine
+# before any of dorisarm's own work, beside dorisarm (scripts/bench-floor.sh).
+bash scripts/bench-floor.sh "${dorisarm}" "${libdir}/librocksdb.so.7.8"
