@@ -113,7 +113,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 	cmd.Flags().BoolVar(&opts.NoScan, "no-scan", false, "publish without the scan gate (recorded in the build record)")
 	cmd.Flags().StringVar(&cacheFrom, "cache-from", "", "a registry repository (REGISTRY/PATH) to restore steps from when the local cache lacks them")
 	cmd.Flags().StringVar(&cacheTo, "cache-to", "", "a registry repository to offer every step result to (may be the same as --cache-from)")
-	insecureFlag(cmd, &ro)
+	registryFlags(cmd, &ro)
 	cmd.Flags().Int64Var(&cacheMax, "cache-max-size", 0, "after building, prune the cache to this many bytes (least recently used first)")
 	formatFlag(cmd, &format, "text or json (one entry per target; progress stays on stderr)", "text", "json")
 	return cmd

@@ -58,7 +58,7 @@ func cacheRepoCmd[S interface {
 		return err
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "the registry repository of the shared cache")
-	insecureFlag(cmd, &ro)
+	registryFlags(cmd, &ro)
 	formatFlag(cmd, &format, "text or json", "text", "json")
 	return cmd
 }

@@ -18,7 +18,7 @@ func releaseFlags(cmd *cobra.Command, req *image.Request) {
 	cmd.Flags().StringVar(&req.Sources.SourceDir, "source", "", "the source tree whose last commit dates the images (default: the bundled sample)")
 	cmd.Flags().StringVar(&req.Sources.Revision, "revision", "", "org.opencontainers.image.revision (default: the --source tree's commit)")
 	cmd.Flags().StringVar(&req.Sources.SourceURL, "source-url", "https://github.com/apache/doris", "org.opencontainers.image.source")
-	insecureFlag(cmd, &req.Sources.Registry)
+	registryFlags(cmd, &req.Sources.Registry)
 	cmd.Flags().StringArrayVar(&req.Sources.IndexImages, "index-image", nil, "NAME:OS/ARCH=REF: put this image (REF or oci:DIR) in NAME's multi-arch index for that platform instead of a build, e.g. doris-be:linux/amd64=docker.io/apache/doris:be-2.1.8")
 }
 
@@ -119,7 +119,7 @@ func newInspectCmd(g *globals) *cobra.Command {
 			return printAs(g.stdout, format, in)
 		},
 	}
-	insecureFlag(cmd, &ro)
+	registryFlags(cmd, &ro)
 	formatFlag(cmd, &format, "text or json", "text", "json")
 	return cmd
 }

@@ -98,7 +98,7 @@ tags, in this shape:
 	cmd.Flags().StringVar(&file, "file", "", "promotions file (promotions: [{source: REPO@sha256:..., tags: [REPO:TAG, ...]}]; see the shape above)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "promote (without it: print the plan, write nothing)")
 	cmd.Flags().BoolVar(&rollback, "rollback", false, "let a floating tag (latest, 2.1) move back to an older, still verified release")
-	insecureFlag(cmd, &ro)
+	registryFlags(cmd, &ro)
 	formatFlag(cmd, &format, "text or json", "text", "json")
 	return cmd
 }

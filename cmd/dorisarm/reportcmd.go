@@ -78,7 +78,7 @@ another build.`,
 	cmd.Flags().StringVar(&recipeFile, "recipe", "", "the recipe whose images: the release has (default: the builds' recipe; with --release REF, only REF's image)")
 	cmd.Flags().StringVar(&mdFile, "markdown", "", "write the Markdown here instead of stdout")
 	cmd.Flags().StringVar(&htmlFile, "html", "", "write a self-contained HTML page here")
-	insecureFlag(cmd, &ro)
+	registryFlags(cmd, &ro)
 	formatFlag(cmd, &format, "markdown or json (the report as data)", "markdown", "json")
 	tf.add(cmd)
 	return cmd

@@ -234,9 +234,10 @@ func checkFormat(cmd *cobra.Command) error {
 	return usageErr("--output/--format %q: use one of %s", f.Value.String(), strings.Join(allowed, ", "))
 }
 
-// insecureFlag registers --insecure on ro.
-func insecureFlag(cmd *cobra.Command, ro *registry.Options) {
+// registryFlags registers --insecure and --registry-timeout on ro.
+func registryFlags(cmd *cobra.Command, ro *registry.Options) {
 	cmd.Flags().BoolVar(&ro.Insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+	cmd.Flags().DurationVar(&ro.Stall, "registry-timeout", registry.DefaultStall, "fail a registry request that gets no answer, or less than 64 KiB of its body, for this long")
 }
 
 // textWriter is what a command prints: as text, or with -o json as JSON.

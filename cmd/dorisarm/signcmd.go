@@ -80,7 +80,7 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 	cmd.Flags().StringVar(&req.Sigstore.IDToken, "identity-token", "", "keyless: an OIDC token (default $SIGSTORE_ID_TOKEN, or GitHub Actions' own)")
 	cmd.Flags().StringVar(&req.BuildDir, "build", "", "attest the images made from the builds in this dorisarm build --out directory")
 	formatFlag(cmd, &format, "text or json", "text", "json")
-	insecureFlag(cmd, &req.Registry)
+	registryFlags(cmd, &req.Registry)
 	return cmd
 }
 
@@ -142,7 +142,7 @@ check fails.`,
 		},
 	}
 	tf.add(cmd)
-	insecureFlag(cmd, &ro)
+	registryFlags(cmd, &ro)
 	cmd.Flags().BoolVar(&noAttestations, "signatures-only", false, "check signatures only, not the attestations")
 	formatFlag(cmd, &format, "text or json", "text", "json")
 	return cmd

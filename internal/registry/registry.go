@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -34,6 +35,9 @@ type Options struct {
 	// Backoff, when set, replaces ggcr's retry schedule for transient
 	// errors (5xx, connection resets).
 	Backoff *remote.Backoff
+	// Stall is how long a registry may send nothing before a request
+	// fails (0: DefaultStall); see guard.
+	Stall time.Duration
 }
 
 func (o Options) nameOptions() []name.Option {
@@ -102,7 +106,8 @@ func (o Options) Prefix(s string) (string, error) {
 }
 
 // Remote is the option list for go-containerregistry's remote package:
-// ctx (so Ctrl-C stops every request), credentials, transport, jobs and
+// ctx (so Ctrl-C stops every request), credentials, the transport under the
+// guard (manifests checked against their digests, stalls bounded), jobs and
 // retries, then extra.
 func (o Options) Remote(ctx context.Context, extra ...remote.Option) []remote.Option {
 	ro := []remote.Option{remote.WithContext(ctx)}
@@ -111,9 +116,7 @@ func (o Options) Remote(ctx context.Context, extra ...remote.Option) []remote.Op
 	} else {
 		ro = append(ro, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 	}
-	if o.Transport != nil {
-		ro = append(ro, remote.WithTransport(o.Transport))
-	}
+	ro = append(ro, remote.WithTransport(o.transport()))
 	if o.Jobs > 0 {
 		ro = append(ro, remote.WithJobs(o.Jobs))
 	}
