@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -44,11 +45,33 @@ type layer struct {
 }
 
 // maxLayer bounds what is read of one signature layer (SBOMs are large,
-// but not this large).
-const maxLayer = 64 << 20
+// but not this large), and maxLayers what is read of all the layers under
+// one tag: they are held in memory together.
+const (
+	maxLayer  = 64 << 20
+	maxLayers = 256 << 20
+	// maxLayerCount bounds the layers under one tag (one a signature or
+	// attestation; re-signing adds one).
+	maxLayerCount = 1000
+)
 
 func sigTag(d name.Digest, suffix string) name.Tag {
 	return d.Context().Tag(strings.Replace(d.DigestStr(), ":", "-", 1) + suffix)
+}
+
+// companionKey is the context key of a CompanionFunc.
+type companionKey struct{}
+
+// CompanionFunc is told the tag and manifest digest of each signature or
+// attestation manifest read (see WithCompanions).
+type CompanionFunc func(tag name.Tag, digest v1.Hash)
+
+// WithCompanions returns ctx carrying f: each signature or attestation
+// manifest read under it, as VerifyRelease reads them, is reported to f
+// with the digest of the bytes read, so that a caller can copy exactly the
+// manifests that were verified (by digest, not by their movable tags).
+func WithCompanions(ctx context.Context, f CompanionFunc) context.Context {
+	return context.WithValue(ctx, companionKey{}, f)
 }
 
 // readLayers reads the layers stored beside d under suffix; none if the
@@ -63,15 +86,33 @@ func readLayers(ctx context.Context, d name.Digest, suffix string, opts []remote
 	if err != nil {
 		return nil, err
 	}
+	if f, ok := ctx.Value(companionKey{}).(CompanionFunc); ok {
+		h, err := img.Digest()
+		if err != nil {
+			return nil, err
+		}
+		f(sigTag(d, suffix), h)
+	}
 	m, err := img.Manifest()
 	if err != nil {
 		return nil, err
 	}
-	var out []layer
+	if len(m.Layers) > maxLayerCount {
+		return nil, fmt.Errorf("%s: %d layers, more than the %d signatures or attestations one image is given", sigTag(d, suffix), len(m.Layers), maxLayerCount)
+	}
+	// The sizes are checked before anything is read: a layer larger than
+	// its size fails its digest check as it is read.
+	var total int64
 	for _, desc := range m.Layers {
-		if desc.Size > maxLayer {
+		if desc.Size > maxLayer || desc.Size < 0 {
 			return nil, fmt.Errorf("%s: a %d-byte layer, more than a signature holds", sigTag(d, suffix), desc.Size)
 		}
+		if total += desc.Size; total > maxLayers {
+			return nil, fmt.Errorf("%s: %d layers of more than %d MiB in all, more than the signatures of one image hold", sigTag(d, suffix), len(m.Layers), maxLayers>>20)
+		}
+	}
+	var out []layer
+	for _, desc := range m.Layers {
 		l, err := img.LayerByDigest(desc.Digest)
 		if err != nil {
 			return nil, err

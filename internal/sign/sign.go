@@ -178,8 +178,16 @@ func VerifyRelease(ctx context.Context, ref name.Reference, trust Trust, signatu
 	r := &Result{Digests: ds, Signatures: signatureChecks(ctx, ds, v)}
 	// A signature vouches for a manifest, and the manifest for its blobs by
 	// digest: read them all, or a layer altered in storage goes unnoticed.
-	for _, d := range ds {
+	// A manifest without a valid signature vouches for nothing: its blob
+	// sizes could be anything (a terabyte, an endless stream), so they are
+	// not read.
+	for i, d := range ds {
 		c := Check{What: "blobs of " + d.String()}
+		if !r.Signatures[i].OK {
+			c.Why = "not read: the manifest's signature did not verify, so nothing vouches for the blobs it names"
+			r.Blobs = append(r.Blobs, c)
+			continue
+		}
 		n, bytes, err := image.CheckBlobs(ctx, d, opts...)
 		r.Bytes += bytes
 		var be *image.BlobError
