@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/hashicorp/go-version"
@@ -29,18 +31,29 @@ type Plan struct {
 	Dst     name.Tag      `json:"destination"`
 	Version string        `json:"version"`
 	Digests []name.Digest `json:"digests"` // the manifest and, for an index, its children
-	// Companions are the cosign signature and attestation tags to copy.
-	Companions []string     `json:"companions"`
+	// Companions are the cosign signature and attestation manifests to
+	// copy: the ones verification read, by digest.
+	Companions []Companion  `json:"companions"`
 	Checks     []sign.Check `json:"checks"`
 	// Bytes is the size of everything copied: manifests, configs, layers.
 	Bytes int64 `json:"bytes"`
 	// Replaces is the digest the destination tag points to now, if any.
 	Replaces string `json:"replaces,omitempty"`
+	// Before is what the destination tag pointed to when checked ("" when
+	// it did not exist): the tag is written only if it still does.
+	Before   string `json:"before,omitempty"`
 	Floating bool   `json:"floating"`
 	// Identity is what the signed image is, which the destination names.
 	Identity Identity `json:"identity"`
 	// RollsBack is the newer version a roll-back moves the floating tag away from.
 	RollsBack string `json:"rolls_back_from,omitempty"`
+}
+
+// Companion is a signature or attestation manifest as verification read
+// it: its tag beside the image, and the digest of the bytes read.
+type Companion struct {
+	Tag    string `json:"tag"`
+	Digest string `json:"digest"`
 }
 
 // Options are how a promotion is checked and run.
@@ -73,10 +86,27 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 	p.Version = annotation(desc.Manifest, VersionAnnotation)
 
 	// Verify the digest, never the tag: a tag moved meanwhile changes
-	// nothing. Every blob is read and checked against its digest.
-	res, err := sign.VerifyRelease(ctx, p.Src, o.Trust, false, o.Registry.Remote(ctx)...)
+	// nothing. Every blob is read and checked against its digest. The
+	// signature and attestation manifests are read by tag (that is where
+	// cosign keeps them): the digests of the ones read are recorded, and
+	// those are what is copied.
+	var mu sync.Mutex
+	read := map[string]string{}
+	changed := ""
+	vctx := sign.WithCompanions(ctx, func(t name.Tag, h v1.Hash) {
+		mu.Lock()
+		defer mu.Unlock()
+		if d, ok := read[t.TagStr()]; ok && d != h.String() {
+			changed = t.TagStr()
+		}
+		read[t.TagStr()] = h.String()
+	})
+	res, err := sign.VerifyRelease(vctx, p.Src, o.Trust, false, o.Registry.Remote(vctx)...)
 	if err != nil {
 		return nil, err
+	}
+	if changed != "" {
+		return p, &GateError{Reason: fmt.Sprintf("%s changed while it was being verified (read twice, two digests); promote again once nothing is writing to %s", changed, src.Context())}
 	}
 	p.Digests, p.Checks = res.Digests, res.Checks()
 	for _, c := range p.Checks {
@@ -115,11 +145,8 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 	for _, d := range p.Digests {
 		hex := strings.ReplaceAll(d.DigestStr(), ":", "-")
 		for _, suffix := range []string{".sig", ".att"} {
-			t := src.Context().Tag(hex + suffix)
-			if _, err := remote.Head(t, ro...); err == nil {
-				p.Companions = append(p.Companions, t.TagStr())
-			} else if !notFound(err) {
-				return nil, err
+			if h, ok := read[hex+suffix]; ok {
+				p.Companions = append(p.Companions, Companion{Tag: hex + suffix, Digest: h})
 			}
 		}
 	}
@@ -127,6 +154,9 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 	// Tag gates.
 	p.Floating = floating(dst.TagStr(), id)
 	cur, err := remote.Get(dst, ro...)
+	if err == nil {
+		p.Before = cur.Digest.String()
+	}
 	switch {
 	case err != nil && !notFound(err):
 		return nil, fmt.Errorf("%s: %w", dst, err)
@@ -186,13 +216,33 @@ func Execute(ctx context.Context, p *Plan, o Options) error {
 		tg = img
 	}
 	for _, c := range p.Companions {
-		img, err := remote.Image(p.Src.Context().Tag(c), ro...)
+		// By digest: the bytes verification read, whatever the tag holds now.
+		img, err := remote.Image(p.Src.Context().Digest(c.Digest), ro...)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s (%s, verified): %w", c.Tag, c.Digest, err)
 		}
-		if err := remote.Write(p.Dst.Context().Tag(c), img, ro...); err != nil {
-			return fmt.Errorf("copying %s (the destination tag was not moved): %w", c, err)
+		if err := remote.Write(p.Dst.Context().Tag(c.Tag), img, ro...); err != nil {
+			return fmt.Errorf("copying %s (the destination tag was not moved): %w", c.Tag, err)
 		}
+	}
+	// The copy can take minutes: the tag is read again just before it is
+	// written, and left alone if someone else moved it meanwhile. (Registries
+	// have no compare-and-swap, so this narrows the window to one round
+	// trip; it cannot close it.)
+	now := ""
+	cur, err := remote.Get(p.Dst, ro...)
+	switch {
+	case err == nil:
+		now = cur.Digest.String()
+	case !notFound(err):
+		return fmt.Errorf("%s (the destination tag was not moved): %w", p.Dst, err)
+	}
+	if now != p.Before {
+		was := p.Before
+		if was == "" {
+			was = "nothing"
+		}
+		return &GateError{Reason: fmt.Sprintf("%s changed while the release was copied (it pointed to %s, now to %s); it was not moved: check who else writes it, then promote again", p.Dst, was, now)}
 	}
 	return remote.Tag(p.Dst, tg, ro...)
 }

@@ -37,9 +37,14 @@ type faulty struct {
 	// rot alters one blob (by digest) as a disk would: the registry
 	// serves other bytes under the same digest.
 	rot atomic.Value
+	// hook, when set (a func(w, r) bool), may answer a request itself.
+	hook atomic.Value
 }
 
 func (f *faulty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h, _ := f.hook.Load().(func(http.ResponseWriter, *http.Request) bool); h != nil && h(w, r) {
+		return
+	}
 	if f.flip.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/flip/manifests/sha256:") {
 		rec := httptest.NewRecorder()
 		f.h.ServeHTTP(rec, r)
