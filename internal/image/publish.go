@@ -181,13 +181,30 @@ func Publish(ctx context.Context, repo string, rel []Tagged, o PublishOptions) (
 			return nil, fmt.Errorf("pushing %s (no tag was moved): %w", x.tag, explain(x.tag.RegistryStr(), err))
 		}
 	}
-	for _, x := range ts {
+	// Registries cannot move several tags at once. What each tag points to
+	// is read first, so that when a tag write fails the ones already moved
+	// are put back; the error says which were and which could not be.
+	before := make([]*remote.Descriptor, len(ts))
+	for i, x := range ts {
+		d, err := remote.Get(x.tag, ropts...)
+		switch {
+		case err == nil:
+			before[i] = d
+		case !notFound(err):
+			return nil, fmt.Errorf("reading %s before moving it (no tag was moved): %w", x.tag, explain(x.tag.RegistryStr(), err))
+		}
+	}
+	for i, x := range ts {
 		var tg remote.Taggable = x.t.Image
 		if x.t.Index != nil {
 			tg = x.t.Index
 		}
 		if err := remote.Tag(x.tag, tg, ropts...); err != nil {
-			return nil, fmt.Errorf("tagging %s: %w", x.tag, explain(x.tag.RegistryStr(), err))
+			moved := make([]name.Tag, i)
+			for k := range moved {
+				moved[k] = ts[k].tag
+			}
+			return nil, fmt.Errorf("tagging %s: %w; %s", x.tag, explain(x.tag.RegistryStr(), err), restoreTags(moved, before[:i], ropts))
 		}
 	}
 	rep.Uploaded, rep.UploadedBlobs = counter.bytes.Load(), counter.blobs.Load()
@@ -300,8 +317,55 @@ func authError(registry, status string) error {
 // explain turns a registry's 401/403 into what to do about it.
 func explain(registry string, err error) error {
 	var terr *transport.Error
-	if errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden) {
+	switch {
+	case errors.As(err, &terr) && terr.StatusCode == http.StatusUnauthorized:
 		return fmt.Errorf("%w: %w", authError(registry, http.StatusText(terr.StatusCode)), terr)
+	case errors.As(err, &terr) && terr.StatusCode == http.StatusForbidden:
+		return fmt.Errorf("registry %s refused the write (Forbidden): the credentials may lack push rights there (docker login %s, or --username and --password-stdin), or the tag is protected (immutable tags): %w", registry, registry, terr)
 	}
 	return err
+}
+
+func notFound(err error) bool {
+	var terr *transport.Error
+	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
+}
+
+// restoreTags puts tags that a failed publish had moved back where they
+// were (before[i], nil for a tag that did not exist, which is deleted if
+// the registry allows it) and says what it did.
+func restoreTags(tags []name.Tag, before []*remote.Descriptor, ropts []remote.Option) string {
+	if len(tags) == 0 {
+		return "no tag was moved"
+	}
+	var restored, left []string
+	for i, tag := range tags {
+		var err error
+		if before[i] != nil {
+			err = remote.Tag(tag, before[i], ropts...)
+		} else {
+			err = remote.Delete(tag, ropts...)
+		}
+		switch {
+		case err == nil && before[i] != nil:
+			restored = append(restored, fmt.Sprintf("%s (back to %s)", tag.TagStr(), before[i].Digest))
+		case err == nil:
+			restored = append(restored, tag.TagStr()+" (removed: it was new)")
+		case before[i] != nil:
+			left = append(left, fmt.Sprintf("%s (was %s: %v)", tag.TagStr(), before[i].Digest, err))
+		default:
+			left = append(left, fmt.Sprintf("%s (new; the registry would not delete it: %v)", tag.TagStr(), err))
+		}
+	}
+	msg := ""
+	if len(restored) > 0 {
+		msg = "put back: " + strings.Join(restored, ", ")
+	}
+	if len(left) > 0 {
+		if msg != "" {
+			msg += "; "
+		}
+		msg += "STILL MOVED, fix by hand: " + strings.Join(left, ", ")
+	}
+	return msg
 }
