@@ -51,18 +51,25 @@ func TestPromoteRefusesSchema1Answers(t *testing.T) {
 	}
 }
 
-// What is copied beside the release is what was verified: a signature or
-// attestation tag rewritten between the check and the copy is not copied.
-func TestPromoteCopiesTheVerifiedCompanions(t *testing.T) {
+// checkedRelease pushes and signs staging/doris-be:2.1.8 and checks its
+// promotion to release/doris-be:2.1.8.
+func checkedRelease(t *testing.T) (*env, v1.Hash, *Plan, Options) {
+	t.Helper()
 	e := newEnv(t)
 	d := e.push("staging/doris-be:2.1.8", "2.1.8", e.signer, clean)
-	ctx := context.Background()
 	o := Options{Trust: sign.Trust{Key: e.pub}}
-	dst := e.tag("release/doris-be:2.1.8")
-	p, err := Check(ctx, e.ref("staging/doris-be:2.1.8"), dst, o)
+	p, err := Check(context.Background(), e.ref("staging/doris-be:2.1.8"), e.tag("release/doris-be:2.1.8"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e, d, p, o
+}
+
+// What is copied beside the release is what was verified: a signature or
+// attestation tag rewritten between the check and the copy is not copied.
+func TestPromoteCopiesTheVerifiedCompanions(t *testing.T) {
+	e, d, p, o := checkedRelease(t)
+	ctx := context.Background()
 	want := map[string]string{}
 	for _, c := range p.Companions {
 		want[c.Tag] = c.Digest
@@ -91,17 +98,11 @@ func TestPromoteCopiesTheVerifiedCompanions(t *testing.T) {
 // A destination tag that someone else writes while the release is copied
 // is left as they wrote it.
 func TestPromoteLeavesADestinationMovedMeanwhile(t *testing.T) {
-	e := newEnv(t)
-	e.push("staging/doris-be:2.1.8", "2.1.8", e.signer, clean)
+	e, _, p, o := checkedRelease(t)
 	ctx := context.Background()
-	o := Options{Trust: sign.Trust{Key: e.pub}}
-	dst := e.tag("release/doris-be:2.1.8")
-	p, err := Check(ctx, e.ref("staging/doris-be:2.1.8"), dst, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dst := p.Dst
 	theirs := e.push("release/doris-be:2.1.8", "2.1.8", nil, "")
-	err = Execute(ctx, p, o)
+	err := Execute(ctx, p, o)
 	var ge *GateError
 	if !errors.As(err, &ge) || !strings.Contains(err.Error(), "changed while the release was copied") {
 		t.Fatalf("execute: %v, want a refusal", err)
