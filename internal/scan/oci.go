@@ -12,10 +12,11 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
 // Images are walked from their manifests' bytes, not through a library's
@@ -147,7 +148,9 @@ func (w *walker) remote(arg, ref string) error {
 	if err != nil {
 		return fmt.Errorf("%w %s: not an image reference: %w", ErrInput, arg, err)
 	}
-	ropts := []remote.Option{remote.WithContext(w.ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+	// The docker config's credentials, and the registry guard: schema 1
+	// refused, stalls bounded (every manifest is hashed here as well).
+	ropts := registry.Options{Insecure: w.opts.Insecure, Stall: w.opts.RegistryStall}.Remote(w.ctx)
 	desc, err := remote.Get(r, ropts...)
 	if err != nil {
 		return fmt.Errorf("%w %s: %w", ErrInput, arg, err)

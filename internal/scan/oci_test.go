@@ -4,12 +4,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -92,5 +94,33 @@ func TestOCILayoutAndRegistry(t *testing.T) {
 	}
 	if _, err := Scan(context.Background(), []string{strings.TrimPrefix(srv.URL, "http://") + "/doris/missing:1"}, nil, Options{}); err == nil {
 		t.Error("a missing image is an input error")
+	}
+}
+
+// A registry that never answers fails the scan of its image once
+// RegistryStall has passed, instead of holding it.
+func TestRegistryScanStallBounded(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/doris/doris-be:2.1.8"
+	done := make(chan error, 1)
+	go func() {
+		_, err := Scan(context.Background(), []string{ref}, nil, Options{RegistryStall: 300 * time.Millisecond})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "sent nothing for 300ms") {
+			t.Errorf("scan of a registry that never answers: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the scan still waits for the registry after 20 s")
 	}
 }

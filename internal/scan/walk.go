@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
@@ -42,6 +43,9 @@ type Options struct {
 	Allow     []Exception
 	// Insecure allows plain-HTTP registries that are not on loopback.
 	Insecure bool
+	// RegistryStall bounds how long a registry may send nothing (0: the
+	// registry package's default; see registry.Options.Stall).
+	RegistryStall time.Duration
 }
 
 // DefaultOptions are generous for real Doris output (doris_be with its
