@@ -164,6 +164,8 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"version", "extra"}, "unknown command"},
 		{[]string{"matrix", "--color", "bad"}, "use auto, always or never"},
 		{[]string{"keygen", "-o", "yaml"}, "--output/--format \"yaml\""},
+		{[]string{"verify", "--registry-timeout", "-1s", "--key", "k", "127.0.0.1:1/x/y:z"}, "want a duration above zero"},
+		{[]string{"scan", "--registry-timeout", "0", "."}, "want a duration above zero"},
 	} {
 		_, errOut, code := run(t, c.args...)
 		if code != 2 || !strings.Contains(errOut, c.want) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -237,7 +238,30 @@ func checkFormat(cmd *cobra.Command) error {
 // registryFlags registers --insecure and --registry-timeout on ro.
 func registryFlags(cmd *cobra.Command, ro *registry.Options) {
 	cmd.Flags().BoolVar(&ro.Insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
-	cmd.Flags().DurationVar(&ro.Stall, "registry-timeout", registry.DefaultStall, "fail a registry request that gets no answer, or less than 64 KiB of its body, for this long")
+	registryTimeoutFlag(cmd, &ro.Stall)
+}
+
+// registryTimeoutFlag registers --registry-timeout on d.
+func registryTimeoutFlag(cmd *cobra.Command, d *time.Duration) {
+	*d = registry.DefaultStall
+	cmd.Flags().Var((*positiveDuration)(d), "registry-timeout", "fail a registry request that gets no answer, or less than 64 KiB of its body, for this long")
+}
+
+// positiveDuration is a duration flag that must be more than zero.
+type positiveDuration time.Duration
+
+func (p *positiveDuration) String() string { return time.Duration(*p).String() }
+func (p *positiveDuration) Type() string   { return "duration" }
+func (p *positiveDuration) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d <= 0 {
+		return fmt.Errorf("want a duration above zero, such as 30s or 5m")
+	}
+	*p = positiveDuration(d)
+	return nil
 }
 
 // textWriter is what a command prints: as text, or with -o json as JSON.

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/scan"
 )
 
@@ -61,6 +60,6 @@ Without --target it reports what it found. Exit status: 0 clean, 1 violations,
 	cmd.Flags().Int64Var(&opts.MaxWindow, "max-window", opts.MaxWindow, "decompression memory (zstd windows, xz/lzma dictionaries) of all open compressed streams, nested ones included")
 	cmd.Flags().IntVar(&opts.Workers, "jobs", 0, "files analysed at once (default: the number of CPUs)")
 	cmd.Flags().BoolVar(&opts.Insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
-	cmd.Flags().DurationVar(&opts.RegistryStall, "registry-timeout", registry.DefaultStall, "fail a registry request that gets no answer, or less than 64 KiB of its body, for this long")
+	registryTimeoutFlag(cmd, &opts.RegistryStall)
 	return cmd
 }
