@@ -89,9 +89,7 @@ func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	timer.Stop()
-	body := &stallBody{rc: resp.Body, ctx: ctx, cancel: cancel, stall: g.stall, onStall: stalled}
-	body.timer = time.AfterFunc(g.stall, body.fire)
-	resp.Body = body
+	resp.Body = &stallBody{rc: resp.Body, ctx: ctx, cancel: cancel, stall: g.stall, timer: time.AfterFunc(g.stall, stalled)}
 	if resp.StatusCode != http.StatusOK || (req.Method != http.MethodGet && req.Method != http.MethodHead) {
 		return resp, nil
 	}
@@ -172,30 +170,23 @@ func (b *progressBody) Read(p []byte) (int, error) {
 func (b *progressBody) Close() error { return b.rc.Close() }
 
 // stallBody fails a body read once stall passes without stallBytes more of
-// the body or its end. Closing it or reaching its end ends the request's
-// context.
+// the body or its end (its timer ends the request's context with the stall
+// error as the cause). Closing it ends the request's context.
 type stallBody struct {
-	rc      io.ReadCloser
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	stall   time.Duration
-	onStall func()
-	timer   *time.Timer
-	mu      sync.Mutex
-	since   int // bytes since the timer was last reset
+	rc     io.ReadCloser
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stall  time.Duration
+	timer  *time.Timer
+	since  int // bytes since the timer was last reset
 }
-
-func (b *stallBody) fire() { b.onStall() }
 
 func (b *stallBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
-	b.mu.Lock()
-	b.since += n
-	if b.since >= stallBytes {
+	if b.since += n; b.since >= stallBytes {
 		b.since = 0
 		b.timer.Reset(b.stall)
 	}
-	b.mu.Unlock()
 	if err != nil && err != io.EOF && b.ctx.Err() != nil {
 		if c := context.Cause(b.ctx); c != nil {
 			return n, c
