@@ -16,7 +16,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,7 +26,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -211,8 +209,7 @@ func (r *Repo) Pull(ctx context.Context, c *build.Cache, key string) (bool, erro
 	tag := r.Repo.Tag(key)
 	desc, err := remote.Get(tag, r.ro(ctx)...)
 	if err != nil {
-		var te *transport.Error
-		if errors.As(err, &te) && te.StatusCode == 404 {
+		if registry.NotFound(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("%s: %w", tag, err)

@@ -190,7 +190,7 @@ func Publish(ctx context.Context, repo string, rel []Tagged, o PublishOptions) (
 		switch {
 		case err == nil:
 			before[i] = d
-		case !notFound(err):
+		case !registry.NotFound(err):
 			return nil, fmt.Errorf("reading %s before moving it (no tag was moved): %w", x.tag, explain(x.tag.RegistryStr(), err))
 		}
 	}
@@ -266,11 +266,10 @@ func exists(d name.Digest, mt types.MediaType, ropts []remote.Option) (bool, err
 			_, err = l.Size()
 		}
 	}
-	var terr *transport.Error
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
+	case registry.NotFound(err):
 		return false, nil
 	}
 	return false, explain(d.RegistryStr(), err)
@@ -324,11 +323,6 @@ func explain(registry string, err error) error {
 		return fmt.Errorf("registry %s refused the write (Forbidden): the credentials may lack push rights there (docker login %s, or --username and --password-stdin), or the tag is protected (immutable tags): %w", registry, registry, terr)
 	}
 	return err
-}
-
-func notFound(err error) bool {
-	var terr *transport.Error
-	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
 }
 
 // restoreTags puts tags that a failed publish had moved back where they

@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/hashicorp/go-version"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
@@ -158,7 +157,7 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 		p.Before = cur.Digest.String()
 	}
 	switch {
-	case err != nil && !notFound(err):
+	case err != nil && !registry.NotFound(err):
 		return nil, fmt.Errorf("%s: %w", dst, err)
 	case err == nil && cur.Digest.String() != p.Src.DigestStr():
 		p.Replaces = cur.Digest.String()
@@ -234,7 +233,7 @@ func Execute(ctx context.Context, p *Plan, o Options) error {
 	switch {
 	case err == nil:
 		now = cur.Digest.String()
-	case !notFound(err):
+	case !registry.NotFound(err):
 		return fmt.Errorf("%s (the destination tag was not moved): %w", p.Dst, err)
 	}
 	if now != p.Before {
@@ -267,11 +266,6 @@ func older(a, b string) bool {
 }
 
 func annotation(manifest []byte, key string) string { return annotations(manifest)[key] }
-
-func notFound(err error) bool {
-	var te *transport.Error
-	return errors.As(err, &te) && te.StatusCode == 404
-}
 
 // manifestSize is the bytes of the manifest at d (its blobs are counted
 // as they are checked).

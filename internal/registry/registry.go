@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 )
@@ -172,4 +173,11 @@ func (l Location) String() string {
 		return "oci:" + l.Layout
 	}
 	return "oci:" + l.Layout + ":" + l.Name
+}
+
+// NotFound says whether err is a registry's 404: no such tag, manifest,
+// blob or repository.
+func NotFound(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
 }

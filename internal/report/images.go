@@ -3,7 +3,6 @@ package report
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/registry"
@@ -80,8 +78,7 @@ func (s *registryStore) Tags(ctx context.Context, img string) ([]string, error) 
 		return nil, err
 	}
 	tags, err := remote.List(r, s.ro.Remote(ctx)...)
-	var te *transport.Error
-	if errors.As(err, &te) && te.StatusCode == 404 {
+	if registry.NotFound(err) {
 		return nil, nil
 	}
 	return tags, err

@@ -2,10 +2,8 @@ package sign
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -13,9 +11,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
 // How cosign stores signatures and attestations in a registry: an image
@@ -79,8 +78,7 @@ func WithCompanions(ctx context.Context, f CompanionFunc) context.Context {
 func readLayers(ctx context.Context, d name.Digest, suffix string, opts []remote.Option) ([]layer, error) {
 	ro := append([]remote.Option{remote.WithContext(ctx)}, opts...)
 	img, err := remote.Image(sigTag(d, suffix), ro...)
-	var te *transport.Error
-	if errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
+	if registry.NotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
