@@ -208,13 +208,24 @@ func (m *Matrix) ParseMarch(march string) (March, error) {
 	if err != nil {
 		return March{}, err
 	}
+	if err := m.ApplyModifiers(exts, level, parts[1:]); err != nil {
+		return March{}, fmt.Errorf("-march=%s: %w", march, err)
+	}
+	return March{Level: level, Extensions: exts}, nil
+}
+
+// ApplyModifiers applies -march/-mcpu feature modifiers ("crypto", "nosve")
+// to exts in order, as the compilers do: a name adds the extension and what
+// it implies; "no" before a name removes it and every extension that
+// implies it. level says what "crypto" means.
+func (m *Matrix) ApplyModifiers(exts Set, level string, mods []string) error {
 	byMarch := map[string]string{}
 	for name, e := range m.Extensions {
 		if e.March != "" {
 			byMarch[e.March] = name
 		}
 	}
-	for _, tok := range parts[1:] {
+	for _, tok := range mods {
 		remove := false
 		t := tok
 		if strings.HasPrefix(t, "no") && t != "no" {
@@ -229,7 +240,7 @@ func (m *Matrix) ParseMarch(march string) (March, error) {
 		case byMarch[t] != "":
 			names = []string{byMarch[t]}
 		default:
-			return March{}, fmt.Errorf("-march=%s: unknown extension %q (known: %s)", march, tok, strings.Join(slices.Sorted(maps.Keys(byMarch)), ", "))
+			return fmt.Errorf("unknown extension %q (known: %s)", tok, strings.Join(slices.Sorted(maps.Keys(byMarch)), ", "))
 		}
 		for _, n := range names {
 			if remove {
@@ -247,7 +258,7 @@ func (m *Matrix) ParseMarch(march string) (March, error) {
 			}
 		}
 	}
-	return March{Level: level, Extensions: exts}, nil
+	return nil
 }
 
 // LowerBound returns the lowest version a constraint string admits, or nil
