@@ -130,8 +130,8 @@ func TestBeyondTheCPU(t *testing.T) {
 	e := expect(t, m, "kunpeng920")
 	for rec, want := range map[string]string{
 		"GNU C17 12.2.0 -march=armv8.2-a+crypto+fp16+dotprod+fp16fml+sve":  "sve",
-		"/usr/bin/clang -march=armv8.4-a -c x.c":                            "rcpc",
-		"/usr/bin/clang -mcpu=neoverse-v1 -c x.c":                           "bf16",
+		"/usr/bin/clang -march=armv8.4-a -c x.c":                           "rcpc",
+		"/usr/bin/clang -mcpu=neoverse-v1 -c x.c":                          "bf16",
 		"GNU C17 12.2.0 -march=armv8.2-a+crypto+fp16+dotprod+fp16fml+rcpc": "rcpc",
 	} {
 		r, _ := Parse(rec)
