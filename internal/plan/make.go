@@ -417,8 +417,11 @@ func patchInputs(pts []*patch.Patch) *PatchInputs {
 
 func flagList(f toolchain.Flags) []string {
 	out := f.Compile()
-	for _, l := range f.Link {
+	for _, l := range f.LinkFor(false) {
 		out = append(out, "link:"+l)
+	}
+	for _, l := range f.CXXRuntime {
+		out = append(out, "link-c++:"+l)
 	}
 	return out
 }

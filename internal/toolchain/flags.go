@@ -53,6 +53,34 @@ type Flags struct {
 	LTO     []string `json:"lto,omitempty"`
 	// Link are added only when the driver links.
 	Link []string `json:"link,omitempty"`
+	// Runtime are added when either driver links with the compiler's
+	// runtime libraries (not with -r, -nostdlib or -nodefaultlibs, where
+	// the driver reports them unused): -static-libgcc.
+	Runtime []string `json:"runtime,omitempty"`
+	// CXXRuntime are added only when the C++ driver (g++, clang++) links
+	// with the C++ runtime: -static-libstdc++. The C driver never links
+	// one, and clang reports the flag unused there, which fails every
+	// -Werror configure check that links (jemalloc's).
+	CXXRuntime []string `json:"cxx_runtime,omitempty"`
+}
+
+// LinkFor returns every flag a link through the C driver (cxx false) or the
+// C++ driver (cxx true) gets after its own arguments.
+func (f Flags) LinkFor(cxx bool) []string {
+	out := append(append([]string{}, f.Link...), f.Runtime...)
+	if cxx {
+		out = append(out, f.CXXRuntime...)
+	}
+	return out
+}
+
+// Assemble returns the compile flags an assembly-only invocation (.s files,
+// -x assembler) gets: the recording and profile flags are left out, since
+// clang reports them unused there.
+func (f Flags) Assemble() []string {
+	out := append([]string{}, f.Target...)
+	out = append(out, f.Sysroot...)
+	return append(out, f.LTO...)
 }
 
 // Compile returns every flag a compile gets.
@@ -110,9 +138,7 @@ func (tc *Toolchain) Flags(o FlagOptions) (Flags, error) {
 		o.Phase = Release
 	}
 	f := Flags{Target: tc.TargetFlags()}
-	var sysLink []string
-	f.Sysroot, sysLink = tc.sysrootFlags(o.Sysroot)
-	f.Link = append(f.Link, sysLink...)
+	f.Sysroot, f.Runtime, f.CXXRuntime = tc.sysrootFlags(o.Sysroot)
 	clang := tc.Compiler.Dialect == "clang"
 	if clang {
 		f.Record = []string{"-frecord-command-line"}

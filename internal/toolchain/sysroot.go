@@ -33,17 +33,18 @@ const (
 	SysrootRunPlaceholder = "$SYSROOT_RUN"
 )
 
-// sysrootFlags are the flags that make the compiler use the sysroot; the C++
-// runtime is linked statically, as Doris ships it, so the target OS's
+// sysrootFlags are the flags that make the compiler use the sysroot; the
+// compiler's runtime (libgcc) and the C++ runtime (the C++ driver's links
+// only) are linked statically, as Doris ships them, so the target OS's
 // libstdc++ version does not matter.
-func (tc *Toolchain) sysrootFlags(path string) (compile, link []string) {
+func (tc *Toolchain) sysrootFlags(path string) (compile, runtime, cxxRuntime []string) {
 	if tc.Sysroot == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if path == "" {
 		path = tc.Sysroot.Path
 	}
-	return []string{"--sysroot=" + path}, []string{"-static-libstdc++", "-static-libgcc"}
+	return []string{"--sysroot=" + path}, []string{"-static-libgcc"}, []string{"-static-libstdc++"}
 }
 
 // probeProgram is compiled and linked against the sysroot to check that the
@@ -80,7 +81,7 @@ func (tc *Toolchain) checkSysroot() error {
 		return err
 	}
 	out := filepath.Join(dir, "probe")
-	args := append(append(append([]string{}, f.Compile()...), "-O1", "-pthread", src, "-o", out), f.Link...)
+	args := append(append(append([]string{}, f.Compile()...), "-O1", "-pthread", src, "-o", out), f.LinkFor(true)...)
 	if b, err := exec.Command(tc.CXX, args...).CombinedOutput(); err != nil {
 		return &probeFailure{fmt.Sprintf("%s cannot link C++ against sysroot %s (glibc %s): %s", tc.Compiler.Name, tc.Sysroot.Name, tc.Sysroot.Glibc, firstLines(string(b), 4))}
 	}
@@ -113,7 +114,7 @@ func (tc *Toolchain) checkSysrootCached(dir string) error {
 		return tc.checkSysroot()
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "cxx %s %s\nflags %q %q\nsysroot %s %s\nglibc %s\n%s", tc.CXX, bin, f.Compile(), f.Link, tc.Sysroot.Digest, tc.Sysroot.Path, tc.Cell.OS.Glibc, probeProgram)
+	fmt.Fprintf(h, "cxx %s %s\nflags %q %q\nsysroot %s %s\nglibc %s\n%s", tc.CXX, bin, f.Compile(), f.LinkFor(true), tc.Sysroot.Digest, tc.Sysroot.Path, tc.Cell.OS.Glibc, probeProgram)
 	base := filepath.Join(dir, hex.EncodeToString(h.Sum(nil)))
 	if _, err := os.Stat(base + ".ok"); err == nil {
 		return nil

@@ -43,8 +43,11 @@ func (tc *Toolchain) WriteWrappers(dir string, f Flags, log string) (*Wrappers, 
 	}
 	ccName, cxxName := tc.driverNames()
 	w := &Wrappers{Home: dir, CC: filepath.Join(bin, ccName), CXX: filepath.Join(bin, cxxName), Log: log, Tools: map[string]string{}}
-	for _, d := range []struct{ path, real string }{{w.CC, tc.CC}, {w.CXX, tc.CXX}} {
-		if err := writeNew(d.path, []byte(tc.wrapperScript(d.real, f, log)), 0o755); err != nil {
+	for _, d := range []struct {
+		path, real string
+		cxx        bool
+	}{{w.CC, tc.CC, false}, {w.CXX, tc.CXX, true}} {
+		if err := writeNew(d.path, []byte(tc.wrapperScript(d.real, f, log, d.cxx)), 0o755); err != nil {
 			return nil, err
 		}
 	}
@@ -62,19 +65,65 @@ func (tc *Toolchain) WriteWrappers(dir string, f Flags, log string) (*Wrappers, 
 	return w, nil
 }
 
-func (tc *Toolchain) wrapperScript(real string, f Flags, log string) string {
+// wrapperScript is the driver real (the C++ driver when cxx) with the cell's
+// flags. It adds no flag the driver would report unused, so a -Werror
+// configure check sees what a native compiler would: link flags only when
+// it links (inputs and no -c, -S, -E, -M, -MM, -fsyntax-only, -print-*,
+// --version), the runtime flags only when it links the runtime libraries
+// (not -r, -nostdlib, -nodefaultlibs), the C++ runtime flags only in the C++
+// driver (and not with -nostdlib++), and no recording or profile flags when
+// every input is plain assembly (.s, -x assembler).
+func (tc *Toolchain) wrapperScript(real string, f Flags, log string, cxx bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\n# Written by dorisarm for target %s with %s %s. Do not edit.\n",
 		tc.Cell.Target.Name, tc.Identity.Name, tc.Identity.Version)
-	b.WriteString("link=1\nfor a in \"$@\"; do case \"$a\" in -c|-S|-E|-M|-MM|--version|-v|-dumpmachine|-dumpversion|-print-*) link=0;; esac; done\n")
-	fmt.Fprintf(&b, "if [ \"$link\" = 1 ]; then set -- %s \"$@\" %s; else set -- %s \"$@\"; fi\n",
-		shellJoin(f.Compile()), shellJoin(f.Link), shellJoin(f.Compile()))
+	b.WriteString(wrapperScan)
+	fmt.Fprintf(&b, "if [ \"$asm\" = 1 ] && [ \"$other\" = 0 ]; then set -- %s \"$@\"; else set -- %s \"$@\"; fi\n",
+		shellJoin(f.Assemble()), shellJoin(f.Compile()))
+	fmt.Fprintf(&b, "if [ \"$link\" = 1 ]; then\n  set -- \"$@\" %s\n", shellJoin(f.Link))
+	if len(f.Runtime) > 0 {
+		fmt.Fprintf(&b, "  if [ \"$rt\" = 1 ]; then set -- \"$@\" %s; fi\n", shellJoin(f.Runtime))
+	}
+	if cxx && len(f.CXXRuntime) > 0 {
+		fmt.Fprintf(&b, "  if [ \"$rt\" = 1 ] && [ \"$cxxrt\" = 1 ]; then set -- \"$@\" %s; fi\n", shellJoin(f.CXXRuntime))
+	}
+	b.WriteString("fi\n")
 	if log != "" {
 		fmt.Fprintf(&b, "printf '%%s\\t%%s\\n' \"$PWD\" \"%s $*\" >> %s\n", real, shellQuote(log))
 	}
 	fmt.Fprintf(&b, "exec %s \"$@\"\n", shellQuote(real))
 	return b.String()
 }
+
+// wrapperScan reads a driver's arguments: whether it links (it has inputs
+// and no option that stops before the link), whether it links the runtime
+// libraries, and whether its inputs are all plain assembly. Options whose
+// value is the next argument are skipped with it, so "-o x.s" is no input.
+const wrapperScan = `link=1 inputs=0 rt=1 cxxrt=1 asm=0 other=0 lang= skip=
+for a in "$@"; do
+  if [ -n "$skip" ]; then
+    [ "$skip" = -x ] && lang=$a
+    skip=
+    continue
+  fi
+  case "$a" in
+  -c|-S|-E|-M|-MM|-fsyntax-only|--version|-dumpmachine|-dumpversion|-dumpfullversion|-print-*|--print-*|'-###') link=0 ;;
+  -r|-nostdlib|-nodefaultlibs) rt=0 ;;
+  -nostdlib++) cxxrt=0 ;;
+  -x|-o|-I|-L|-D|-U|-include|-imacros|-isystem|-idirafter|-iquote|-iprefix|-iwithprefix|-iwithprefixbefore|-isysroot|-Xlinker|-Xassembler|-Xpreprocessor|-Xclang|-MF|-MT|-MQ|-u|-T|-z|-e|--param|-target|-arch|-mllvm|-aux-info) skip=$a ;;
+  -x*) lang=${a#-x} ;;
+  -) inputs=1; if [ "$lang" = assembler ]; then asm=1; else other=1; fi ;;
+  -*) ;;
+  *) inputs=1
+    case "$lang" in
+    assembler) asm=1 ;;
+    ''|none) case "$a" in *.s) asm=1 ;; *) other=1 ;; esac ;;
+    *) other=1 ;;
+    esac ;;
+  esac
+done
+[ "$inputs" = 1 ] || link=0
+`
 
 // CMakeToolchainFile returns a CMake toolchain file for the cell that uses the
 // wrappers. For cross builds it sets CMAKE_SYSTEM_NAME and the target's

@@ -1,0 +1,151 @@
+package toolchain
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestWrappersAddNoUnusedFlag drives the generated wrappers as a -Werror
+// configure check does (jemalloc's): every compile, assemble and link mode
+// must succeed without the driver reporting an argument unused. A C link
+// gets no C++ runtime flag (clang reports -static-libstdc++ unused there),
+// a compile no link flag (--ld-path), plain assembly no -frecord-* or
+// profile flag, a relocatable or -nostdlib link no runtime flag.
+func TestWrappersAddNoUnusedFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives the real compilers")
+	}
+	m := repoMatrix(t)
+	for _, c := range []struct{ target, compiler string }{
+		{"kunpeng920", "clang"}, {"kunpeng920", "gcc"}, {"graviton3", "clang"}, {"graviton3", "gcc"}, {"x86_64", "clang"}, {"x86_64", "gcc"},
+	} {
+		t.Run(c.target+"/"+c.compiler, func(t *testing.T) {
+			cell, err := m.Cell("2.1", c.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc, err := Resolve(m, cell, Options{Compiler: c.compiler, Getenv: func(string) string { return "" }})
+			if err != nil {
+				t.Skip(err)
+			}
+			// The build machine's root stands in for a target OS sysroot
+			// (Debian's cross compilers find their target libraries under
+			// it): what matters here is that the sysroot's runtime flags
+			// are on, not which glibc the result needs.
+			tc.Sysroot = &Sysroot{Name: "build-machine", Path: "/", RunPath: "/"}
+			phases := []FlagOptions{{NoLTO: true}, {}}
+			if cell.Target.PGO {
+				phases = append(phases, FlagOptions{Phase: Instrument, ProfileDir: t.TempDir()})
+			}
+			for _, o := range phases {
+				checkNoUnusedFlag(t, tc, o)
+			}
+		})
+	}
+}
+
+func checkNoUnusedFlag(t *testing.T, tc *Toolchain, o FlagOptions) {
+	t.Helper()
+	dir := t.TempDir()
+	f, err := tc.Flags(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Runtime) == 0 || len(f.CXXRuntime) == 0 {
+		t.Fatalf("flags with a sysroot have no runtime flags: %+v", f)
+	}
+	log := filepath.Join(dir, "cc.log")
+	w, err := tc.WriteWrappers(filepath.Join(dir, "home"), f, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("h.c", "#include <stdio.h>\nint main(void) { puts(\"hello\"); return 0; }\n")
+	write("h.cc", "#include <iostream>\nint main() { std::cout << \"hello\\n\"; return 0; }\n")
+	write("f.c", "int f(void) { return 1; }\n")
+	// Plain assembly of f.c as this compiler writes it.
+	real := exec.Command(tc.CC, append(append([]string{}, f.Target...), "-S", "f.c", "-o", "f.s")...)
+	real.Dir = dir
+	if out, err := real.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	steps := []struct {
+		cxx  bool
+		args []string
+	}{
+		{false, []string{"-c", "h.c", "-o", "h.o"}},
+		{false, []string{"h.o", "-o", "h-c"}},
+		{false, []string{"h.c", "-o", "h-c1"}},
+		{false, []string{"-fPIC", "-shared", "f.c", "-o", "libf.so"}},
+		{false, []string{"-E", "h.c", "-o", "h.i"}},
+		{false, []string{"-M", "h.c"}},
+		{false, []string{"-S", "h.c", "-o", "h.s"}},
+		{false, []string{"-fsyntax-only", "h.c"}},
+		{false, []string{"-c", "f.s", "-o", "fs.o"}},
+		{false, []string{"-c", "-x", "assembler", "f.s", "-o", "fx.o"}},
+		{false, []string{"-r", "fs.o", "-o", "fr.o"}},
+		{false, []string{"-nostdlib", "-shared", "fs.o", "-o", "libn.so"}},
+		{false, []string{"-print-file-name=libc.so"}},
+		{false, []string{"--version"}},
+		{true, []string{"-c", "h.cc", "-o", "hx.o"}},
+		{true, []string{"hx.o", "-o", "h-cxx"}},
+		{true, []string{"h.cc", "-o", "h-cxx1"}},
+	}
+	if tc.Compiler.Dialect == "clang" {
+		steps = append(steps, struct {
+			cxx  bool
+			args []string
+		}{true, []string{"-nostdlib++", "h.o", "-o", "h-nolibcxx"}}) // GCC has no -nostdlib++
+	}
+	for _, s := range steps {
+		drv := w.CC
+		if s.cxx {
+			drv = w.CXX
+		}
+		args := append([]string{"-Werror", "-Wunused-command-line-argument"}, s.args...)
+		if tc.Compiler.Dialect != "clang" {
+			args = args[:1] // GCC has no such warning; -Werror still holds
+			args = append(args, s.args...)
+		}
+		cmd := exec.Command(drv, args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.Contains(string(out), "unused") {
+			logged, _ := os.ReadFile(log)
+			t.Errorf("%s %s (phase %s): %v\n%s\nas run:\n%s", filepath.Base(drv), strings.Join(args, " "), o.Phase, err, out, lastLine(string(logged)))
+		}
+	}
+	// What each link got, as the wrapper ran it.
+	logged, _ := os.ReadFile(log)
+	for _, line := range strings.Split(strings.TrimSpace(string(logged)), "\n") {
+		switch {
+		case strings.Contains(line, " -o h-c ") || strings.HasSuffix(line, " -o h-c1 -static-libgcc") || strings.Contains(line, " -o h-c1 "):
+			if strings.Contains(line, "-static-libstdc++") {
+				t.Errorf("C link got the C++ runtime flag: %s", line)
+			}
+			if !strings.Contains(line, "-static-libgcc") {
+				t.Errorf("C link lost -static-libgcc: %s", line)
+			}
+		case strings.Contains(line, " -o h-cxx "):
+			if !strings.Contains(line, "-static-libstdc++") || !strings.Contains(line, "-static-libgcc") {
+				t.Errorf("C++ link lacks the static runtime flags: %s", line)
+			}
+		case strings.Contains(line, " -c h.c "):
+			if strings.Contains(line, "-static-lib") || strings.Contains(line, "--ld-path") {
+				t.Errorf("compile got link flags: %s", line)
+			}
+		}
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
