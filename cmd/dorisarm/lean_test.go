@@ -102,8 +102,9 @@ var deniedExactPackages = []string{
 // with it) went, 317 with the xz reader (4 packages of ulikunitz/xz: dpkg
 // compresses .deb contents with xz, and a scan must look inside). A new
 // dependency that pushes past it must earn its place: raise the bound in
-// the same change, saying why.
-const maxLinkedPackages = 317
+// the same change, saying why. 318: internal/flagrec, the flag read-back
+// (issue 30), one package of dorisarm's own.
+const maxLinkedPackages = 318
 
 // TestLinkedPackages: nothing denied is linked and the count stays bounded
 // (exact, unlike timings, so it cannot flake).

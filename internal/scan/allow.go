@@ -35,7 +35,8 @@ type allowFile struct {
 }
 
 var knownKinds = map[string]bool{KindForeignArch: true, KindISA: true, KindGlibc: true, KindGlibcxx: true,
-	KindOpenSSLStatic: true, KindOpenSSLShared: true, KindJNIMissing: true, KindPageSize: true, KindUnreadable: true, KindHeaders: true}
+	KindOpenSSLStatic: true, KindOpenSSLShared: true, KindJNIMissing: true, KindPageSize: true, KindUnreadable: true, KindHeaders: true,
+	KindFlagsBeyond: true, KindLostTuning: true, KindFlagsUnresolved: true, KindUnrecorded: true}
 
 // LoadAllow reads an allow file.
 func LoadAllow(file string) ([]Exception, error) {
@@ -55,7 +56,7 @@ func LoadAllow(file string) ([]Exception, error) {
 			errs = append(errs, datafile.Errorf(e.Keys.At("path", e.Pos), "exception: bad path glob %q: %v", e.Path, err))
 		}
 		if !knownKinds[e.Kind] {
-			errs = append(errs, datafile.Errorf(e.Keys.At("kind", e.Pos), "exception: unknown kind %q (one of foreign-arch, isa-extension, glibc-version, glibcxx-version, openssl-static, openssl-dynamic, jni-missing-arch, page-size, unreadable, elf-headers)", e.Kind))
+			errs = append(errs, datafile.Errorf(e.Keys.At("kind", e.Pos), "exception: unknown kind %q (one of foreign-arch, isa-extension, glibc-version, glibcxx-version, openssl-static, openssl-dynamic, jni-missing-arch, page-size, unreadable, elf-headers, flags-beyond-cpu, lost-tuning, flags-unresolved, flags-unrecorded)", e.Kind))
 		}
 		if e.Reason == "" {
 			errs = append(errs, datafile.Errorf(e.Pos, "exception: reason is required: say why this is safe"))
@@ -70,7 +71,7 @@ func applyAllow(r *Report, exc []Exception) {
 		use := AllowUse{Exception: e.Pos.String(), Path: e.Path, Kind: e.Kind, Feature: e.Feature, Reason: e.Reason}
 		for i := range r.Findings {
 			f := &r.Findings[i]
-			if f.Severity != SevError || f.Allowed != "" || f.Kind != e.Kind || (e.Feature != "" && f.Feature != e.Feature) {
+			if (f.Severity != SevError && f.Severity != SevWarning) || f.Allowed != "" || f.Kind != e.Kind || (e.Feature != "" && f.Feature != e.Feature) {
 				continue
 			}
 			if ok, _ := path.Match(e.Path, f.Path); !ok && e.Path != "**" {

@@ -123,6 +123,7 @@ func analyzeELF(path string, data []byte, pol *Policy, table func() *isa.Table) 
 			Detail: fmt.Sprintf("%s %s code is %s, but %s runs %s Linux objects; its loader rejects this one (Exec format error)", fl.Machine, fl.Type, why, pol.Target, pol.abi())})
 		return a
 	}
+	a.judgeFlags(f, data, pol)
 	syms := readSymtab(f, data, elf.SHT_SYMTAB)
 	// The dynamic linker reads PT_DYNAMIC, not the section headers: that
 	// decides the libraries and symbol versions the object needs. Of the

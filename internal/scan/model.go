@@ -25,6 +25,8 @@ const (
 const (
 	SevError = "error" // a violation: the build does not fit its target
 	SevInfo  = "info"  // worth knowing, not a violation (guarded code, other platforms in a jar)
+	// SevWarning (flags.go): a violation only when the scan is asked to
+	// require it (--require-target-flags).
 )
 
 // Report is the result of a scan.
@@ -56,6 +58,9 @@ type File struct {
 	Soname    string         `json:"soname,omitempty"`
 	PageAlign uint64         `json:"page_align,omitempty"`
 	OpenSSL   string         `json:"openssl,omitempty"` // dynamic, static, or "" when it does not use OpenSSL
+	// Flags is what the object records it was compiled with, judged
+	// against the target (with a policy).
+	Flags *FileFlags `json:"flags,omitempty"`
 }
 
 // Finding is one thing the scan found.
@@ -94,5 +99,9 @@ type Summary struct {
 	Waived        map[string]int `json:"waived,omitempty"`   // of which outside the CPU, waived by the allow file
 	GlibcMax      string         `json:"glibc_max,omitempty"`
 	GlibcxxMax    string         `json:"glibcxx_max,omitempty"`
-	Clean         bool           `json:"clean"`
+	// Warnings counts the findings of warning severity not waived, by kind.
+	Warned map[string]int `json:"warned,omitempty"`
+	// Flags is the flag read-back (with a policy).
+	Flags *FlagSummary `json:"flags,omitempty"`
+	Clean bool         `json:"clean"`
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dorisarm/dorisarm/internal/flagrec"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 )
 
@@ -28,7 +29,11 @@ type Policy struct {
 	GlibcxxMax string   `json:"glibcxx_max,omitempty"`
 	PageSize   int      `json:"page_size"`
 	OpenSSL    string   `json:"openssl"`
-	allowed    map[string]bool
+	// Flags is what the target's objects must be compiled for (the flag
+	// read-back); RequireFlags makes its warnings violations.
+	Flags        *flagrec.Expect `json:"flags,omitempty"`
+	RequireFlags bool            `json:"require_target_flags,omitempty"`
+	allowed      map[string]bool
 }
 
 // PolicyFor builds the policy of a matrix target.
@@ -41,6 +46,9 @@ func PolicyFor(m *matrix.Matrix, target string) (*Policy, error) {
 	p := &Policy{Target: c.Target.Name, ISA: c.ISA.Name, Machine: c.ISA.ELFMachine, ELFClass: c.ISA.ELFClass, ELFData: c.ISA.ELFData,
 		LLVMArch: c.ISA.LLVMArch, LLVMOS: c.ISA.OCI.OS, CPU: c.CPU.Name, Allowed: c.Allowed,
 		OS: c.OS.ID, GlibcMax: c.OS.Glibc, GlibcxxMax: c.OS.Glibcxx, PageSize: c.PageSize(), OpenSSL: c.Target.OpenSSL}
+	if p.Flags, err = flagrec.ExpectFor(m, c); err != nil {
+		return nil, err
+	}
 	p.init()
 	return p, nil
 }

@@ -65,6 +65,12 @@ func (r *Report) summaryLine() string {
 	if s.Allowed > 0 {
 		line += fmt.Sprintf(", %d allowed by exceptions", s.Allowed)
 	}
+	if len(s.Warned) > 0 {
+		line += fmt.Sprintf(", warnings: %s", mapList(s.Warned))
+	}
+	if fl := s.Flags.line(); fl != "" {
+		line += "\n" + fl
+	}
 	return line
 }
 
@@ -97,6 +103,8 @@ func label(f Finding) string {
 		return "allowed"
 	case f.Severity == SevError:
 		return "ERROR"
+	case f.Severity == SevWarning:
+		return "warning"
 	}
 	return "info"
 }
@@ -166,7 +174,7 @@ func markdown(w io.Writer, r *Report) error {
 	}
 	var rows []Finding
 	for _, f := range r.Findings {
-		if f.Severity == SevError {
+		if f.Severity == SevError || f.Severity == SevWarning {
 			rows = append(rows, f)
 		}
 	}
@@ -178,10 +186,24 @@ func markdown(w io.Writer, r *Report) error {
 		}
 		fmt.Fprintln(w)
 	}
+	if fs := r.Summary.Flags; fs != nil && fs.Objects > 0 {
+		fmt.Fprintf(w, "Compile flags read back from %d object(s): requested `-march=%s`, %.0f%% landed at it.\n\n| landed | objects |\n|---|---|\n", fs.Objects, fs.Requested, 100*fs.AtTarget)
+		for _, k := range sortedByCount(fs.Landed) {
+			fmt.Fprintf(w, "| `%s` | %d |\n", k, fs.Landed[k])
+		}
+		fmt.Fprintln(w)
+	}
 	if len(r.Files) > 0 {
-		fmt.Fprintln(w, "<details><summary>Files</summary>\n\n| path | machine | glibc | features |\n|---|---|---|---|")
+		fmt.Fprintln(w, "<details><summary>Files</summary>\n\n| path | machine | glibc | features | flags |\n|---|---|---|---|---|")
 		for _, f := range r.Files {
-			fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", f.Path, f.Machine, orDash(f.GlibcMax), featureList(f))
+			fl := "-"
+			if f.Flags != nil {
+				fl = f.Flags.Verdict
+				if f.Flags.Flags != "" {
+					fl += ": `" + f.Flags.Flags + "`"
+				}
+			}
+			fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s |\n", f.Path, f.Machine, orDash(f.GlibcMax), featureList(f), fl)
 		}
 		fmt.Fprintln(w, "\n</details>")
 	}
@@ -189,16 +211,35 @@ func markdown(w io.Writer, r *Report) error {
 }
 
 var ruleText = map[string]string{
-	KindForeignArch:   "Code for another CPU architecture",
-	KindISA:           "Instruction the target CPU does not have",
-	KindGlibc:         "glibc symbol version newer than the target OS",
-	KindGlibcxx:       "libstdc++ symbol version newer than the target OS",
-	KindOpenSSLStatic: "OpenSSL linked statically where the policy wants it shared",
-	KindOpenSSLShared: "OpenSSL linked dynamically where the policy wants it static",
-	KindJNIMissing:    "Jar without a native library for the target platform",
-	KindPageSize:      "LOAD segments aligned below the target's page size",
-	KindUnreadable:    "Input that could not be read",
-	KindHeaders:       "ELF section headers that disagree with the program headers",
+	KindForeignArch:     "Code for another CPU architecture",
+	KindISA:             "Instruction the target CPU does not have",
+	KindGlibc:           "glibc symbol version newer than the target OS",
+	KindGlibcxx:         "libstdc++ symbol version newer than the target OS",
+	KindOpenSSLStatic:   "OpenSSL linked statically where the policy wants it shared",
+	KindOpenSSLShared:   "OpenSSL linked dynamically where the policy wants it static",
+	KindJNIMissing:      "Jar without a native library for the target platform",
+	KindPageSize:        "LOAD segments aligned below the target's page size",
+	KindUnreadable:      "Input that could not be read",
+	KindHeaders:         "ELF section headers that disagree with the program headers",
+	KindFlagsBeyond:     "Object compiled for extensions the target CPU lacks",
+	KindLostTuning:      "Object compiled for a weaker architecture than the target's flags",
+	KindFlagsUnresolved: "Recorded compile flags that cannot be resolved",
+	KindUnrecorded:      "Compiled object that records no compile flags",
+}
+
+// sortedByCount orders keys by count, largest first, then by name.
+func sortedByCount(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
 }
 
 func sarif(r *Report) map[string]any {
@@ -214,8 +255,11 @@ func sarif(r *Report) map[string]any {
 	results := []map[string]any{}
 	for _, f := range r.Findings {
 		level := "note"
-		if f.Violation() {
+		switch {
+		case f.Violation():
 			level = "error"
+		case f.Severity == SevWarning && f.Allowed == "":
+			level = "warning"
 		}
 		msg := f.Detail
 		if f.Function != "" {

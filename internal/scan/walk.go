@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -40,7 +41,10 @@ type Options struct {
 	// needs more is an unreadable finding.
 	MaxWindow int64
 	Workers   int // ELF analyses at once (default GOMAXPROCS)
-	Allow     []Exception
+	// RequireTargetFlags makes the flag read-back's warnings (lost tuning,
+	// unrecorded or unresolved flags) violations.
+	RequireTargetFlags bool
+	Allow              []Exception
 	// Insecure allows plain-HTTP registries that are not on loopback.
 	Insecure bool
 	// RegistryStall bounds how long a registry may send nothing (0: the
@@ -173,6 +177,11 @@ func Scan(ctx context.Context, inputs []string, pol *Policy, opts Options) (*Rep
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
+	if pol != nil && opts.RequireTargetFlags != pol.RequireFlags {
+		p := *pol
+		p.RequireFlags = opts.RequireTargetFlags
+		pol = &p
+	}
 	w := &walker{opts: opts, pol: pol, table: isa.Default, ctx: ctx, jobs: make(chan job), rep: &Report{Inputs: inputs, Policy: pol}}
 	if pol != nil {
 		w.rep.Target = pol.Target
@@ -277,6 +286,10 @@ func (w *walker) analyze(j job) {
 	}
 	a := analyzeELF(j.path, j.data, w.pol, w.table)
 	if j.jar != nil {
+		// A jar's native libraries are other projects' builds: how they
+		// were compiled is theirs, judged by the ISA checks alone.
+		a.file.Flags = nil
+		a.findings = slices.DeleteFunc(a.findings, func(f Finding) bool { return isFlagKind(f.Kind) })
 		// Other platforms' libraries belong in a multi-platform jar; the jar
 		// as a whole is judged by its coverage of the target.
 		for i := range a.findings {
@@ -989,6 +1002,7 @@ func (w *walker) finish() {
 	s := &r.Summary
 	s.ByKind, s.Machines, s.Features = map[string]int{}, map[string]int{}, map[string]int{}
 	s.Guarded, s.Waived, s.AllowedByKind = map[string]int{}, map[string]int{}, map[string]int{}
+	s.Warned = map[string]int{}
 	for _, f := range r.Files {
 		if f.Format == "elf" {
 			s.ELF++
@@ -1016,6 +1030,8 @@ func (w *walker) finish() {
 		if f.Violation() {
 			s.Violations++
 			s.ByKind[f.Kind]++
+		} else if f.Severity == SevWarning && f.Allowed == "" {
+			s.Warned[f.Kind]++
 		} else if f.Allowed != "" {
 			s.Allowed++
 			s.AllowedByKind[f.Kind]++
@@ -1024,5 +1040,9 @@ func (w *walker) finish() {
 			}
 		}
 	}
+	if len(s.Warned) == 0 {
+		s.Warned = nil
+	}
+	r.summarizeFlags()
 	s.Clean = s.Violations == 0
 }

@@ -1,0 +1,268 @@
+package scan
+
+import (
+	"bytes"
+	"debug/dwarf"
+	"debug/elf"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/dorisarm/dorisarm/internal/flagrec"
+)
+
+// Flag read-back finding kinds: what an object records it was compiled
+// with, against the target's flags and CPU.
+const (
+	// KindFlagsBeyond: compiled for extensions the CPU lacks (an error).
+	KindFlagsBeyond = "flags-beyond-cpu"
+	// KindLostTuning: compiled for a weaker architecture than the target's
+	// flags (a warning; an error with --require-target-flags).
+	KindLostTuning = "lost-tuning"
+	// KindFlagsUnresolved: recorded flags dorisarm cannot resolve.
+	KindFlagsUnresolved = "flags-unresolved"
+	// KindUnrecorded: compiled code that records no flags.
+	KindUnrecorded = "flags-unrecorded"
+)
+
+// SevWarning is a finding that fails the scan only when asked to
+// (--require-target-flags).
+const SevWarning = "warning"
+
+// Where a record was read from.
+const (
+	sourceSection  = ".GCC.command.line"
+	sourceProducer = "DW_AT_producer"
+)
+
+// assembly is the verdict on an object with code, no record and no
+// .comment: no compiler wrote it (hand-written assembly), so no compile
+// flags apply to it; its instructions are still checked against the CPU.
+const assembly = "assembly"
+
+// FileFlags is what an object records about how it was compiled.
+type FileFlags struct {
+	// Source is where the records were read: .GCC.command.line or
+	// DW_AT_producer; "" when there were none.
+	Source string `json:"source,omitempty"`
+	// Records counts the recorded command lines (a linked file holds
+	// those of every object that recorded one, identical ones merged).
+	Records int `json:"records"`
+	// Verdict is the worst verdict of its records: target, lost,
+	// unresolved, beyond; or unrecorded, or assembly.
+	Verdict string `json:"verdict"`
+	// Verdicts counts the records by verdict.
+	Verdicts map[string]int `json:"verdicts,omitempty"`
+	// Flags describes the resolved flags of the worst record: the -march
+	// or -mcpu that won, tuning, atomics, LTO, PGO.
+	Flags string `json:"flags,omitempty"`
+	// Detail says how the worst record differs from the target.
+	Detail string `json:"detail,omitempty"`
+}
+
+// FlagSummary counts the flag read-back over a scan.
+type FlagSummary struct {
+	// Requested is the target's -march (with a policy).
+	Requested string `json:"requested,omitempty"`
+	// Objects counts the ELF objects judged, by verdict in Verdicts.
+	Objects  int            `json:"objects"`
+	Verdicts map[string]int `json:"verdicts"`
+	// Landed counts objects by the flags their worst record resolves to
+	// (the five most common, the rest as "other").
+	Landed map[string]int `json:"landed,omitempty"`
+	// AtTarget is the share of compiled objects (assembly left out) whose
+	// every record is at the target's flags.
+	AtTarget float64 `json:"at_target"`
+}
+
+// maxProducerUnits bounds the compile units whose DW_AT_producer is read.
+const maxProducerUnits = 100_000
+
+// maxFlagSection bounds the bytes of .GCC.command.line read.
+const maxFlagSection = 256 << 20
+
+// flagRecords reads an ELF's recorded compile flags.
+func flagRecords(f *elf.File, data []byte) (recs []flagrec.Record, source string, compiled bool) {
+	compiled = f.Section(".comment") != nil
+	if s := f.Section(".GCC.command.line"); s != nil && s.Type != elf.SHT_NOBITS && s.Size <= maxFlagSection {
+		b := sectionBytes(data, s)
+		if b == nil {
+			if rb, err := s.Data(); err == nil {
+				b = rb
+			}
+		}
+		var strs []string
+		for _, p := range bytes.Split(b, []byte{0}) {
+			if len(p) > 0 {
+				strs = append(strs, string(p))
+			}
+		}
+		if recs = flagrec.Split(strs); len(recs) > 0 {
+			return recs, sourceSection, true
+		}
+	}
+	if f.Section(".debug_info") == nil {
+		return nil, "", compiled
+	}
+	recs = producers(f)
+	if len(recs) > 0 {
+		return recs, sourceProducer, true
+	}
+	return nil, "", compiled
+}
+
+// producers reads the DW_AT_producer of each compile unit (GCC writes its
+// switches there by default with -g); only the unit entries are read.
+func producers(f *elf.File) (recs []flagrec.Record) {
+	defer func() {
+		if recover() != nil {
+			recs = nil
+		}
+	}()
+	d, err := f.DWARF()
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	r := d.Reader()
+	for n := 0; n < maxProducerUnits; n++ {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
+			if p, ok := e.Val(dwarf.AttrProducer).(string); ok && !seen[p] {
+				seen[p] = true
+				if rec, ok := flagrec.Parse(p); ok {
+					recs = append(recs, rec)
+				}
+			}
+		}
+		r.SkipChildren()
+	}
+	return recs
+}
+
+// judgeFlags reads and judges an ELF's records against the policy.
+func (a *analyzed) judgeFlags(f *elf.File, data []byte, pol *Policy) {
+	if pol == nil || pol.Flags == nil {
+		return
+	}
+	recs, source, compiled := flagRecords(f, data)
+	ff := &FileFlags{Source: source, Records: len(recs)}
+	a.file.Flags = ff
+	path := a.file.Path
+	sev := SevWarning
+	if pol.RequireFlags {
+		sev = SevError
+	}
+	if len(recs) == 0 {
+		if !compiled {
+			ff.Verdict = assembly
+			return
+		}
+		ff.Verdict = flagrec.Unrecorded
+		a.findings = append(a.findings, Finding{Kind: KindUnrecorded, Severity: sev, Path: path,
+			Detail: "compiled code that records no compile flags (no .GCC.command.line, no switches in DW_AT_producer): build it with -frecord-gcc-switches (GCC) or -frecord-command-line (clang), and do not strip the record"})
+		return
+	}
+	ff.Verdicts = map[string]int{}
+	worst, worstRes, worstDetail := "", flagrec.Resolved{}, ""
+	for _, r := range recs {
+		res := pol.Flags.Resolve(r)
+		v, d := pol.Flags.Judge(res)
+		ff.Verdicts[v]++
+		if worst == "" || flagrec.Rank(v) > flagrec.Rank(worst) {
+			worst, worstRes, worstDetail = v, res, d
+		}
+	}
+	ff.Verdict, ff.Flags, ff.Detail = worst, worstRes.Describe(), worstDetail
+	of := ""
+	if len(recs) > 1 {
+		of = fmt.Sprintf(" (%d of its %d recorded command lines)", ff.Verdicts[worst], len(recs))
+	}
+	switch worst {
+	case flagrec.Beyond:
+		a.findings = append(a.findings, Finding{Kind: KindFlagsBeyond, Severity: SevError, Path: path,
+			Detail: fmt.Sprintf("compiled with %s%s: %s; on %s it may die with SIGILL", ff.Flags, of, worstDetail, pol.CPU)})
+	case flagrec.Lost:
+		a.findings = append(a.findings, Finding{Kind: KindLostTuning, Severity: sev, Path: path,
+			Detail: fmt.Sprintf("compiled with %s%s: %s (lost tuning: a flag after the target's overrode it)", ff.Flags, of, worstDetail)})
+	case flagrec.Unresolved:
+		a.findings = append(a.findings, Finding{Kind: KindFlagsUnresolved, Severity: sev, Path: path,
+			Detail: fmt.Sprintf("recorded flags cannot be judged%s: %s", of, worstDetail)})
+	}
+}
+
+// summarizeFlags fills the report's flag summary from its files.
+func (r *Report) summarizeFlags() {
+	if r.Policy == nil || r.Policy.Flags == nil {
+		return
+	}
+	s := &FlagSummary{Requested: r.Policy.Flags.March, Verdicts: map[string]int{}}
+	landed := map[string]int{}
+	compiled, at := 0, 0
+	for _, f := range r.Files {
+		if f.Flags == nil {
+			continue
+		}
+		s.Objects++
+		s.Verdicts[f.Flags.Verdict]++
+		if f.Flags.Verdict == assembly {
+			continue
+		}
+		compiled++
+		if f.Flags.Verdict == flagrec.AtTarget {
+			at++
+		}
+		if f.Flags.Flags != "" {
+			landed[f.Flags.Flags]++
+		}
+	}
+	if compiled > 0 {
+		s.AtTarget = float64(at) / float64(compiled)
+	}
+	s.Landed = topN(landed, 5)
+	r.Summary.Flags = s
+}
+
+// topN keeps the n largest counts (ties by name) and sums the rest as "other".
+func topN(m map[string]int, n int) map[string]int {
+	if len(m) <= n {
+		if len(m) == 0 {
+			return nil
+		}
+		return m
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	out := map[string]int{}
+	for i, k := range keys {
+		if i < n {
+			out[k] = m[k]
+		} else {
+			out["other"] += m[k]
+		}
+	}
+	return out
+}
+
+// flagLine is the summary's flag read-back line, "" without one.
+func (s *FlagSummary) line() string {
+	if s == nil || s.Objects == 0 {
+		return ""
+	}
+	return fmt.Sprintf("flags: %d object(s), %.0f%% at the target's -march=%s (%s)", s.Objects, 100*s.AtTarget, s.Requested, strings.TrimSuffix(mapList(s.Verdicts), ", "))
+}
+
+func isFlagKind(k string) bool {
+	return k == KindFlagsBeyond || k == KindLostTuning || k == KindFlagsUnresolved || k == KindUnrecorded
+}

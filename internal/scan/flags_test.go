@@ -1,0 +1,193 @@
+package scan
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/flagrec"
+)
+
+// Kunpeng 920's flags as dorisarm's wrapper passes them, and what Doris
+// 2.1's be/CMakeLists.txt adds after them.
+var (
+	kunpengFlags = []string{"-march=armv8.2-a+crypto+fp16+dotprod+fp16fml", "-mtune=tsv110"}
+	dorisARM     = "-march=armv8-a+crc"
+)
+
+func fileFlags(t *testing.T, r *Report, suffix string) *FileFlags {
+	t.Helper()
+	for _, f := range r.Files {
+		if strings.HasSuffix(f.Path, suffix) {
+			if f.Flags == nil {
+				t.Fatalf("%s: no flag read-back", f.Path)
+			}
+			return f.Flags
+		}
+	}
+	t.Fatalf("%s not in the report: %+v", suffix, r.Files)
+	return nil
+}
+
+func flagFinding(r *Report, kind, suffix string) *Finding {
+	for i, f := range r.Findings {
+		if f.Kind == kind && strings.HasSuffix(f.Path, suffix) {
+			return &r.Findings[i]
+		}
+	}
+	return nil
+}
+
+// Real objects from both compilers: the target's flags, the same with
+// Doris's -march last, SVE on Kunpeng, and a record read back by readelf
+// equal to the one dorisarm parsed.
+func TestFlagReadBackRealObjects(t *testing.T) {
+	need(t, "aarch64-linux-gnu-gcc", "clang-16", "aarch64-linux-gnu-ar", "readelf")
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.c"), cFunc)
+	gcc := func(out string, flags ...string) {
+		run(t, dir, append(append([]string{"aarch64-linux-gnu-gcc", "-O2", "-c", "-frecord-gcc-switches"}, flags...), "a.c", "-o", out)...)
+	}
+	clang := func(out string, flags ...string) {
+		run(t, dir, append(append([]string{"clang-16", "--target=aarch64-linux-gnu", "-O2", "-c", "-frecord-command-line"}, flags...), "a.c", "-o", out)...)
+	}
+	gcc("gcc_target.o", kunpengFlags...)
+	gcc("gcc_doris.o", append(kunpengFlags, dorisARM)...)
+	gcc("gcc_sve.o", "-march=armv8.2-a+crypto+fp16+dotprod+fp16fml+sve")
+	clang("clang_target.o", kunpengFlags...)
+	clang("clang_doris.o", append(kunpengFlags, dorisARM)...)
+	clang("clang_mcpu.o", "-mcpu=tsv110")
+	run(t, dir, "aarch64-linux-gnu-gcc", "-O2", "-c", "a.c", "-o", "bare.o")
+	write(t, filepath.Join(dir, "asm.S"), ".text\n.globl f\nf:\n\tret\n")
+	run(t, dir, "aarch64-linux-gnu-gcc", "-c", "asm.S", "-o", "asm.o")
+	run(t, dir, "aarch64-linux-gnu-ar", "rcs", "libmix.a", "gcc_target.o", "clang_doris.o", "asm.o")
+
+	in := filepath.Join(dir, "in")
+	os.MkdirAll(in, 0o755)
+	for _, o := range []string{"gcc_target.o", "gcc_doris.o", "gcc_sve.o", "clang_target.o", "clang_doris.o", "clang_mcpu.o", "bare.o", "libmix.a"} {
+		b, _ := os.ReadFile(filepath.Join(dir, o))
+		os.WriteFile(filepath.Join(in, o), b, 0o644)
+	}
+	r := scan(t, policy(t, "kunpeng920"), in)
+	for suffix, want := range map[string]string{
+		"gcc_target.o":            flagrec.AtTarget,
+		"clang_target.o":          flagrec.AtTarget,
+		"clang_mcpu.o":            flagrec.AtTarget,
+		"gcc_doris.o":             flagrec.Lost,
+		"clang_doris.o":           flagrec.Lost,
+		"gcc_sve.o":               flagrec.Beyond,
+		"bare.o":                  flagrec.Unrecorded,
+		"libmix.a(gcc_target.o)":  flagrec.AtTarget,
+		"libmix.a(clang_doris.o)": flagrec.Lost,
+		"libmix.a(asm.o)":         assembly,
+	} {
+		if got := fileFlags(t, r, suffix); got.Verdict != want {
+			t.Errorf("%s: %s (%s: %s), want %s", suffix, got.Verdict, got.Flags, got.Detail, want)
+		}
+	}
+	if f := flagFinding(r, KindFlagsBeyond, "gcc_sve.o"); f == nil || !f.Violation() || !strings.Contains(f.Detail, "sve") {
+		t.Errorf("SVE on Kunpeng is an error naming sve: %+v", f)
+	}
+	for _, p := range []string{"gcc_doris.o", "clang_doris.o", "libmix.a(clang_doris.o)"} {
+		f := flagFinding(r, KindLostTuning, p)
+		if f == nil || f.Severity != SevWarning || f.Violation() || !strings.Contains(f.Detail, "-march=armv8-a+crc") {
+			t.Errorf("%s: lost tuning is a warning naming the -march that won: %+v", p, f)
+		}
+	}
+	if f := flagFinding(r, KindUnrecorded, "bare.o"); f == nil || f.Severity != SevWarning {
+		t.Errorf("bare.o: unrecorded warning: %+v", f)
+	}
+	if f := flagFinding(r, KindUnrecorded, "(asm.o)"); f != nil {
+		t.Errorf("hand-written assembly is not unrecorded: %+v", f)
+	}
+	s := r.Summary
+	if s.Violations != 1 || s.Flags == nil || s.Flags.Objects != 10 || s.Flags.Verdicts[flagrec.Lost] != 3 || s.Warned[KindLostTuning] != 3 {
+		t.Errorf("summary: %+v flags %+v", s, s.Flags)
+	}
+	// 4 of the 9 compiled objects are at the target's flags.
+	if s.Flags.AtTarget < 0.44 || s.Flags.AtTarget > 0.45 {
+		t.Errorf("at target %.3f, want 4/9", s.Flags.AtTarget)
+	}
+
+	// The oracle: readelf prints the record dorisarm judged.
+	out, err := exec.Command("readelf", "-p", ".GCC.command.line", filepath.Join(dir, "clang_doris.o")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "-mtune=tsv110 "+dorisARM) {
+		t.Errorf("readelf: %v\n%s", err, out)
+	}
+
+	// --require-target-flags: lost tuning and unrecorded fail the scan;
+	// an allow entry waives lost tuning for a path, with its reason.
+	allow := filepath.Join(dir, "allow.yaml")
+	write(t, allow, "exceptions:\n  - {path: \"**\", kind: lost-tuning, reason: runtime-dispatched variants}\n")
+	exc, err := LoadAllow(allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := Scan(context.Background(), []string{in}, policy(t, "kunpeng920"), Options{RequireTargetFlags: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Summary.ByKind[KindLostTuning] != 3 || req.Summary.ByKind[KindUnrecorded] != 1 || req.Summary.Clean {
+		t.Errorf("required: %+v", req.Summary)
+	}
+	waived, _ := Scan(context.Background(), []string{in}, policy(t, "kunpeng920"), Options{RequireTargetFlags: true, Allow: exc})
+	if waived.Summary.ByKind[KindLostTuning] != 0 || waived.Summary.AllowedByKind[KindLostTuning] != 3 {
+		t.Errorf("waived: %+v", waived.Summary)
+	}
+
+	// The same SVE object is at the target on Graviton3; the Kunpeng objects are lost tuning there.
+	g := scan(t, policy(t, "graviton3"), in)
+	if v := fileFlags(t, g, "gcc_sve.o").Verdict; v != flagrec.Lost {
+		t.Errorf("gcc_sve.o on graviton3: %s, want lost (no i8mm, bf16 …)", v)
+	}
+	if fileFlags(t, g, "gcc_target.o").Verdict != flagrec.Lost {
+		t.Errorf("a Kunpeng object on Graviton3 is lost tuning")
+	}
+}
+
+// GCC writes its switches into DW_AT_producer with -g: a stripped-of-record
+// object still tells; and a linked library holds every object's record.
+func TestFlagReadBackProducerAndLinked(t *testing.T) {
+	need(t, "aarch64-linux-gnu-gcc")
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.c"), cFunc)
+	write(t, filepath.Join(dir, "b.c"), "int other(int x) { return x - 1; }\n")
+	run(t, dir, append(append([]string{"aarch64-linux-gnu-gcc", "-O2", "-g", "-c"}, kunpengFlags...), dorisARM, "a.c", "-o", "dbg.o")...)
+	run(t, dir, append(append([]string{"aarch64-linux-gnu-gcc", "-O2", "-fPIC", "-frecord-gcc-switches", "-c"}, kunpengFlags...), "a.c", "-o", "a.o")...)
+	run(t, dir, append(append([]string{"aarch64-linux-gnu-gcc", "-O2", "-fPIC", "-frecord-gcc-switches", "-c"}, kunpengFlags...), dorisARM, "b.c", "-o", "b.o")...)
+	run(t, dir, "aarch64-linux-gnu-gcc", "-shared", "a.o", "b.o", "-o", "libab.so")
+	r := scan(t, policy(t, "kunpeng920"), filepath.Join(dir, "dbg.o"), filepath.Join(dir, "libab.so"))
+	if ff := fileFlags(t, r, "dbg.o"); ff.Source != sourceProducer || ff.Verdict != flagrec.Lost {
+		t.Errorf("dbg.o: %+v", ff)
+	}
+	ff := fileFlags(t, r, "libab.so")
+	if ff.Source != sourceSection || ff.Records != 2 || ff.Verdict != flagrec.Lost || ff.Verdicts[flagrec.AtTarget] != 1 {
+		t.Errorf("libab.so: %+v", ff)
+	}
+	if f := flagFinding(r, KindLostTuning, "libab.so"); f == nil || !strings.Contains(f.Detail, "1 of its 2") {
+		t.Errorf("linked lost tuning says how many records: %+v", f)
+	}
+}
+
+// Without a policy nothing is judged; in a jar, a library's flags are its
+// project's business.
+func TestFlagReadBackScope(t *testing.T) {
+	need(t, "aarch64-linux-gnu-gcc")
+	so := compile(t, "j.c", cFunc, "libj.so", "aarch64-linux-gnu-gcc", "-shared", "-fPIC", "-O2")
+	dir := t.TempDir()
+	makeJar(t, filepath.Join(dir, "x.jar"), map[string][]byte{"lib/linux-aarch64/libj.so": so})
+	r := scan(t, policy(t, "kunpeng920"), dir)
+	for _, f := range r.Findings {
+		if isFlagKind(f.Kind) {
+			t.Errorf("flag finding in a jar: %+v", f)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "libj.so"), so, 0o644)
+	r = scan(t, nil, filepath.Join(dir, "libj.so"))
+	if len(r.Findings) != 0 || r.Files[0].Flags != nil || r.Summary.Flags != nil {
+		t.Errorf("no policy: %+v %+v", r.Findings, r.Files)
+	}
+}
