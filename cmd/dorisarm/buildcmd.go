@@ -111,6 +111,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 	cmd.Flags().StringVar(&allowFile, "allow", "", "reviewed scan exceptions")
 	cmd.Flags().BoolVar(&opts.KeepGoing, "keep-going", false, "after a package fails, build every package that does not need it, then report each failure")
 	cmd.Flags().BoolVar(&opts.NoScan, "no-scan", false, "publish without the scan gate (recorded in the build record)")
+	cmd.Flags().BoolVar(&opts.RequireTargetFlags, "require-target-flags", false, "the scan gate fails on objects compiled below the target's -march (lost tuning) or with no recorded flags")
 	cmd.Flags().StringVar(&cacheFrom, "cache-from", "", "a registry repository (REGISTRY/PATH) to restore steps from when the local cache lacks them")
 	cmd.Flags().StringVar(&cacheTo, "cache-to", "", "a registry repository to offer every step result to (may be the same as --cache-from)")
 	registryFlags(cmd, &ro)

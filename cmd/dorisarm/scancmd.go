@@ -25,6 +25,15 @@ OS, OpenSSL linkage against the target's policy, LOAD alignment against the OS
 page size; and every jar with native libraries for a linux library of the
 target's architecture.
 
+With --target it also reads back what each object was compiled with (its
+.GCC.command.line, or GCC's switches in DW_AT_producer; archive members one by
+one), resolves -march/-mcpu/-mtune as the driver does (the last wins) and
+compares them with the target's: code for extensions the CPU lacks is an error;
+a weaker architecture than the target's -march (lost tuning), flags it cannot
+resolve and compiled code with no record are warnings, errors with
+--require-target-flags, and waivable in the allow file (kinds lost-tuning,
+flags-unresolved, flags-unrecorded).
+
 A registry image is scanned only when the argument clearly names one:
 docker://REF, or HOST/REPO:TAG or HOST/REPO@DIGEST with a registry host (a dot,
 a port or localhost). A path that does not exist, a FIFO or a device is bad
@@ -60,6 +69,7 @@ Without --target it reports what it found. Exit status: 0 clean, 1 violations,
 	cmd.Flags().Int64Var(&opts.MaxWindow, "max-window", opts.MaxWindow, "decompression memory (zstd windows, xz/lzma dictionaries) of all open compressed streams, nested ones included")
 	cmd.Flags().IntVar(&opts.Workers, "jobs", 0, "files analysed at once (default: the number of CPUs)")
 	cmd.Flags().BoolVar(&opts.Insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
+	cmd.Flags().BoolVar(&opts.RequireTargetFlags, "require-target-flags", false, "fail on objects compiled below the target's -march (lost tuning) or with no or unresolvable recorded flags (warnings otherwise)")
 	registryTimeoutFlag(cmd, &opts.RegistryStall)
 	return cmd
 }

@@ -130,6 +130,7 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 			return err
 		}
 	}
+	r.loadFlags()
 	if r.opts.NoScan {
 		r.rec.ScanSkip = "--no-scan"
 	} else {
@@ -142,7 +143,7 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 			}
 			allow = append(allow, exc...)
 		}
-		rep, err := scan.Scan(ctx, []string{stage}, r.in.Policy, scan.Options{Allow: allow})
+		rep, err := scan.Scan(ctx, []string{stage}, r.in.Policy, scan.Options{Allow: allow, RequireTargetFlags: r.opts.RequireTargetFlags})
 		if err != nil {
 			return err
 		}

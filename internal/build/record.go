@@ -39,6 +39,9 @@ type Record struct {
 	Steps      []StepRecord        `json:"steps"`
 	Smoke      []SmokeResult       `json:"smoke,omitempty"`
 	Scan       *scan.Summary       `json:"scan,omitempty"`
+	// PackageFlags is the flag read-back of what each third-party package
+	// installed (Scan.Flags has the published output's).
+	PackageFlags map[string]*scan.FlagSummary `json:"package_flags,omitempty"`
 	ScanSkip   string              `json:"scan_skipped,omitempty"`
 	Outputs    []OutputFile        `json:"outputs"`
 	Warnings   []string            `json:"warnings,omitempty"`

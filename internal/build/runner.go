@@ -40,6 +40,9 @@ type Options struct {
 	CacheFrom, CacheTo RemoteCache
 	Allow              []scan.Exception
 	NoScan             bool // skip the scan gate (reported as skipped in the record)
+	// RequireTargetFlags makes the scan gate fail on lost tuning and
+	// unrecorded flags (scan.Options.RequireTargetFlags).
+	RequireTargetFlags bool
 	Progress           *Progress
 	// Exec runs the programs of the build (step commands, the tree's patch
 	// tool, smoke runs); RunProcess when nil. Tests give one that needs no

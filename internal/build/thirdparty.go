@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -146,6 +147,9 @@ func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) err
 	if err != nil {
 		return err
 	}
+	if err := r.saveFlags(s, rep, log); err != nil {
+		return err
+	}
 	var foreign []string
 	for _, f := range rep.Findings {
 		if f.Kind == scan.KindForeignArch {
@@ -166,4 +170,52 @@ func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) err
 			strings.TrimPrefix(s.ID, "thirdparty:"), strings.Join(foreign, "\n  "))
 	}
 	return nil
+}
+
+// flagsDir holds each package's flag read-back in the work tree, so that it
+// is part of the package step's cached result and comes back with it.
+const flagsDir = "flag-readback"
+
+// saveFlags keeps what the package's installed objects record they were
+// compiled with, for the build record.
+func (r *runner) saveFlags(s plan.Step, rep *scan.Report, log io.Writer) error {
+	sum := rep.Summary.Flags
+	if sum == nil {
+		return nil
+	}
+	pkg := strings.TrimPrefix(s.ID, "thirdparty:")
+	fmt.Fprintf(log, "flag read-back of %d installed object(s): %.0f%% at -march=%s (%v)\n", sum.Objects, 100*sum.AtTarget, sum.Requested, sum.Verdicts)
+	b, err := json.Marshal(sum)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(r.work, flagsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, pkg+".json"), b, 0o644)
+}
+
+// loadFlags reads the packages' flag read-backs into the record.
+func (r *runner) loadFlags() {
+	ents, err := os.ReadDir(filepath.Join(r.work, flagsDir))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pkg, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(r.work, flagsDir, e.Name()))
+		var sum scan.FlagSummary
+		if err != nil || json.Unmarshal(b, &sum) != nil {
+			r.warn(fmt.Sprintf("the flag read-back of %s could not be read; it is left out of the record", pkg))
+			continue
+		}
+		if r.rec.PackageFlags == nil {
+			r.rec.PackageFlags = map[string]*scan.FlagSummary{}
+		}
+		r.rec.PackageFlags[pkg] = &sum
+	}
 }

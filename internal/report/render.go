@@ -103,14 +103,14 @@ func (r *Report) Markdown(w io.Writer) error {
 		p(" · %d/%d signed · %d/%d attested · images %s", t.Signed, t.Targets, t.Attested, t.Targets, Bytes(t.ImageBytes))
 	}
 	p(" · cache %d/%d steps (%s) · build %s**\n\n", t.CacheHits, t.CacheSteps, Percent(t.HitRate()), Seconds(t.Seconds))
-	p("| target | CPU | OS | -march | tune | compiler | PGO/LTO | patches | glibc need / OS | scan | cache | time |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| target | CPU | OS | -march | flags landed | tune | compiler | PGO/LTO | patches | glibc need / OS | scan | cache | time |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.Targets {
 		tune := "—"
 		if x.Tune != "" {
 			tune = "`" + x.Tune + "`"
 		}
-		p("| %s | %s | %s | `%s` | %s | %s %s | %s | %d | %s%s | %s | %s | %s |\n", x.Target, x.CPU, x.OS, x.March, tune,
+		p("| %s | %s | %s | `%s` | %s | %s | %s %s | %s | %d | %s%s | %s | %s | %s |\n", x.Target, x.CPU, x.OS, x.March, x.LandedText(), tune,
 			x.Compiler, x.CompilerVersion, pgoLTO(x), len(x.Patches), glibc(x), okMark(x.GlibcOK()), scanState(x),
 			Percent(x.HitRate()), Seconds(x.Seconds))
 	}

@@ -76,6 +76,9 @@ type Target struct {
 	// glibc, digest); SysrootWaiver the user's reason for building without.
 	Sysroot       string `json:"sysroot,omitempty"`
 	SysrootWaiver string `json:"sysroot_waiver,omitempty"`
+	// Landed is the flag read-back of the build's objects: how many are at
+	// the target's -march, and the flags that landed (nil: not read back).
+	Landed *scan.FlagSummary `json:"landed,omitempty"`
 	// Scanned is false when the build skipped its scan.
 	Scanned    bool    `json:"scanned"`
 	Clean      bool    `json:"scan_clean"`
@@ -236,6 +239,7 @@ func (t *Target) applyScan(c plan.CellInfo, s *scan.Summary) {
 	}
 	if s != nil {
 		t.Scanned, t.Clean, t.Violations = true, s.Clean, s.Violations
+		t.Landed = s.Flags
 		t.Glibc, t.Glibcxx = s.GlibcMax, s.GlibcxxMax
 		t.GlibcWaived = s.AllowedByKind[scan.KindGlibc] > 0
 		for f, n := range s.Features {
@@ -321,3 +325,30 @@ func percent(n, of int) float64 {
 	}
 	return 100 * float64(n) / float64(of)
 }
+
+// LandedText says what the flag read-back found: the share of objects at
+// the target's -march and, when not all are, the most common flags that
+// landed instead; "not read back" without one.
+func (t Target) LandedText() string {
+	l := t.Landed
+	if l == nil || l.Objects == 0 {
+		return "not read back"
+	}
+	s := fmt.Sprintf("%s of %d objects at target", Percent(100*l.AtTarget), l.Objects)
+	if l.AtTarget >= 1 {
+		return s
+	}
+	best, n := "", 0
+	for k, c := range l.Landed {
+		if (c > n || c == n && k < best) && !strings.Contains(k, "-march="+l.Requested) {
+			best, n = k, c
+		}
+	}
+	if best != "" {
+		s += fmt.Sprintf("; %d: %s", n, best)
+	}
+	return s
+}
+
+// LandedOK reports whether every compiled object is at the target's flags.
+func (t Target) LandedOK() bool { return t.Landed != nil && t.Landed.Objects > 0 && t.Landed.AtTarget >= 1 }

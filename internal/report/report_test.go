@@ -41,6 +41,9 @@ func kunpengRecord() *build.Record {
 		Scan: &scan.Summary{
 			Features: map[string]int{"aes": 3211, "crc": 0, "sve": 11, "lse": 4}, Guarded: map[string]int{"aes": 3211, "sve": 6},
 			GlibcMax: "2.36", AllowedByKind: map[string]int{scan.KindGlibc: 1}, Violations: 1,
+			Flags: &scan.FlagSummary{Requested: "armv8.2-a+crypto+fp16+dotprod+fp16fml", Objects: 40, AtTarget: 0.25,
+				Verdicts: map[string]int{"target": 10, "lost": 30},
+				Landed:   map[string]int{"-march=armv8-a+crc, -mtune=tsv110, atomics outline": 30, "-march=armv8.2-a+crypto+fp16+dotprod+fp16fml, -mtune=tsv110, atomics lse": 10}},
 		},
 		Finished: time.Unix(1700000000, 0),
 	}
@@ -54,7 +57,9 @@ func gravitonRecord() *build.Record {
 		Flags:    map[string][]string{"release": {"-march=armv8.4-a+sve", "-mcpu=neoverse-v1"}},
 		Cache:    build.CacheStats{Hits: names("h", 7)},
 		Seconds:  12.5,
-		Scan:     &scan.Summary{Features: map[string]int{"sve": 40, "sha3": 9}, Waived: map[string]int{"sha3": 9}, GlibcMax: "2.34", Clean: true},
+		Scan: &scan.Summary{Features: map[string]int{"sve": 40, "sha3": 9}, Waived: map[string]int{"sha3": 9}, GlibcMax: "2.34", Clean: true,
+			Flags: &scan.FlagSummary{Requested: "armv8.4-a+sve", Objects: 12, AtTarget: 1, Verdicts: map[string]int{"target": 12},
+				Landed: map[string]int{"-march=armv8.4-a+sve, -mtune=neoverse-v1, atomics lse": 12}}},
 	}
 }
 
@@ -144,7 +149,7 @@ func TestTotalsAndMarkdown(t *testing.T) {
 	for _, s := range []string{
 		"# Doris 2.1.8 release report",
 		"**2 targets · 1/2 scans clean · 1/2 signed · 1/2 attested · images 4.5 MB · cache 19/27 steps (70.4%) · build 95.7 s**",
-		"| kunpeng920 | tsv110 | kylin-v10-sp1 | `armv8.2-a+crypto+fp16+dotprod+fp16fml` | `-mtune=tsv110` | clang 16.0.6 | PGO + LTO thin | 3 | 2.36 / 2.28 (waived) | 1 violation(s) | 60.0% | 83.2 s |",
+		"| kunpeng920 | tsv110 | kylin-v10-sp1 | `armv8.2-a+crypto+fp16+dotprod+fp16fml` | 25.0% of 40 objects at target; 30: -march=armv8-a+crc, -mtune=tsv110, atomics outline | `-mtune=tsv110` | clang 16.0.6 | PGO + LTO thin | 3 | 2.36 / 2.28 (waived) | 1 violation(s) | 60.0% | 83.2 s |",
 		"| `r/doris-be:2.1.8-graviton3` | `sha256:bbbbbbbbbbbb` | 2.0 MB | failed | failed |",
 		"| sve ✗ | no | no | 5 | 6 | 0 |",
 		"| sha3 | no | no | 0 | 0 | 9 |",
