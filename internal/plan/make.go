@@ -198,6 +198,9 @@ func Make(in Inputs) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("recipe %s: cmake_cache.%s: %w", r.Name, k, err)
 		}
+		if e == "" {
+			continue // the pin does not apply to this cell (e.g. ARM_MARCH on x86)
+		}
 		p.Toolchain.CMakeCache = append(p.Toolchain.CMakeCache, k+"="+e)
 	}
 	sort.Strings(p.Toolchain.CMakeCache)

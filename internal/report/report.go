@@ -351,4 +351,6 @@ func (t Target) LandedText() string {
 }
 
 // LandedOK reports whether every compiled object is at the target's flags.
-func (t Target) LandedOK() bool { return t.Landed != nil && t.Landed.Objects > 0 && t.Landed.AtTarget >= 1 }
+func (t Target) LandedOK() bool {
+	return t.Landed != nil && t.Landed.Objects > 0 && t.Landed.AtTarget >= 1
+}
