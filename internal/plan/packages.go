@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,6 +21,9 @@ func treeFacts(in Inputs, pkgs []source.Package) error {
 	if funcs, err := source.BuildFunctions(filepath.Join(in.Tree, script)); err == nil {
 		source.ResolveBuilds(pkgs, funcs, r, script)
 	}
+	if order, err := source.BuildOrder(filepath.Join(in.Tree, script)); err == nil {
+		OrderByScript(pkgs, order)
+	}
 	if r.Thirdparty.PatchesFrom == "" {
 		return nil
 	}
@@ -34,6 +39,32 @@ func treeFacts(in Inputs, pkgs []source.Package) error {
 		pkgs[i].Unsupported = tp.Other[pkgs[i].Source]
 	}
 	return nil
+}
+
+// OrderByScript sorts packages (stably) into the order the tree's
+// build-thirdparty.sh builds them in when given none (order: its build
+// names): a package built alone then comes where the script would build
+// it, after what the script builds before it. Packages the order does not
+// name (no build of their own, or built only on request) keep their
+// vars.sh order after those it names. The plan then also puts every
+// package after its recipe deps.
+func OrderByScript(pkgs []source.Package, order []string) {
+	if len(order) == 0 {
+		return
+	}
+	rank := map[string]int{}
+	for i, n := range order {
+		if _, seen := rank[n]; !seen {
+			rank[n] = i
+		}
+	}
+	pos := func(pk source.Package) int {
+		if i, ok := rank[pk.Build]; ok && pk.Build != "" {
+			return i
+		}
+		return len(order)
+	}
+	slices.SortStableFunc(pkgs, func(a, b source.Package) int { return cmp.Compare(pos(a), pos(b)) })
 }
 
 // recipeMarked reports whether the recipe says the entry has no build of its own.

@@ -1,0 +1,91 @@
+package plan
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/patch"
+	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/sample"
+	"github.com/dorisarm/dorisarm/internal/source"
+)
+
+// corpusTree is Doris 2.1.7's build interface from ../shared/corpus; the
+// test is skipped, saying why, where it is absent (a user's clone).
+func corpusTree(t *testing.T) string {
+	t.Helper()
+	tree := filepath.Join(repo, "..", "shared", "corpus", "doris-2.1.7")
+	if _, err := os.Stat(filepath.Join(tree, "thirdparty", "vars.sh")); err != nil {
+		t.Skipf("no Doris corpus at %s (%v): ../shared/corpus is not part of a clone", tree, err)
+	}
+	return tree
+}
+
+// builtPackages plans --packages names of the real Doris 2.1.7 tree with
+// the stock recipe and returns the entries of its thirdparty steps in plan
+// order.
+func builtPackages(t *testing.T, names ...string) []string {
+	t.Helper()
+	tree := corpusTree(t)
+	in := sample.Load(t, repo, "", "")
+	r, err := recipe.Load(filepath.Join(repo, "recipes", "doris.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	series, err := patch.LoadSeries(r.Path(r.Patches))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := source.ReadLock(r.Path(r.Lock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell, tc := in.NoCompilerToolchain(t, "kunpeng920", "clang")
+	p, err := Make(Inputs{Matrix: in.Matrix, Cell: cell, Recipe: r, Tree: tree, Version: "2.1.7", Series: series,
+		Toolchain: tc, Lock: lock, SysrootWaiver: "plan order test", Packages: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range p.Steps {
+		if e, ok := strings.CutPrefix(s.ID, "thirdparty:"); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestPackagesPullDepsInScriptOrder: --packages protobuf builds zlib first
+// (the PROTOBUF: [ZLIB] edge), and any subset is built in the order
+// build-thirdparty.sh builds the whole set, whatever order vars.sh lists
+// the packages in (it lists PROTOBUF before ZLIB) or the user names them.
+func TestPackagesPullDepsInScriptOrder(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		want  []string
+	}{
+		{[]string{"protobuf"}, []string{"ZLIB", "PROTOBUF"}},
+		{[]string{"protobuf", "zlib"}, []string{"ZLIB", "PROTOBUF"}},
+		{[]string{"brpc"}, []string{"OPENSSL", "ZLIB", "GFLAGS", "GLOG", "PROTOBUF", "SNAPPY", "LEVELDB", "BRPC"}},
+		{[]string{"croaringbitmap", "jemalloc_doris", "leveldb", "openssl"}, []string{"OPENSSL", "SNAPPY", "LEVELDB", "JEMALLOC_DORIS", "CROARINGBITMAP"}},
+	} {
+		if got := builtPackages(t, c.names...); !slices.Equal(got, c.want) {
+			t.Errorf("--packages %s builds %v, want %v", strings.Join(c.names, ","), got, c.want)
+		}
+	}
+}
+
+func TestOrderByScriptKeepsUnnamedAfter(t *testing.T) {
+	pkgs := []source.Package{{Entry: "RAGEL"}, {Entry: "B", Build: "b"}, {Entry: "X", Build: "x"}, {Entry: "A", Build: "a"}}
+	OrderByScript(pkgs, []string{"a", "b"})
+	var got []string
+	for _, p := range pkgs {
+		got = append(got, p.Entry)
+	}
+	if want := []string{"A", "B", "RAGEL", "X"}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+}
