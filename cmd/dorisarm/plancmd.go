@@ -62,6 +62,9 @@ type planOptions struct {
 	// cache is build's --cache; sysrootCache (--sysroot-cache) overrides it
 	// for sysroots: a machine-wide store a fresh step cache can share.
 	cache, sysrootCache string
+	// beConfigureOnly and beTargets ask for a BE slice.
+	beConfigureOnly bool
+	beTargets       []string
 }
 
 // flags registers what plan and build share: the tree, the targets, the
@@ -74,10 +77,28 @@ func (o *planOptions) flags(cmd *cobra.Command, profileHelp string) {
 	cmd.Flags().StringVar(&o.req.SysrootWaiver, "waive-sysroot", "", "build without the target OS's sysroot, against this machine's libraries, for this reason (recorded in the build record, its attestation and the report; the glibc gate is waived)")
 	cmd.Flags().StringVar(&o.sysrootCache, "sysroot-cache", os.Getenv("DORISARM_SYSROOT_CACHE"), "where target-OS sysroots (and which compilers passed their check) are kept, shared by step caches; default: the cache directory ($DORISARM_SYSROOT_CACHE)")
 	cmd.Flags().StringSliceVar(&o.req.Packages, "packages", nil, "only these third-party packages (names as vars.sh or build-thirdparty.sh spell them, any case) and what they need; no BE, no FE")
+	cmd.Flags().BoolVar(&o.beConfigureOnly, "be-configure-only", false, "build the third-party packages (all, or --packages), then configure the BE and stop: the output is CMake's compile_commands.json; no FE, no PGO, no LTO")
+	cmd.Flags().StringSliceVar(&o.beTargets, "be-targets", nil, "configure the BE, then build only these targets of its CMake build directory (library names, or object files such as src/util/CMakeFiles/Util.dir/bitmap.cpp.o); the output is their objects and archives")
+}
+
+// slice turns --be-configure-only and --be-targets into the request's slice.
+func (o *planOptions) slice() error {
+	switch {
+	case o.beConfigureOnly && len(o.beTargets) > 0:
+		return usageErr("--be-configure-only and --be-targets: give one (--be-targets configures first)")
+	case o.beConfigureOnly:
+		o.req.Slice = &plan.Slice{}
+	case len(o.beTargets) > 0:
+		o.req.Slice = &plan.Slice{Targets: o.beTargets}
+	}
+	return nil
 }
 
 // makePlanned plans every requested target.
 func makePlanned(ctx context.Context, g *globals, o *planOptions) ([]plan.Planned, *plan.Request, error) {
+	if err := o.slice(); err != nil {
+		return nil, nil, err
+	}
 	m, err := g.loadMatrix()
 	if err != nil {
 		return nil, nil, err

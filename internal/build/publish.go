@@ -58,6 +58,9 @@ func (r *runner) collect(s plan.Step, log io.Writer) error {
 	if err := os.MkdirAll(stage, 0o755); err != nil {
 		return err
 	}
+	if dir := s.Inputs.Collect.Slice; dir != "" {
+		return r.collectSlice(dir, stage, log)
+	}
 	if inst := s.Inputs.Collect.Thirdparty; inst != "" {
 		// --packages: the third-party install tree is the build's output.
 		src := filepath.Join(r.src, filepath.FromSlash(inst))
@@ -118,8 +121,8 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 	stage := r.staging()
 	target := r.in.Plan.Cell.Target
 	smoke := r.in.Recipe.Smoke
-	if len(r.in.Plan.Only) > 0 {
-		smoke = nil // third-party packages alone: libraries, nothing to run
+	if len(r.in.Plan.Only) > 0 || r.in.Plan.Slice != nil {
+		smoke = nil // third-party packages alone or a BE slice: nothing to run
 	}
 	for _, cmd := range smoke {
 		res, err := r.smoke(ctx, stage, cmd)
@@ -131,6 +134,7 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 		}
 	}
 	r.loadFlags()
+	r.rec.Slice = r.in.Plan.Slice
 	if r.opts.NoScan {
 		r.rec.ScanSkip = "--no-scan"
 	} else {
@@ -322,4 +326,49 @@ func copyTree(src, dst string, ignore []string) error {
 		}
 		return nil
 	})
+}
+
+// SliceDir is where a BE slice's output goes in a build's output directory.
+const SliceDir = "be-slice"
+
+// collectSlice collects a BE built part way: CMake's compile_commands.json
+// and every object and archive under its build directory, at their paths
+// relative to it, in be-slice/.
+func (r *runner) collectSlice(dir, stage string, log io.Writer) error {
+	src := filepath.Join(r.src, filepath.FromSlash(dir))
+	cc := filepath.Join(src, "compile_commands.json")
+	if _, err := os.Stat(cc); err != nil {
+		return fmt.Errorf("the BE configure wrote no %s/compile_commands.json (is CMAKE_EXPORT_COMPILE_COMMANDS on?)", dir)
+	}
+	dst := filepath.Join(stage, SliceDir)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	if err := copyFile(cc, filepath.Join(dst, "compile_commands.json")); err != nil {
+		return err
+	}
+	n := 0
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() || (!strings.HasSuffix(p, ".o") && !strings.HasSuffix(p, ".a")) {
+			return nil
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		out := filepath.Join(dst, rel)
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		n++
+		return copyFile(p, out)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "collected %s/compile_commands.json and %d object(s) and archive(s) -> %s\n", dir, n, SliceDir)
+	return nil
 }

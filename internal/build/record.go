@@ -42,10 +42,13 @@ type Record struct {
 	// PackageFlags is the flag read-back of what each third-party package
 	// installed (Scan.Flags has the published output's).
 	PackageFlags map[string]*scan.FlagSummary `json:"package_flags,omitempty"`
-	ScanSkip     string                       `json:"scan_skipped,omitempty"`
-	Outputs      []OutputFile                 `json:"outputs"`
-	Warnings     []string                     `json:"warnings,omitempty"`
-	Seconds      float64                      `json:"seconds"`
+	// Slice is set when the build made a BE part way (--be-configure-only,
+	// --be-targets): its output is be-slice/, not a BE.
+	Slice    *plan.SliceInfo `json:"slice,omitempty"`
+	ScanSkip string          `json:"scan_skipped,omitempty"`
+	Outputs  []OutputFile    `json:"outputs"`
+	Warnings []string        `json:"warnings,omitempty"`
+	Seconds  float64         `json:"seconds"`
 	// UpToDate is set (not stored) when a build found its published output current.
 	UpToDate bool      `json:"-"`
 	Finished time.Time `json:"finished"`

@@ -234,7 +234,7 @@ func (r *runner) prepare() error {
 	for phase := range r.in.Plan.Phases {
 		o := toolchain.FlagOptions{Phase: toolchain.Release, LTOCache: r.ltoCache}
 		switch phase {
-		case plan.PhaseThirdparty:
+		case plan.PhaseThirdparty, plan.PhaseSlice:
 			o.NoLTO = true
 		case plan.PhaseInstrument:
 			o = toolchain.FlagOptions{Phase: toolchain.Instrument, ProfileDir: r.profileDir}

@@ -3,6 +3,7 @@ package plan
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -36,6 +37,9 @@ type Inputs struct {
 	// SysrootWaiver is the user's reason for building without the target
 	// OS's sysroot (the toolchain then has none).
 	SysrootWaiver string
+	// Slice, when set, builds the BE part way (the recipe's slice): no FE,
+	// no PGO, no LTO.
+	Slice *Slice
 }
 
 // Placeholders the runner substitutes.
@@ -54,6 +58,11 @@ const (
 	PhaseRelease    = "release"    // the tree's own non-PGO builds
 	PhaseInstrument = "instrument" // PGO training build
 	PhasePGO        = "pgo"        // PGO-optimized build
+	// PhaseSlice is a BE built part way (--be-configure-only, --be-targets):
+	// target flags, no PGO, no LTO, so its objects are machine code that
+	// readelf and the flag read-back read (LTO would leave bitcode, and a
+	// slice never reaches the link where LTO generates code).
+	PhaseSlice = "be-slice"
 )
 
 // ToolchainHome is the placeholder for a phase's generated compiler home.
@@ -164,6 +173,23 @@ func Make(in Inputs) (*Plan, error) {
 	pgo := c.Target.PGO
 	if pgo && len(in.Packages) > 0 {
 		pgo = false // --packages builds no BE, the only PGO step
+	}
+	if in.Slice != nil {
+		if r.Slice.Step == "" {
+			return nil, fmt.Errorf("recipe %s has no slice section: it cannot build its BE part way (--be-configure-only, --be-targets)", r.Name)
+		}
+		for _, t := range in.Slice.Targets {
+			if t == "" || strings.HasPrefix(t, "-") || filepath.IsAbs(t) || strings.HasPrefix(filepath.Clean(t), "..") {
+				return nil, fmt.Errorf("--be-targets: %q is not a build target: give target names or object paths relative to %s", t, r.Slice.Dir)
+			}
+		}
+		pgo = false // a slice is never trained or linked
+		sl, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, NoLTO: true, ToolHome: ToolchainHome(PhaseSlice), Sysroot: toolchain.SysrootPlaceholder})
+		if err != nil {
+			return nil, err
+		}
+		p.Phases[PhaseSlice] = flagList(sl)
+		p.Slice = &SliceInfo{Step: r.Slice.Step, Dir: r.Slice.Dir, ConfigureOnly: len(in.Slice.Targets) == 0, Targets: in.Slice.Targets}
 	}
 	if pgo {
 		if r.PGO.Step == "" {
@@ -314,7 +340,10 @@ func Make(in Inputs) (*Plan, error) {
 	// 3. The tree's own steps (BE, FE), the PGO step in phases.
 	var built []string
 	steps := r.StepNames()
-	if only != nil {
+	switch {
+	case in.Slice != nil:
+		steps = []string{r.Slice.Step} // the BE, part way; no FE
+	case only != nil:
 		steps = nil // third-party packages only: no BE, no FE
 		built = allThirdparty
 	}
@@ -332,9 +361,35 @@ func Make(in Inputs) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("recipe %s: step %s: %w", r.Name, name, err)
 		}
-		env, err := expandEnv(st.Env, ctx)
+		stEnv := st.Env
+		if in.Slice != nil {
+			stEnv = maps.Clone(st.Env)
+			if stEnv == nil {
+				stEnv = map[string]string{}
+			}
+			maps.Copy(stEnv, r.Slice.Env)
+		}
+		env, err := expandEnv(stEnv, ctx)
 		if err != nil {
 			return nil, fmt.Errorf("recipe %s: step %s: %w", r.Name, name, err)
+		}
+		if in.Slice != nil {
+			s := Step{ID: "build:" + name, Kind: KindBuild, Phase: PhaseSlice, Command: cmd, Env: env, Needs: needs,
+				Inputs: StepInputs{Build: &BuildInputs{Tree: p.Source.Digest}}}
+			p.Steps = append(p.Steps, s)
+			last := s.ID
+			if len(in.Slice.Targets) > 0 {
+				bcmd, err := expand(r.Slice.Build, ctx)
+				if err != nil {
+					return nil, fmt.Errorf("recipe %s: slice.build: %w", r.Name, err)
+				}
+				p.Steps = append(p.Steps, Step{ID: "build:" + name + ":targets", Kind: KindBuild, Phase: PhaseSlice,
+					Command: append(bcmd, in.Slice.Targets...), Env: env, Needs: []string{last},
+					Inputs: StepInputs{Build: &BuildInputs{Tree: p.Source.Digest}}})
+				last = "build:" + name + ":targets"
+			}
+			built = append(built, last)
+			continue
 		}
 		mk := func(id, phase string, needs []string, profile string) Step {
 			return Step{ID: id, Kind: KindBuild, Phase: phase, Command: cmd, Env: env, Needs: needs,
@@ -369,11 +424,14 @@ func Make(in Inputs) (*Plan, error) {
 
 	// 4. Collect and scan.
 	collectIn := &CollectInputs{Outputs: r.Outputs}
-	if only != nil {
+	switch {
+	case in.Slice != nil:
+		collectIn = &CollectInputs{Slice: r.Slice.Dir}
+	case only != nil:
 		collectIn = &CollectInputs{Thirdparty: r.Thirdparty.Install}
 	}
 	for i, rule := range r.Collect {
-		if only != nil {
+		if only != nil || in.Slice != nil {
 			break
 		}
 		when, err := recipe.Expand(rule.When, ctx)

@@ -39,7 +39,9 @@ type Plan struct {
 	Warnings  []string         `json:"warnings,omitempty"`
 	// Only lists the third-party packages built when the plan is for some
 	// packages alone (--packages): no BE, no FE.
-	Only   []string            `json:"only,omitempty"`
+	Only []string `json:"only,omitempty"`
+	// Slice says the plan builds the BE part way, and how.
+	Slice  *SliceInfo          `json:"slice,omitempty"`
 	Steps  []Step              `json:"steps"`
 	Phases map[string][]string `json:"phases"` // flag phase → compile flags
 }
@@ -229,4 +231,19 @@ func cellInfo(c matrix.Cell, version string) CellInfo {
 		Allowed: c.Allowed, PGO: c.Target.PGO, OpenSSL: c.Target.OpenSSL, BaseImage: c.Target.BaseImage,
 		Required: c.Target.Patches, Description: c.Target.Description,
 	}
+}
+
+// Slice asks for a BE built part way: configured only, or then the named
+// build targets (libraries, or object files relative to CMake's build
+// directory).
+type Slice struct {
+	Targets []string
+}
+
+// SliceInfo is a plan's BE slice.
+type SliceInfo struct {
+	Step          string   `json:"step"`
+	Dir           string   `json:"dir"`
+	ConfigureOnly bool     `json:"configure_only,omitempty"`
+	Targets       []string `json:"targets,omitempty"`
 }

@@ -96,8 +96,11 @@ type TrainInputs struct {
 type CollectInputs struct {
 	Outputs []string `json:"outputs,omitempty"` // the recipe's outputs
 	// Thirdparty is the install directory collected instead (--packages).
-	Thirdparty string         `json:"thirdparty,omitempty"`
-	Extra      []CollectExtra `json:"extra,omitempty"` // the recipe's collect rules that apply
+	Thirdparty string `json:"thirdparty,omitempty"`
+	// Slice is CMake's build directory of a BE built part way, whose
+	// compile_commands.json, objects and archives are collected instead.
+	Slice string         `json:"slice,omitempty"`
+	Extra []CollectExtra `json:"extra,omitempty"` // the recipe's collect rules that apply
 }
 
 // CollectExtra is one collect rule: a glob in the tree to a directory of $OUT.

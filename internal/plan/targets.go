@@ -35,6 +35,8 @@ type Request struct {
 	// PGOProfile is a merged profile file or directory (skips training).
 	PGOProfile string
 	// Packages limits the plan to these third-party packages.
+	// Slice builds the BE part way (--be-configure-only, --be-targets).
+	Slice    *Slice
 	Packages []string
 	// SysrootWaiver builds against this machine's libraries, for this
 	// recorded reason, instead of the target OS's sysroot.
@@ -118,7 +120,7 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 			}
 		}
 		p, err := Make(Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: req.Tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock,
-			Profile: profile, Packages: req.Packages, SysrootWaiver: req.SysrootWaiver})
+			Profile: profile, Packages: req.Packages, SysrootWaiver: req.SysrootWaiver, Slice: req.Slice})
 		if err != nil {
 			return nil, fault.Input(err)
 		}

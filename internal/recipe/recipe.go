@@ -34,6 +34,9 @@ type Recipe struct {
 	Lock        string          `yaml:"lock"`
 	Steps       map[string]Step `yaml:"steps"`
 	PGO         PGO             `yaml:"pgo"`
+	// Slice says how the BE is built part way (dorisarm build
+	// --be-configure-only, --be-targets).
+	Slice Slice `yaml:"slice"`
 	// CMakeCache are cache entries pinned for every CMake configure of the
 	// build (through the generated toolchain file), for packages that would
 	// otherwise tune themselves to the build host. Values are templates.
@@ -126,6 +129,21 @@ type Thirdparty struct {
 }
 
 // PGO says how a target that asks for profile-guided optimisation trains.
+// Slice is how a recipe builds its BE part way: the step configures
+// (with Env added, e.g. Doris's OUTPUT_BE_BINARY=0, which makes build.sh
+// stop after CMake), then Build (a template; the targets are appended) builds
+// named targets or object files in Dir, CMake's build directory. The
+// slice's output is Dir's compile_commands.json and the objects and
+// archives it made.
+type Slice struct {
+	Step  string            `yaml:"step"`
+	Env   map[string]string `yaml:"env"`
+	Dir   string            `yaml:"dir"`
+	Build []string          `yaml:"build"`
+	Pos   datafile.Pos
+	Keys  datafile.Keys
+}
+
 type PGO struct {
 	// Step is the recipe step built twice (instrumented, then optimized).
 	Step string `yaml:"step"`
@@ -306,6 +324,17 @@ func (r *Recipe) validate() error {
 			if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
 				fail(im.Keys.At("env", im.Pos), "recipe %s: image %s: env %q must be NAME=value", r.Name, name, e)
 			}
+		}
+	}
+	if r.Slice.Step != "" {
+		if _, ok := r.Steps[r.Slice.Step]; !ok {
+			fail(r.Slice.Keys.At("step", r.Slice.Pos), "recipe %s: slice.step %q is not a step", r.Name, r.Slice.Step)
+		}
+		if r.Slice.Dir == "" || len(r.Slice.Build) == 0 {
+			fail(r.Slice.Pos, "recipe %s: slice needs dir (CMake's build directory, relative to the tree) and build (the command that builds targets there)", r.Name)
+		}
+		if d := r.Slice.Dir; filepath.IsAbs(d) || strings.HasPrefix(filepath.Clean(d), "..") {
+			fail(r.Slice.Keys.At("dir", r.Slice.Pos), "recipe %s: slice.dir %q must be a path inside the tree", r.Name, d)
 		}
 	}
 	if r.PGO.Step != "" {
