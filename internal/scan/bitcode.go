@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 )
 
@@ -261,24 +262,38 @@ func (r *bcBits) record(id uint64, abbrevs [][]bcOp, want uint64, max uint64) (c
 // blockInfo reads a BLOCKINFO block, adding its abbreviations for the
 // module block to module; more than bcMaxAbbrevs in all is malformed.
 func (r *bcBits) blockInfo(width, end uint64, module [][]bcOp) [][]bcOp {
+	byBlock := map[uint64][][]bcOp{bcModuleBlock: module}
+	r.blockInfoFor(width, end, byBlock, bcModuleBlock)
+	return byBlock[bcModuleBlock]
+}
+
+// blockInfoFor reads a BLOCKINFO block, adding the abbreviations it gives
+// each of the blocks named to byBlock; more than bcMaxAbbrevs in all is
+// malformed.
+func (r *bcBits) blockInfoFor(width, end uint64, byBlock map[uint64][][]bcOp, blocks ...uint64) {
 	if width < 2 || width > 32 {
 		r.bad = true
-		return module
+		return
+	}
+	total := 0
+	for _, a := range byBlock {
+		total += len(a)
 	}
 	cur := ^uint64(0)
 	for !r.bad && r.pos < end {
 		switch id := r.fixed(width); id {
 		case bcEndBlock:
 			r.align32()
-			return module
+			return
 		case bcEnterSubblock:
 			if _, _, e := r.subblock(); !r.bad {
 				r.pos = e
 			}
 		case bcDefineAbbrev:
 			ops := r.defineAbbrev()
-			if cur == bcModuleBlock {
-				if module = append(module, ops); len(module) > bcMaxAbbrevs {
+			if slices.Contains(blocks, cur) {
+				byBlock[cur] = append(byBlock[cur], ops)
+				if total++; total > bcMaxAbbrevs {
 					r.bad = true
 				}
 			}
@@ -292,7 +307,6 @@ func (r *bcBits) blockInfo(width, end uint64, module [][]bcOp) [][]bcOp {
 		}
 	}
 	r.bad = true
-	return module
 }
 
 // Why bitcodeTriples returns no triple.

@@ -149,9 +149,15 @@ func (a *analyzed) judgeFlags(f *elf.File, data []byte, pol *Policy) {
 		return
 	}
 	recs, source, compiled := flagRecords(f, data)
-	ff := &FileFlags{Source: source, Records: len(recs)}
-	a.file.Flags = ff
-	path := a.file.Path
+	var fs []Finding
+	a.file.Flags, fs = judgeRecords(a.file.Path, recs, source, compiled, pol)
+	a.findings = append(a.findings, fs...)
+}
+
+// judgeRecords judges an object's records against the policy: its flags
+// and the findings they make.
+func judgeRecords(path string, recs []flagrec.Record, source string, compiled bool, pol *Policy) (ff *FileFlags, findings []Finding) {
+	ff = &FileFlags{Source: source, Records: len(recs)}
 	sev := SevWarning
 	if pol.RequireFlags {
 		sev = SevError
@@ -159,12 +165,12 @@ func (a *analyzed) judgeFlags(f *elf.File, data []byte, pol *Policy) {
 	if len(recs) == 0 {
 		if !compiled {
 			ff.Verdict = assembly
-			return
+			return ff, findings
 		}
 		ff.Verdict = flagrec.Unrecorded
-		a.findings = append(a.findings, Finding{Kind: KindUnrecorded, Severity: sev, Path: path,
-			Detail: "compiled code that records no compile flags (no .GCC.command.line, no switches in DW_AT_producer): build it with -frecord-gcc-switches (GCC) or -frecord-command-line (clang), and do not strip the record"})
-		return
+		findings = append(findings, Finding{Kind: KindUnrecorded, Severity: sev, Path: path,
+			Detail: "compiled code that records no compile flags (no .GCC.command.line, no switches in DW_AT_producer, no command line in LTO bitcode's metadata): build it with -frecord-gcc-switches (GCC) or -frecord-command-line (clang), and do not strip the record"})
+		return ff, findings
 	}
 	ff.Verdicts = map[string]int{}
 	worst, worstRes, worstDetail := "", flagrec.Resolved{}, ""
@@ -183,15 +189,43 @@ func (a *analyzed) judgeFlags(f *elf.File, data []byte, pol *Policy) {
 	}
 	switch worst {
 	case flagrec.Beyond:
-		a.findings = append(a.findings, Finding{Kind: KindFlagsBeyond, Severity: SevError, Path: path,
+		findings = append(findings, Finding{Kind: KindFlagsBeyond, Severity: SevError, Path: path,
 			Detail: fmt.Sprintf("compiled with %s%s: %s; on %s it may die with SIGILL", ff.Flags, of, worstDetail, pol.CPU)})
 	case flagrec.Lost:
-		a.findings = append(a.findings, Finding{Kind: KindLostTuning, Severity: sev, Path: path,
+		findings = append(findings, Finding{Kind: KindLostTuning, Severity: sev, Path: path,
 			Detail: fmt.Sprintf("compiled with %s%s: %s (lost tuning: a flag after the target's overrode it)", ff.Flags, of, worstDetail)})
 	case flagrec.Unresolved:
-		a.findings = append(a.findings, Finding{Kind: KindFlagsUnresolved, Severity: sev, Path: path,
+		findings = append(findings, Finding{Kind: KindFlagsUnresolved, Severity: sev, Path: path,
 			Detail: fmt.Sprintf("recorded flags cannot be judged%s: %s", of, worstDetail)})
 	}
+	return ff, findings
+}
+
+// sourceBitcode: the command line in LTO bitcode's metadata.
+const sourceBitcode = "llvm.commandline"
+
+// bitcodeFlags judges what native LTO bitcode records it was compiled
+// with (its machine code is made at link time, so only the flags can be
+// read here).
+func (w *walker) bitcodeFlags(name string, b []byte) {
+	if w.pol == nil || w.pol.Flags == nil {
+		return
+	}
+	strs, ok := bitcodeStrings(b)
+	var recs []flagrec.Record
+	if ok {
+		for _, s := range strs {
+			if r, ok := flagrec.Parse(s); ok && r.Dialect == "clang" {
+				recs = append(recs, r)
+			}
+		}
+	}
+	source := ""
+	if len(recs) > 0 {
+		source = sourceBitcode
+	}
+	_, fs := judgeRecords(name, recs, source, true, w.pol)
+	w.add(fs...)
 }
 
 // summarizeFlags fills the report's flag summary from its files.

@@ -191,3 +191,40 @@ func TestFlagReadBackScope(t *testing.T) {
 		t.Errorf("no policy: %+v %+v", r.Findings, r.Files)
 	}
 }
+
+// ThinLTO objects are bitcode: their command line is read from the
+// module's metadata strings, in an archive too; the linked output carries
+// every module's record in .GCC.command.line.
+func TestFlagReadBackBitcode(t *testing.T) {
+	need(t, "clang-16", "llvm-ar-16")
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.c"), cFunc)
+	base := []string{"clang-16", "--target=aarch64-linux-gnu", "-O2", "-c", "-flto=thin", "-frecord-command-line", "-g"}
+	run(t, dir, append(append(append([]string{}, base...), kunpengFlags...), "a.c", "-o", "target.o")...)
+	run(t, dir, append(append(append([]string{}, base...), kunpengFlags...), dorisARM, "a.c", "-o", "doris.o")...)
+	run(t, dir, "clang-16", "--target=aarch64-linux-gnu", "-O2", "-c", "-flto=thin", "a.c", "-o", "bare.o")
+	run(t, dir, "llvm-ar-16", "rcs", "liblto.a", "target.o", "doris.o", "bare.o")
+	r := scan(t, policy(t, "kunpeng920"), filepath.Join(dir, "liblto.a"))
+	if f := flagFinding(r, KindLostTuning, "liblto.a(doris.o)"); f == nil || !strings.Contains(f.Detail, "lto thin") || !strings.Contains(f.Detail, "-march=armv8-a+crc") {
+		t.Errorf("bitcode lost tuning: %+v", r.Findings)
+	}
+	if f := flagFinding(r, KindUnrecorded, "liblto.a(bare.o)"); f == nil {
+		t.Errorf("bitcode without a record: %+v", r.Findings)
+	}
+	for _, f := range r.Findings {
+		if strings.HasSuffix(f.Path, "(target.o)") && isFlagKind(f.Kind) {
+			t.Errorf("bitcode at the target's flags: %+v", f)
+		}
+	}
+	// Damaged bitcode: no record read, no panic.
+	b, _ := os.ReadFile(filepath.Join(dir, "doris.o"))
+	for _, cut := range []int{40, len(b) / 2, len(b) - 3} {
+		if strs, ok := bitcodeStrings(b[:cut]); ok && len(strs) > 0 {
+			for _, s := range strs {
+				if strings.Contains(s, "-march=armv8-a+crc") {
+					t.Errorf("cut at %d of %d: a whole command line read from a truncated module", cut, len(b))
+				}
+			}
+		}
+	}
+}

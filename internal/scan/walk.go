@@ -860,6 +860,7 @@ func (w *walker) opaque(name string, b []byte) {
 		}
 	}
 	w.add(unreadable(name, "LLVM bitcode for "+strings.Join(triples, ", ")+": "+bitcodeNativeSay))
+	w.bitcodeFlags(name, b)
 }
 
 // limited counts decompressed bytes against the scan's budget.
