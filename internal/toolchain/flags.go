@@ -74,6 +74,20 @@ func (f Flags) LinkFor(cxx bool) []string {
 	return out
 }
 
+// Query returns the flags an invocation with no input gets (-v,
+// --version, -print-*, -dumpmachine): what says which target and sysroot
+// it answers for, without the code generation flags (-march, -mtune,
+// -mcpu, recording, profiles) clang reports unused there.
+func (f Flags) Query() []string {
+	var out []string
+	for _, t := range f.Target {
+		if strings.HasPrefix(t, "--target=") {
+			out = append(out, t)
+		}
+	}
+	return append(out, f.Sysroot...)
+}
+
 // Assemble returns the compile flags an assembly-only invocation (.s files,
 // -x assembler) gets: the recording and profile flags are left out, since
 // clang reports them unused there.

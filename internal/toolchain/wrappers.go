@@ -71,15 +71,16 @@ func (tc *Toolchain) WriteWrappers(dir string, f Flags, log string) (*Wrappers, 
 // it links (inputs and no -c, -S, -E, -M, -MM, -fsyntax-only, -print-*,
 // --version), the runtime flags only when it links the runtime libraries
 // (not -r, -nostdlib, -nodefaultlibs), the C++ runtime flags only in the C++
-// driver (and not with -nostdlib++), and no recording or profile flags when
-// every input is plain assembly (.s, -x assembler).
+// driver (and not with -nostdlib++), no recording or profile flags when
+// every input is plain assembly (.s, -x assembler), and only --target and
+// --sysroot when there is no input at all (-v, --version, -print-*).
 func (tc *Toolchain) wrapperScript(real string, f Flags, log string, cxx bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\n# Written by dorisarm for target %s with %s %s. Do not edit.\n",
 		tc.Cell.Target.Name, tc.Identity.Name, tc.Identity.Version)
 	b.WriteString(wrapperScan)
-	fmt.Fprintf(&b, "if [ \"$asm\" = 1 ] && [ \"$other\" = 0 ]; then set -- %s \"$@\"; else set -- %s \"$@\"; fi\n",
-		shellJoin(f.Assemble()), shellJoin(f.Compile()))
+	fmt.Fprintf(&b, "if [ \"$inputs\" = 0 ]; then set -- %s \"$@\"\nelif [ \"$asm\" = 1 ] && [ \"$other\" = 0 ]; then set -- %s \"$@\"\nelse set -- %s \"$@\"; fi\n",
+		shellJoin(f.Query()), shellJoin(f.Assemble()), shellJoin(f.Compile()))
 	fmt.Fprintf(&b, "if [ \"$link\" = 1 ]; then\n  set -- \"$@\" %s\n", shellJoin(f.Link))
 	if len(f.Runtime) > 0 {
 		fmt.Fprintf(&b, "  if [ \"$rt\" = 1 ]; then set -- \"$@\" %s; fi\n", shellJoin(f.Runtime))

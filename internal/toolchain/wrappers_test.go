@@ -94,6 +94,8 @@ func checkNoUnusedFlag(t *testing.T, tc *Toolchain, o FlagOptions) {
 		{false, []string{"-nostdlib", "-shared", "fs.o", "-o", "libn.so"}},
 		{false, []string{"-print-file-name=libc.so"}},
 		{false, []string{"--version"}},
+		{false, []string{"-v"}},
+		{false, []string{"-dumpmachine"}},
 		{true, []string{"-c", "h.cc", "-o", "hx.o"}},
 		{true, []string{"hx.o", "-o", "h-cxx"}},
 		{true, []string{"h.cc", "-o", "h-cxx1"}},
@@ -110,9 +112,13 @@ func checkNoUnusedFlag(t *testing.T, tc *Toolchain, o FlagOptions) {
 			drv = w.CXX
 		}
 		args := append([]string{"-Werror", "-Wunused-command-line-argument"}, s.args...)
-		if tc.Compiler.Dialect != "clang" {
-			args = args[:1] // GCC has no such warning; -Werror still holds
-			args = append(args, s.args...)
+		switch {
+		case len(s.args) == 1:
+			// A query: clang reports even -Werror unused there; its
+			// output must still name no unused argument.
+			args = s.args
+		case tc.Compiler.Dialect != "clang":
+			args = append([]string{"-Werror"}, s.args...) // GCC has no such warning; -Werror still holds
 		}
 		cmd := exec.Command(drv, args...)
 		cmd.Dir = dir
