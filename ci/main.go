@@ -202,7 +202,11 @@ func (m *Dorisarm) Build(
 		ctr = ctr.WithFile("/pgo.profdata", pgoProfile)
 		args = append(args, "--pgo-profile", "/pgo.profdata")
 	}
-	return ctr.WithExec(args).Directory(outDir), nil
+	// Build steps run in a network namespace of their own (dorisarm
+	// refuses to run them otherwise): unshare needs CAP_SYS_ADMIN, which a
+	// default exec lacks, and the engine's seccomp profile refuses
+	// unprivileged user namespaces.
+	return ctr.WithExec(args, dagger.ContainerWithExecOpts{InsecureRootCapabilities: true}).Directory(outDir), nil
 }
 
 // BuildAll builds targets concurrently and merges their outputs.

@@ -1,0 +1,69 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStepsRunWithNoNetwork: a command RunProcess starts sees no network
+// interface but a loopback one (a network namespace of its own).
+func TestStepsRunWithNoNetwork(t *testing.T) {
+	var out bytes.Buffer
+	err := RunProcess(context.Background(), Command{Step: "thirdparty:TEST", Path: "sh", Args: []string{"-c", "sed -n 's/^ *\\([^:]*\\):.*/\\1/p' /proc/self/net/dev"}, Stdout: &out, Stderr: &out})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if got := strings.Fields(out.String()); len(got) != 1 || got[0] != "lo" {
+		t.Errorf("a build step sees network interfaces %q, want only lo", got)
+	}
+	out.Reset()
+	if err := RunProcessWithNetwork(context.Background(), Command{Step: "x", Path: "sh", Args: []string{"-c", "sed -n 's/^ *\\([^:]*\\):.*/\\1/p' /proc/self/net/dev"}, Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if len(strings.Fields(out.String())) < 2 {
+		t.Skipf("this machine has no network interface besides lo (%q): the namespace cannot be told apart", out.String())
+	}
+}
+
+// TestDownloadNamesURL: a package whose CMake configure downloads (a
+// file(DOWNLOAD) as CPM.cmake does, whose error names only the file and
+// line) fails naming the URL; so does a shell step that runs curl.
+func TestDownloadNamesURL(t *testing.T) {
+	if _, err := exec.LookPath("cmake"); err != nil {
+		t.Skip("cmake not installed")
+	}
+	src, _ := filepath.Abs(filepath.Join("testdata", "downloads"))
+	var log bytes.Buffer
+	err := RunProcess(context.Background(), Command{Step: "thirdparty:DOWNLOADS", Path: "cmake", Args: []string{"-S", src, "-B", t.TempDir()}, Dir: t.TempDir(), Stdout: &log, Stderr: &log})
+	var d *DownloadError
+	if !errors.As(err, &d) {
+		t.Fatalf("configure that downloads: %v, want a DownloadError\n%s", err, log.String())
+	}
+	want := "https://example.invalid/dorisarm-test/v${CPM_DOWNLOAD_VERSION}/CPM.cmake"
+	if len(d.URLs) != 1 || d.URLs[0] != want || !strings.Contains(err.Error(), "thirdparty:DOWNLOADS") || !strings.Contains(log.String(), "dorisarm: step thirdparty:DOWNLOADS runs with no network and tried to download "+want) {
+		t.Errorf("error %q (URLs %q), want %s named; log:\n%s", err, d.URLs, want, log.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Errorf("the command's exit error is not kept: %v", err)
+	}
+
+	if _, err := exec.LookPath("curl"); err == nil {
+		log.Reset()
+		err = RunProcess(context.Background(), Command{Step: "build:be", Path: "sh", Args: []string{"-xc", "curl -fsS https://example.invalid/x/thing-1.0.tar.gz -o thing.tar.gz"}, Dir: t.TempDir(), Stdout: &log, Stderr: &log})
+		if !errors.As(err, &d) || len(d.URLs) != 1 || d.URLs[0] != "https://example.invalid/x/thing-1.0.tar.gz" {
+			t.Errorf("curl: %v\n%s", err, log.String())
+		}
+	}
+	// A step that fails for another reason names no URL.
+	log.Reset()
+	err = RunProcess(context.Background(), Command{Step: "build:be", Path: "sh", Args: []string{"-c", "echo 'see https://example.org/docs'; exit 2"}, Stdout: &log, Stderr: &log})
+	if err == nil || errors.As(err, &d) {
+		t.Errorf("a plain failure: %v", err)
+	}
+}
