@@ -24,10 +24,9 @@ func corpusTree(t *testing.T) string {
 	return tree
 }
 
-// builtPackages plans --packages names of the real Doris 2.1.7 tree with
-// the stock recipe and returns the entries of its thirdparty steps in plan
-// order.
-func builtPackages(t *testing.T, names ...string) []string {
+// corpusPlan plans --packages names of the real Doris 2.1.7 tree with the
+// stock recipe for kunpeng920.
+func corpusPlan(t *testing.T, names ...string) *Plan {
 	t.Helper()
 	tree := corpusTree(t)
 	in := sample.Load(t, repo, "", "")
@@ -49,6 +48,25 @@ func builtPackages(t *testing.T, names ...string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// TestCRoaringPinnedOffline: CRoaring 2.1.2's configure downloads
+// CPM.cmake unless ROARING_USE_CPM is off; the stock recipe pins it off
+// in every CMake configure of the cell (the toolchain file's cache pins).
+func TestCRoaringPinnedOffline(t *testing.T) {
+	p := corpusPlan(t, "croaringbitmap")
+	if !slices.Contains(p.Toolchain.CMakeCache, "ROARING_USE_CPM=OFF") {
+		t.Errorf("the plan pins %v, not ROARING_USE_CPM=OFF", p.Toolchain.CMakeCache)
+	}
+}
+
+// builtPackages plans --packages names of the real Doris 2.1.7 tree with
+// the stock recipe and returns the entries of its thirdparty steps in plan
+// order.
+func builtPackages(t *testing.T, names ...string) []string {
+	t.Helper()
+	p := corpusPlan(t, names...)
 	var out []string
 	for _, s := range p.Steps {
 		if e, ok := strings.CutPrefix(s.ID, "thirdparty:"); ok {
