@@ -41,7 +41,7 @@ func TestManyPatchesSameBytes(t *testing.T) {
 				wantIDs = append(wantIDs, p.ID())
 			}
 		}
-		if got := s.PatchIDs(); len(got) < 4 || !slices.Equal(got, wantIDs) || !strings.HasSuffix(got[len(got)-1], "/0010-mid") {
+		if got := s.PatchIDs(); len(got) < 4 || !slices.Equal(got, wantIDs) || !strings.HasSuffix(got[len(got)-1], "/0020-mid") {
 			t.Errorf("%s applies %v, want series order %v", id, got, wantIDs)
 		}
 		if d := s.Describe(); d != "apply "+strings.Join(wantIDs, " ") {

@@ -115,12 +115,12 @@ func TestChangingOnePatchChangesOnlyItsDependents(t *testing.T) {
 func TestPatchSelectionPerTarget(t *testing.T) {
 	f := load(t, "")
 	cases := map[string][]string{
-		"kunpeng920":    {"bitshuffle/0001-scalar-bitshuffle", "doris/0001-dynamic-openssl", "simdprobe/0001-sve-off"},
-		"graviton2":     {"simdprobe/0001-sve-off"},
-		"generic-armv8": {"simdprobe/0001-sve-off"},
-		"graviton3":     nil, // has SVE: keeps the SVE kernel
-		"graviton4":     nil,
-		"x86_64":        nil, // "!sve" is an aarch64 condition
+		"kunpeng920":    {"bitshuffle/0001-scalar-bitshuffle", "doris/0001-dynamic-openssl", "doris/0002-bitshuffle-neon-march", "simdprobe/0001-sve-off"},
+		"graviton2":     {"doris/0002-bitshuffle-neon-march", "simdprobe/0001-sve-off"},
+		"generic-armv8": {"doris/0002-bitshuffle-neon-march", "simdprobe/0001-sve-off"},
+		"graviton3":     {"doris/0002-bitshuffle-neon-march"}, // has SVE: keeps the SVE kernel
+		"graviton4":     {"doris/0002-bitshuffle-neon-march"},
+		"x86_64":        nil, // "!sve" and "+simd" are aarch64 conditions
 	}
 	for target, want := range cases {
 		p := f.plan(t, target, "")

@@ -140,7 +140,7 @@ func ManyPatches(t testing.TB, repo string) string {
 			}
 		}
 		first, _ := os.ReadFile(files[0])
-		for _, name := range []string{"0002-zeta", "0003-alpha", "0010-mid"} {
+		for _, name := range []string{"0012-zeta", "0013-alpha", "0020-mid"} {
 			data := strings.Replace(string(first), "Description: ", "Description: ("+name+") ", 1)
 			if err := os.WriteFile(filepath.Join(dir, comp.Name(), name+".patch"), []byte(data), 0o644); err != nil {
 				t.Fatal(err)
