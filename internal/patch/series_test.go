@@ -134,7 +134,7 @@ func TestSamplePatchesParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Patches) != 4 {
+	if len(s.Patches) != 5 {
 		t.Fatalf("%d sample patches", len(s.Patches))
 	}
 }

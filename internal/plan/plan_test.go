@@ -118,8 +118,8 @@ func TestPatchSelectionPerTarget(t *testing.T) {
 		"kunpeng920":    {"bitshuffle/0001-scalar-bitshuffle", "doris/0001-dynamic-openssl", "doris/0002-bitshuffle-neon-march", "simdprobe/0001-sve-off"},
 		"graviton2":     {"doris/0002-bitshuffle-neon-march", "simdprobe/0001-sve-off"},
 		"generic-armv8": {"doris/0002-bitshuffle-neon-march", "simdprobe/0001-sve-off"},
-		"graviton3":     {"doris/0002-bitshuffle-neon-march"}, // has SVE: keeps the SVE kernel
-		"graviton4":     {"doris/0002-bitshuffle-neon-march"},
+		"graviton3":     {"doris/0002-bitshuffle-neon-march", "simdprobe/0002-sve-from-target"}, // has SVE: keeps the SVE kernel, at its -march
+		"graviton4":     {"doris/0002-bitshuffle-neon-march", "simdprobe/0002-sve-from-target"},
 		"x86_64":        nil, // "!sve" and "+simd" are aarch64 conditions
 	}
 	for target, want := range cases {
