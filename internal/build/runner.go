@@ -258,7 +258,8 @@ func (r *runner) prepare() error {
 			k, v, _ := strings.Cut(kv, "=")
 			cache[k] = v
 		}
-		if err := os.WriteFile(filepath.Join(home, "toolchain.cmake"), []byte(tc.CMakeToolchainFile(w, cache)), 0o644); err != nil {
+		// CMake finds headers, libraries and packages only in installed/ and the sysroot.
+		if err := os.WriteFile(filepath.Join(home, "toolchain.cmake"), []byte(tc.CMakeToolchainFile(w, cache, r.installDir())), 0o644); err != nil {
 			return err
 		}
 		r.homes[phase] = w

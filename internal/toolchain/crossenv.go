@@ -36,9 +36,11 @@ var execShimSource []byte
 //     where the machine has it (QEMU_CPU selects the model), otherwise
 //     through an exec shim (see ExecShim).
 
-// CrossEnvVersion changes whenever what writeCrossEnv writes changes, so
-// cached steps built in an older cross environment are not reused.
-const CrossEnvVersion = "2"
+// CrossEnvVersion changes whenever what writeCrossEnv, the wrapper scripts
+// or the CMake toolchain file say changes, so cached steps built in an
+// older cross environment are not reused (3: find root path modes ONLY,
+// installed/ a find root; wrappers add no flag a driver reports unused).
+const CrossEnvVersion = "3"
 
 // plainTools are the binutils names a package may call without a prefix.
 var plainTools = []string{"ld", "ar", "as", "ranlib", "nm", "strip", "objcopy", "objdump", "readelf"}

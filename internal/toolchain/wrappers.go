@@ -74,6 +74,19 @@ func (tc *Toolchain) WriteWrappers(dir string, f Flags, log string) (*Wrappers, 
 // driver (and not with -nostdlib++), no recording or profile flags when
 // every input is plain assembly (.s, -x assembler), and only --target and
 // --sysroot when there is no input at all (-v, --version, -print-*).
+// findRoot is where the target's own headers and libraries are: the
+// sysroot, the cross compiler's target directory without one, nothing for
+// a native build without one.
+func (tc *Toolchain) findRoot() string {
+	switch {
+	case tc.Sysroot != nil:
+		return tc.Sysroot.Path
+	case tc.Cross:
+		return tc.Cell.ISA.Sysroot
+	}
+	return ""
+}
+
 func (tc *Toolchain) wrapperScript(real string, f Flags, log string, cxx bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\n# Written by dorisarm for target %s with %s %s. Do not edit.\n",
@@ -133,7 +146,15 @@ done
 // CMAKE_SYSTEM_NAME would make CMake believe it cross-compiles). cache pins
 // cache entries (FORCE) that packages would otherwise derive from the build
 // host, such as vectorscan's BUILD_SVE or OpenBLAS's TARGET.
-func (tc *Toolchain) CMakeToolchainFile(w *Wrappers, cache map[string]string) string {
+//
+// Headers, libraries and packages are found only under installed (the
+// cell's thirdparty/installed: the packages dorisarm built, first, so
+// Doris's own OpenSSL wins over the sysroot's) and the sysroot: the find
+// root path modes are ONLY, so the build machine's /usr/include and
+// /usr/lib are never searched (protobuf found the host's zlib.h with
+// BOTH). Programs are the build machine's (NEVER). A native build with no
+// sysroot (a waiver) searches the build machine, which is its target.
+func (tc *Toolchain) CMakeToolchainFile(w *Wrappers, cache map[string]string, installed ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by dorisarm for target %s (%s %s). Do not edit.\n", tc.Cell.Target.Name, tc.Identity.Name, tc.Identity.Version)
 	if tc.Cross {
@@ -150,16 +171,25 @@ func (tc *Toolchain) CMakeToolchainFile(w *Wrappers, cache map[string]string) st
 	if tc.Sysroot != nil {
 		fmt.Fprintf(&b, "set(CMAKE_SYSROOT %q)\n", tc.Sysroot.Path)
 	}
-	if tc.Cross {
-		root := tc.Cell.ISA.Sysroot
-		if tc.Sysroot != nil {
-			root = tc.Sysroot.Path
+	if root := tc.findRoot(); root != "" {
+		var roots []string
+		for _, d := range installed {
+			if d != "" {
+				roots = append(roots, d)
+			}
 		}
-		fmt.Fprintf(&b, "set(CMAKE_FIND_ROOT_PATH %q)\n", root)
+		roots = append(roots, root)
+		var q []string
+		for _, r := range roots {
+			q = append(q, fmt.Sprintf("%q", r))
+		}
+		fmt.Fprintf(&b, "set(CMAKE_FIND_ROOT_PATH %s)\n", strings.Join(q, " "))
 		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)\n")
-		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)\n")
-		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)\n")
-		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)\n")
+		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)\n")
+		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)\n")
+		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)\n")
+	}
+	if tc.Cross {
 		fmt.Fprintf(&b, "set(CMAKE_CROSSCOMPILING_EMULATOR %q)\n", strings.Join(tc.Emulator(), ";"))
 	}
 	keys := make([]string, 0, len(cache))
