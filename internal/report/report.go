@@ -334,7 +334,11 @@ func (t Target) LandedText() string {
 	if l == nil || l.Objects == 0 {
 		return "not read back"
 	}
-	s := fmt.Sprintf("%s of %d objects at target", Percent(100*l.AtTarget), l.Objects)
+	noun := "objects"
+	if l.Objects == 1 {
+		noun = "object"
+	}
+	s := fmt.Sprintf("%s of %d %s at target", Percent(100*l.AtTarget), l.Objects, noun)
 	if l.AtTarget >= 1 {
 		return s
 	}
