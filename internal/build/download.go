@@ -25,14 +25,20 @@ var (
 // (make and set -x echo the command); CMake's file(DOWNLOAD) names only its
 // call site ("CMake Error at cmake/CPM.cmake:19 (file):" then "file
 // DOWNLOAD …"), so the URL is read from that line of the CMake file.
-var (
-	urlRE       = regexp.MustCompile("(?:https?|ftp|git|ssh)://[^\\s'\"<>`)\\]]+")
-	wgetRE      = regexp.MustCompile(`^--\d{4}-\d\d-\d\d \d\d:\d\d:\d\d--\s+(\S+)`)
-	hostFailRE  = regexp.MustCompile(`(?i)(?:could not resolve host|unable to resolve host address|failed to connect to|could not connect to)[: ]+[‘'"]?([A-Za-z0-9.-]+\.[A-Za-z]{2,})`)
-	failWordsRE = regexp.MustCompile(`(?i)download|fetch|clon|transfer|unable to access|could not resolve|unreachable|failed to connect|connection refused|name or service not known|temporary failure in name resolution`)
-	cmakeAtRE   = regexp.MustCompile(`^CMake Error at (.+):(\d+) \(file\):`)
-	cmakeLogRE  = regexp.MustCompile(`See also "(.+)/CMakeFiles/CMake(?:Output|Error|ConfigureLog)\.log"`)
-)
+var downloadRE = sync.OnceValue(func() *downloadPatterns {
+	return &downloadPatterns{
+		url:       regexp.MustCompile("(?:https?|ftp|git|ssh)://[^\\s'\"<>`)\\]]+"),
+		wget:      regexp.MustCompile(`^--\d{4}-\d\d-\d\d \d\d:\d\d:\d\d--\s+(\S+)`),
+		hostFail:  regexp.MustCompile(`(?i)(?:could not resolve host|unable to resolve host address|failed to connect to|could not connect to)[: ]+[‘'"]?([A-Za-z0-9.-]+\.[A-Za-z]{2,})`),
+		failWords: regexp.MustCompile(`(?i)download|fetch|clon|transfer|unable to access|could not resolve|unreachable|failed to connect|connection refused|name or service not known|temporary failure in name resolution`),
+		cmakeAt:   regexp.MustCompile(`^CMake Error at (.+):(\d+) \(file\):`),
+		cmakeLog:  regexp.MustCompile(`See also "(.+)/CMakeFiles/CMake(?:Output|Error|ConfigureLog)\.log"`),
+	}
+})
+
+type downloadPatterns struct {
+	url, wget, hostFail, failWords, cmakeAt, cmakeLog *regexp.Regexp
+}
 
 // downloadWatch reads a step's output line by line for signs of a download.
 type downloadWatch struct {
@@ -71,25 +77,26 @@ func (w *downloadWatch) Write(p []byte) (int, error) {
 }
 
 func (w *downloadWatch) line(l string) {
-	urls := urlRE.FindAllString(l, -1)
+	re := downloadRE()
+	urls := re.url.FindAllString(l, -1)
 	for _, u := range urls {
 		w.seen = append(w.seen, strings.TrimRight(u, ".,;:"))
 	}
 	if len(w.seen) > 256 {
 		w.seen = w.seen[len(w.seen)-256:]
 	}
-	if m := wgetRE.FindStringSubmatch(l); m != nil {
+	if m := re.wget.FindStringSubmatch(l); m != nil {
 		w.add(m[1])
 	}
-	if m := hostFailRE.FindStringSubmatch(l); m != nil {
+	if m := re.hostFail.FindStringSubmatch(l); m != nil {
 		w.add(w.urlForHost(m[1]))
 	}
-	if len(urls) > 0 && failWordsRE.MatchString(l) {
+	if len(urls) > 0 && re.failWords.MatchString(l) {
 		for _, u := range urls {
 			w.add(strings.TrimRight(u, ".,;:"))
 		}
 	}
-	if m := cmakeAtRE.FindStringSubmatch(l); m != nil {
+	if m := re.cmakeAt.FindStringSubmatch(l); m != nil {
 		n, _ := strconv.Atoi(m[2])
 		w.cmakeAt = &cmakeSite{file: m[1], line: n}
 	} else if w.cmakeAt != nil {
@@ -100,7 +107,7 @@ func (w *downloadWatch) line(l string) {
 			w.cmakeAt = nil
 		}
 	}
-	if m := cmakeLogRE.FindStringSubmatch(l); m != nil {
+	if m := re.cmakeLog.FindStringSubmatch(l); m != nil {
 		w.buildDir = append(w.buildDir, m[1])
 	}
 }
@@ -177,7 +184,7 @@ func (w *downloadWatch) cmakeURLs(s cmakeSite, dir string) []string {
 			}
 		}
 		f.Close()
-		if us := urlRE.FindAllString(call.String(), -1); len(us) > 0 {
+		if us := downloadRE().url.FindAllString(call.String(), -1); len(us) > 0 {
 			return us
 		}
 	}
