@@ -45,16 +45,11 @@ func TestCMakeFindsNothingOnTheHost(t *testing.T) {
 				"find_path(ZLIB_INCLUDE_DIR zlib.h)\nfind_library(ZLIB_LIBRARY NAMES z libz.a)\n"+
 				"message(STATUS \"zlib.h=${ZLIB_INCLUDE_DIR} libz=${ZLIB_LIBRARY}\")\n"), 0o644)
 			configure := func(installed string) string {
-				tcFile := filepath.Join(dir, "toolchain.cmake")
-				os.WriteFile(tcFile, []byte(tc.CMakeToolchainFile(w, nil, installed)), 0o644)
-				b := filepath.Join(dir, "b")
-				os.RemoveAll(b)
-				cmd := exec.Command("cmake", "-S", src, "-B", b, "-DCMAKE_TOOLCHAIN_FILE="+tcFile)
-				out, err := cmd.CombinedOutput()
-				if err != nil {
-					t.Fatalf("%v\n%s", err, out)
+				out := configureOutput(t, tc, w, dir, src, installed)
+				if strings.Contains(out, "dorisarm:") {
+					t.Errorf("a clean configure is warned about:\n%s", out)
 				}
-				for _, l := range strings.Split(string(out), "\n") {
+				for _, l := range strings.Split(out, "\n") {
 					if i := strings.Index(l, "zlib.h="); i >= 0 {
 						return l[i:]
 					}
@@ -75,6 +70,29 @@ func TestCMakeFindsNothingOnTheHost(t *testing.T) {
 			if got, want := configure(inst), "zlib.h="+filepath.Join(inst, "include")+" libz="+filepath.Join(inst, "lib", "libz.a"); got != want {
 				t.Errorf("CMake found %s, want installed/'s: %s", got, want)
 			}
+			// A host path given explicitly (or found past the find roots)
+			// is named at the end of the configure.
+			out := configureOutput(t, tc, w, dir, src, inst, "-DZLIB_INCLUDE_DIR=/usr/include")
+			if !strings.Contains(out, "dorisarm: ZLIB_INCLUDE_DIR=/usr/include is on the build machine") {
+				t.Errorf("a host include directory is not named:\n%s", out)
+			}
+			if strings.Count(out, "is on the build machine") != 1 {
+				t.Errorf("more than the one host path named:\n%s", out)
+			}
 		})
 	}
+}
+
+func configureOutput(t *testing.T, tc *Toolchain, w *Wrappers, dir, src, installed string, args ...string) string {
+	t.Helper()
+	tcFile := filepath.Join(dir, "toolchain.cmake")
+	os.WriteFile(tcFile, []byte(tc.CMakeToolchainFile(w, nil, installed)), 0o644)
+	b := filepath.Join(dir, "b")
+	os.RemoveAll(b)
+	cmd := exec.Command("cmake", append([]string{"-S", src, "-B", b, "-DCMAKE_TOOLCHAIN_FILE=" + tcFile}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return string(out)
 }

@@ -74,6 +74,53 @@ func (tc *Toolchain) WriteWrappers(dir string, f Flags, log string) (*Wrappers, 
 // driver (and not with -nostdlib++), no recording or profile flags when
 // every input is plain assembly (.s, -x assembler), and only --target and
 // --sysroot when there is no input at all (-v, --version, -print-*).
+// cmakeHostPathCheck runs at the end of a package's configure and warns,
+// naming the variable and the path, of every header or library path in
+// its cache that is on the build machine (outside the find roots, the
+// source and the build tree: set explicitly, or found with
+// NO_CMAKE_FIND_ROOT_PATH), and of every library taken from the sysroot
+// whose name installed/ (the first find root) also has.
+const cmakeHostPathCheck = `get_property(_dorisarm_checking GLOBAL PROPERTY DORISARM_HOST_PATH_CHECK)
+if(NOT _dorisarm_checking AND NOT CMAKE_VERSION VERSION_LESS 3.19)
+  set_property(GLOBAL PROPERTY DORISARM_HOST_PATH_CHECK ON)
+  function(_dorisarm_host_path_check)
+    list(GET CMAKE_FIND_ROOT_PATH 0 _installed)
+    get_cmake_property(_vars CACHE_VARIABLES)
+    foreach(_v IN LISTS _vars)
+      if(_v MATCHES "^CMAKE_" OR NOT _v MATCHES "(INCLUDE|LIBRAR|_DIR$|_PATH$|^pkgcfg_lib_)")
+        continue()
+      endif()
+      get_property(_t CACHE "${_v}" PROPERTY TYPE)
+      if(_t STREQUAL "INTERNAL" OR _t STREQUAL "STATIC")
+        continue()
+      endif()
+      foreach(_p IN LISTS ${_v})
+        if(NOT IS_ABSOLUTE "${_p}")
+          continue()
+        endif()
+        set(_inside "")
+        foreach(_r IN LISTS CMAKE_FIND_ROOT_PATH CMAKE_SYSROOT CMAKE_SOURCE_DIR CMAKE_BINARY_DIR)
+          string(FIND "${_p}/" "${_r}/" _at)
+          if(_r AND _at EQUAL 0)
+            set(_inside "${_r}")
+            break()
+          endif()
+        endforeach()
+        if(NOT _inside)
+          message(WARNING "dorisarm: ${_v}=${_p} is on the build machine, outside the sysroot and installed/ (${_installed}): the host's copy leaks into the target build")
+        elseif(NOT _inside STREQUAL _installed AND NOT IS_DIRECTORY "${_p}" AND _p MATCHES "/lib([^/]+)\\.(a|so)[.0-9]*$")
+          file(GLOB _same "${_installed}/lib*/lib${CMAKE_MATCH_1}.a" "${_installed}/lib*/lib${CMAKE_MATCH_1}.so")
+          if(_same)
+            message(WARNING "dorisarm: ${_v}=${_p} is the sysroot's, but installed/ has ${_same}")
+          endif()
+        endif()
+      endforeach()
+    endforeach()
+  endfunction()
+  cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _dorisarm_host_path_check)
+endif()
+`
+
 // findRoot is where the target's own headers and libraries are: the
 // sysroot, the cross compiler's target directory without one, nothing for
 // a native build without one.
@@ -188,6 +235,7 @@ func (tc *Toolchain) CMakeToolchainFile(w *Wrappers, cache map[string]string, in
 		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)\n")
 		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)\n")
 		b.WriteString("set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)\n")
+		b.WriteString(cmakeHostPathCheck)
 	}
 	if tc.Cross {
 		fmt.Fprintf(&b, "set(CMAKE_CROSSCOMPILING_EMULATOR %q)\n", strings.Join(tc.Emulator(), ";"))
