@@ -50,7 +50,7 @@ func TestBEMarchFromBuild(t *testing.T) {
 	tree, _ := corpusTree(t)
 	patched := filepath.Join(t.TempDir(), "doris")
 	// The files kunpeng920's Doris patch series touches.
-	for _, f := range []string{"be/CMakeLists.txt", "be/cmake/thirdparty.cmake", "thirdparty/build-thirdparty.sh"} {
+	for _, f := range []string{"build.sh", "be/CMakeLists.txt", "be/cmake/thirdparty.cmake", "thirdparty/build-thirdparty.sh"} {
 		b, err := os.ReadFile(filepath.Join(tree, f))
 		if err != nil {
 			t.Fatal(err)
@@ -111,5 +111,57 @@ func TestBEMarchFromBuild(t *testing.T) {
 	// The last -march readelf shows is the target's.
 	if i := strings.LastIndex(rec, "-march="); i < 0 || !strings.HasPrefix(rec[i:], "-march="+march) {
 		t.Errorf("patched: the last -march is not the target's:\n%s", rec)
+	}
+}
+
+// TestBESubmodulesOffline runs Doris 2.1.7's own update_submodule (read
+// from the corpus build.sh, as is and with
+// patches/doris/0003-be-submodules-offline.patch applied by dorisarm patch
+// apply) in a tree without .git whose clucene submodule is in place, with
+// a curl that records being called and fails: as it is, the function
+// downloads and the build stops; patched, it uses the submodule.
+func TestBESubmodulesOffline(t *testing.T) {
+	for _, tool := range []string{"bash", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	tree, _ := corpusTree(t)
+	patched := filepath.Join(t.TempDir(), "doris")
+	for _, f := range []string{"build.sh", "be/CMakeLists.txt", "be/cmake/thirdparty.cmake", "thirdparty/build-thirdparty.sh"} {
+		b, err := os.ReadFile(filepath.Join(tree, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(patched, f)), 0o755)
+		os.WriteFile(filepath.Join(patched, f), b, 0o644)
+	}
+	if out, errOut, code := run(t, "patch", "apply", "--source", patched, "--component", "doris", "--version", "2.1.7", "--target", "kunpeng920"); code != 0 {
+		t.Fatalf("patch apply: exit %d\n%s%s", code, out, errOut)
+	}
+	fakebin := t.TempDir()
+	called := filepath.Join(fakebin, "curl-called")
+	os.WriteFile(filepath.Join(fakebin, "curl"), []byte("#!/bin/sh\necho \"$@\" >> "+called+"\nexit 6\n"), 0o755)
+	try := func(buildSh string) (curl bool, err error) {
+		home := t.TempDir()
+		os.MkdirAll(filepath.Join(home, "be", "src", "clucene"), 0o755)
+		os.WriteFile(filepath.Join(home, "be", "src", "clucene", "CMakeLists.txt"), []byte("# in place\n"), 0o644)
+		os.Remove(called)
+		script := "set -eo pipefail\nDORIS_HOME=" + home + "\n" +
+			"source <(sed -n '/^update_submodule() {/,/^}/p' " + buildSh + ")\n" +
+			"update_submodule be/src/clucene clucene https://github.com/apache/doris-thirdparty/archive/refs/heads/clucene.tar.gz\n"
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Env = append(os.Environ(), "PATH="+fakebin+":"+os.Getenv("PATH"), "GIT_CEILING_DIRECTORIES="+filepath.Dir(home))
+		cmd.Dir = home
+		out, err := cmd.CombinedOutput()
+		_, statErr := os.Stat(called)
+		t.Logf("%s:\n%s", buildSh, out)
+		return statErr == nil, err
+	}
+	if curl, err := try(filepath.Join(tree, "build.sh")); err == nil || !curl {
+		t.Errorf("Doris 2.1.7 as it is: err %v, curl called %v; want a failed download", err, curl)
+	}
+	if curl, err := try(filepath.Join(patched, "build.sh")); err != nil || curl {
+		t.Errorf("patched: err %v, curl called %v; want the submodule used offline", err, curl)
 	}
 }
