@@ -33,6 +33,27 @@ func cmakeBlock(t *testing.T, file, from string) string {
 	return ""
 }
 
+// patchedCorpus copies the files of the corpus's Doris 2.1.7 tree that
+// kunpeng920's Doris patch series touches and applies the series to them
+// with dorisarm patch apply; it returns the corpus tree and the copy.
+func patchedCorpus(t *testing.T) (tree, patched string) {
+	t.Helper()
+	tree, _ = corpusTree(t)
+	patched = filepath.Join(t.TempDir(), "doris")
+	for _, f := range []string{"build.sh", "be/CMakeLists.txt", "be/cmake/thirdparty.cmake", "thirdparty/build-thirdparty.sh"} {
+		b, err := os.ReadFile(filepath.Join(tree, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(patched, f)), 0o755)
+		os.WriteFile(filepath.Join(patched, f), b, 0o644)
+	}
+	if out, errOut, code := run(t, "patch", "apply", "--source", patched, "--component", "doris", "--version", "2.1.7", "--target", "kunpeng920"); code != 0 {
+		t.Fatalf("patch apply: exit %d\n%s%s", code, out, errOut)
+	}
+	return tree, patched
+}
+
 // TestBEMarchFromBuild compiles a C++ file under Doris 2.1.7's own SIMD
 // section of be/CMakeLists.txt, as the BE build would: the wrapper's target
 // flags first (CMAKE_CXX_FLAGS stands in for them: CMake puts them before
@@ -47,20 +68,7 @@ func TestBEMarchFromBuild(t *testing.T) {
 			t.Skipf("%s not installed (scripts/install-deps.sh)", tool)
 		}
 	}
-	tree, _ := corpusTree(t)
-	patched := filepath.Join(t.TempDir(), "doris")
-	// The files kunpeng920's Doris patch series touches.
-	for _, f := range []string{"build.sh", "be/CMakeLists.txt", "be/cmake/thirdparty.cmake", "thirdparty/build-thirdparty.sh"} {
-		b, err := os.ReadFile(filepath.Join(tree, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.MkdirAll(filepath.Dir(filepath.Join(patched, f)), 0o755)
-		os.WriteFile(filepath.Join(patched, f), b, 0o644)
-	}
-	if out, errOut, code := run(t, "patch", "apply", "--source", patched, "--component", "doris", "--version", "2.1.7", "--target", "kunpeng920"); code != 0 {
-		t.Fatalf("patch apply: exit %d\n%s%s", code, out, errOut)
-	}
+	tree, patched := patchedCorpus(t)
 	march := "armv8.2-a+crypto+fp16+dotprod+fp16fml"
 	verdict := func(name, cmakeLists string) (string, string) {
 		dir := filepath.Join(t.TempDir(), name)
@@ -126,19 +134,7 @@ func TestBESubmodulesOffline(t *testing.T) {
 			t.Skipf("%s not installed", tool)
 		}
 	}
-	tree, _ := corpusTree(t)
-	patched := filepath.Join(t.TempDir(), "doris")
-	for _, f := range []string{"build.sh", "be/CMakeLists.txt", "be/cmake/thirdparty.cmake", "thirdparty/build-thirdparty.sh"} {
-		b, err := os.ReadFile(filepath.Join(tree, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.MkdirAll(filepath.Dir(filepath.Join(patched, f)), 0o755)
-		os.WriteFile(filepath.Join(patched, f), b, 0o644)
-	}
-	if out, errOut, code := run(t, "patch", "apply", "--source", patched, "--component", "doris", "--version", "2.1.7", "--target", "kunpeng920"); code != 0 {
-		t.Fatalf("patch apply: exit %d\n%s%s", code, out, errOut)
-	}
+	tree, patched := patchedCorpus(t)
 	fakebin := t.TempDir()
 	called := filepath.Join(fakebin, "curl-called")
 	os.WriteFile(filepath.Join(fakebin, "curl"), []byte("#!/bin/sh\necho \"$@\" >> "+called+"\nexit 6\n"), 0o755)

@@ -7,9 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dorisarm/dorisarm/internal/patch"
-	"github.com/dorisarm/dorisarm/internal/recipe"
-	"github.com/dorisarm/dorisarm/internal/sample"
 	"github.com/dorisarm/dorisarm/internal/source"
 )
 
@@ -28,23 +25,7 @@ func corpusTree(t *testing.T) string {
 // stock recipe for kunpeng920.
 func corpusPlan(t *testing.T, names ...string) *Plan {
 	t.Helper()
-	tree := corpusTree(t)
-	in := sample.Load(t, repo, "", "")
-	r, err := recipe.Load(filepath.Join(repo, "recipes", "doris.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	series, err := patch.LoadSeries(r.Path(r.Patches))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lock, err := source.ReadLock(r.Path(r.Lock))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cell, tc := in.NoCompilerToolchain(t, "kunpeng920", "clang")
-	p, err := Make(Inputs{Matrix: in.Matrix, Cell: cell, Recipe: r, Tree: tree, Version: "2.1.7", Series: series,
-		Toolchain: tc, Lock: lock, SysrootWaiver: "plan order test", Packages: names})
+	p, err := corpusMake(t, "kunpeng920", names, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

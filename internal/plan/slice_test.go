@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,14 +12,12 @@ import (
 	"github.com/dorisarm/dorisarm/internal/source"
 )
 
-// slicePlan plans a BE slice of the real Doris 2.1.7 tree (../shared/corpus)
-// with the stock recipe; skipped where the corpus is absent.
-func slicePlan(t *testing.T, target string, sl *Slice, packages ...string) (*Plan, error) {
+// corpusMake plans the real Doris 2.1.7 tree (../shared/corpus) with the
+// stock recipe for target, limited to packages and sliced when asked;
+// skipped where the corpus is absent.
+func corpusMake(t *testing.T, target string, packages []string, sl *Slice) (*Plan, error) {
 	t.Helper()
-	tree := filepath.Join(repo, "..", "shared", "corpus", "doris-2.1.7")
-	if _, err := os.Stat(filepath.Join(tree, "be", "CMakeLists.txt")); err != nil {
-		t.Skipf("no Doris corpus at %s (%v): ../shared/corpus is not part of a clone", tree, err)
-	}
+	tree := corpusTree(t)
 	in := sample.Load(t, repo, "", "")
 	r, err := recipe.Load(filepath.Join(repo, "recipes", "doris.yaml"))
 	if err != nil {
@@ -36,7 +33,13 @@ func slicePlan(t *testing.T, target string, sl *Slice, packages ...string) (*Pla
 	}
 	cell, tc := in.NoCompilerToolchain(t, target, "clang")
 	return Make(Inputs{Matrix: in.Matrix, Cell: cell, Recipe: r, Tree: tree, Version: "2.1.7", Series: series,
-		Toolchain: tc, Lock: lock, SysrootWaiver: "slice plan test", Packages: packages, Slice: sl})
+		Toolchain: tc, Lock: lock, SysrootWaiver: "corpus plan test", Packages: packages, Slice: sl})
+}
+
+// slicePlan plans a BE slice of the corpus tree.
+func slicePlan(t *testing.T, target string, sl *Slice, packages ...string) (*Plan, error) {
+	t.Helper()
+	return corpusMake(t, target, packages, sl)
 }
 
 func TestBESlicePlan(t *testing.T) {

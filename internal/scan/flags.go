@@ -5,7 +5,6 @@ import (
 	"debug/dwarf"
 	"debug/elf"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/dorisarm/dorisarm/internal/flagrec"
@@ -268,18 +267,8 @@ func topN(m map[string]int, n int) map[string]int {
 		}
 		return m
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
 	out := map[string]int{}
-	for i, k := range keys {
+	for i, k := range sortedByCount(m) {
 		if i < n {
 			out[k] = m[k]
 		} else {
