@@ -77,6 +77,9 @@ type FlagSummary struct {
 // maxProducerUnits bounds the compile units whose DW_AT_producer is read.
 const maxProducerUnits = 100_000
 
+// maxProducerDWARF bounds the .debug_info read for DW_AT_producer.
+const maxProducerDWARF = 64 << 20
+
 // maxFlagSection bounds the bytes of .GCC.command.line read.
 const maxFlagSection = 256 << 20
 
@@ -100,7 +103,9 @@ func flagRecords(f *elf.File, data []byte) (recs []flagrec.Record, source string
 			return recs, sourceSection, true
 		}
 	}
-	if f.Section(".debug_info") == nil {
+	if di := f.Section(".debug_info"); di == nil || di.Size > maxProducerDWARF {
+		// debug/dwarf reads every debug section whole: a 2 GB doris_be's
+		// DWARF is not read for this (a build records its flags anyway).
 		return nil, "", compiled
 	}
 	recs = producers(f)
