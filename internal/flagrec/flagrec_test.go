@@ -1,6 +1,7 @@
 package flagrec
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -202,5 +203,32 @@ func TestLTOAndPGO(t *testing.T) {
 	}
 	if got := res.Describe(); !strings.Contains(got, "default armv8-a") {
 		t.Errorf("Describe: %q", got)
+	}
+}
+
+// BenchmarkJudgeBERecords resolves and judges 3,000 distinct clang command
+// lines, about what a linked doris_be's .GCC.command.line holds (one per
+// translation unit).
+func BenchmarkJudgeBERecords(b *testing.B) {
+	m, err := matrix.Load(filepath.Join("..", "..", "matrix.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, _ := m.Platform("kunpeng920")
+	e, err := ExpectFor(m, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var recs []string
+	for i := range 3000 {
+		recs = append(recs, fmt.Sprintf("/usr/lib/llvm-16/bin/clang++ --target=aarch64-linux-gnu -march=armv8.2-a+crypto+fp16+dotprod+fp16fml -mtune=tsv110 -O3 -DNDEBUG -I/src/be/src -I/src/gensrc/build -std=gnu++20 -fPIC -march=armv8.2-a+crypto+fp16+dotprod+fp16fml -c /src/be/src/u%d.cpp -o u%d.o", i, i))
+	}
+	b.ResetTimer()
+	for range b.N {
+		for _, r := range Split(recs) {
+			if v, _ := e.Judge(e.Resolve(r)); v != AtTarget {
+				b.Fatal(v)
+			}
+		}
 	}
 }

@@ -3,6 +3,7 @@ package flagrec
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/dorisarm/dorisarm/internal/matrix"
 )
@@ -33,6 +34,18 @@ type Resolved struct {
 type Resolver struct {
 	m   *matrix.Matrix
 	isa string
+	// memo holds each (dialect, -march, -mcpu)'s features: a linked BE
+	// holds thousands of records with a handful of flag sets. Safe for
+	// concurrent use (the scan judges files in parallel).
+	memo sync.Map
+}
+
+type memoKey struct{ dialect, march, mcpu string }
+
+type memoVal struct {
+	exts  matrix.Set
+	level string
+	err   error
 }
 
 // NewResolver resolves flags for isa ("aarch64", "x86_64").
@@ -82,7 +95,7 @@ func (rv *Resolver) Resolve(r Record) Resolved {
 	if out.Mtune == "" {
 		out.Mtune = out.Mcpu
 	}
-	exts, level, err := rv.features(out.Dialect, out.March, out.Mcpu)
+	exts, level, err := rv.cachedFeatures(out.Dialect, out.March, out.Mcpu)
 	if err != nil {
 		out.Err = err.Error()
 		return out
@@ -100,6 +113,18 @@ func (rv *Resolver) Resolve(r Record) Resolved {
 		}
 	}
 	return out
+}
+
+// cachedFeatures is features, computed once per flag set (callers only read the set).
+func (rv *Resolver) cachedFeatures(dialect, march, mcpu string) (matrix.Set, string, error) {
+	k := memoKey{dialect, march, mcpu}
+	if v, ok := rv.memo.Load(k); ok {
+		mv := v.(memoVal)
+		return mv.exts, mv.level, mv.err
+	}
+	exts, level, err := rv.features(dialect, march, mcpu)
+	rv.memo.Store(k, memoVal{exts, level, err})
+	return exts, level, err
 }
 
 func (rv *Resolver) features(dialect, march, mcpu string) (matrix.Set, string, error) {
