@@ -78,8 +78,13 @@ func TestReportFromBuildsAndRegistry(t *testing.T) {
 		t.Errorf("totals: %+v, records %d/%d", fromDir.Totals, hits, steps)
 	}
 	kp := findTarget(t, fromDir, "kunpeng920")
-	if kp.Tune != "-mtune=tsv110" || !kp.PGO || kp.LTO != "thin" || kp.Compiler != "clang" || len(kp.Patches) != 3 {
+	if kp.Tune != "-mtune=tsv110" || !kp.PGO || kp.LTO != "thin" || kp.Compiler != "clang" || len(kp.Patches) != 4 {
 		t.Errorf("kunpeng920: %+v", kp)
+	}
+	// Every object of the sample's kunpeng920 build is at its flags (the
+	// bitshuffle neon patch, doris/0002, is what makes it so).
+	if l := kp.Landed; l == nil || l.Objects == 0 || l.AtTarget != 1 || !strings.Contains(kp.LandedText(), "100.0%") {
+		t.Errorf("kunpeng920 flags landed: %+v", l)
 	}
 	for _, e := range kp.Extensions {
 		if e.Name == "sve" && (e.Allowed || e.Unguarded != 0) {
