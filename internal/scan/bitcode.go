@@ -259,14 +259,6 @@ func (r *bcBits) record(id uint64, abbrevs [][]bcOp, want uint64, max uint64) (c
 	return code, ops
 }
 
-// blockInfo reads a BLOCKINFO block, adding its abbreviations for the
-// module block to module; more than bcMaxAbbrevs in all is malformed.
-func (r *bcBits) blockInfo(width, end uint64, module [][]bcOp) [][]bcOp {
-	byBlock := map[uint64][][]bcOp{bcModuleBlock: module}
-	r.blockInfoFor(width, end, byBlock, bcModuleBlock)
-	return byBlock[bcModuleBlock]
-}
-
 // blockInfoFor reads a BLOCKINFO block, adding the abbreviations it gives
 // each of the blocks named to byBlock; more than bcMaxAbbrevs in all is
 // malformed.
@@ -321,47 +313,58 @@ var (
 // The error is errNoTriple when no module has one (a ThinLTO summary index
 // has no module), errBitcode when b could not be read that far.
 func bitcodeTriples(b []byte) ([]string, error) {
-	if bytes.HasPrefix(b, []byte(bitcodeWrapperMagic)) && len(b) >= 20 {
-		off, size := uint64(binary.LittleEndian.Uint32(b[8:])), uint64(binary.LittleEndian.Uint32(b[12:]))
-		if off+size > uint64(len(b)) {
-			return nil, errBitcode
-		}
-		b = b[off : off+size]
-	}
-	if !bytes.HasPrefix(b, []byte(bitcodeMagic)) {
-		return nil, errBitcode
-	}
-	r := &bcBits{b: b, pos: 32}
-	var moduleAbbrevs [][]bcOp // from BLOCKINFO blocks
 	var triples []string
-	for !r.bad && r.left() >= 32 {
-		if r.fixed(2) != bcEnterSubblock {
-			return nil, errBitcode // the top level holds only blocks
+	ok := bitcodeModules(b, []uint64{bcModuleBlock}, func(m *bcBits, width uint64, info map[uint64][][]bcOp) bool {
+		t, ok := m.moduleTriple(width, info[bcModuleBlock])
+		if ok && t != "" {
+			triples = append(triples, t)
 		}
-		id, width, end := r.subblock()
-		switch {
-		case r.bad:
-		case id == bcBlockInfo:
-			moduleAbbrevs = r.blockInfo(width, end, moduleAbbrevs)
-		case id == bcModuleBlock:
-			m := &bcBits{b: b[:end/8], pos: r.pos}
-			t, ok := m.moduleTriple(width, moduleAbbrevs)
-			if !ok {
-				return nil, errBitcode
-			}
-			if t != "" {
-				triples = append(triples, t)
-			}
-		}
-		r.pos = end
-	}
+		return ok
+	})
 	switch {
-	case r.bad:
+	case !ok:
 		return nil, errBitcode
 	case len(triples) == 0:
 		return nil, errNoTriple
 	}
 	return triples, nil
+}
+
+// bitcodeModules walks the top level of LLVM bitcode b (raw or in its
+// wrapper): the BLOCKINFO blocks, whose abbreviations for the blocks named
+// go into info, and each module block, handed to module with a reader that
+// ends at the block's end. module returning false, or a malformed top
+// level, stops the walk: ok is false.
+func bitcodeModules(b []byte, blocks []uint64, module func(m *bcBits, width uint64, info map[uint64][][]bcOp) bool) (ok bool) {
+	if bytes.HasPrefix(b, []byte(bitcodeWrapperMagic)) && len(b) >= 20 {
+		off, size := uint64(binary.LittleEndian.Uint32(b[8:])), uint64(binary.LittleEndian.Uint32(b[12:]))
+		if off+size > uint64(len(b)) {
+			return false
+		}
+		b = b[off : off+size]
+	}
+	if !bytes.HasPrefix(b, []byte(bitcodeMagic)) {
+		return false
+	}
+	r := &bcBits{b: b, pos: 32}
+	info := map[uint64][][]bcOp{}
+	for !r.bad && r.left() >= 32 {
+		if r.fixed(2) != bcEnterSubblock {
+			return false // the top level holds only blocks
+		}
+		id, width, end := r.subblock()
+		switch {
+		case r.bad:
+		case id == bcBlockInfo:
+			r.blockInfoFor(width, end, info, blocks...)
+		case id == bcModuleBlock:
+			if !module(&bcBits{b: b[:end/8], pos: r.pos}, width, info) {
+				return false
+			}
+		}
+		r.pos = end
+	}
+	return !r.bad
 }
 
 // moduleTriple reads a module block's records to its end and returns its
@@ -371,7 +374,7 @@ func (r *bcBits) moduleTriple(width uint64, abbrevs [][]bcOp) (triple string, ok
 	if width < 2 || width > 32 {
 		return "", false
 	}
-	abbrevs = abbrevs[:len(abbrevs):len(abbrevs)] // appends copy: the caller's stay
+	abbrevs = slices.Clip(abbrevs) // appends copy: the caller's stay
 	for !r.bad {
 		switch id := r.fixed(width); id {
 		case bcEndBlock:

@@ -1,9 +1,6 @@
 package scan
 
-import (
-	"bytes"
-	"encoding/binary"
-)
+import "slices"
 
 // The compile flags LTO bitcode records: clang's -frecord-command-line
 // puts the driver's command line in the module's llvm.commandline named
@@ -24,38 +21,15 @@ const (
 // bitcodeStrings returns the metadata strings of each module of LLVM
 // bitcode b; ok is false when it could not be read that far.
 func bitcodeStrings(b []byte) (strs []string, ok bool) {
-	if bytes.HasPrefix(b, []byte(bitcodeWrapperMagic)) && len(b) >= 20 {
-		off, size := uint64(binary.LittleEndian.Uint32(b[8:])), uint64(binary.LittleEndian.Uint32(b[12:]))
-		if off+size > uint64(len(b)) {
-			return nil, false
-		}
-		b = b[off : off+size]
-	}
-	if !bytes.HasPrefix(b, []byte(bitcodeMagic)) {
+	ok = bitcodeModules(b, []uint64{bcModuleBlock, bcMetadataBlock}, func(m *bcBits, width uint64, info map[uint64][][]bcOp) bool {
+		s, ok := m.moduleStrings(width, info)
+		strs = append(strs, s...)
+		return ok
+	})
+	if !ok {
 		return nil, false
 	}
-	r := &bcBits{b: b, pos: 32}
-	info := map[uint64][][]bcOp{}
-	for !r.bad && r.left() >= 32 {
-		if r.fixed(2) != bcEnterSubblock {
-			return nil, false
-		}
-		id, width, end := r.subblock()
-		switch {
-		case r.bad:
-		case id == bcBlockInfo:
-			r.blockInfoFor(width, end, info, bcModuleBlock, bcMetadataBlock)
-		case id == bcModuleBlock:
-			m := &bcBits{b: b[:end/8], pos: r.pos}
-			s, ok := m.moduleStrings(width, info)
-			if !ok {
-				return nil, false
-			}
-			strs = append(strs, s...)
-		}
-		r.pos = end
-	}
-	return strs, !r.bad
+	return strs, true
 }
 
 // moduleStrings reads a module block's metadata blocks' strings.
@@ -63,7 +37,7 @@ func (r *bcBits) moduleStrings(width uint64, info map[uint64][][]bcOp) (strs []s
 	if width < 2 || width > 32 {
 		return nil, false
 	}
-	abbrevs := slices3(info[bcModuleBlock])
+	abbrevs := slices.Clip(info[bcModuleBlock])
 	for !r.bad {
 		switch id := r.fixed(width); id {
 		case bcEndBlock:
@@ -75,7 +49,7 @@ func (r *bcBits) moduleStrings(width uint64, info map[uint64][][]bcOp) (strs []s
 			}
 			if sid == bcMetadataBlock {
 				m := &bcBits{b: r.b[:end/8], pos: r.pos}
-				s, ok := m.metadataStrings(w, slices3(info[bcMetadataBlock]))
+				s, ok := m.metadataStrings(w, slices.Clip(info[bcMetadataBlock]))
 				if !ok {
 					return nil, false
 				}
@@ -159,6 +133,3 @@ func splitMetaStrings(ops []uint64) ([]string, bool) {
 	}
 	return out, true
 }
-
-// slices3 copies a slice so that appends never write into the caller's.
-func slices3(a [][]bcOp) [][]bcOp { return a[:len(a):len(a)] }
