@@ -17,7 +17,8 @@ type Resolved struct {
 	Mcpu  string `json:"mcpu,omitempty"`
 	Mtune string `json:"mtune,omitempty"`
 	// Level is the architecture level; Features every extension the code
-	// may use (implied ones included), sorted.
+	// may use (implied ones included), sorted, shared by the records with
+	// the same flags: read it, do not change it.
 	Level    string   `json:"level,omitempty"`
 	Features []string `json:"features,omitempty"`
 	// Atomics (AArch64): lse (LSE instructions inline), outline (calls
@@ -43,9 +44,10 @@ type Resolver struct {
 type memoKey struct{ dialect, march, mcpu string }
 
 type memoVal struct {
-	exts  matrix.Set
-	level string
-	err   error
+	exts   matrix.Set
+	sorted []string // exts, sorted: shared by every Resolved of the flag set
+	level  string
+	err    error
 }
 
 // NewResolver resolves flags for isa ("aarch64", "x86_64").
@@ -95,12 +97,13 @@ func (rv *Resolver) Resolve(r Record) Resolved {
 	if out.Mtune == "" {
 		out.Mtune = out.Mcpu
 	}
-	exts, level, err := rv.cachedFeatures(out.Dialect, out.March, out.Mcpu)
-	if err != nil {
-		out.Err = err.Error()
+	mv := rv.cachedFeatures(out.Dialect, out.March, out.Mcpu)
+	if mv.err != nil {
+		out.Err = mv.err.Error()
 		return out
 	}
-	out.Level, out.Features = level, exts.Sorted()
+	exts := mv.exts
+	out.Level, out.Features = mv.level, mv.sorted
 	if rv.isa == "aarch64" {
 		switch {
 		case exts["lse"]:
@@ -115,16 +118,17 @@ func (rv *Resolver) Resolve(r Record) Resolved {
 	return out
 }
 
-// cachedFeatures is features, computed once per flag set (callers only read the set).
-func (rv *Resolver) cachedFeatures(dialect, march, mcpu string) (matrix.Set, string, error) {
+// cachedFeatures is features, computed and sorted once per flag set
+// (callers only read the set and the slice).
+func (rv *Resolver) cachedFeatures(dialect, march, mcpu string) memoVal {
 	k := memoKey{dialect, march, mcpu}
 	if v, ok := rv.memo.Load(k); ok {
-		mv := v.(memoVal)
-		return mv.exts, mv.level, mv.err
+		return v.(memoVal)
 	}
 	exts, level, err := rv.features(dialect, march, mcpu)
-	rv.memo.Store(k, memoVal{exts, level, err})
-	return exts, level, err
+	mv := memoVal{exts: exts, sorted: exts.Sorted(), level: level, err: err}
+	rv.memo.Store(k, mv)
+	return mv
 }
 
 func (rv *Resolver) features(dialect, march, mcpu string) (matrix.Set, string, error) {

@@ -1,6 +1,10 @@
 package matrix
 
-import "sort"
+import (
+	"maps"
+	"slices"
+	"sort"
+)
 
 // DefaultLevel is the architecture level of isa that extends no other: what
 // its compilers target when no -march or -mcpu says otherwise.
@@ -41,7 +45,7 @@ func (m *Matrix) levelParent(l string) string {
 // CPUByMcpu finds the CPU of isa that some compiler spells name in -mcpu
 // (tsv110, neoverse-v1); nil when the matrix knows none.
 func (m *Matrix) CPUByMcpu(isa, name string) *CPU {
-	for _, id := range sortedKeys(m.CPUs) {
+	for _, id := range slices.Sorted(maps.Keys(m.CPUs)) {
 		c := m.CPUs[id]
 		if c.ISA != isa {
 			continue
@@ -53,13 +57,4 @@ func (m *Matrix) CPUByMcpu(isa, name string) *CPU {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](mp map[string]V) []string {
-	out := make([]string, 0, len(mp))
-	for k := range mp {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
