@@ -373,9 +373,15 @@ func Make(in Inputs) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("recipe %s: step %s: %w", r.Name, name, err)
 		}
+		mk := func(id, phase string, needs []string, profile string) Step {
+			return Step{ID: id, Kind: KindBuild, Phase: phase, Command: cmd, Env: env, Needs: needs,
+				Inputs: StepInputs{Build: &BuildInputs{Tree: p.Source.Digest, Profile: profile}}, Outputs: st.Outputs}
+		}
 		if in.Slice != nil {
-			s := Step{ID: "build:" + name, Kind: KindBuild, Phase: PhaseSlice, Command: cmd, Env: env, Needs: needs,
-				Inputs: StepInputs{Build: &BuildInputs{Tree: p.Source.Digest}}}
+			// A slice makes none of the step's outputs: the collect step
+			// takes its build directory instead.
+			s := mk("build:"+name, PhaseSlice, needs, "")
+			s.Outputs = nil
 			p.Steps = append(p.Steps, s)
 			last := s.ID
 			if len(in.Slice.Targets) > 0 {
@@ -383,17 +389,13 @@ func Make(in Inputs) (*Plan, error) {
 				if err != nil {
 					return nil, fmt.Errorf("recipe %s: slice.build: %w", r.Name, err)
 				}
-				p.Steps = append(p.Steps, Step{ID: "build:" + name + ":targets", Kind: KindBuild, Phase: PhaseSlice,
-					Command: append(bcmd, in.Slice.Targets...), Env: env, Needs: []string{last},
-					Inputs: StepInputs{Build: &BuildInputs{Tree: p.Source.Digest}}})
-				last = "build:" + name + ":targets"
+				tg := mk(last+":targets", PhaseSlice, []string{last}, "")
+				tg.Command, tg.Outputs = append(bcmd, in.Slice.Targets...), nil
+				p.Steps = append(p.Steps, tg)
+				last = tg.ID
 			}
 			built = append(built, last)
 			continue
-		}
-		mk := func(id, phase string, needs []string, profile string) Step {
-			return Step{ID: id, Kind: KindBuild, Phase: phase, Command: cmd, Env: env, Needs: needs,
-				Inputs: StepInputs{Build: &BuildInputs{Tree: p.Source.Digest, Profile: profile}}, Outputs: st.Outputs}
 		}
 		if pgo && name == r.PGO.Step {
 			optNeeds := append([]string{}, needs...)
