@@ -196,18 +196,19 @@ func (r *runner) saveFlags(s plan.Step, rep *scan.Report, log io.Writer) error {
 	return os.WriteFile(filepath.Join(dir, pkg+".json"), b, 0o644)
 }
 
-// loadFlags reads the packages' flag read-backs into the record.
+// loadFlags reads the flag read-backs of this plan's packages into the
+// record. The work tree outlives a build, so it may hold other packages'
+// from earlier builds of the cell: only the plan's are read.
 func (r *runner) loadFlags() {
-	ents, err := os.ReadDir(filepath.Join(r.work, flagsDir))
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		pkg, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok {
+	for _, s := range r.in.Plan.Steps {
+		if s.Kind != plan.KindThirdparty {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(r.work, flagsDir, e.Name()))
+		pkg := strings.TrimPrefix(s.ID, "thirdparty:")
+		b, err := os.ReadFile(filepath.Join(r.work, flagsDir, pkg+".json"))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // it installed no object of the target's machine
+		}
 		var sum scan.FlagSummary
 		if err != nil || json.Unmarshal(b, &sum) != nil {
 			r.warn(fmt.Sprintf("the flag read-back of %s could not be read; it is left out of the record", pkg))
