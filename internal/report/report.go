@@ -343,8 +343,11 @@ func (t Target) LandedText() string {
 		return s
 	}
 	best, n := "", 0
+	req := "-march=" + l.Requested
 	for k, c := range l.Landed {
-		if (c > n || c == n && k < best) && !strings.Contains(k, "-march="+l.Requested) {
+		// Describe starts with the -march that won, then ", " or " (".
+		atReq := k == req || strings.HasPrefix(k, req+",") || strings.HasPrefix(k, req+" ")
+		if (c > n || c == n && k < best) && !atReq {
 			best, n = k, c
 		}
 	}

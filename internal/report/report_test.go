@@ -224,3 +224,16 @@ func TestOpenStore(t *testing.T) {
 		}
 	}
 }
+
+// The most common flags that landed instead of the target's are named, and
+// a -march that only starts like the requested one is not taken for it.
+func TestLandedTextNamesTheOther(t *testing.T) {
+	x := Target{Landed: &scan.FlagSummary{Requested: "armv8-a", Objects: 4, AtTarget: 0.25,
+		Landed: map[string]int{"-march=armv8-a, atomics outline": 1, "-march=armv8-a+crc, atomics outline": 3}}}
+	if got := x.LandedText(); !strings.Contains(got, "3: -march=armv8-a+crc") || x.LandedOK() {
+		t.Errorf("LandedText: %q", got)
+	}
+	if got := (Target{}).LandedText(); got != "not read back" {
+		t.Errorf("no read-back: %q", got)
+	}
+}
