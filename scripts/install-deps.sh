@@ -74,6 +74,9 @@ if [ -n "$want_build" ]; then
     # checks cmake, byacc, flex, automake and libtool; packages use the rest).
     byacc flex bison automake autoconf libtool pkg-config ninja-build
     xz-utils bzip2 zip python-is-python3
+    # The build machine's code generators a cross build's BE steps run
+    # (recipes/doris.yaml build_tools: Doris's gensrc runs protoc and thrift).
+    protobuf-compiler thrift-compiler
     # Runs target programs a cross build starts where dorisarm's exec shim cannot be compiled.
     proot
     # Clang's native profile runtime (PGO profiles).

@@ -71,6 +71,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 				}
 			}
 			opts.PGOProfile = o.req.PGOProfile
+			opts.ThirdpartyBase = o.req.ThirdpartyBase
 			o.req.Registry = ro
 			o.cache = opts.Cache
 			ps, req, err := makePlanned(cmd.Context(), g, o)

@@ -78,6 +78,7 @@ func (o *planOptions) flags(cmd *cobra.Command, profileHelp string) {
 	cmd.Flags().StringVar(&o.sysrootCache, "sysroot-cache", os.Getenv("DORISARM_SYSROOT_CACHE"), "where target-OS sysroots (and which compilers passed their check) are kept, shared by step caches; default: the cache directory ($DORISARM_SYSROOT_CACHE)")
 	cmd.Flags().StringSliceVar(&o.req.Packages, "packages", nil, "only these third-party packages (names as vars.sh or build-thirdparty.sh spell them, any case) and what they need; no BE, no FE")
 	cmd.Flags().BoolVar(&o.beConfigureOnly, "be-configure-only", false, "build the third-party packages (all, or --packages), then configure the BE and stop: the output is CMake's compile_commands.json; no FE, no PGO, no LTO")
+	cmd.Flags().StringVar(&o.req.ThirdpartyBase, "thirdparty-base", "", "start from this prebuilt third-party install (a directory holding include/ and lib/, e.g. Doris's prebuilt thirdparty unpacked): it is copied into thirdparty/installed before any package builds, the packages built go over it, and its digest keys every step after it")
 	cmd.Flags().StringSliceVar(&o.beTargets, "be-targets", nil, "configure the BE, then build only these targets of its CMake build directory (library names, or object files such as src/util/CMakeFiles/Util.dir/bitmap.cpp.o); the output is their objects and archives")
 }
 

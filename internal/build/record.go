@@ -44,11 +44,17 @@ type Record struct {
 	PackageFlags map[string]*scan.FlagSummary `json:"package_flags,omitempty"`
 	// Slice is set when the build made a BE part way (--be-configure-only,
 	// --be-targets): its output is be-slice/, not a BE.
-	Slice    *plan.SliceInfo `json:"slice,omitempty"`
-	ScanSkip string          `json:"scan_skipped,omitempty"`
-	Outputs  []OutputFile    `json:"outputs"`
-	Warnings []string        `json:"warnings,omitempty"`
-	Seconds  float64         `json:"seconds"`
+	Slice *plan.SliceInfo `json:"slice,omitempty"`
+	// ThirdpartyBase is the prebuilt third-party install the build started
+	// from (--thirdparty-base), by digest.
+	ThirdpartyBase *plan.BaseInputs `json:"thirdparty_base,omitempty"`
+	// BuildTools are the build machine's programs its BE steps ran in place
+	// of the tree's (a cross build's code generators).
+	BuildTools []plan.BuildToolInfo `json:"build_tools,omitempty"`
+	ScanSkip   string               `json:"scan_skipped,omitempty"`
+	Outputs    []OutputFile         `json:"outputs"`
+	Warnings   []string             `json:"warnings,omitempty"`
+	Seconds    float64              `json:"seconds"`
 	// UpToDate is set (not stored) when a build found its published output current.
 	UpToDate bool      `json:"-"`
 	Finished time.Time `json:"finished"`
@@ -112,6 +118,14 @@ func newRecord(in Input) *Record {
 	}
 	if r.Patches == nil {
 		r.Patches = []plan.PatchRef{}
+	}
+	for _, s := range p.Steps {
+		switch {
+		case s.Inputs.Base != nil:
+			r.ThirdpartyBase = s.Inputs.Base
+		case s.Inputs.Build != nil && len(s.Inputs.Build.Tools) > 0:
+			r.BuildTools = s.Inputs.Build.Tools
+		}
 	}
 	r.Cache.Hits, r.Cache.Misses = []string{}, []string{}
 	return r

@@ -31,6 +31,9 @@ type Options struct {
 	Jobs       int    // parallel jobs inside a step (make -j)
 	Mirror     string // where third-party archives come from (dir, file:// or http(s)://)
 	PGOProfile string // a profile collected elsewhere (the plan then skips training)
+	// ThirdpartyBase is the prebuilt third-party install the plan's
+	// thirdparty-base step copies (plan.CheckBase vouched for its digest).
+	ThirdpartyBase string
 	// KeepGoing builds every third-party package it can after one fails and
 	// reports each failure (as a *PackagesError); nothing is published then.
 	KeepGoing bool
@@ -453,7 +456,14 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 			return err
 		}
 		return r.checkInstalled(s, before, log)
+	case plan.KindBase:
+		return r.layBase(s, log)
 	case plan.KindBuild:
+		restore, err := r.placeBuildTools(s, log)
+		if err != nil {
+			return err
+		}
+		defer restore()
 		if s.Phase == plan.PhasePGO {
 			for _, d := range r.in.Recipe.PGO.Clean {
 				fmt.Fprintf(log, "removing %s before the optimized build\n", d)

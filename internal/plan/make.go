@@ -40,6 +40,12 @@ type Inputs struct {
 	// Slice, when set, builds the BE part way (the recipe's slice): no FE,
 	// no PGO, no LTO.
 	Slice *Slice
+	// Base is a prebuilt third-party install every package and BE step
+	// starts from (--thirdparty-base); nil for none.
+	Base *BaseInputs
+	// BuildTools are the recipe's build tools as found on the build
+	// machine (ResolveBuildTools); a cross build's BE steps run them.
+	BuildTools []BuildToolInfo
 }
 
 // Placeholders the runner substitutes.
@@ -130,6 +136,12 @@ func Make(in Inputs) (*Plan, error) {
 				p.Packages = append(p.Packages, pk)
 			}
 		}
+	}
+	// pkgsOnly: --packages alone builds third-party packages, no BE or FE.
+	pkgsOnly := only != nil && in.Slice == nil
+	if in.Base != nil && only == nil {
+		// The base holds the third-party install: build only what --packages names.
+		only, p.Packages = map[string]bool{}, nil
 	}
 	for _, pk := range pkgs {
 		if pk.NoBuild != "" && !recipeMarked(r, pk.Entry) && (only == nil || only[pk.Entry]) {
@@ -262,6 +274,15 @@ func Make(in Inputs) (*Plan, error) {
 		p.Steps = append(p.Steps, Step{ID: "patch:" + treeComponent, Kind: KindPatchTree, Inputs: StepInputs{Patch: in}})
 		treeNeeds = []string{"patch:" + treeComponent}
 	}
+	// A prebuilt third-party install, under every package and the BE.
+	var baseNeeds []string
+	if in.Base != nil {
+		b := *in.Base
+		b.Into = r.Thirdparty.Install
+		p.Steps = append(p.Steps, Step{ID: BaseStep, Kind: KindBase, Inputs: StepInputs{Base: &b},
+			Outputs: []string{SRC + "/" + r.Thirdparty.Install}})
+		baseNeeds = []string{BaseStep}
+	}
 	// 2. Fetch, unpack and patch each package; build it.
 	unpackCmd := r.Thirdparty.Unpack
 	var allThirdparty []string
@@ -319,7 +340,7 @@ func Make(in Inputs) (*Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("recipe %s: thirdparty.env.%s: %w", r.Name, pk.Entry, err)
 		}
-		needs := append([]string{last}, treeNeeds...)
+		needs := slices.Concat([]string{last}, treeNeeds, baseNeeds)
 		for _, d := range r.Thirdparty.Deps[pk.Entry] {
 			if dp, ok := findPackage(pkgs, d); ok && dp.Build != "" {
 				needs = append(needs, "thirdparty:"+d)
@@ -337,19 +358,26 @@ func Make(in Inputs) (*Plan, error) {
 		return nil, err
 	}
 
-	// 3. The tree's own steps (BE, FE), the PGO step in phases.
+	// 3. The tree's own steps (BE, FE), the PGO step in phases. A cross
+	// build runs the build machine's code generators where the tree runs
+	// its own (the target's would run under emulation, if built at all).
+	var tools []BuildToolInfo
+	if tc.Cross && len(in.BuildTools) > 0 && !pkgsOnly {
+		tools = in.BuildTools
+		p.Warnings = append(p.Warnings, buildToolWarnings(tools, r, pkgs)...)
+	}
 	var built []string
 	steps := r.StepNames()
 	switch {
 	case in.Slice != nil:
 		steps = []string{r.Slice.Step} // the BE, part way; no FE
-	case only != nil:
+	case pkgsOnly:
 		steps = nil // third-party packages only: no BE, no FE
 		built = allThirdparty
 	}
 	for _, name := range steps {
 		st := r.Steps[name]
-		needs := append([]string{}, treeNeeds...)
+		needs := slices.Concat(treeNeeds, baseNeeds)
 		for _, n := range st.Needs {
 			if n == "thirdparty" {
 				needs = append(needs, allThirdparty...)
@@ -375,7 +403,7 @@ func Make(in Inputs) (*Plan, error) {
 		}
 		mk := func(id, phase string, needs []string, profile string) Step {
 			return Step{ID: id, Kind: KindBuild, Phase: phase, Command: cmd, Env: env, Needs: needs,
-				Inputs: StepInputs{Build: &BuildInputs{Tree: p.Source.Digest, Profile: profile}}, Outputs: st.Outputs}
+				Inputs: StepInputs{Build: &BuildInputs{Tree: p.Source.Digest, Profile: profile, Tools: tools}}, Outputs: st.Outputs}
 		}
 		if in.Slice != nil {
 			// A slice makes none of the step's outputs: the collect step
@@ -429,11 +457,11 @@ func Make(in Inputs) (*Plan, error) {
 	switch {
 	case in.Slice != nil:
 		collectIn = &CollectInputs{Slice: r.Slice.Dir}
-	case only != nil:
+	case pkgsOnly:
 		collectIn = &CollectInputs{Thirdparty: r.Thirdparty.Install}
 	}
 	for i, rule := range r.Collect {
-		if only != nil || in.Slice != nil {
+		if pkgsOnly || in.Slice != nil {
 			break
 		}
 		when, err := recipe.Expand(rule.When, ctx)

@@ -17,6 +17,12 @@ import (
 // skipped where the corpus is absent.
 func corpusMake(t *testing.T, target string, packages []string, sl *Slice) (*Plan, error) {
 	t.Helper()
+	return Make(corpusInputs(t, target, packages, sl))
+}
+
+// corpusInputs are corpusMake's plan inputs, for tests that change some.
+func corpusInputs(t *testing.T, target string, packages []string, sl *Slice) Inputs {
+	t.Helper()
 	tree := corpusTree(t)
 	in := sample.Load(t, repo, "", "")
 	r, err := recipe.Load(filepath.Join(repo, "recipes", "doris.yaml"))
@@ -32,8 +38,8 @@ func corpusMake(t *testing.T, target string, packages []string, sl *Slice) (*Pla
 		t.Fatal(err)
 	}
 	cell, tc := in.NoCompilerToolchain(t, target, "clang")
-	return Make(Inputs{Matrix: in.Matrix, Cell: cell, Recipe: r, Tree: tree, Version: "2.1.7", Series: series,
-		Toolchain: tc, Lock: lock, SysrootWaiver: "corpus plan test", Packages: packages, Slice: sl})
+	return Inputs{Matrix: in.Matrix, Cell: cell, Recipe: r, Tree: tree, Version: "2.1.7", Series: series,
+		Toolchain: tc, Lock: lock, SysrootWaiver: "corpus plan test", Packages: packages, Slice: sl}
 }
 
 // slicePlan plans a BE slice of the corpus tree.

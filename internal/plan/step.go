@@ -13,21 +13,23 @@ type Kind string
 
 // Step kinds.
 const (
-	KindPatchTree  Kind = "patch-tree" // dorisarm's patches on the tree itself (component doris); inputs: Patch
-	KindFetch      Kind = "fetch"      // fetch + verify one archive into the tree's source dir; inputs: Fetch
-	KindUnpack     Kind = "unpack"     // unpack one archive (and the tree's own patches for it); inputs: Unpack
-	KindPatch      Kind = "patch"      // dorisarm's patches on one unpacked package; inputs: Patch
-	KindThirdparty Kind = "thirdparty" // build one package with the tree's build-thirdparty.sh; inputs: Build
-	KindBuild      Kind = "build"      // a recipe step (be, fe), possibly a PGO phase of it; inputs: Build
-	KindTrain      Kind = "pgo-train"  // run the instrumented build's workload under emulation; inputs: Train
-	KindMerge      Kind = "pgo-merge"  // merge raw profiles; no inputs
-	KindCollect    Kind = "collect"    // copy the outputs into $OUT; inputs: Collect
-	KindScan       Kind = "scan"       // scan $OUT with the target's policy; no inputs
+	KindPatchTree  Kind = "patch-tree"      // dorisarm's patches on the tree itself (component doris); inputs: Patch
+	KindFetch      Kind = "fetch"           // fetch + verify one archive into the tree's source dir; inputs: Fetch
+	KindUnpack     Kind = "unpack"          // unpack one archive (and the tree's own patches for it); inputs: Unpack
+	KindPatch      Kind = "patch"           // dorisarm's patches on one unpacked package; inputs: Patch
+	KindBase       Kind = "thirdparty-base" // copy a prebuilt third-party install into the tree; inputs: Base
+	KindThirdparty Kind = "thirdparty"      // build one package with the tree's build-thirdparty.sh; inputs: Build
+	KindBuild      Kind = "build"           // a recipe step (be, fe), possibly a PGO phase of it; inputs: Build
+	KindTrain      Kind = "pgo-train"       // run the instrumented build's workload under emulation; inputs: Train
+	KindMerge      Kind = "pgo-merge"       // merge raw profiles; no inputs
+	KindCollect    Kind = "collect"         // copy the outputs into $OUT; inputs: Collect
+	KindScan       Kind = "scan"            // scan $OUT with the target's policy; no inputs
 )
 
 // Cacheable reports whether the runner keeps a step of this kind's result
 // in the step cache (collect and scan make the published build itself).
-func (k Kind) Cacheable() bool { return k != KindCollect && k != KindScan }
+// A base is copied again each time: caching it would only copy it twice.
+func (k Kind) Cacheable() bool { return k != KindCollect && k != KindScan && k != KindBase }
 
 // StepInputs are what a step reads besides its command, environment and
 // needs. Exactly the field its kind names is set; all of it is part of the
@@ -36,6 +38,7 @@ type StepInputs struct {
 	Fetch   *FetchInputs   `json:"fetch,omitempty"`
 	Unpack  *UnpackInputs  `json:"unpack,omitempty"`
 	Patch   *PatchInputs   `json:"patch,omitempty"`
+	Base    *BaseInputs    `json:"base,omitempty"`
 	Build   *BuildInputs   `json:"build,omitempty"`
 	Train   *TrainInputs   `json:"train,omitempty"`
 	Collect *CollectInputs `json:"collect,omitempty"`
@@ -85,6 +88,9 @@ type BuildInputs struct {
 	Tree    string `json:"tree,omitempty"`    // build: the tree's digest
 	Scripts string `json:"scripts,omitempty"` // thirdparty: the third-party scripts' digest
 	Profile string `json:"profile,omitempty"` // a PGO profile collected elsewhere
+	// Tools are the build machine's programs that stand in the tree while
+	// the step runs (a cross build's BE: the recipe's build_tools).
+	Tools []BuildToolInfo `json:"build_tools,omitempty"`
 }
 
 // TrainInputs are what a PGO training run depends on besides its build.
@@ -125,6 +131,8 @@ func (s *Step) Validate() error {
 		ok = in.Patch != nil && len(in.Patch.Patches) > 0 && len(s.Outputs) == 1
 	case KindThirdparty, KindBuild:
 		ok = len(s.Command) > 0
+	case KindBase:
+		ok = in.Base != nil && in.Base.Digest != "" && in.Base.Into != ""
 	case KindTrain:
 		ok = len(s.Command) > 0 && in.Train != nil
 	case KindCollect:
@@ -142,7 +150,7 @@ func (s *Step) Validate() error {
 
 func kindNames() []string {
 	var out []string
-	for _, k := range []Kind{KindPatchTree, KindFetch, KindUnpack, KindPatch, KindThirdparty, KindBuild, KindTrain, KindMerge, KindCollect, KindScan} {
+	for _, k := range []Kind{KindPatchTree, KindFetch, KindUnpack, KindPatch, KindBase, KindThirdparty, KindBuild, KindTrain, KindMerge, KindCollect, KindScan} {
 		out = append(out, string(k))
 	}
 	return out
@@ -179,14 +187,18 @@ func (s *Step) Describe() string {
 	switch {
 	case s.Kind == KindCollect && in.Collect != nil && in.Collect.Thirdparty != "":
 		return "collect " + in.Collect.Thirdparty + " -> $OUT/thirdparty/installed"
+	case s.Kind == KindCollect && in.Collect != nil && in.Collect.Slice != "":
+		return "collect " + in.Collect.Slice + "'s compile_commands.json, objects and archives -> $OUT/be-slice"
 	case s.Kind == KindCollect && in.Collect != nil:
 		return "collect " + strings.Join(in.Collect.Outputs, " ") + " -> $OUT"
 	case len(s.Command) > 0:
 		return strings.Join(s.Command, " ")
 	case s.Kind == KindFetch && in.Fetch != nil:
-		return "fetch " + in.Fetch.Archive + " (sha256 " + shortDigest(in.Fetch.SHA256) + ")"
+		return "fetch " + in.Fetch.Archive + " (sha256 " + ShortDigest(in.Fetch.SHA256) + ")"
 	case (s.Kind == KindPatch || s.Kind == KindPatchTree) && in.Patch != nil:
 		return "apply " + strings.Join(s.PatchIDs(), " ")
+	case s.Kind == KindBase && in.Base != nil:
+		return fmt.Sprintf("copy a prebuilt third-party install (%d files, %s) -> %s", in.Base.Files, ShortDigest(in.Base.Digest), in.Base.Into)
 	case s.Kind == KindMerge:
 		return "keep " + strings.Join(s.Outputs, " ") + " (GCC .gcda profile)"
 	case s.Kind == KindUnpack && in.Unpack != nil:
@@ -199,8 +211,8 @@ func (s *Step) Describe() string {
 	return ""
 }
 
-// shortDigest is the first 12 characters of a digest, or "unpinned".
-func shortDigest(s string) string {
+// ShortDigest is the first 12 characters of a digest, or "unpinned".
+func ShortDigest(s string) string {
 	if s == "" {
 		return "unpinned"
 	}

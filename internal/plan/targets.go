@@ -38,6 +38,9 @@ type Request struct {
 	// Slice builds the BE part way (--be-configure-only, --be-targets).
 	Slice    *Slice
 	Packages []string
+	// ThirdpartyBase is a prebuilt third-party install (a directory) the
+	// build starts from; "" for none.
+	ThirdpartyBase string
 	// SysrootWaiver builds against this machine's libraries, for this
 	// recorded reason, instead of the target OS's sysroot.
 	SysrootWaiver string
@@ -91,6 +94,13 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 	if err != nil {
 		return nil, err
 	}
+	var base *BaseInputs
+	if req.ThirdpartyBase != "" {
+		if base, err = CheckBase(req.ThirdpartyBase); err != nil {
+			return nil, fault.Input(err)
+		}
+	}
+	tools := ResolveBuildTools(ctx, r)
 	var out []Planned
 	for _, t := range targets {
 		cell, err := m.Cell(series.Series, t)
@@ -120,7 +130,8 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 			}
 		}
 		p, err := Make(Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: req.Tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock,
-			Profile: profile, Packages: req.Packages, SysrootWaiver: req.SysrootWaiver, Slice: req.Slice})
+			Profile: profile, Packages: req.Packages, SysrootWaiver: req.SysrootWaiver, Slice: req.Slice,
+			Base: base, BuildTools: tools})
 		if err != nil {
 			return nil, fault.Input(err)
 		}

@@ -37,6 +37,9 @@ type Recipe struct {
 	// Slice says how the BE is built part way (dorisarm build
 	// --be-configure-only, --be-targets).
 	Slice Slice `yaml:"slice"`
+	// BuildTools are programs a cross build's BE steps run on the build
+	// machine (code generators), by the name they are found under on PATH.
+	BuildTools map[string]*BuildTool `yaml:"build_tools"`
 	// CMakeCache are cache entries pinned for every CMake configure of the
 	// build (through the generated toolchain file), for packages that would
 	// otherwise tune themselves to the build host. Values are templates.
@@ -128,7 +131,6 @@ type Thirdparty struct {
 	Keys     datafile.Keys
 }
 
-// PGO says how a target that asks for profile-guided optimisation trains.
 // Slice is how a recipe builds its BE part way: the step configures
 // (with Env added, e.g. Doris's OUTPUT_BE_BINARY=0, which makes build.sh
 // stop after CMake), then Build (a template; the targets are appended) builds
@@ -142,6 +144,31 @@ type Slice struct {
 	Build []string          `yaml:"build"`
 	Pos   datafile.Pos
 	Keys  datafile.Keys
+}
+
+// PGO says how a target that asks for profile-guided optimisation trains.
+// BuildTool is a program a tree's build runs from a fixed path in the tree
+// (Doris's gensrc runs thirdparty/installed/bin/protoc and thrift) that must
+// run on the build machine in a cross build: a target protoc there would run
+// under emulation, or not be there at all when the package is not rebuilt.
+// For a cross build's BE steps the build machine's program (found on PATH)
+// stands at Path while the step runs; it is moved away again after it, so
+// no step's result holds it.
+type BuildTool struct {
+	// Path is where the tree's build runs it, relative to the tree.
+	Path string `yaml:"path"`
+	// Package is the third-party entry (vars.sh) whose version the tool
+	// should have, e.g. PROTOBUF for protoc.
+	Package string `yaml:"package"`
+	// Version is the argument that makes it print its version, and Match a
+	// regexp whose first group is that version in vars.sh's spelling; a
+	// differing version is a plan warning.
+	Version string `yaml:"version"`
+	Match   string `yaml:"match"`
+	// Install says how to get it (shown when the build machine lacks it).
+	Install string `yaml:"install"`
+	Pos     datafile.Pos
+	Keys    datafile.Keys
 }
 
 type PGO struct {
@@ -335,6 +362,31 @@ func (r *Recipe) validate() error {
 		}
 		if d := r.Slice.Dir; filepath.IsAbs(d) || strings.HasPrefix(filepath.Clean(d), "..") {
 			fail(r.Slice.Keys.At("dir", r.Slice.Pos), "recipe %s: slice.dir %q must be a path inside the tree", r.Name, d)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.BuildTools)) {
+		bt := r.BuildTools[name]
+		if bt == nil {
+			fail(r.Keys.At("build_tools", r.Pos), "recipe %s: build_tools.%s is empty: give path (where the tree runs it), version and match", r.Name, name)
+			continue
+		}
+		if p := bt.Path; p == "" || filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
+			fail(bt.Keys.At("path", bt.Pos), "recipe %s: build_tools.%s.path %q must be a path inside the tree (where its build runs %s)", r.Name, name, p, name)
+		}
+		if strings.ContainsAny(name, "/ ") || name == "" {
+			fail(bt.Pos, "recipe %s: build_tools key %q must be a program name, as found on PATH", r.Name, name)
+		}
+		if bt.Match != "" {
+			re, err := regexp.Compile(bt.Match)
+			switch {
+			case err != nil:
+				fail(bt.Keys.At("match", bt.Pos), "recipe %s: build_tools.%s.match: %v", r.Name, name, err)
+			case re.NumSubexp() < 1:
+				fail(bt.Keys.At("match", bt.Pos), "recipe %s: build_tools.%s.match %q has no group: its first group must capture the version", r.Name, name, bt.Match)
+			}
+			if bt.Version == "" || bt.Package == "" {
+				fail(bt.Keys.At("match", bt.Pos), "recipe %s: build_tools.%s.match needs version (the argument that prints it) and package (the vars.sh entry to compare with)", r.Name, name)
+			}
 		}
 	}
 	if r.PGO.Step != "" {

@@ -1,0 +1,114 @@
+package build
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/source"
+)
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for rel, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestLayBase(t *testing.T) {
+	base := t.TempDir()
+	writeFiles(t, base, map[string]string{"include/snappy.h": "h", "lib/libsnappy.a": "a"})
+	if err := os.Symlink("lib", filepath.Join(base, "lib64")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := plan.CheckBase(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Into = "thirdparty/installed"
+	src := t.TempDir()
+	// Left from nothing: a fresh tree has no install directory; a stale one goes.
+	writeFiles(t, src, map[string]string{"thirdparty/installed/lib/stale.a": "old"})
+	r := &runner{src: src, opts: Options{ThirdpartyBase: base}}
+	s := plan.Step{ID: plan.BaseStep, Kind: plan.KindBase, Inputs: plan.StepInputs{Base: b}}
+	var log bytes.Buffer
+	if err := r.layBase(s, &log); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(src, "thirdparty", "installed", "lib64", "libsnappy.a"))
+	if err != nil || string(got) != "a" {
+		t.Errorf("lib64/libsnappy.a: %q, %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(src, "thirdparty", "installed", "lib", "stale.a")); !os.IsNotExist(err) {
+		t.Errorf("a stale file survived the base: %v", err)
+	}
+
+	// Changed after planning: refused, naming both digests.
+	writeFiles(t, base, map[string]string{"lib/libsnappy.a": "other bytes"})
+	err = r.layBase(s, &log)
+	if err == nil || !strings.Contains(err.Error(), "changed since it was planned") {
+		t.Errorf("a base changed after planning: %v", err)
+	}
+	r.opts.ThirdpartyBase = ""
+	if err := r.layBase(s, &log); err == nil || !strings.Contains(err.Error(), "pass --thirdparty-base") {
+		t.Errorf("no base given: %v", err)
+	}
+}
+
+func TestPlaceBuildTools(t *testing.T) {
+	hostDir := t.TempDir()
+	writeFiles(t, hostDir, map[string]string{"fakegen": "#!/bin/sh\necho fakegen 1.0\n"})
+	t.Setenv("PATH", hostDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	d, err := source.FileDigest(filepath.Join(hostDir, "fakegen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := plan.BuildToolInfo{Name: "fakegen", Path: "thirdparty/installed/bin/fakegen", Version: "1.0", Digest: d}
+	other := plan.BuildToolInfo{Name: "fakegen", Path: "thirdparty/installed/bin/other", Version: "1.0", Digest: tool.Digest}
+
+	src := t.TempDir()
+	// A target program a package installed stands where the tree runs it.
+	writeFiles(t, src, map[string]string{"thirdparty/installed/bin/fakegen": "target ELF"})
+	r := &runner{src: src}
+	s := plan.Step{ID: "build:be", Kind: plan.KindBuild, Inputs: plan.StepInputs{Build: &plan.BuildInputs{Tools: []plan.BuildToolInfo{tool, other}}}}
+	var log bytes.Buffer
+	restore, err := r.placeBuildTools(s, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := filepath.Join(src, "thirdparty", "installed", "bin", "fakegen")
+	if link, err := os.Readlink(at); err != nil || link != filepath.Join(hostDir, "fakegen") {
+		t.Errorf("during the step %s is %q (%v), not the build machine's program", at, link, err)
+	}
+	restore()
+	if got, err := os.ReadFile(at); err != nil || string(got) != "target ELF" {
+		t.Errorf("after the step: %q, %v; want the target program back", got, err)
+	}
+	if _, err := os.Lstat(filepath.Join(src, "thirdparty", "installed", "bin", "other")); !os.IsNotExist(err) {
+		t.Errorf("a tool placed where nothing stood is left after the step: %v", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(at)); len(ents) != 1 {
+		t.Errorf("the tree after the step holds %d entries in bin/, want 1", len(ents))
+	}
+
+	// The program changed since planning: a gate failure, and the tree as it was.
+	writeFiles(t, hostDir, map[string]string{"fakegen": "#!/bin/sh\necho fakegen 2.0\n"})
+	restore, err = r.placeBuildTools(s, &log)
+	if !errors.Is(err, ErrGate) || !strings.Contains(err.Error(), "changed since the plan was made") {
+		t.Errorf("a changed build tool: %v", err)
+	}
+	restore()
+	if got, err := os.ReadFile(at); err != nil || string(got) != "target ELF" {
+		t.Errorf("after a refused step: %q, %v", got, err)
+	}
+}

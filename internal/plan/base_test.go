@@ -1,0 +1,277 @@
+package plan
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/recipe"
+)
+
+// writeBase makes a small third-party install: headers, an archive and
+// Doris's lib64 -> lib link.
+func writeBase(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"include/snappy.h", "lib/libsnappy.a", "lib/libbacktrace.a"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("lib", filepath.Join(dir, "lib64")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestCheckBase(t *testing.T) {
+	dir := writeBase(t)
+	b, err := CheckBase(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Files != 3 || !strings.HasPrefix(b.Digest, "sha256:") {
+		t.Errorf("base: %+v", b)
+	}
+	// One byte changed is another base.
+	if err := os.WriteFile(filepath.Join(dir, "include", "snappy.h"), []byte("changed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b2, err := CheckBase(dir); err != nil || b2.Digest == b.Digest {
+		t.Errorf("a changed base kept its digest %s (%v)", b.Digest, err)
+	}
+
+	bad := []struct {
+		name string
+		make func(dir string) error
+		want string
+	}{
+		{"host program", func(d string) error {
+			os.MkdirAll(filepath.Join(d, "bin"), 0o755)
+			return os.Symlink("/usr/bin/env", filepath.Join(d, "bin", "protoc"))
+		}, "bin/protoc -> /usr/bin/env resolves to /usr/bin/env, outside the base"},
+		// Each link read alone stays inside (a/b/u/../../x is a/x);
+		// followed together they leave it (a/b/u is a, so a/b/u/.. is the base).
+		{"link chain", func(d string) error {
+			secret := filepath.Join(t.TempDir(), "secret")
+			if err := os.WriteFile(secret, []byte("host file"), 0o644); err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(d, secret)
+			os.MkdirAll(filepath.Join(d, "a", "b"), 0o755)
+			if err := os.Symlink("..", filepath.Join(d, "a", "b", "u")); err != nil {
+				return err
+			}
+			return os.Symlink("b/u/../"+rel, filepath.Join(d, "a", "passwd"))
+		}, "outside the base"},
+		{"dangling", func(d string) error { return os.Symlink("lib/nothing.a", filepath.Join(d, "libz.a")) }, "does not resolve"},
+		{"fifo", func(d string) error { return syscall.Mkfifo(filepath.Join(d, "pipe"), 0o644) }, "a base holds files, directories and links only"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			d := writeBase(t)
+			if err := tc.make(d); err != nil {
+				t.Fatal(err)
+			}
+			_, err := CheckBase(d)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := CheckBase(t.TempDir()); err == nil || !strings.Contains(err.Error(), "holds no files") {
+		t.Errorf("empty base: %v", err)
+	}
+	if _, err := CheckBase(filepath.Join(dir, "include", "snappy.h")); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("a file as base: %v", err)
+	}
+}
+
+// A base stands in for the third-party packages: a slice with a base and
+// no --packages builds none, and every package and BE step starts from it.
+func TestBasePlan(t *testing.T) {
+	base, err := CheckBase(writeBase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := "src/util/CMakeFiles/Util.dir/bitmap.cpp.o"
+	in := corpusInputs(t, "kunpeng920", nil, &Slice{Targets: []string{obj}})
+	in.Base = base
+	p, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range p.Steps {
+		ids = append(ids, s.ID)
+		if s.Kind == KindThirdparty || s.Kind == KindFetch {
+			t.Errorf("a base without --packages still plans %s", s.ID)
+		}
+	}
+	if len(p.Packages) != 0 {
+		t.Errorf("the plan (and so the record) lists %d packages it does not build", len(p.Packages))
+	}
+	bs := p.Step(BaseStep)
+	if bs == nil || bs.Kind.Cacheable() || bs.Inputs.Base.Into != "thirdparty/installed" || bs.Inputs.Base.Digest != base.Digest {
+		t.Fatalf("base step: %+v in %v", bs, ids)
+	}
+	if err := bs.Validate(); err != nil {
+		t.Error(err)
+	}
+	be := p.Step("build:be")
+	if !slices.Contains(be.Needs, BaseStep) {
+		t.Errorf("build:be needs %v, not the base", be.Needs)
+	}
+
+	// Another base is another BE.
+	other := *base
+	other.Digest = "sha256:" + strings.Repeat("0", 64)
+	in.Base = &other
+	p2, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p2.Step("build:be").Key == be.Key || p2.Step("build:be:targets").Key == p.Step("build:be:targets").Key {
+		t.Error("the BE's keys do not change with the base's digest")
+	}
+
+	// Packages named go over the base.
+	in.Base, in.Packages = base, []string{"gflags"}
+	p3, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gf := p3.Step("thirdparty:GFLAGS")
+	if gf == nil || !slices.Contains(gf.Needs, BaseStep) {
+		t.Errorf("gflags over a base: %+v", gf)
+	}
+}
+
+// tools are two resolved build tools, as ResolveBuildTools makes them.
+func tools(protoc string) []BuildToolInfo {
+	return []BuildToolInfo{
+		{Name: "protoc", Path: "thirdparty/installed/bin/protoc", Version: protoc, Digest: "sha256:" + strings.Repeat("a", 64)},
+		{Name: "thrift", Path: "thirdparty/installed/bin/thrift", Version: "0.16.0", Digest: "sha256:" + strings.Repeat("b", 64)},
+	}
+}
+
+// A cross build's BE runs the build machine's code generators; a native
+// build and a packages-only build do not; their digest keys the BE.
+func TestBuildToolsPlan(t *testing.T) {
+	in := corpusInputs(t, "kunpeng920", nil, &Slice{})
+	in.Toolchain.Cross = true
+	in.BuildTools = tools("21.11")
+	p, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := p.Step("build:be")
+	if got := be.Inputs.Build.Tools; len(got) != 2 || got[0].Name != "protoc" {
+		t.Fatalf("cross BE step's build tools: %+v", got)
+	}
+	for _, w := range p.Warnings {
+		if strings.Contains(w, "build tool") {
+			t.Errorf("matching versions warned: %s", w)
+		}
+	}
+
+	in.BuildTools = tools("21.12")
+	p2, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p2.Step("build:be").Key == be.Key {
+		t.Error("another protoc keeps the BE's key")
+	}
+	want := "build tool protoc: this machine's is 21.12, thirdparty/vars.sh pins PROTOBUF 21.11"
+	if !slices.ContainsFunc(p2.Warnings, func(w string) bool { return strings.Contains(w, want) }) {
+		t.Errorf("no warning %q in %v", want, p2.Warnings)
+	}
+
+	in.BuildTools = []BuildToolInfo{{Name: "thrift", Path: "thirdparty/installed/bin/thrift", Missing: "thrift is not on this machine's PATH (apt-get install thrift-compiler)"}}
+	p3, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(p3.Warnings, func(w string) bool { return strings.Contains(w, "thrift-compiler") }) {
+		t.Errorf("a missing tool is not said: %v", p3.Warnings)
+	}
+
+	// Native: the tree's own protoc runs.
+	nat := corpusInputs(t, "x86_64", nil, &Slice{})
+	nat.BuildTools = tools("21.11")
+	p4, err := Make(nat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p4.Step("build:be").Inputs.Build.Tools; got != nil {
+		t.Errorf("a native build runs build tools %+v", got)
+	}
+	// Packages only: no BE to run them.
+	pk := corpusInputs(t, "kunpeng920", []string{"gflags"}, nil)
+	pk.Toolchain.Cross, pk.BuildTools = true, tools("21.11")
+	p5, err := Make(pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p5.Steps {
+		if s.Inputs.Build != nil && s.Inputs.Build.Tools != nil {
+			t.Errorf("packages-only step %s has build tools", s.ID)
+		}
+	}
+}
+
+func TestResolveBuildTools(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "fakegen")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho 'fakegen version 1.2.3'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	r := &recipe.Recipe{BuildTools: map[string]*recipe.BuildTool{
+		"fakegen":    {Path: "bin/fakegen", Package: "FAKE", Version: "--version", Match: `version (\d+\.\d+\.\d+)`},
+		"nosuchprog": {Path: "bin/nosuchprog", Install: "apt-get install nosuchprog"},
+		"badmatch":   {Path: "bin/badmatch", Package: "FAKE", Version: "--version", Match: `release (\d+)`},
+	}}
+	if err := os.Symlink(prog, filepath.Join(dir, "badmatch")); err != nil {
+		t.Fatal(err)
+	}
+	got := ResolveBuildTools(context.Background(), r)
+	if len(got) != 3 {
+		t.Fatalf("%+v", got)
+	}
+	by := map[string]BuildToolInfo{}
+	for _, g := range got {
+		by[g.Name] = g
+	}
+	if f := by["fakegen"]; f.Version != "1.2.3" || f.Missing != "" || !strings.HasPrefix(f.Digest, "sha256:") {
+		t.Errorf("fakegen: %+v", f)
+	}
+	if f := by["nosuchprog"]; !strings.Contains(f.Missing, "apt-get install nosuchprog") || f.Digest != "" {
+		t.Errorf("nosuchprog: %+v", f)
+	}
+	if f := by["badmatch"]; !strings.Contains(f.Missing, "does not match") {
+		t.Errorf("badmatch: %+v", f)
+	}
+	// The bytes the plan recorded, or nothing.
+	if p, err := FindBuildTool(by["fakegen"]); err != nil || p != prog {
+		t.Errorf("FindBuildTool: %q, %v", p, err)
+	}
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\necho 'fakegen version 9.9.9'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FindBuildTool(by["fakegen"]); err == nil || !strings.Contains(err.Error(), "changed since the plan was made") {
+		t.Errorf("a changed tool: %v", err)
+	}
+	if _, err := FindBuildTool(by["nosuchprog"]); err == nil {
+		t.Error("a missing tool was found")
+	}
+}
