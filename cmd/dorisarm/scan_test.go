@@ -46,6 +46,21 @@ func TestScanCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "used 1 time(s)") {
 		t.Errorf("allow: %d\n%s", code, out)
 	}
+	// A scope: the same library as a build tool that does not ship is still
+	// foreign code; --ship needs a target and globs of the tree's paths.
+	out, _, code = run(t, "scan", "--target", "kunpeng920", "--ship", "be/bin", "-o", "json", tree)
+	var scoped struct {
+		Policy  struct{ Ships []string }
+		Files   []struct{ Path, Scope string }
+		Summary struct {
+			Violations int
+			Scopes     map[string]int
+		}
+	}
+	if code != 1 || json.Unmarshal([]byte(out), &scoped) != nil || scoped.Summary.Violations != 1 || len(scoped.Policy.Ships) != 1 ||
+		scoped.Files[0].Scope != "not-shipped" || scoped.Summary.Scopes["not-shipped"] != 1 {
+		t.Errorf("--ship: %d %s", code, out)
+	}
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
@@ -64,6 +79,8 @@ func TestScanCommand(t *testing.T) {
 		{[]string{"scan", "-o", "xml", tree}, `--output/--format "xml"`},
 		{[]string{"scan"}, "requires at least 1 arg"},
 		{[]string{"scan", "--allow", filepath.Join(dir, "x.c"), tree}, "x.c:1:1"},
+		{[]string{"scan", "--ship", "be/lib", tree}, "name the target"},
+		{[]string{"scan", "--target", "kunpeng920", "--ship", "/be/lib", tree}, `ships "/be/lib": not a glob of paths in the scanned tree`},
 	} {
 		_, errOut, code := run(t, c.args...)
 		if code != 2 || !strings.Contains(errOut, c.want) {

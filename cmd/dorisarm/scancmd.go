@@ -10,6 +10,7 @@ import (
 
 func newScanCmd(g *globals) *cobra.Command {
 	var target, format, allowFile string
+	var ships []string
 	opts := scan.DefaultOptions()
 	cmd := &cobra.Command{
 		Use:   "scan [--target NAME] PATH...",
@@ -40,16 +41,27 @@ a port or localhost). A path that does not exist, a FIFO or a device is bad
 input. A limit (--max-member, --max-bytes, --max-entries, --max-depth, --max-window) that is
 hit is an unreadable finding naming it, never a silent truncation.
 
+The glibc, GLIBCXX, OpenSSL and page-size checks (matrix.yaml
+scan.deployment_checks) judge what a build ships for deployment. With --ship
+GLOB (repeated) only the files whose path, as the report names it, matches a
+glob ship (a glob matching a directory, archive or jar ships what is in it);
+every other file (a third-party build tool, a library the BE does not take)
+is still judged for foreign code and instructions the CPU lacks. Relocatable
+objects (archive members, .o files) are judged for those alone: the rest is
+judged where they are linked. Each file's scope is in the report. Without
+--ship every file ships.
+
 Without --target it reports what it found. Exit status: 0 clean, 1 violations,
 2 bad input or usage.`,
 		Example: `  dorisarm scan --target kunpeng920 out/2.1.8/kunpeng920
   dorisarm scan --target graviton3 --format sarif apache-doris-2.1.8-bin-arm64.tar.gz > scan.sarif
   dorisarm scan --target kunpeng920 --allow scan-allow.yaml oci:out/registry
+  dorisarm scan --target kunpeng920 --ship 'thirdparty/installed/lib64/openssl-shared' out/2.1.7/kunpeng920
   dorisarm scan --target graviton3 docker://registry.example.com/doris/doris-be:2.1.8-graviton3
   dorisarm scan /usr/lib/aarch64-linux-gnu/libcrypto.so.3`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := scan.Run(cmd.Context(), scan.Request{Inputs: args, Target: target, AllowFile: allowFile, Matrix: g.loadMatrix, Options: opts})
+			rep, err := scan.Run(cmd.Context(), scan.Request{Inputs: args, Target: target, AllowFile: allowFile, Ships: ships, Matrix: g.loadMatrix, Options: opts})
 			if err != nil {
 				return err
 			}
@@ -61,6 +73,7 @@ Without --target it reports what it found. Exit status: 0 clean, 1 violations,
 	}
 	cmd.Flags().StringVar(&target, "target", "", "the target whose policy applies (see dorisarm matrix)")
 	formatFlag(cmd, &format, "output: "+strings.Join(scan.Formats, ", "), scan.Formats...)
+	cmd.Flags().StringArrayVar(&ships, "ship", nil, "a glob of the paths that ship for deployment (repeat it); the deployment checks judge those files alone (default: every file ships)")
 	cmd.Flags().StringVar(&allowFile, "allow", "", "reviewed exceptions (YAML: exceptions: [{path, kind, feature, reason}])")
 	cmd.Flags().IntVar(&opts.MaxDepth, "max-depth", opts.MaxDepth, "archive nesting to follow")
 	cmd.Flags().Int64Var(&opts.MaxBytes, "max-bytes", opts.MaxBytes, "bytes to read out of archives, in all")

@@ -41,7 +41,8 @@ func (r *runner) layBase(s plan.Step, log io.Writer) error {
 	return nil
 }
 
-// placeBuildTools puts the build machine's programs where a cross build's
+// placeBuildTools checks the build machine's environment the step reads
+// (host_env) and puts the build machine's programs where a cross build's
 // BE step runs its code generators, moving whatever stood there (a target
 // protoc a package installed) aside; restore puts the tree back as it was,
 // so the step's result holds neither the host program nor a gap.
@@ -62,6 +63,11 @@ func (r *runner) placeBuildTools(s plan.Step, log io.Writer) (restore func(), er
 			restore()
 		}
 	}()
+	for _, h := range s.Inputs.Build.HostEnv {
+		if err := plan.CheckHostEnv(h, r.in.Recipe); err != nil {
+			return restore, fmt.Errorf("%w: step %s reads $%s (recipe host_env): %v", ErrGate, s.ID, h.Name, err)
+		}
+	}
 	for _, t := range s.Inputs.Build.Tools {
 		host, err := plan.FindBuildTool(t)
 		if err != nil {

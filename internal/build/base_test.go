@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/source"
 )
 
@@ -110,5 +111,17 @@ func TestPlaceBuildTools(t *testing.T) {
 	restore()
 	if got, err := os.ReadFile(at); err != nil || string(got) != "target ELF" {
 		t.Errorf("after a refused step: %q, %v", got, err)
+	}
+}
+
+// A tree step whose host_env is unset fails before it starts, saying how to set it.
+func TestHostEnvGate(t *testing.T) {
+	r := &runner{src: t.TempDir(), in: Input{Recipe: &recipe.Recipe{Name: "doris", HostEnv: map[string]*recipe.HostEnv{"JAVA_HOME": {Read: []string{"include"}}}}}}
+	s := plan.Step{ID: "build:be", Kind: plan.KindBuild, Inputs: plan.StepInputs{Build: &plan.BuildInputs{
+		HostEnv: []plan.HostEnvInfo{{Name: "JAVA_HOME", Missing: "JAVA_HOME is not set (a JDK 8 or newer)"}}}}}
+	restore, err := r.placeBuildTools(s, &bytes.Buffer{})
+	restore()
+	if !errors.Is(err, ErrGate) || !strings.Contains(err.Error(), "JAVA_HOME is not set (a JDK 8 or newer)") {
+		t.Errorf("got %v", err)
 	}
 }

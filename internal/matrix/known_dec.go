@@ -10,7 +10,7 @@ import (
 )
 
 // knownLayout is the layout of the types this file reads (packgen.Layout).
-const knownLayout = "85405123746ecf53"
+const knownLayout = "e1270151c15ffcce"
 
 // knownDecoder reads the values of a blob, in the order packgen.Encode wrote them.
 type knownDecoder struct{ r *packed.Reader }
@@ -30,6 +30,7 @@ func (d knownDecoder) fillMatrix(v *Matrix) {
 	v.Doris = d.readMapStringToPtrDorisRange()
 	v.Targets = d.readMapStringToPtrTarget()
 	v.Sysroots = d.readMapStringToPtrSysroot()
+	d.fillScanRules(&v.Scan)
 	v.File = d.r.Str()
 	v.Digest = d.r.Str()
 	v.Pos = d.r.Pos()
@@ -164,6 +165,12 @@ func (d knownDecoder) readMapStringToPtrSysroot() map[string]*Sysroot {
 		m[k] = d.readPtrSysroot()
 	}
 	return m
+}
+
+func (d knownDecoder) fillScanRules(v *ScanRules) {
+	v.DeploymentChecks = d.r.Strs()
+	v.Pos = d.r.Pos()
+	v.Keys = d.readDatafileKeys()
 }
 
 func (d knownDecoder) readDatafileKeys() datafile.Keys {

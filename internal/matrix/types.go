@@ -18,12 +18,29 @@ type Matrix struct {
 	Doris      map[string]*DorisRange `yaml:"doris"`
 	Targets    map[string]*Target     `yaml:"targets"`
 	Sysroots   map[string]*Sysroot    `yaml:"sysroots"`
+	// Scan says which of the scanner's checks judge only what a build
+	// ships for deployment.
+	Scan ScanRules `yaml:"scan"`
 
 	// File is the path the matrix was read from; Digest the sha256 of its bytes.
 	File   string `yaml:"-"`
 	Digest string `yaml:"-"`
 	Pos    datafile.Pos
 	Keys   datafile.Keys
+}
+
+// ScanRules divide the scanner's checks between every file and the files
+// a build ships for deployment.
+type ScanRules struct {
+	// DeploymentChecks are finding kinds that judge a file as the target
+	// OS loads and runs it (its glibc, its libstdc++, its page size, the
+	// target's OpenSSL linkage): they apply to the files a build ships,
+	// not to the build tools and libraries it makes and does not ship.
+	// Every other check (foreign code, instructions the CPU lacks) applies
+	// to every file. The scanner checks the names (scan.PolicyFor).
+	DeploymentChecks []string `yaml:"deployment_checks"`
+	Pos              datafile.Pos
+	Keys             datafile.Keys
 }
 
 // ISA is an instruction-set architecture we build for.

@@ -182,3 +182,75 @@ func buildToolWarnings(tools []BuildToolInfo, r *recipe.Recipe, pkgs []source.Pa
 	}
 	return out
 }
+
+// HostEnvInfo is an environment variable the tree's steps take from the
+// build machine (the recipe's host_env), identified by the digest of what
+// they read of it, not by its value (a machine path).
+type HostEnvInfo struct {
+	Name    string `json:"name"`
+	Digest  string `json:"digest,omitempty"`
+	Missing string `json:"missing,omitempty"`
+}
+
+// ResolveHostEnv reads each of the recipe's host_env variables from this
+// machine's environment. An unset one is recorded, not an error: only a
+// build that reaches the tree's steps needs it.
+func ResolveHostEnv(r *recipe.Recipe) []HostEnvInfo {
+	var out []HostEnvInfo
+	for _, name := range slices.Sorted(maps.Keys(r.HostEnv)) {
+		info := HostEnvInfo{Name: name}
+		info.Digest, info.Missing = hostEnvDigest(name, r.HostEnv[name])
+		out = append(out, info)
+	}
+	return out
+}
+
+// CheckHostEnv is the build machine's variable for a resolved one: still
+// set, and what the build reads of it unchanged since planning.
+func CheckHostEnv(h HostEnvInfo, r *recipe.Recipe) error {
+	if h.Missing != "" {
+		return errors.New(h.Missing)
+	}
+	he := r.HostEnv[h.Name]
+	if he == nil {
+		return fmt.Errorf("the plan reads $%s, which recipe %s does not name: plan again", h.Name, r.Name)
+	}
+	d, missing := hostEnvDigest(h.Name, he)
+	switch {
+	case missing != "":
+		return errors.New(missing)
+	case d != h.Digest:
+		return fmt.Errorf("what the build reads of $%s changed since the plan was made (%s, planned %s): plan again", h.Name, ShortDigest(d), ShortDigest(h.Digest))
+	}
+	return nil
+}
+
+func hostEnvDigest(name string, he *recipe.HostEnv) (digest, missing string) {
+	hint := ""
+	if he.Install != "" {
+		hint = " (" + he.Install + ")"
+	}
+	dir := os.Getenv(name)
+	if dir == "" {
+		return "", fmt.Sprintf("%s is not set%s", name, hint)
+	}
+	var lines []string
+	for _, rel := range he.Read {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		st, err := os.Stat(p)
+		if err != nil {
+			return "", fmt.Sprintf("$%s/%s: %v%s", name, rel, err, hint)
+		}
+		var d string
+		if st.IsDir() {
+			d, err = source.TreeDigest(p, nil)
+		} else {
+			d, err = source.FileDigest(p)
+		}
+		if err != nil {
+			return "", fmt.Sprintf("$%s/%s: %v", name, rel, err)
+		}
+		lines = append(lines, rel+" "+d)
+	}
+	return source.StringDigest(strings.Join(lines, "\n")), ""
+}

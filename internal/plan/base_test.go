@@ -275,3 +275,80 @@ func TestResolveBuildTools(t *testing.T) {
 		t.Error("a missing tool was found")
 	}
 }
+
+func TestHostEnv(t *testing.T) {
+	jdk := t.TempDir()
+	writeTree := func(body string) {
+		p := filepath.Join(jdk, "include", "jni.h")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTree("jni 17")
+	r := &recipe.Recipe{Name: "doris", HostEnv: map[string]*recipe.HostEnv{"DORISARM_TEST_JDK": {Read: []string{"include"}, Install: "install a JDK"}}}
+	t.Setenv("DORISARM_TEST_JDK", jdk)
+	got := ResolveHostEnv(r)
+	if len(got) != 1 || got[0].Missing != "" || !strings.HasPrefix(got[0].Digest, "sha256:") {
+		t.Fatalf("%+v", got)
+	}
+	if strings.Contains(got[0].Digest, jdk) {
+		t.Error("the digest holds the machine path")
+	}
+	if err := CheckHostEnv(got[0], r); err != nil {
+		t.Error(err)
+	}
+	writeTree("jni 21")
+	if err := CheckHostEnv(got[0], r); err == nil || !strings.Contains(err.Error(), "changed since the plan was made") {
+		t.Errorf("other JNI headers: %v", err)
+	}
+	t.Setenv("DORISARM_TEST_JDK", filepath.Join(jdk, "nothing"))
+	if g := ResolveHostEnv(r); !strings.Contains(g[0].Missing, "$DORISARM_TEST_JDK/include") || !strings.Contains(g[0].Missing, "install a JDK") {
+		t.Errorf("a JDK without include/: %+v", g)
+	}
+	t.Setenv("DORISARM_TEST_JDK", "")
+	unset := ResolveHostEnv(r)
+	if !strings.Contains(unset[0].Missing, "DORISARM_TEST_JDK is not set (install a JDK)") {
+		t.Errorf("unset: %+v", unset)
+	}
+	if err := CheckHostEnv(unset[0], r); err == nil {
+		t.Error("an unset variable passed")
+	}
+
+	// In a plan: the BE's key follows the digest; an unset one is said.
+	in := corpusInputs(t, "kunpeng920", nil, &Slice{})
+	in.HostEnv = []HostEnvInfo{{Name: "JAVA_HOME", Digest: "sha256:" + strings.Repeat("1", 64)}}
+	p1, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.HostEnv = []HostEnvInfo{{Name: "JAVA_HOME", Digest: "sha256:" + strings.Repeat("2", 64)}}
+	p2, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p1.Step("build:be").Key == p2.Step("build:be").Key {
+		t.Error("other JNI headers keep the BE's key")
+	}
+	in.HostEnv = []HostEnvInfo{{Name: "JAVA_HOME", Missing: "JAVA_HOME is not set (a JDK)"}}
+	p3, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(p3.Warnings, func(w string) bool { return strings.Contains(w, "JAVA_HOME is not set") }) {
+		t.Errorf("no warning: %v", p3.Warnings)
+	}
+	pk := corpusInputs(t, "kunpeng920", []string{"gflags"}, nil)
+	pk.HostEnv = in.HostEnv
+	p4, err := Make(pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range p4.Warnings {
+		if strings.Contains(w, "JAVA_HOME") {
+			t.Errorf("a packages-only plan needs JAVA_HOME: %s", w)
+		}
+	}
+}

@@ -46,6 +46,9 @@ type Inputs struct {
 	// BuildTools are the recipe's build tools as found on the build
 	// machine (ResolveBuildTools); a cross build's BE steps run them.
 	BuildTools []BuildToolInfo
+	// HostEnv are the recipe's host_env variables as found on the build
+	// machine (ResolveHostEnv); the tree's steps read them.
+	HostEnv []HostEnvInfo
 }
 
 // Placeholders the runner substitutes.
@@ -366,6 +369,15 @@ func Make(in Inputs) (*Plan, error) {
 		tools = in.BuildTools
 		p.Warnings = append(p.Warnings, buildToolWarnings(tools, r, pkgs)...)
 	}
+	var hostEnv []HostEnvInfo
+	if !pkgsOnly {
+		hostEnv = in.HostEnv
+		for _, h := range hostEnv {
+			if h.Missing != "" {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %s; the tree's build steps need it", h.Name, h.Missing))
+			}
+		}
+	}
 	var built []string
 	steps := r.StepNames()
 	switch {
@@ -403,7 +415,7 @@ func Make(in Inputs) (*Plan, error) {
 		}
 		mk := func(id, phase string, needs []string, profile string) Step {
 			return Step{ID: id, Kind: KindBuild, Phase: phase, Command: cmd, Env: env, Needs: needs,
-				Inputs: StepInputs{Build: &BuildInputs{Tree: p.Source.Digest, Profile: profile, Tools: tools}}, Outputs: st.Outputs}
+				Inputs: StepInputs{Build: &BuildInputs{Tree: p.Source.Digest, Profile: profile, Tools: tools, HostEnv: hostEnv}}, Outputs: st.Outputs}
 		}
 		if in.Slice != nil {
 			// A slice makes none of the step's outputs: the collect step

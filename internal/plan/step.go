@@ -91,6 +91,9 @@ type BuildInputs struct {
 	// Tools are the build machine's programs that stand in the tree while
 	// the step runs (a cross build's BE: the recipe's build_tools).
 	Tools []BuildToolInfo `json:"build_tools,omitempty"`
+	// HostEnv are the build machine's environment variables the step
+	// reads a directory through (the recipe's host_env), by content.
+	HostEnv []HostEnvInfo `json:"host_env,omitempty"`
 }
 
 // TrainInputs are what a PGO training run depends on besides its build.

@@ -100,7 +100,7 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 			return nil, fault.Input(err)
 		}
 	}
-	tools := ResolveBuildTools(ctx, r)
+	tools, hostEnv := ResolveBuildTools(ctx, r), ResolveHostEnv(r)
 	var out []Planned
 	for _, t := range targets {
 		cell, err := m.Cell(series.Series, t)
@@ -131,7 +131,7 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 		}
 		p, err := Make(Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: req.Tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock,
 			Profile: profile, Packages: req.Packages, SysrootWaiver: req.SysrootWaiver, Slice: req.Slice,
-			Base: base, BuildTools: tools})
+			Base: base, BuildTools: tools, HostEnv: hostEnv})
 		if err != nil {
 			return nil, fault.Input(err)
 		}

@@ -40,6 +40,9 @@ type Recipe struct {
 	// BuildTools are programs a cross build's BE steps run on the build
 	// machine (code generators), by the name they are found under on PATH.
 	BuildTools map[string]*BuildTool `yaml:"build_tools"`
+	// HostEnv are environment variables the tree's steps (BE, FE) take from
+	// the build machine, each naming a directory they read.
+	HostEnv map[string]*HostEnv `yaml:"host_env"`
 	// CMakeCache are cache entries pinned for every CMake configure of the
 	// build (through the generated toolchain file), for packages that would
 	// otherwise tune themselves to the build host. Values are templates.
@@ -166,6 +169,20 @@ type BuildTool struct {
 	Version string `yaml:"version"`
 	Match   string `yaml:"match"`
 	// Install says how to get it (shown when the build machine lacks it).
+	Install string `yaml:"install"`
+	Pos     datafile.Pos
+	Keys    datafile.Keys
+}
+
+// HostEnv is an environment variable a tree's build takes from the build
+// machine, naming a directory it reads (Doris's BE compiles its JNI code
+// against $JAVA_HOME/include). It must be set; the digest of what the build
+// reads of it keys the steps, so a step built against one JDK's headers is
+// not reused with another's.
+type HostEnv struct {
+	// Read are the paths in the directory the build reads, relative to it.
+	Read []string `yaml:"read"`
+	// Install says how to get and set it (shown when it is not set).
 	Install string `yaml:"install"`
 	Pos     datafile.Pos
 	Keys    datafile.Keys
@@ -386,6 +403,18 @@ func (r *Recipe) validate() error {
 			}
 			if bt.Version == "" || bt.Package == "" {
 				fail(bt.Keys.At("match", bt.Pos), "recipe %s: build_tools.%s.match needs version (the argument that prints it) and package (the vars.sh entry to compare with)", r.Name, name)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.HostEnv)) {
+		he := r.HostEnv[name]
+		if he == nil || len(he.Read) == 0 {
+			fail(r.Keys.At("host_env", r.Pos), "recipe %s: host_env.%s needs read (the paths in $%s the build reads, e.g. include)", r.Name, name, name)
+			continue
+		}
+		for _, p := range he.Read {
+			if p == "" || filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
+				fail(he.Keys.At("read", he.Pos), "recipe %s: host_env.%s.read %q must be a path inside $%s", r.Name, name, p, name)
 			}
 		}
 	}

@@ -12,18 +12,23 @@ import (
 // goldenScan is a fixed scan of a Kunpeng 920 build that found one of each
 // common thing: a foreign object inside an archive, unguarded SVE in a
 // function, guarded SVE (info), a glibc need the allow file waived, and a
-// jar without an aarch64 native library, and ELF headers that disagree.
+// jar without an aarch64 native library, and ELF headers that disagree; a
+// build tool that does not ship (judged for foreign code and instructions
+// alone).
 func goldenScan() *Report {
 	return &Report{
 		Target: "kunpeng920",
 		Policy: &Policy{Target: "kunpeng920", ISA: "aarch64", Machine: 183, CPU: "tsv110", Allowed: []string{"aes", "crc", "fp", "simd"},
-			OS: "kylin-v10-sp1", GlibcMax: "2.28", PageSize: 65536, OpenSSL: "dynamic"},
+			OS: "kylin-v10-sp1", GlibcMax: "2.28", PageSize: 65536, OpenSSL: "dynamic",
+			DeploymentChecks: []string{KindGlibc, KindGlibcxx, KindOpenSSLStatic, KindOpenSSLShared, KindPageSize}, Ships: []string{"be", "fe"}},
 		Inputs: []string{"out/2.1.8/kunpeng920"},
 		Files: []File{
-			{Path: "be/lib/doris_be", Format: "elf", Machine: "aarch64", Type: "dyn", Size: 9000000, TextBytes: 4000000,
+			{Path: "be/lib/doris_be", Format: "elf", Machine: "aarch64", Type: "dyn", Scope: ScopeDeployment, Size: 9000000, TextBytes: 4000000,
 				Features: map[string]int{"sve": 11, "aes": 3211, "crc": 7}, Guarded: map[string]int{"sve": 6, "aes": 3211},
 				GlibcMax: "2.34", Needed: []string{"libc.so.6", "libssl.so.3"}, PageAlign: 65536, OpenSSL: "dynamic"},
-			{Path: "lib/libmix.a(x86.o)", Format: "elf", Machine: "x86_64", Type: "rel", Size: 1200},
+			{Path: "lib/libmix.a(x86.o)", Format: "elf", Machine: "x86_64", Type: "rel", Scope: ScopeObject, Size: 1200},
+			{Path: "tools/protoc", Format: "elf", Machine: "aarch64", Type: "exec", Scope: ScopeNotShipped, Size: 5000,
+				GlibcMax: "2.34", PageAlign: 4096, Features: map[string]int{"sve": 2}},
 		},
 		Findings: []Finding{
 			{Kind: KindForeignArch, Severity: SevError, Path: "lib/libmix.a(x86.o)", Detail: "x86_64 object in an aarch64 build"},
@@ -35,13 +40,16 @@ func goldenScan() *Report {
 				Allowed: "scan-allow.yaml:3 (runs in a container with its own glibc)"},
 			{Kind: KindJNIMissing, Severity: SevError, Path: "fe/lib/snappy-java.jar", Detail: "native libraries for linux-x86_64, none for linux-aarch64"},
 			{Kind: KindHeaders, Severity: SevInfo, Path: "be/lib/libstripped.so", Detail: "no section headers: code found from the program headers"},
+			{Kind: KindISA, Severity: SevError, Path: "tools/protoc", Feature: "sve", Function: "main", Address: "0x400", Count: 2,
+				Detail: "2 sve instruction(s) | not on tsv110"},
 		},
 		Allowed:  []AllowUse{{Exception: "scan-allow.yaml:3", Kind: KindGlibc, Path: "be/lib/*", Reason: "runs in a container with its own glibc", Matched: 1}},
 		Warnings: []string{"scan-allow.yaml:5:5: exception matched nothing"},
-		Summary: Summary{Files: 3, ELF: 2, Bytes: 9001200, TextBytes: 4000000, Violations: 3, Allowed: 1,
-			AllowedByKind: map[string]int{KindGlibc: 1}, ByKind: map[string]int{KindISA: 1, KindForeignArch: 1, KindJNIMissing: 1},
-			Machines: map[string]int{"x86_64": 1, "aarch64": 1}, Features: map[string]int{"sve": 11, "crc": 7, "aes": 3211},
-			Guarded: map[string]int{"sve": 6, "aes": 3211}, GlibcMax: "2.34"},
+		Summary: Summary{Files: 4, ELF: 3, Bytes: 9006200, TextBytes: 4000000, Violations: 4, Allowed: 1,
+			AllowedByKind: map[string]int{KindGlibc: 1}, ByKind: map[string]int{KindISA: 2, KindForeignArch: 1, KindJNIMissing: 1},
+			Machines: map[string]int{"x86_64": 1, "aarch64": 2}, Features: map[string]int{"sve": 13, "crc": 7, "aes": 3211},
+			Guarded: map[string]int{"sve": 6, "aes": 3211}, GlibcMax: "2.34",
+			Scopes: map[string]int{ScopeDeployment: 1, ScopeNotShipped: 1, ScopeObject: 1}},
 	}
 }
 
@@ -108,7 +116,7 @@ func TestGoldenScanReports(t *testing.T) {
 	}
 	// The waived glibc finding is a note (it does not fail the scan), with
 	// its suppression; guarded SVE and the header mismatch are notes.
-	if want := "eennen"; levels != want {
+	if want := "eennene"; levels != want {
 		t.Errorf("levels %s, want %s", levels, want)
 	}
 	// Every kind a finding can have (and an allow file can name) has a rule.

@@ -2,7 +2,9 @@
 // and archives (tar, gzip, zstd, ar, zip/jar, OCI images), and checks every
 // ELF for foreign architecture, ISA extensions the CPU lacks, glibc symbol
 // versions newer than the OS has, OpenSSL linkage, and page alignment; jars
-// for native libraries that miss the target platform.
+// for native libraries that miss the target platform. The glibc, OpenSSL and
+// page-size checks judge what a build ships (Policy.Ships); foreign code
+// and instructions the CPU lacks are errors in every file.
 package scan
 
 // Finding kinds (DESIGN.md).
@@ -46,7 +48,8 @@ type File struct {
 	Path      string         `json:"path"`
 	Format    string         `json:"format"` // elf, pe, macho
 	Machine   string         `json:"machine"`
-	Type      string         `json:"type,omitempty"` // exec, dyn, rel
+	Type      string         `json:"type,omitempty"`  // exec, dyn, rel
+	Scope     string         `json:"scope,omitempty"` // how it was judged: deployment, not-shipped, object (ScopeDeployment)
 	Size      int64          `json:"size"`
 	TextBytes int64          `json:"text_bytes,omitempty"`
 	Features  map[string]int `json:"features,omitempty"` // extension → instructions (guarded ones included)
@@ -94,11 +97,12 @@ type Summary struct {
 	Unreadable    int            `json:"unreadable"`
 	ByKind        map[string]int `json:"by_kind,omitempty"`
 	Machines      map[string]int `json:"machines,omitempty"`
-	Features      map[string]int `json:"features,omitempty"` // extension → instructions, guarded and waived ones included
-	Guarded       map[string]int `json:"guarded,omitempty"`  // of which behind a run-time check
-	Waived        map[string]int `json:"waived,omitempty"`   // of which outside the CPU, waived by the allow file
-	GlibcMax      string         `json:"glibc_max,omitempty"`
-	GlibcxxMax    string         `json:"glibcxx_max,omitempty"`
+	Features      map[string]int `json:"features,omitempty"`    // extension → instructions, guarded and waived ones included
+	Guarded       map[string]int `json:"guarded,omitempty"`     // of which behind a run-time check
+	Waived        map[string]int `json:"waived,omitempty"`      // of which outside the CPU, waived by the allow file
+	GlibcMax      string         `json:"glibc_max,omitempty"`   // the highest need of the files the glibc check judges (that ship)
+	GlibcxxMax    string         `json:"glibcxx_max,omitempty"` // the same for GLIBCXX
+	Scopes        map[string]int `json:"scopes,omitempty"`      // files by the scope they were judged in
 	// Warnings counts the findings of warning severity not waived, by kind.
 	Warned map[string]int `json:"warned,omitempty"`
 	// Flags is the flag read-back (with a policy).

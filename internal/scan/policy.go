@@ -2,10 +2,12 @@ package scan
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/dorisarm/dorisarm/internal/datafile"
 	"github.com/dorisarm/dorisarm/internal/flagrec"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 )
@@ -33,8 +35,36 @@ type Policy struct {
 	// read-back); RequireFlags makes its warnings violations.
 	Flags        *flagrec.Expect `json:"flags,omitempty"`
 	RequireFlags bool            `json:"require_target_flags,omitempty"`
-	allowed      map[string]bool
+	// DeploymentChecks are the kinds of finding that judge a file as the
+	// target OS loads and runs it (matrix.yaml scan.deployment_checks):
+	// they apply to the files that ship, every other kind to every file.
+	DeploymentChecks []string `json:"deployment_checks,omitempty"`
+	// Ships are globs of the paths, as the report names them, that ship
+	// for deployment (a third-party-only build's: the recipe's
+	// ships.thirdparty; dorisarm scan --ship); none: every file ships.
+	Ships      []string `json:"ships,omitempty"`
+	allowed    map[string]bool
+	deployOnly map[string]bool
 }
+
+// Scopes a file is judged in (File.Scope).
+const (
+	// ScopeDeployment: the file ships; every check applies.
+	ScopeDeployment = "deployment"
+	// ScopeNotShipped: a linked file the build makes and does not ship (a
+	// third-party build tool, a library the BE does not take): the
+	// deployment checks do not apply.
+	ScopeNotShipped = "not-shipped"
+	// ScopeObject: a relocatable object (an archive member, a .o). It has
+	// no loader, glibc needs or page alignment of its own: those are
+	// judged in what it is linked into.
+	ScopeObject = "object"
+)
+
+// deployable are the kinds matrix.yaml may make deployment checks: what a
+// linked image needs of the OS it runs on. Foreign code and instructions
+// the CPU lacks are errors wherever they are.
+var deployable = []string{KindGlibc, KindGlibcxx, KindOpenSSLStatic, KindOpenSSLShared, KindPageSize}
 
 // PolicyFor builds the policy of a matrix target.
 func PolicyFor(m *matrix.Matrix, target string) (*Policy, error) {
@@ -49,6 +79,13 @@ func PolicyFor(m *matrix.Matrix, target string) (*Policy, error) {
 	if p.Flags, err = flagrec.ExpectFor(m, c); err != nil {
 		return nil, err
 	}
+	for _, k := range m.Scan.DeploymentChecks {
+		if !slices.Contains(deployable, k) {
+			return nil, datafile.Errorf(m.Scan.Keys.At("deployment_checks", m.Scan.Pos), "scan.deployment_checks: %q cannot be limited to what ships (only %s can: foreign code and instructions the CPU lacks are errors in every file)",
+				k, strings.Join(deployable, ", "))
+		}
+	}
+	p.DeploymentChecks = slices.Clone(m.Scan.DeploymentChecks)
 	p.init()
 	return p, nil
 }
@@ -59,6 +96,70 @@ func (p *Policy) init() {
 		p.allowed[a] = true
 	}
 	sort.Strings(p.Allowed)
+	p.deployOnly = map[string]bool{}
+	for _, k := range p.DeploymentChecks {
+		p.deployOnly[k] = true
+	}
+}
+
+// WithShips is the policy for a build that ships only the files matching
+// ships (globs of the paths as the report names them, as in allow files;
+// a glob that matches a directory, an archive or a jar ships what is in
+// it): the deployment checks judge those files alone. nil ships: the
+// policy unchanged, every file ships.
+func (p *Policy) WithShips(ships []string) (*Policy, error) {
+	if len(ships) == 0 {
+		return p, nil
+	}
+	for _, g := range ships {
+		if _, err := path.Match(g, ""); err != nil || g == "" || path.IsAbs(g) || g != path.Clean(g) {
+			return nil, fmt.Errorf("ships %q: not a glob of paths in the scanned tree; write it as the scan report names files, e.g. thirdparty/installed/lib64/openssl-shared or be/lib/*.so", g)
+		}
+	}
+	q := *p
+	q.Ships = slices.Clone(ships)
+	return &q, nil
+}
+
+// scopeOf is the scope a file of the report (name, and its ELF type) is
+// judged in. Without a policy, or when no check is a deployment check,
+// every linked file is judged as deployed.
+func (p *Policy) scopeOf(name, typ string) string {
+	switch {
+	case typ == "rel":
+		return ScopeObject
+	case p == nil || len(p.deployOnly) == 0 || p.ships(name):
+		return ScopeDeployment
+	}
+	return ScopeNotShipped
+}
+
+// ships says whether the file name ships: with no Ships every file does;
+// else one of them matches name or a leading part of it that ends before
+// a "/", "!" or "(" (a directory, a jar or an archive holding it).
+func (p *Policy) ships(name string) bool {
+	if len(p.Ships) == 0 {
+		return true
+	}
+	for _, g := range p.Ships {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+		for i := range len(name) {
+			if c := name[i]; c != '/' && c != '!' && c != '(' {
+				continue
+			}
+			if ok, _ := path.Match(g, name[:i]); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Judges reports whether findings of kind apply to a file judged in scope.
+func (p *Policy) Judges(kind, scope string) bool {
+	return p == nil || scope == ScopeDeployment || !p.deployOnly[kind]
 }
 
 // NativeTriple says whether an LLVM target triple (arch-vendor-os[-env]

@@ -68,10 +68,39 @@ func (r *Report) summaryLine() string {
 	if len(s.Warned) > 0 {
 		line += fmt.Sprintf(", warnings: %s", mapList(s.Warned))
 	}
+	if sc := r.scopeLine(); sc != "" {
+		line += "\n" + sc
+	}
 	if fl := s.Flags.line(); fl != "" {
 		line += "\n" + fl
 	}
 	return line
+}
+
+// scopeLine says how many files each set of checks judged, when not every
+// file got every check; "" when they did.
+func (r *Report) scopeLine() string {
+	sc := r.Summary.Scopes
+	others := sc[ScopeNotShipped] + sc[ScopeObject]
+	if others == 0 {
+		return ""
+	}
+	var why []string
+	if n := sc[ScopeNotShipped]; n > 0 {
+		why = append(why, fmt.Sprintf("%d not shipped", n))
+	}
+	if n := sc[ScopeObject]; n > 0 {
+		why = append(why, fmt.Sprintf("%d relocatable object(s), judged where they are linked", n))
+	}
+	return fmt.Sprintf("scope: deployment checks on %d file(s); ISA and foreign-object checks only on %d (%s)", sc[ScopeDeployment], others, strings.Join(why, ", "))
+}
+
+// scopeHeader says what the policy ships and which checks judge only that.
+func (p *Policy) scopeHeader() string {
+	if len(p.Ships) == 0 || len(p.DeploymentChecks) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("ships %s: %s judge these alone", strings.Join(p.Ships, ", "), strings.Join(p.DeploymentChecks, ", "))
 }
 
 func mapList(m map[string]int) string {
@@ -110,8 +139,15 @@ func label(f Finding) string {
 }
 
 func table(w io.Writer, r *Report) error {
+	scope := map[string]string{}
+	for _, f := range r.Files {
+		scope[f.Path] = f.Scope
+	}
 	if r.Policy != nil {
 		fmt.Fprintf(w, "target %s\n", r.Policy)
+		if h := r.Policy.scopeHeader(); h != "" {
+			fmt.Fprintln(w, h)
+		}
 	}
 	byPath := map[string][]Finding{}
 	var paths []string
@@ -134,7 +170,11 @@ func table(w io.Writer, r *Report) error {
 		}
 	}
 	for _, p := range paths {
-		fmt.Fprintln(w, p)
+		if sc := scope[p]; sc != "" && sc != ScopeDeployment {
+			fmt.Fprintf(w, "%s  (%s)\n", p, sc)
+		} else {
+			fmt.Fprintln(w, p)
+		}
 		for _, f := range byPath[p] {
 			where := ""
 			if f.Function != "" {
@@ -172,6 +212,11 @@ func markdown(w io.Writer, r *Report) error {
 	} else {
 		fmt.Fprintf(w, "%s\n\n", r.summaryLine())
 	}
+	if r.Policy != nil {
+		if h := r.Policy.scopeHeader(); h != "" {
+			fmt.Fprintf(w, "%s.\n\n", h)
+		}
+	}
 	var rows []Finding
 	for _, f := range r.Findings {
 		if f.Severity == SevError || f.Severity == SevWarning {
@@ -194,7 +239,7 @@ func markdown(w io.Writer, r *Report) error {
 		fmt.Fprintln(w)
 	}
 	if len(r.Files) > 0 {
-		fmt.Fprintln(w, "<details><summary>Files</summary>\n\n| path | machine | glibc | features | flags |\n|---|---|---|---|---|")
+		fmt.Fprintln(w, "<details><summary>Files</summary>\n\n| path | machine | scope | glibc | features | flags |\n|---|---|---|---|---|---|")
 		for _, f := range r.Files {
 			fl := "-"
 			if f.Flags != nil {
@@ -203,7 +248,7 @@ func markdown(w io.Writer, r *Report) error {
 					fl += ": `" + f.Flags.Flags + "`"
 				}
 			}
-			fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s |\n", f.Path, f.Machine, orDash(f.GlibcMax), featureList(f), fl)
+			fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s |\n", f.Path, f.Machine, orDash(f.Scope), orDash(f.GlibcMax), featureList(f), fl)
 		}
 		fmt.Fprintln(w, "\n</details>")
 	}

@@ -2,6 +2,7 @@ package scan
 
 import (
 	"context"
+	"strings"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/isa"
@@ -17,6 +18,10 @@ type Request struct {
 	Target string
 	// AllowFile holds reviewed exceptions (LoadAllow); "": none.
 	AllowFile string
+	// Ships are globs of the paths that ship for deployment (Policy.WithShips):
+	// the target's deployment checks judge those files alone. None: every
+	// file ships.
+	Ships []string
 	// Matrix loads the build matrix (only with a Target).
 	Matrix  func() (*matrix.Matrix, error)
 	Options Options
@@ -38,6 +43,11 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 		if pol, err = PolicyFor(m, req.Target); err != nil {
 			return nil, fault.Input(err)
 		}
+		if pol, err = pol.WithShips(req.Ships); err != nil {
+			return nil, fault.Input(err)
+		}
+	} else if len(req.Ships) > 0 {
+		return nil, fault.Inputf("what ships (%s) is a scope for a target's checks: name the target", strings.Join(req.Ships, ", "))
 	}
 	opts := req.Options
 	if req.AllowFile != "" {

@@ -279,12 +279,18 @@ func (w *walker) analyze(j job) {
 	defer recoverFault(func() { w.add(unreadable(j.path, changedDetail)) })
 	if format, machine, ok := otherFormat(j.data); ok {
 		w.mu.Lock()
-		w.rep.Files = append(w.rep.Files, File{Path: j.path, Format: format, Machine: machine, Size: int64(len(j.data))})
+		w.rep.Files = append(w.rep.Files, File{Path: j.path, Format: format, Machine: machine, Size: int64(len(j.data)), Scope: w.pol.scopeOf(j.path, "")})
 		w.mu.Unlock()
 		w.native(j, format, machine)
 		return
 	}
 	a := analyzeELF(j.path, j.data, w.pol, w.table)
+	if a.file.Path != "" {
+		// A file that does not ship is judged without the deployment
+		// checks; its properties (glibc needs, OpenSSL) are still told.
+		a.file.Scope = w.pol.scopeOf(a.file.Path, a.file.Type)
+		a.findings = slices.DeleteFunc(a.findings, func(f Finding) bool { return !w.pol.Judges(f.Kind, a.file.Scope) })
+	}
 	if j.jar != nil {
 		// A jar's native libraries are other projects' builds: how they
 		// were compiled is theirs, judged by the ISA checks alone.
@@ -1003,11 +1009,12 @@ func (w *walker) finish() {
 	s := &r.Summary
 	s.ByKind, s.Machines, s.Features = map[string]int{}, map[string]int{}, map[string]int{}
 	s.Guarded, s.Waived, s.AllowedByKind = map[string]int{}, map[string]int{}, map[string]int{}
-	s.Warned = map[string]int{}
+	s.Warned, s.Scopes = map[string]int{}, map[string]int{}
 	for _, f := range r.Files {
 		if f.Format == "elf" {
 			s.ELF++
 		}
+		s.Scopes[f.Scope]++
 		s.Machines[f.Machine]++
 		s.TextBytes += f.TextBytes
 		for k, v := range f.Features {
@@ -1016,10 +1023,10 @@ func (w *walker) finish() {
 		for k, v := range f.Guarded {
 			s.Guarded[k] += v
 		}
-		if CompareVersions(f.GlibcMax, s.GlibcMax) > 0 {
+		if CompareVersions(f.GlibcMax, s.GlibcMax) > 0 && r.Policy.Judges(KindGlibc, f.Scope) {
 			s.GlibcMax = f.GlibcMax
 		}
-		if CompareVersions(f.Glibcxx, s.GlibcxxMax) > 0 {
+		if CompareVersions(f.Glibcxx, s.GlibcxxMax) > 0 && r.Policy.Judges(KindGlibcxx, f.Scope) {
 			s.GlibcxxMax = f.Glibcxx
 		}
 	}
