@@ -47,7 +47,7 @@ func (p *Plan) WriteTable(w io.Writer) {
 	id := p.Toolchain.Compiler
 	fmt.Fprintf(w, "  compiler  %s %s (%s)\n", id.Name, id.Version, id.Banner)
 	if sr := c.Sysroot; sr != nil {
-		fmt.Fprintf(w, "  sysroot   %s: glibc %s (%s's is %s), %s, %s\n", sr.Name, sr.Glibc, c.OS, c.Glibc, shortDigest(sr.Digest), sr.Source)
+		fmt.Fprintf(w, "  sysroot   %s: glibc %s (%s's is %s), %s, %s\n", sr.Name, sr.Glibc, c.OS, c.Glibc, ShortDigest(sr.Digest), sr.Source)
 	} else {
 		fmt.Fprintf(w, "  sysroot   none, WAIVED: %s\n", c.SysrootWaiver)
 	}
