@@ -10,7 +10,7 @@ import (
 )
 
 // knownLayout is the layout of the types this file reads (packgen.Layout).
-const knownLayout = "e1270151c15ffcce"
+const knownLayout = "4f847e335f222b3b"
 
 // knownDecoder reads the values of a blob, in the order packgen.Encode wrote them.
 type knownDecoder struct{ r *packed.Reader }
@@ -395,6 +395,7 @@ func (d knownDecoder) fillSysroot(v *Sysroot) {
 	v.Debian = d.readPtrSysrootDebian()
 	v.Image = d.r.Str()
 	v.Digest = d.r.Str()
+	v.Libstdcxx = d.r.Str()
 	v.Pos = d.r.Pos()
 	v.Keys = d.readDatafileKeys()
 }

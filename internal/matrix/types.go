@@ -163,8 +163,11 @@ type Sysroot struct {
 	// Digest, when set, pins the content of the unpacked tree (before any
 	// glibc cap): a mirror or image that gives other bytes is refused.
 	Digest string `yaml:"digest"`
-	Pos    datafile.Pos
-	Keys   datafile.Keys
+	// Libstdcxx is the GCC release whose C++ library (headers and
+	// libstdc++.a) the sysroot provides, e.g. "10"; "" when unknown.
+	Libstdcxx string `yaml:"libstdcxx"`
+	Pos       datafile.Pos
+	Keys      datafile.Keys
 }
 
 // SysrootDebian are Debian packages of one suite and architecture.

@@ -227,6 +227,11 @@ func (m *Matrix) validate() error {
 		if sr.Triple == "" {
 			c.fail(sr.Pos, "sysroot %s: triple is required (the ISA's, e.g. aarch64-linux-gnu)", n)
 		}
+		if v := sr.Libstdcxx; v != "" {
+			if _, err := c.newVersion(v); err != nil {
+				c.fail(sr.Keys.At("libstdcxx", sr.Pos), "sysroot %s: libstdcxx %q must be a GCC release number like \"10\" (the GCC whose libstdc++ it holds)", n, v)
+			}
+		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(m.Doris)) {
 		d := m.Doris[n]

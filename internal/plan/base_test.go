@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
 
 // writeBase makes a small third-party install: headers, an archive and
@@ -350,5 +351,38 @@ func TestHostEnv(t *testing.T) {
 		if strings.Contains(w, "JAVA_HOME") {
 			t.Errorf("a packages-only plan needs JAVA_HOME: %s", w)
 		}
+	}
+}
+
+// A BE that compiles against a sysroot with too old a C++ library fails at
+// plan time, not at its first C++20 unit; configure-only and packages-only
+// plans, and a waived sysroot, are not stopped.
+func TestLibstdcxxMin(t *testing.T) {
+	in := corpusInputs(t, "kunpeng920", nil, &Slice{Targets: []string{"src/util/CMakeFiles/Util.dir/bitmap.cpp.o"}})
+	sr := in.Matrix.Sysroots["debian-11-arm64"]
+	if sr == nil || sr.Libstdcxx == "" || in.Recipe.LibstdcxxMin == "" {
+		t.Fatalf("the facts this test is about are gone: sysroot %+v, recipe libstdcxx_min %q", sr, in.Recipe.LibstdcxxMin)
+	}
+	in.SysrootWaiver = ""
+	in.Toolchain.Sysroot = &toolchain.Sysroot{Name: "debian-11-arm64", Glibc: "2.28"}
+	_, err := Make(in)
+	if err == nil || !strings.Contains(err.Error(), "sysroot debian-11-arm64 holds GCC "+sr.Libstdcxx+"'s") || !strings.Contains(err.Error(), "--waive-sysroot") {
+		t.Errorf("BE slice against GCC %s's libstdc++: %v", sr.Libstdcxx, err)
+	}
+	in.Slice = &Slice{} // configure only: nothing compiled
+	if _, err := Make(in); err != nil {
+		t.Errorf("configure-only: %v", err)
+	}
+	pk := corpusInputs(t, "kunpeng920", []string{"gflags"}, nil)
+	pk.SysrootWaiver, pk.Toolchain.Sysroot = "", in.Toolchain.Sysroot
+	if _, err := Make(pk); err != nil {
+		t.Errorf("packages only: %v", err)
+	}
+	// A sysroot new enough passes.
+	r := *in.Recipe
+	r.LibstdcxxMin = sr.Libstdcxx
+	in.Recipe, in.Slice = &r, &Slice{Targets: []string{"src/util/CMakeFiles/Util.dir/bitmap.cpp.o"}}
+	if _, err := Make(in); err != nil {
+		t.Errorf("libstdcxx_min = the sysroot's: %v", err)
 	}
 }

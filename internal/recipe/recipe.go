@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -43,6 +44,9 @@ type Recipe struct {
 	// HostEnv are environment variables the tree's steps (BE, FE) take from
 	// the build machine, each naming a directory they read.
 	HostEnv map[string]*HostEnv `yaml:"host_env"`
+	// LibstdcxxMin is the oldest GCC release whose C++ library the tree's
+	// own code compiles against (checked against the sysroot's libstdcxx).
+	LibstdcxxMin string `yaml:"libstdcxx_min"`
 	// CMakeCache are cache entries pinned for every CMake configure of the
 	// build (through the generated toolchain file), for packages that would
 	// otherwise tune themselves to the build host. Values are templates.
@@ -50,6 +54,10 @@ type Recipe struct {
 	// Collect copies more files into the output, when their condition (a
 	// template) renders "true": e.g. the shared OpenSSL for dynamic targets.
 	Collect []CollectRule `yaml:"collect"`
+	// Ships says what a build publishes for deployment where that is not
+	// all it collects: the scan's deployment checks (matrix.yaml
+	// scan.deployment_checks) judge those files alone.
+	Ships Ships `yaml:"ships"`
 	// Smoke are the commands every build must pass under the target's CPU
 	// model, relative to the output directory (e.g. be/lib/doris_be --self-test).
 	Smoke [][]string `yaml:"smoke"`
@@ -211,6 +219,17 @@ type CollectRule struct {
 	When string `yaml:"when"`
 	Pos  datafile.Pos
 	Keys datafile.Keys
+}
+
+// Ships are globs of paths in a build's output as scan reports name them
+// ("*" does not cross "/"; a glob that matches a directory ships what is
+// in it).
+type Ships struct {
+	// Thirdparty is what a third-party-only build (--packages) ships: what
+	// the BE takes from the install directory. None: every file ships.
+	Thirdparty []string `yaml:"thirdparty"`
+	Pos        datafile.Pos
+	Keys       datafile.Keys
 }
 
 // Step is a build step of the tree itself (BE, FE).
@@ -434,6 +453,11 @@ func (r *Recipe) validate() error {
 		}
 		if _, err := parseTemplate(c.When); err != nil {
 			fail(c.Keys.At("when", c.Pos), "recipe %s: collect[%d].when: %v", r.Name, i, err)
+		}
+	}
+	for i, g := range r.Ships.Thirdparty {
+		if _, err := path.Match(g, ""); err != nil || g == "" || path.IsAbs(g) || g != path.Clean(g) {
+			fail(r.Ships.Keys.At("thirdparty", r.Ships.Pos), "recipe %s: ships.thirdparty[%d] %q must be a glob of paths in a third-party build's output, as its scan names them (e.g. thirdparty/installed/lib64/openssl-shared)", r.Name, i, g)
 		}
 	}
 	if len(r.Outputs) == 0 {
