@@ -147,7 +147,15 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 			}
 			allow = append(allow, exc...)
 		}
-		rep, err := scan.Scan(ctx, []string{stage}, r.in.Policy, scan.Options{Allow: allow, RequireTargetFlags: r.opts.RequireTargetFlags})
+		pol := r.in.Policy
+		if st := r.in.Plan.Step("scan"); st != nil && st.Inputs.Scan != nil && pol != nil {
+			// A third-party-only build: the deployment checks judge what it ships.
+			var err error
+			if pol, err = pol.WithShips(st.Inputs.Scan.Ships); err != nil {
+				return fmt.Errorf("the plan's scan step: %w", err)
+			}
+		}
+		rep, err := scan.Scan(ctx, []string{stage}, pol, scan.Options{Allow: allow, RequireTargetFlags: r.opts.RequireTargetFlags})
 		if err != nil {
 			return err
 		}

@@ -489,8 +489,18 @@ func Make(in Inputs) (*Plan, error) {
 		}
 	}
 	p.Steps = append(p.Steps, Step{ID: "collect", Kind: KindCollect, Needs: built, Inputs: StepInputs{Collect: collectIn}, Outputs: []string{OUT}})
-	p.Steps = append(p.Steps, Step{ID: "scan", Kind: KindScan, Needs: []string{"collect"},
-		Command: []string{"dorisarm", "scan", "--target", c.Target.Name, OUT}})
+	scanStep := Step{ID: "scan", Kind: KindScan, Needs: []string{"collect"}, Command: []string{"dorisarm", "scan", "--target", c.Target.Name}}
+	if collectIn.Thirdparty != "" && len(r.Ships.Thirdparty) > 0 {
+		// A third-party-only build ships what the BE takes from the install:
+		// its build tools, archives and the libraries the BE does not take
+		// are judged for foreign code and the CPU's instructions alone.
+		scanStep.Inputs.Scan = &ScanInputs{Ships: slices.Clone(r.Ships.Thirdparty)}
+		for _, g := range r.Ships.Thirdparty {
+			scanStep.Command = append(scanStep.Command, "--ship", g)
+		}
+	}
+	scanStep.Command = append(scanStep.Command, OUT)
+	p.Steps = append(p.Steps, scanStep)
 
 	if err := p.computeKeys(); err != nil {
 		return nil, err

@@ -42,6 +42,7 @@ type StepInputs struct {
 	Build   *BuildInputs   `json:"build,omitempty"`
 	Train   *TrainInputs   `json:"train,omitempty"`
 	Collect *CollectInputs `json:"collect,omitempty"`
+	Scan    *ScanInputs    `json:"scan,omitempty"`
 }
 
 // FetchInputs name one archive and what vouches for it.
@@ -116,6 +117,14 @@ type CollectInputs struct {
 type CollectExtra struct {
 	From string `json:"from"`
 	To   string `json:"to"`
+}
+
+// ScanInputs narrow the scan gate; without them every file of $OUT ships.
+type ScanInputs struct {
+	// Ships are globs of $OUT's paths that ship for deployment (a
+	// third-party-only build's: the recipe's ships.thirdparty); the
+	// target's deployment checks judge those files alone.
+	Ships []string `json:"ships"`
 }
 
 // Validate checks that the step's kind is known and that it carries the

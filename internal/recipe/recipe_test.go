@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +21,41 @@ func TestRepositoryRecipesLoad(t *testing.T) {
 		}
 		if got := strings.Join(r.StepNames(), ","); got != "be,fe" {
 			t.Errorf("%s: steps %s", f, got)
+		}
+	}
+}
+
+// TestShipsThirdparty: what a third-party-only build ships is data. Every
+// shared object a dynamic-OpenSSL BE collects from the install ships; the
+// third-party build tools do not.
+func TestShipsThirdparty(t *testing.T) {
+	for _, f := range []string{"doris.yaml", "minidoris.yaml"} {
+		r, err := Load(filepath.Join("..", "..", "recipes", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Ships.Thirdparty) == 0 {
+			t.Fatalf("%s: ships.thirdparty is empty: a --packages build would judge its build tools as shipped", f)
+		}
+		shipped := func(p string) bool {
+			for _, g := range r.Ships.Thirdparty {
+				for q := p; q != "." && q != "/"; q = path.Dir(q) {
+					if ok, _ := path.Match(g, q); ok {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		for _, c := range r.Collect {
+			if strings.HasPrefix(c.From, r.Thirdparty.Install+"/") && !shipped(strings.ReplaceAll(c.From, "*", "x")) {
+				t.Errorf("%s: collect %s takes it from the install for the BE, but ships.thirdparty does not ship it", f, c.From)
+			}
+		}
+		for _, p := range []string{"thirdparty/installed/bin/openssl", "thirdparty/installed/bin/protoc", "thirdparty/installed/lib/libssl.a", "thirdparty/installed/lib/libbrpc.so"} {
+			if shipped(p) {
+				t.Errorf("%s: ships %s", f, p)
+			}
 		}
 	}
 }
