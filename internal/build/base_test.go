@@ -125,3 +125,46 @@ func TestHostEnvGate(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// build-thirdparty.sh's `ln -sf lib64 lib`, run once per package, leaves
+// lib64/lib64 -> lib64 on the second run: the package check removes links
+// that loop, and keeps the rest.
+func TestInstalledLoopLinksRemoved(t *testing.T) {
+	src := t.TempDir()
+	r := &runner{src: src, in: Input{Recipe: &recipe.Recipe{Thirdparty: recipe.Thirdparty{Install: "thirdparty/installed"}}}}
+	inst := r.installDir()
+	if err := os.MkdirAll(filepath.Join(inst, "lib64"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before, err := takeSnapshot(inst, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][2]string{
+		{"lib64", "lib"},                 // Doris's own link: kept
+		{"lib64", "lib64/lib64"},         // resolves to itself
+		{"..", "lib64/up"},               // to the directory it is in
+		{"libz.a", "lib64/libz-alias.a"}, // dangling, not a loop: kept
+	} {
+		if err := os.Symlink(c[0], filepath.Join(inst, c[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log bytes.Buffer
+	if err := r.checkInstalled(plan.Step{ID: "thirdparty:GLOG"}, before, &log); err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{"lib64/lib64", "lib64/up"} {
+		if _, err := os.Lstat(filepath.Join(inst, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s: still there (%v)", gone, err)
+		}
+	}
+	for _, kept := range []string{"lib", "lib64/libz-alias.a"} {
+		if _, err := os.Lstat(filepath.Join(inst, kept)); err != nil {
+			t.Errorf("%s: %v", kept, err)
+		}
+	}
+	if !strings.Contains(log.String(), "removed lib64/lib64 -> lib64") {
+		t.Errorf("log: %s", log.String())
+	}
+}

@@ -136,8 +136,20 @@ func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) err
 	var paths []string
 	for _, c := range changed {
 		p := filepath.Join(r.installDir(), filepath.FromSlash(c))
-		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
+		st, err := os.Lstat(p)
+		switch {
+		case err != nil:
+		case st.Mode().IsRegular():
 			paths = append(paths, p)
+		case st.Mode()&fs.ModeSymlink != 0 && loops(p):
+			// build-thirdparty.sh's `ln -sf lib64 lib`, run again where lib
+			// already links to lib64, makes lib64/lib64 -> lib64: Doris runs
+			// the script once, dorisarm once per package.
+			target, _ := os.Readlink(p)
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			fmt.Fprintf(log, "removed %s -> %s: a link that resolves to itself or a directory it is in\n", c, target)
 		}
 	}
 	if len(paths) == 0 {
@@ -170,6 +182,18 @@ func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) err
 			strings.TrimPrefix(s.ID, "thirdparty:"), strings.Join(foreign, "\n  "))
 	}
 	return nil
+}
+
+// loops reports whether the link at p resolves to itself (ELOOP) or to a
+// directory it is in.
+func loops(p string) bool {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		// Go says "too many links" for a cycle; a dangling link is no loop.
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+	return err == nil && (dir == real || strings.HasPrefix(dir, real+string(filepath.Separator)))
 }
 
 // flagsDir holds each package's flag read-back in the work tree, so that it
