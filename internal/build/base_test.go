@@ -168,3 +168,45 @@ func TestInstalledLoopLinksRemoved(t *testing.T) {
 		t.Errorf("log: %s", log.String())
 	}
 }
+
+// An archive that unpacks to another release than the tree names is said
+// in the record (and fails with --strict-versions), also on a cache hit.
+func TestUnpackedVersionChecked(t *testing.T) {
+	work := t.TempDir()
+	dest := filepath.Join(work, "src", "thirdparty", "src", "openssl-OpenSSL_1_1_1s")
+	writeFiles(t, dest, map[string]string{"include/openssl/opensslv.h": "# define OPENSSL_VERSION_TEXT    \"OpenSSL 1.1.1w  11 Sep 2023\"\n"})
+	in := &plan.UnpackInputs{Archive: "openssl-1.1.1s.tar.gz", Source: "openssl-OpenSSL_1_1_1s", Package: "OPENSSL", Version: "1.1.1s",
+		VersionFrom: &source.VersionFrom{File: "include/openssl/opensslv.h", Match: `OPENSSL_VERSION_TEXT\s+"OpenSSL ([0-9][0-9a-z.]*)`}}
+	var warned []string
+	r := &runner{work: work, in: Input{Recipe: &recipe.Recipe{Thirdparty: recipe.Thirdparty{Vars: "thirdparty/vars.sh"}},
+		Plan: &plan.Plan{Steps: []plan.Step{{ID: "unpack:OPENSSL", Kind: plan.KindUnpack, Inputs: plan.StepInputs{Unpack: in}}}}},
+		warn: func(s string) { warned = append(warned, s) }}
+	var log bytes.Buffer
+	if err := r.checkVersion(in, dest, &log); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.versionWarnings(); err != nil {
+		t.Fatal(err)
+	}
+	want := "OPENSSL: the unpacked source declares version 1.1.1w (openssl-OpenSSL_1_1_1s/include/openssl/opensslv.h), but openssl-1.1.1s.tar.gz is named 1.1.1s"
+	if len(warned) != 1 || !strings.Contains(warned[0], want) {
+		t.Errorf("warnings %q, want one containing %q", warned, want)
+	}
+	// A cached unpack brings its note back: with --strict-versions the build fails on it.
+	r.opts.StrictVersions = true
+	if err := r.versionWarnings(); err == nil || !strings.Contains(err.Error(), "--strict-versions") {
+		t.Errorf("strict, from the note: %v", err)
+	}
+	if err := r.checkVersion(in, dest, &log); err == nil || !strings.Contains(err.Error(), "1.1.1w") {
+		t.Errorf("strict unpack: %v", err)
+	}
+	// The release named: nothing said.
+	r.opts.StrictVersions, warned = false, nil
+	in.Version = "1.1.1w"
+	if err := r.checkVersion(in, dest, &log); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.versionWarnings(); err != nil || len(warned) != 0 {
+		t.Errorf("matching release: %v %q", err, warned)
+	}
+}

@@ -31,6 +31,9 @@ type Options struct {
 	Jobs       int    // parallel jobs inside a step (make -j)
 	Mirror     string // where third-party archives come from (dir, file:// or http(s)://)
 	PGOProfile string // a profile collected elsewhere (the plan then skips training)
+	// StrictVersions fails a package whose unpacked source declares another
+	// version than the tree names for it (a warning otherwise).
+	StrictVersions bool
 	// ThirdpartyBase is the prebuilt third-party install the plan's
 	// thirdparty-base step copies (plan.CheckBase vouched for its digest).
 	ThirdpartyBase string
@@ -210,8 +213,11 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 
 // prepare lays out a fresh copy of the tree and the compiler homes.
 func (r *runner) prepare() error {
-	if err := os.RemoveAll(r.src); err != nil {
-		return err
+	// What unpacks found is this build's: cache hits bring back their own.
+	for _, d := range []string{r.src, filepath.Join(r.work, versionsDir)} {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
 	}
 	for _, d := range []string{r.src, r.logs, r.profileDir, r.ltoCache} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -507,6 +513,9 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		r.rec.PGOProfile = d
 		return err
 	case plan.KindCollect:
+		if err := r.versionWarnings(); err != nil {
+			return err
+		}
 		return r.collect(s, log)
 	case plan.KindScan:
 		return r.gate(ctx, log)

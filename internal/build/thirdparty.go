@@ -8,12 +8,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/scan"
+	"github.com/dorisarm/dorisarm/internal/source"
 	"github.com/dorisarm/dorisarm/internal/unpack"
 )
 
@@ -118,7 +120,67 @@ func (r *runner) unpack(ctx context.Context, s plan.Step, log io.Writer) error {
 			return fmt.Errorf("the tree's own %s does not apply to %s: %w (see the log)", tp.File, source, err)
 		}
 	}
+	if err := r.checkVersion(in, dest, log); err != nil {
+		return err
+	}
 	return os.WriteFile(filepath.Join(dest, "patched_mark"), nil, 0o644)
+}
+
+// versionsDir holds, in the work tree, what each unpack found its source
+// declares when that is not the version the tree names: part of the unpack
+// step's cached result, so a cache hit still says it.
+const versionsDir = "version-check"
+
+// checkVersion compares the version the unpacked source declares with the
+// one vars.sh (or the recipe) names: an archive substituted for the pinned
+// release (openssl 1.1.1w under 1.1.1s's name) is a warning in the record,
+// an error with --strict-versions.
+func (r *runner) checkVersion(in *plan.UnpackInputs, dest string, log io.Writer) error {
+	named := in.Version
+	if in.Package == "" || !strings.Contains(named, ".") {
+		return nil // a commit or a date names no release to compare with
+	}
+	got, file := source.DeclaredVersion(dest, in.VersionFrom)
+	note := filepath.Join(r.work, versionsDir, in.Package)
+	os.Remove(note)
+	switch {
+	case got == "":
+		fmt.Fprintf(log, "version: %s declares none dorisarm reads; %s names %s\n", in.Source, r.in.Recipe.Thirdparty.Vars, named)
+		return nil
+	case source.SameVersion(got, named):
+		fmt.Fprintf(log, "version: %s declares %s (%s), as named\n", in.Source, got, file)
+		return nil
+	}
+	msg := fmt.Sprintf("%s: the unpacked source declares version %s (%s), but %s is named %s (%s or the recipe's thirdparty.versions): the archive is not the release the tree pins",
+		in.Package, got, path.Join(in.Source, file), in.Archive, named, r.in.Recipe.Thirdparty.Vars)
+	fmt.Fprintln(log, msg)
+	if r.opts.StrictVersions {
+		return errors.New(msg + " (--strict-versions)")
+	}
+	if err := os.MkdirAll(filepath.Dir(note), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(note, []byte(msg), 0o644)
+}
+
+// versionWarnings reads what the plan's unpacks found (checkVersion): a
+// warning each, or with --strict-versions the build's error.
+func (r *runner) versionWarnings() error {
+	for _, s := range r.in.Plan.Steps {
+		in := s.Inputs.Unpack
+		if s.Kind != plan.KindUnpack || in == nil || in.Package == "" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(r.work, versionsDir, in.Package))
+		if err != nil {
+			continue
+		}
+		if r.opts.StrictVersions {
+			return fmt.Errorf("%s (--strict-versions)", b)
+		}
+		r.warn(string(b))
+	}
+	return nil
 }
 
 // checkInstalled fails a third-party step that installed an object for

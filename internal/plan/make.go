@@ -308,7 +308,7 @@ func Make(in Inputs) (*Plan, error) {
 		if r.Thirdparty.PatchesFrom != "" {
 			// dorisarm unpacks, then applies the tree's own patches for the
 			// package: it reads the archive and those patches, nothing else.
-			unpack.Inputs.Unpack = unpackInputs(pk)
+			unpack.Inputs.Unpack = unpackInputs(pk, r)
 		} else {
 			// The tree's own unpack command runs the tree's (patched) scripts.
 			unpack.Needs = append(unpack.Needs, treeNeeds...)

@@ -131,9 +131,14 @@ func SelectPackages(pkgs []source.Package, r *recipe.Recipe, names []string) (ma
 // unpackInputs are what dorisarm's own unpack of a package reads: the
 // archive (through its fetch step's key), where it unpacks to and the
 // tree's patches for it, by content.
-func unpackInputs(pk source.Package) *UnpackInputs {
-	return &UnpackInputs{Unpacker: "dorisarm/1", Archive: pk.Name, Source: pk.Source,
-		TreePatches: append([]source.DorisPatch(nil), pk.Patches...), Unsupported: append([]string(nil), pk.Unsupported...)}
+func unpackInputs(pk source.Package, r *recipe.Recipe) *UnpackInputs {
+	in := &UnpackInputs{Unpacker: "dorisarm/1", Archive: pk.Name, Source: pk.Source,
+		TreePatches: append([]source.DorisPatch(nil), pk.Patches...), Unsupported: append([]string(nil), pk.Unsupported...),
+		Package: pk.Entry, Version: pk.Version}
+	if vf := r.Thirdparty.VersionFiles[pk.Entry]; vf != nil {
+		in.VersionFrom = &source.VersionFrom{File: vf.File, Match: vf.Match}
+	}
+	return in
 }
 
 // scriptsDigest identifies what third-party steps read of the tree: its

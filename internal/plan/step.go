@@ -70,6 +70,12 @@ type UnpackInputs struct {
 	Unsupported []string `json:"unsupported,omitempty"`
 	// Scripts is the digest of the tree's third-party scripts.
 	Scripts string `json:"scripts,omitempty"`
+	// Package and Version are the entry and the version the tree (or the
+	// recipe) names for it; the unpacked source must declare no other.
+	// VersionFrom is where it declares it, when not in the usual places.
+	Package     string              `json:"package,omitempty"`
+	Version     string              `json:"version,omitempty"`
+	VersionFrom *source.VersionFrom `json:"version_from,omitempty"`
 }
 
 // PatchInputs are the dorisarm patches a step applies, in order.

@@ -138,8 +138,21 @@ type Thirdparty struct {
 	Deps     map[string][]string          `yaml:"deps"`
 	Env      map[string]map[string]string `yaml:"env"`
 	Versions map[string]string            `yaml:"versions"`
-	Pos      datafile.Pos
-	Keys     datafile.Keys
+	// VersionFiles say where a package's unpacked source declares its
+	// version when its build system does not in the usual places
+	// (CMakeLists.txt project(), configure.ac AC_INIT, configure, meson.build).
+	VersionFiles map[string]*VersionFile `yaml:"version_files"`
+	Pos          datafile.Pos
+	Keys         datafile.Keys
+}
+
+// VersionFile is a file of an unpacked package and a regexp whose first
+// group is the version it declares.
+type VersionFile struct {
+	File  string `yaml:"file"`
+	Match string `yaml:"match"`
+	Pos   datafile.Pos
+	Keys  datafile.Keys
 }
 
 // Slice is how a recipe builds its BE part way: the step configures
@@ -423,6 +436,19 @@ func (r *Recipe) validate() error {
 			if bt.Version == "" || bt.Package == "" {
 				fail(bt.Keys.At("match", bt.Pos), "recipe %s: build_tools.%s.match needs version (the argument that prints it) and package (the vars.sh entry to compare with)", r.Name, name)
 			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Thirdparty.VersionFiles)) {
+		vf := r.Thirdparty.VersionFiles[name]
+		if vf == nil || vf.File == "" || vf.Match == "" {
+			fail(r.Thirdparty.Keys.At("version_files", r.Thirdparty.Pos), "recipe %s: thirdparty.version_files.%s needs file (a path in the unpacked source) and match (a regexp whose first group is the version)", r.Name, name)
+			continue
+		}
+		if filepath.IsAbs(vf.File) || strings.HasPrefix(filepath.Clean(vf.File), "..") {
+			fail(vf.Keys.At("file", vf.Pos), "recipe %s: thirdparty.version_files.%s.file %q must be a path inside the unpacked source", r.Name, name, vf.File)
+		}
+		if re, err := regexp.Compile(vf.Match); err != nil || re.NumSubexp() < 1 {
+			fail(vf.Keys.At("match", vf.Pos), "recipe %s: thirdparty.version_files.%s.match %q must be a regexp whose first group is the version", r.Name, name, vf.Match)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.HostEnv)) {
