@@ -70,11 +70,19 @@ type Input struct {
 // StepError is a failed step, with where its log is.
 type StepError struct {
 	Target, Step, Log, Tail string
-	Err                     error
+	// First are the first lines of the log that say what went wrong.
+	First []string
+	Err   error
 }
 
 func (e *StepError) Error() string {
-	return fmt.Sprintf("%s: step %s failed: %v\n--- last lines of %s ---\n%s", e.Target, e.Step, e.Err, e.Log, e.Tail)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: step %s failed: %v", e.Target, e.Step, e.Err)
+	if len(e.First) > 0 {
+		fmt.Fprintf(&b, "\n--- first errors in %s ---\n%s", e.Log, strings.Join(e.First, "\n"))
+	}
+	fmt.Fprintf(&b, "\n--- last lines of %s ---\n%s", e.Log, e.Tail)
+	return b.String()
 }
 
 func (e *StepError) Unwrap() error { return e.Err }
@@ -410,7 +418,7 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 		if errors.As(err, &se) || errors.Is(err, ErrGate) {
 			return err
 		}
-		return &StepError{Target: target, Step: s.ID, Log: logPath, Tail: tail(logPath, 50), Err: err}
+		return &StepError{Target: target, Step: s.ID, Log: logPath, First: firstErrors(logPath, 5), Tail: tail(logPath, 50), Err: err}
 	}
 	if cacheable {
 		after, err := takeSnapshot(r.work, map[string]bool{"logs": true, "toolchain": true, "lto-cache": true})
@@ -628,18 +636,6 @@ func (r *runner) profileDigest(s plan.Step) (string, error) {
 		return source.TreeDigest(r.profileDir, nil)
 	}
 	return source.FileDigest(r.profile)
-}
-
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func copyFile(src, dst string) error {

@@ -42,6 +42,10 @@ func (e *PackagesError) Error() string {
 			err, log = se.Err, " (log: "+se.Log+")"
 		}
 		fmt.Fprintf(&b, "\n  %s, step %s%s:\n    %s", f.Package, f.Step, log, strings.ReplaceAll(err.Error(), "\n", "\n    "))
+		if se != nil && len(se.First) > 0 {
+			// The cause, not make's "exit status 2".
+			fmt.Fprintf(&b, "\n    %s", strings.Join(se.First, "\n    "))
+		}
 	}
 	if len(e.Skipped) > 0 {
 		fmt.Fprintf(&b, "\n  not built: %s", strings.Join(e.Skipped, ", "))

@@ -1,0 +1,92 @@
+package build
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// errorLine matches the lines of a build log that say what went wrong:
+// compiler and linker diagnostics, CMake and autoconf errors, make's and
+// ninja's failure lines, a missing file or program.
+var errorLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(^|[\s:])(fatal )?error[:!]|CMake Error|configure: error|undefined reference to|cannot find -l|No such file or directory|command not found|^FAILED: |\*\*\* .*Error [0-9]+|Segmentation fault`)
+})
+
+// maxLogLine bounds one quoted log line.
+const maxLogLine = 400
+
+// firstErrors are the first n lines of a log that say what went wrong,
+// with their line numbers: the cause is usually there, while the last lines
+// only say that make gave up. The log is streamed, never held whole.
+func firstErrors(path string, n int) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	br := bufio.NewReaderSize(f, 64<<10)
+	for no := 1; len(out) < n; no++ {
+		line, err := readLine(br)
+		if err != nil && line == "" {
+			break
+		}
+		if errorLine().MatchString(line) {
+			if len(line) > maxLogLine {
+				line = line[:maxLogLine] + " …"
+			}
+			out = append(out, fmt.Sprintf("line %d: %s", no, strings.TrimSpace(line)))
+		}
+		if err != nil {
+			break
+		}
+	}
+	return out
+}
+
+// readLine reads one line of any length, keeping at most maxLogLine+1
+// bytes of it.
+func readLine(br *bufio.Reader) (string, error) {
+	var b []byte
+	for {
+		frag, isPrefix, err := br.ReadLine()
+		if len(b) <= maxLogLine {
+			b = append(b, frag...)
+		}
+		if err != nil {
+			return string(b), err
+		}
+		if !isPrefix {
+			return string(b), nil
+		}
+	}
+}
+
+// tailBytes bounds what is read of a log for its last lines.
+const tailBytes = 256 << 10
+
+// tail is the last n lines of a log, read from its last tailBytes.
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > tailBytes {
+		f.Seek(st.Size()-tailBytes, io.SeekStart)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, tailBytes))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
