@@ -12,9 +12,9 @@ func TestFirstErrors(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "step.log")
 	lines := []string{
 		"-- The C compiler identification is Clang 16.0.6",
-		"clang++ -Werror=return-type -Wall -c gzip_stream.cc",                      // -Werror is a flag, not an error
-		"checking for strerror_r... yes",                                            // not an error
-		"/src/gzip_stream.h:50:10: fatal error: 'zlib.h' file not found",            // the cause
+		"clang++ -Werror=return-type -Wall -c gzip_stream.cc",            // -Werror is a flag, not an error
+		"checking for strerror_r... yes",                                 // not an error
+		"/src/gzip_stream.h:50:10: fatal error: 'zlib.h' file not found", // the cause
 		"#include <zlib.h>",
 		"1 error generated.",
 		"make[2]: *** [CMakeFiles/libprotobuf.dir/build.make:76: gzip_stream.cc.o] Error 1", // make giving up
