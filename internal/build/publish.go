@@ -188,6 +188,9 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 	}
 	defer unlock()
 	final := Dir(r.opts.Out, r.in.Plan.Cell.Doris, target)
+	if r.partial {
+		final += PartialSuffix
+	}
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return err
 	}

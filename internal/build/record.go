@@ -51,10 +51,12 @@ type Record struct {
 	// BuildTools are the build machine's programs its BE steps ran in place
 	// of the tree's (a cross build's code generators).
 	BuildTools []plan.BuildToolInfo `json:"build_tools,omitempty"`
-	ScanSkip   string               `json:"scan_skipped,omitempty"`
-	Outputs    []OutputFile         `json:"outputs"`
-	Warnings   []string             `json:"warnings,omitempty"`
-	Seconds    float64              `json:"seconds"`
+	// Partial is set on a partial build: the packages it lacks.
+	Partial  *Partial     `json:"partial,omitempty"`
+	ScanSkip string       `json:"scan_skipped,omitempty"`
+	Outputs  []OutputFile `json:"outputs"`
+	Warnings []string     `json:"warnings,omitempty"`
+	Seconds  float64      `json:"seconds"`
 	// UpToDate is set (not stored) when a build found its published output current.
 	UpToDate bool      `json:"-"`
 	Finished time.Time `json:"finished"`

@@ -105,6 +105,9 @@ type runner struct {
 	hostPath            string                    // PATH as dorisarm found it
 	rec                 *Record
 	warn                func(string)
+	// partial publishes to PartialDir: some packages of a --keep-going
+	// build failed.
+	partial bool
 }
 
 // Run builds one cell and publishes it to Out; it returns the build record.
@@ -211,6 +214,11 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 		}
 	}
 	if len(pe.Failed) > 0 {
+		// A third-party-only build publishes the packages that built, as
+		// a partial build beside the full build's name, never under it.
+		if len(p.Only) > 0 && p.Slice == nil && len(pe.Failed)+len(pe.Skipped) < len(p.Only) {
+			pe.Partial, pe.PartialErr = r.publishPartial(ctx, pe)
+		}
 		opts.Progress.End(p.Cell.Target, false)
 		return nil, pe
 	}

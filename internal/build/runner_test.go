@@ -7,6 +7,7 @@ package build
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -457,4 +458,57 @@ func editedPatches(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return pdir
+}
+
+// A --keep-going third-party-only build in which one package fails
+// publishes the packages that built, as <target>.partial, never under the
+// target's own name; its record says what is missing, and the error says
+// where the partial build is.
+func TestRunnerKeepGoingPublishesPartial(t *testing.T) {
+	t.Parallel()
+	const target = "kunpeng920"
+	in := sample.Load(t, repo, "", "")
+	cell, tc := in.NoCompilerToolchain(t, target, "gcc")
+	pol, err := scan.PolicyFor(in.Matrix, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version,
+		Series: in.Series, Toolchain: tc, Lock: in.Lock, SysrootWaiver: "fast runner test", Packages: []string{"bitshuffle", "minilz"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := Input{Plan: p, Recipe: in.Recipe, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol}
+	out := t.TempDir()
+	fx := &fakeExec{fail: map[string]string{"thirdparty:BITSHUFFLE": "bitshuffle broke"}}
+	_, err = Run(context.Background(), input, Options{Out: out, Cache: t.TempDir(), KeepGoing: true, Exec: fx.exec})
+	var pe *PackagesError
+	if !errors.As(err, &pe) || len(pe.Failed) != 1 {
+		t.Fatalf("keep going: %v", err)
+	}
+	full := Dir(out, sample.Version, target)
+	if _, err := os.Stat(full); !os.IsNotExist(err) {
+		t.Errorf("a partial build was published under the full build's name %s (%v)", full, err)
+	}
+	if pe.Partial != full+PartialSuffix || !strings.Contains(err.Error(), "published as a partial build in "+full+PartialSuffix) {
+		t.Fatalf("partial: %q (%v); error: %v", pe.Partial, pe.PartialErr, err)
+	}
+	b, err := os.ReadFile(filepath.Join(pe.Partial, RecordFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec Record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Partial == nil || !slices.Equal(rec.Partial.Failed, []string{"BITSHUFFLE"}) {
+		t.Errorf("record's partial: %+v", rec.Partial)
+	}
+	var outs []string
+	for _, o := range rec.Outputs {
+		outs = append(outs, o.Path)
+	}
+	if !slices.ContainsFunc(outs, func(p string) bool { return strings.Contains(p, "minilz") }) || slices.ContainsFunc(outs, func(p string) bool { return strings.Contains(p, "bitshuffle") }) {
+		t.Errorf("partial outputs %v: want minilz's and not bitshuffle's", outs)
+	}
 }

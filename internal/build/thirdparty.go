@@ -30,11 +30,22 @@ type PackagesError struct {
 	Target  string
 	Failed  []PackageFailure
 	Skipped []string // packages not built because one they need failed
+	// Partial is where the packages that built were published (a
+	// third-party-only build), "" if nowhere; PartialErr why not.
+	Partial    string
+	PartialErr error
 }
 
 func (e *PackagesError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d package(s) failed; nothing was published", e.Target, len(e.Failed))
+	switch {
+	case e.Partial != "":
+		fmt.Fprintf(&b, "%s: %d package(s) failed; the packages that built are published as a partial build in %s", e.Target, len(e.Failed), e.Partial)
+	case e.PartialErr != nil:
+		fmt.Fprintf(&b, "%s: %d package(s) failed; the packages that built were not published: %v", e.Target, len(e.Failed), e.PartialErr)
+	default:
+		fmt.Fprintf(&b, "%s: %d package(s) failed; nothing was published", e.Target, len(e.Failed))
+	}
 	for _, f := range e.Failed {
 		err, log := f.Err, ""
 		var se *StepError
@@ -51,6 +62,36 @@ func (e *PackagesError) Error() string {
 		fmt.Fprintf(&b, "\n  not built: %s", strings.Join(e.Skipped, ", "))
 	}
 	return b.String()
+}
+
+// PartialSuffix names a partial build's directory: <out>/<doris>/<target>.partial.
+const PartialSuffix = ".partial"
+
+// Partial says which packages a partial build lacks.
+type Partial struct {
+	Failed  []string `json:"failed"`
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// publishPartial collects, scans and publishes what a third-party-only
+// build's packages that built installed, to the target's directory with
+// PartialSuffix; its record says which packages are missing.
+func (r *runner) publishPartial(ctx context.Context, pe *PackagesError) (string, error) {
+	r.partial = true
+	part := &Partial{Skipped: pe.Skipped}
+	for _, f := range pe.Failed {
+		part.Failed = append(part.Failed, f.Package)
+	}
+	r.rec.Partial = part
+	for i, s := range r.in.Plan.Steps {
+		if s.Kind != plan.KindCollect && s.Kind != plan.KindScan {
+			continue
+		}
+		if err := r.step(ctx, i, s); err != nil {
+			return "", err
+		}
+	}
+	return Dir(r.opts.Out, r.in.Plan.Cell.Doris, r.in.Plan.Cell.Target) + PartialSuffix, nil
 }
 
 // isPackageStep reports whether a step belongs to one third-party package.

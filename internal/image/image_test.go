@@ -186,6 +186,19 @@ func TestBadBuilds(t *testing.T) {
 	if _, err := FindBuilds(t.TempDir()); err == nil || !strings.Contains(err.Error(), "holds no builds") {
 		t.Errorf("empty dir: %v", err)
 	}
+	// A partial build (--keep-going) is never a release, alone or beside one.
+	part := t.TempDir()
+	fakeBuild(t, m, part, "kunpeng920", map[string]string{"thirdparty/installed/lib/libz.a": "x"})
+	if err := os.Rename(filepath.Join(part, "2.1.8", "kunpeng920"), filepath.Join(part, "2.1.8", "kunpeng920"+build.PartialSuffix)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FindBuilds(part); err == nil || !strings.Contains(err.Error(), "holds only partial builds") {
+		t.Errorf("only a partial build: %v", err)
+	}
+	fakeBuild(t, m, part, "graviton3", map[string]string{"be/lib/doris_be": "x", "fe/lib/doris-fe.jar": "y"})
+	if bs, err := FindBuilds(part); err != nil || len(bs) != 1 || filepath.Base(bs[0].Dir) != "graviton3" {
+		t.Errorf("a partial build beside a full one: %v, %v", bs, err)
+	}
 	out := t.TempDir()
 	fakeBuild(t, m, out, "kunpeng920", map[string]string{"be/lib/doris_be": "x", "fe/lib/doris-fe.jar": "y"})
 	os.WriteFile(filepath.Join(out, "2.1.8", "kunpeng920", "be", "lib", "doris_be"), []byte("tampered"), 0o755)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,6 +60,11 @@ func findBuilds(out string) ([]Build, error) {
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("%s holds no builds (<doris>/<target>/%s): run dorisarm build --out %s first", out, build.RecordFile, out)
 	}
+	// A partial build (--keep-going, some packages failed) is never a release.
+	recs = slices.DeleteFunc(recs, func(r string) bool { return strings.HasSuffix(filepath.Dir(r), build.PartialSuffix) })
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("%s holds only partial builds (<target>%s: some packages failed): fix them and build again", out, build.PartialSuffix)
+	}
 	sort.Strings(recs)
 	// Every directory beside a build must be a build too: a target directory
 	// without its record is a build that failed or was copied in by hand.
@@ -72,7 +78,7 @@ func findBuilds(out string) ([]Build, error) {
 			return nil, err
 		}
 		for _, e := range ents {
-			if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || strings.HasSuffix(e.Name(), build.PartialSuffix) {
 				continue
 			}
 			if _, err := os.Stat(filepath.Join(v, e.Name(), build.RecordFile)); err != nil {
