@@ -221,6 +221,9 @@ type decoder struct {
 	dropped int    // errors past MaxErrors
 	values  int    // values visited, aliases expanded
 	over    *Error // set when values passed MaxValues: decoding stops
+	// hint says what the innermost field with a shape tag holds, for
+	// errors about a value of the wrong kind inside it.
+	hint string
 }
 
 func (d *decoder) pos(n node) Pos { return Pos{File: d.file, Line: d.t.line(n), Col: d.t.col(n)} }
@@ -231,6 +234,16 @@ func (d *decoder) fail(n node, format string, args ...any) {
 		return
 	}
 	d.errs = append(d.errs, Errorf(d.pos(n), format, args...))
+}
+
+// failKind is fail for a value of the wrong kind: it also says what the
+// field it is in holds, when the field's shape tag says so.
+func (d *decoder) failKind(n node, want string) {
+	if d.hint != "" {
+		d.fail(n, "%s: expected %s, found %s (%s)", d.where(), want, d.kindName(n), d.hint)
+		return
+	}
+	d.fail(n, "%s: expected %s, found %s", d.where(), want, d.kindName(n))
 }
 
 // visit counts one value and reports whether decoding may go on.
@@ -322,7 +335,7 @@ func (d *decoder) decode(n node, v reflect.Value) {
 		d.decodeMap(n, v)
 	case reflect.Slice:
 		if kind != yaml.SequenceNode {
-			d.fail(n, "%s: expected a list, found %s", d.where(), d.kindName(n))
+			d.failKind(n, "a list")
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), t.len(n), t.len(n))
@@ -334,20 +347,20 @@ func (d *decoder) decode(n node, v reflect.Value) {
 		v.Set(s)
 	case reflect.String:
 		if kind != yaml.ScalarNode || tag == "!!null" {
-			d.fail(n, "%s: expected a string, found %s", d.where(), d.kindName(n))
+			d.failKind(n, "a string")
 			return
 		}
 		v.SetString(t.value(n))
 	case reflect.Bool:
 		if kind != yaml.ScalarNode || tag != "!!bool" {
-			d.fail(n, "%s: expected true or false, found %s", d.where(), d.kindName(n))
+			d.failKind(n, "true or false")
 			return
 		}
 		b, _ := strconv.ParseBool(strings.ToLower(t.value(n)))
 		v.SetBool(b)
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		if kind != yaml.ScalarNode || tag != "!!int" {
-			d.fail(n, "%s: expected a whole number, found %s", d.where(), d.kindName(n))
+			d.failKind(n, "a whole number")
 			return
 		}
 		i, err := strconv.ParseInt(t.value(n), 0, 64)
@@ -363,7 +376,7 @@ func (d *decoder) decode(n node, v reflect.Value) {
 
 func (d *decoder) decodeMap(n node, v reflect.Value) {
 	if d.t.kind(n) != yaml.MappingNode {
-		d.fail(n, "%s: expected a mapping, found %s", d.where(), d.kindName(n))
+		d.failKind(n, "a mapping")
 		return
 	}
 	t := v.Type()
@@ -435,7 +448,8 @@ func (d *decoder) seenKey(n node, i int, key string, seen map[string]bool) bool 
 
 // structInfo is what decoding needs of a struct type, worked out once.
 type structInfo struct {
-	fields  map[string]int // YAML key → field index
+	fields  map[string]int    // YAML key → field index
+	shapes  map[string]string // YAML key → its shape tag: what it holds, for errors
 	known   string         // the keys, sorted and joined, for errors
 	posIdx  int            // the Pos field, or -1
 	keysIdx int            // the Keys field, or -1
@@ -470,6 +484,12 @@ func infoOf(t reflect.Type) *structInfo {
 			name = strings.ToLower(f.Name)
 		}
 		si.fields[name] = i
+		if sh := f.Tag.Get("shape"); sh != "" {
+			if si.shapes == nil {
+				si.shapes = map[string]string{}
+			}
+			si.shapes[name] = sh
+		}
 	}
 	si.known = strings.Join(slices.Sorted(maps.Keys(si.fields)), ", ")
 	actual, _ := structInfos.LoadOrStore(t, si)
@@ -478,7 +498,7 @@ func infoOf(t reflect.Type) *structInfo {
 
 func (d *decoder) decodeStruct(n node, v reflect.Value) {
 	if d.t.kind(n) != yaml.MappingNode {
-		d.fail(n, "%s: expected a mapping, found %s", d.where(), d.kindName(n))
+		d.failKind(n, "a mapping")
 		return
 	}
 	si := infoOf(v.Type())
@@ -503,7 +523,12 @@ func (d *decoder) decodeStruct(n node, v reflect.Value) {
 			keys[key] = d.pos(val)
 		}
 		d.push(step{key: key})
+		hint := d.hint
+		if sh, ok := si.shapes[key]; ok {
+			d.hint = d.where()[len("at "):] + " " + sh
+		}
 		d.decode(val, v.Field(idx))
+		d.hint = hint
 		d.pop()
 	})
 	if si.keysIdx >= 0 {

@@ -19,7 +19,7 @@ type inner struct {
 }
 
 type outer struct {
-	Items map[string]*inner `yaml:"items"`
+	Items map[string]*inner `yaml:"items" shape:"is keyed by item name: a: {name: x}"`
 	List  []inner           `yaml:"list"`
 	Pos   Pos
 	Keys  Keys
@@ -46,7 +46,9 @@ func TestDecodeErrors(t *testing.T) {
 		"items:\n  a:\n    count: three\n":     `f.yaml:3:12: at items.a.count: expected a whole number, found the value "three"`,
 		"items:\n  a:\n    on: yes please\n":   "expected true or false",
 		"items:\n  a:\n    tags: p\n":          "at items.a.tags: expected a list",
-		"items: [1, 2]\n":                      "at items: expected a mapping, found a list",
+		"items: [1, 2]\n":                      "at items: expected a mapping, found a list (items is keyed by item name: a: {name: x})",
+		// Deeper, the innermost shaped field says what it holds.
+		"items:\n  a: just a\n": `at items.a: expected a mapping, found the value "just a" (items is keyed by item name: a: {name: x})`,
 		"items:\n  a: {name: x, name: y}\n":    `key "name" appears twice`,
 		"items:\n  a:\n    name:\n":            "expected a string, found nothing (null)",
 		"list:\n  - name: [1]\n":               "at list[0].name: expected a string",

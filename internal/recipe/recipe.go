@@ -33,24 +33,24 @@ type Recipe struct {
 	Thirdparty  Thirdparty      `yaml:"thirdparty"`
 	Patches     string          `yaml:"patches"`
 	Lock        string          `yaml:"lock"`
-	Steps       map[string]Step `yaml:"steps"`
+	Steps       map[string]Step `yaml:"steps" shape:"is keyed by step name: be: {command: [./build.sh, --be], env: {VAR: value}, needs: [thirdparty], outputs: [output/be]}"`
 	PGO         PGO             `yaml:"pgo"`
 	// Slice says how the BE is built part way (dorisarm build
 	// --be-configure-only, --be-targets).
 	Slice Slice `yaml:"slice"`
 	// BuildTools are programs a cross build's BE steps run on the build
 	// machine (code generators), by the name they are found under on PATH.
-	BuildTools map[string]*BuildTool `yaml:"build_tools"`
+	BuildTools map[string]*BuildTool `yaml:"build_tools" shape:"is keyed by program name: protoc: {path: thirdparty/installed/bin/protoc, package: PROTOBUF, version: --version, match: 'libprotoc (\\S+)'}"`
 	// HostEnv are environment variables the tree's steps (BE, FE) take from
 	// the build machine, each naming a directory they read.
-	HostEnv map[string]*HostEnv `yaml:"host_env"`
+	HostEnv map[string]*HostEnv `yaml:"host_env" shape:"is keyed by variable name: JAVA_HOME: {read: [include], install: how to get it}"`
 	// LibstdcxxMin is the oldest GCC release whose C++ library the tree's
 	// own code compiles against (checked against the sysroot's libstdcxx).
 	LibstdcxxMin string `yaml:"libstdcxx_min"`
 	// CMakeCache are cache entries pinned for every CMake configure of the
 	// build (through the generated toolchain file), for packages that would
 	// otherwise tune themselves to the build host. Values are templates.
-	CMakeCache map[string]string `yaml:"cmake_cache"`
+	CMakeCache map[string]string `yaml:"cmake_cache" shape:"is keyed by CMake cache variable, each a value template: BUILD_SVE: 'OFF'"`
 	// Collect copies more files into the output, when their condition (a
 	// template) renders "true": e.g. the shared OpenSSL for dynamic targets.
 	Collect []CollectRule `yaml:"collect"`
@@ -126,7 +126,7 @@ type Thirdparty struct {
 	// build-thirdparty.sh may have for it, when that is not simply the
 	// lower-case entry: the first one the script defines is used; an empty
 	// list means the entry has no build of its own (sources another package builds).
-	BuildNames map[string][]string `yaml:"build_names"`
+	BuildNames map[string][]string `yaml:"build_names" shape:"is keyed by package (a vars.sh entry), each the list of build function names: ODBC: [odbc, libunixodbc]"`
 	// PatchesFrom, instead of Unpack, has dorisarm unpack each archive itself
 	// and apply the tree's own patches for it as this script (Doris's
 	// download-thirdparty.sh) would: its patch section is read, not run.
@@ -135,13 +135,13 @@ type Thirdparty struct {
 	// (Doris's build-thirdparty.sh sources env.sh and custom_env.sh): part
 	// of every third-party step's cache key, present or not.
 	Reads    []string                     `yaml:"reads"`
-	Deps     map[string][]string          `yaml:"deps"`
-	Env      map[string]map[string]string `yaml:"env"`
-	Versions map[string]string            `yaml:"versions"`
+	Deps     map[string][]string          `yaml:"deps" shape:"is keyed by package (a vars.sh entry), each the list of packages it links against: GLOG: [GFLAGS]"`
+	Env      map[string]map[string]string `yaml:"env" shape:"is keyed by package (a vars.sh entry), then by variable: GLOG: {CFLAGS: -O2}"`
+	Versions map[string]string            `yaml:"versions" shape:"is keyed by package (a vars.sh entry), each the version it is: OPENSSL: 1.1.1s"`
 	// VersionFiles say where a package's unpacked source declares its
 	// version when its build system does not in the usual places
 	// (CMakeLists.txt project(), configure.ac AC_INIT, configure, meson.build).
-	VersionFiles map[string]*VersionFile `yaml:"version_files"`
+	VersionFiles map[string]*VersionFile `yaml:"version_files" shape:"is keyed by package (a vars.sh entry): OPENSSL: {file: include/openssl/opensslv.h, match: 'OpenSSL (\\S+)'}"`
 	Pos          datafile.Pos
 	Keys         datafile.Keys
 }
