@@ -450,9 +450,9 @@ func (d *decoder) seenKey(n node, i int, key string, seen map[string]bool) bool 
 type structInfo struct {
 	fields  map[string]int    // YAML key → field index
 	shapes  map[string]string // YAML key → its shape tag: what it holds, for errors
-	known   string         // the keys, sorted and joined, for errors
-	posIdx  int            // the Pos field, or -1
-	keysIdx int            // the Keys field, or -1
+	known   string            // the keys, sorted and joined, for errors
+	posIdx  int               // the Pos field, or -1
+	keysIdx int               // the Keys field, or -1
 }
 
 var structInfos sync.Map // reflect.Type → *structInfo

@@ -42,13 +42,13 @@ func TestDecodePositions(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	cases := map[string]string{
-		"items:\n  a:\n    nmae: x\n":          `f.yaml:3:5: at items.a: unknown key "nmae" (known keys: count, env, name, on, tags)`,
-		"items:\n  a:\n    count: three\n":     `f.yaml:3:12: at items.a.count: expected a whole number, found the value "three"`,
-		"items:\n  a:\n    on: yes please\n":   "expected true or false",
-		"items:\n  a:\n    tags: p\n":          "at items.a.tags: expected a list",
-		"items: [1, 2]\n":                      "at items: expected a mapping, found a list (items is keyed by item name: a: {name: x})",
+		"items:\n  a:\n    nmae: x\n":        `f.yaml:3:5: at items.a: unknown key "nmae" (known keys: count, env, name, on, tags)`,
+		"items:\n  a:\n    count: three\n":   `f.yaml:3:12: at items.a.count: expected a whole number, found the value "three"`,
+		"items:\n  a:\n    on: yes please\n": "expected true or false",
+		"items:\n  a:\n    tags: p\n":        "at items.a.tags: expected a list",
+		"items: [1, 2]\n":                    "at items: expected a mapping, found a list (items is keyed by item name: a: {name: x})",
 		// Deeper, the innermost shaped field says what it holds.
-		"items:\n  a: just a\n": `at items.a: expected a mapping, found the value "just a" (items is keyed by item name: a: {name: x})`,
+		"items:\n  a: just a\n":                `at items.a: expected a mapping, found the value "just a" (items is keyed by item name: a: {name: x})`,
 		"items:\n  a: {name: x, name: y}\n":    `key "name" appears twice`,
 		"items:\n  a:\n    name:\n":            "expected a string, found nothing (null)",
 		"list:\n  - name: [1]\n":               "at list[0].name: expected a string",
