@@ -90,6 +90,7 @@ func analyzeELF(path string, data []byte, pol *Policy, table func() *isa.Table) 
 	if err != nil {
 		return analyzed{findings: []Finding{unreadable(path, "malformed ELF: "+err.Error())}}
 	}
+	layoutRel(f)
 	fl := File{Path: path, Format: "elf", Machine: machineName(f.Machine), Size: int64(len(data))}
 	switch f.Type {
 	case elf.ET_EXEC:
@@ -366,6 +367,13 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 		}
 		if j.why == "" && dispatched[j.start] && j.start != 0 {
 			j.why = "runtime-dispatched: an ifunc resolver selects it by CPU"
+		}
+		if f.Type == elf.ET_REL {
+			// Before linking, branches and loads of globals are unresolved
+			// (relocations): the code's shape says nothing about a CPU
+			// check. Names and the guard tables still do; the linked
+			// binary is judged by its code.
+			continue
 		}
 		if j.why == "" {
 			j.why = shapes.local(h.Addr)

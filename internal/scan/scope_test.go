@@ -240,3 +240,29 @@ func TestThirdpartyScope(t *testing.T) {
 		t.Errorf("sarif: %d openssl-static results, want 1 (the shipped library)", n)
 	}
 }
+
+// relObject is a relocatable object with an RCpc load in a function of its
+// own behind a branch on a global, and a large .data beside its .text.
+const relObject = `long table[8192] = {1};
+int use_fast;
+__attribute__((noinline)) long load_acq(long *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+long pick(long *p) { if (use_fast) return load_acq(p); return table[*p & 8191]; }
+`
+
+// In a .o every section starts at address 0 and branches and loads of
+// globals are unresolved: the finding names the function the instruction
+// is in (not a section that shares its address), and the code's shape is
+// not taken for a CPU check (it was: "guarded (a CPU probe …)").
+func TestRelocatableObjectFindings(t *testing.T) {
+	obj := compile(t, "rel.c", relObject, "rel.o", "clang-16", "--target=aarch64-linux-gnu", "-O2", "-march=armv8.3-a", "-c")
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "rel.o"), string(obj))
+	r := scan(t, policy(t, "kunpeng920"), dir)
+	isa := findings(r, KindISA)
+	if len(isa) != 1 || isa[0].Function != "load_acq" || isa[0].Guarded || isa[0].Severity != SevError || strings.Contains(isa[0].Detail, ".data") {
+		t.Errorf("rcpc in a .o: %+v", isa)
+	}
+	if r.Files[0].Scope != ScopeObject {
+		t.Errorf("scope %q", r.Files[0].Scope)
+	}
+}

@@ -121,7 +121,51 @@ func symEntSize(f *elf.File) int {
 // decodeSyms makes a table of symbol table entries (entry 0, the null
 // symbol, skipped): in place for ELF64 little-endian, else rewritten.
 func decodeSyms(f *elf.File, b, str []byte) *symtab {
-	return newSymtab(b, str, f.Class == elf.ELFCLASS64, f.ByteOrder)
+	t := newSymtab(b, str, f.Class == elf.ELFCLASS64, f.ByteOrder)
+	if f.Type == elf.ET_REL {
+		t.relocate(f)
+	}
+	return t
+}
+
+// relocate turns a relocatable object's symbol values, offsets in their
+// sections, into addresses in the layout layoutRel gave the sections. The
+// table is copied first: it may be the mapped file.
+func (t *symtab) relocate(f *elf.File) {
+	ent := make([]byte, len(t.ent))
+	copy(ent, t.ent)
+	t.ent = ent
+	for i, n := 0, t.len(); i < n; i++ {
+		s := t.at(i)
+		if sh := int(s.shndx()); sh > 0 && sh < len(f.Sections) && sh < int(elf.SHN_LORESERVE) {
+			binary.LittleEndian.PutUint64(t.ent[i*24+8:], s.value+f.Sections[sh].Addr)
+		}
+	}
+}
+
+// layoutRel gives a relocatable object's allocated sections distinct
+// addresses, one after another from 64 KiB as a linker would lay them out: in a .o
+// every section starts at 0, so an address alone would not say which
+// section (or which function) it is in.
+func layoutRel(f *elf.File) {
+	if f.Type != elf.ET_REL {
+		return
+	}
+	// Not from 0: address 0 means "no function" to the function table.
+	at := uint64(0x10000)
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_ALLOC == 0 {
+			continue
+		}
+		if a := s.Addralign; a > 1 && a < 1<<20 {
+			at = (at + a - 1) &^ (a - 1)
+		}
+		s.Addr = at
+		if at+s.Size < at {
+			return // sizes that wrap: leave the rest at 0, as the file says
+		}
+		at += s.Size
+	}
 }
 
 // newSymtab makes a table of a symbol table section's bytes.
