@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build generate test test-short test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-cache e2e scan-corpus
+.PHONY: all deps build generate test test-short test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-cache e2e scan-corpus test-real-be
 
 all: build
 
@@ -84,6 +84,14 @@ bench-build: deps
 # no-op times.
 bench-real: deps
 	bash scripts/bench-real.sh
+
+# Part of the real Doris BE, built through dorisarm (configure + a few units,
+# twice: ~6 min on 2 cores). Needs a Doris 2.1 tree with its BE source and an
+# aarch64 third-party install, which are not in the repository:
+#   make test-real-be DORISARM_DORIS_BE_SRC=~/src/doris DORISARM_THIRDPARTY_BASE=~/tp/installed JAVA_HOME=/usr/lib/jvm/...
+test-real-be: deps
+	DORISARM_DORIS_BE_SRC=$(DORISARM_DORIS_BE_SRC) DORISARM_THIRDPARTY_BASE=$(DORISARM_THIRDPARTY_BASE) \
+		$(GO) test -count=1 -timeout 40m -run 'TestRealBE' -v ./cmd/dorisarm/
 
 # The registry-backed step cache: cold build with --cache-to vs a build on
 # an empty cache directory with --cache-from, per target.

@@ -61,6 +61,8 @@ type Result struct {
 	Hunks   []HunkResult `json:"hunks"`
 	Applied bool         `json:"applied"` // files were written
 	Files   []string     `json:"files,omitempty"`
+	// Skipped are the selected patches the tree lacks a Needs-Path of.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // OK reports whether every hunk applied.

@@ -1,8 +1,10 @@
 package patch
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
@@ -68,12 +70,21 @@ func (s *Series) ApplyTo(m *matrix.Matrix, q Query, source string, dryRun bool) 
 	if err != nil || len(sel) == 0 {
 		return nil, err
 	}
+	var skipped []string
+	sel = slices.DeleteFunc(sel, func(p *Patch) bool {
+		miss := p.Missing(source)
+		if miss != "" {
+			skipped = append(skipped, fmt.Sprintf("%s: the tree has no %s (Needs-Path)", p.ID(), miss))
+		}
+		return miss != ""
+	})
 	o := DefaultOptions()
 	o.DryRun = dryRun
 	res, err := Apply(source, sel, o)
 	if err != nil {
 		return nil, fault.Input(err)
 	}
+	res.Skipped = skipped
 	if !res.OK() {
 		what := "did not apply; the source tree was left untouched"
 		if dryRun {

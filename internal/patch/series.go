@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -41,6 +42,11 @@ type Patch struct {
 	AppliesTo   string // constraint on the component's version, e.g. "= 0.5.1"
 	Targets     []string
 	Evidence    string
+	// NeedsPath are paths (relative to the component's source) a tree must
+	// hold for the patch to apply to it: a submodule's file. A tree without
+	// them (a build-interface copy, a tarball without submodules) does not
+	// get the patch, and the plan says so.
+	NeedsPath []string
 
 	Fields map[string]datafile.Pos // where each header field starts
 	Body   []byte                  // the diff, from the first "--- " / "diff " line
@@ -49,6 +55,16 @@ type Patch struct {
 
 	constraint version.Constraints
 	files      []*FileDiff
+}
+
+// Missing is the first of NeedsPath the source tree at root lacks, or "".
+func (p *Patch) Missing(root string) string {
+	for _, np := range p.NeedsPath {
+		if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(np))); err != nil {
+			return np
+		}
+	}
+	return ""
 }
 
 // Files returns the patch's parsed diff.
@@ -79,7 +95,7 @@ var (
 	appliesRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([a-z0-9][a-z0-9_.-]*)\s*(.*)$`) })
 	required    = []string{"Description", "Author", "Applies-To", "Evidence"}
 	knownFields = map[string]bool{"Description": true, "Subject": true, "Author": true, "From": true, "Origin": true,
-		"Forwarded": true, "Last-Update": true, "Applies-To": true, "Targets": true, "Evidence": true,
+		"Forwarded": true, "Last-Update": true, "Applies-To": true, "Targets": true, "Evidence": true, "Needs-Path": true,
 		"Bug": true, "Reviewed-By": true, "Acked-By": true}
 )
 
@@ -124,7 +140,7 @@ func Parse(path string, data []byte) (*Patch, error) {
 				continue
 			}
 			if !knownFields[fm[1]] {
-				fail(line, "unknown header field %q (known: Description, Author, Origin, Forwarded, Last-Update, Applies-To, Targets, Evidence)", fm[1])
+				fail(line, "unknown header field %q (known: Description, Author, Origin, Forwarded, Last-Update, Applies-To, Targets, Needs-Path, Evidence)", fm[1])
 				continue
 			}
 			if _, dup := values[fm[1]]; dup {
@@ -178,6 +194,13 @@ func Parse(path string, data []byte) (*Patch, error) {
 	}
 	for _, t := range strings.FieldsFunc(get("Targets"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
 		p.Targets = append(p.Targets, t)
+	}
+	for _, np := range strings.FieldsFunc(get("Needs-Path"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		if c := filepath.Clean(np); filepath.IsAbs(np) || c == ".." || strings.HasPrefix(c, "../") {
+			fail(p.Fields["Needs-Path"].Line, "Needs-Path %q must be a path inside the component's source", np)
+			continue
+		}
+		p.NeedsPath = append(p.NeedsPath, np)
 	}
 	if p.Body != nil {
 		fds, err := ParseDiff(path, p.Body, p.BodyLine)

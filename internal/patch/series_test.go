@@ -51,6 +51,7 @@ func TestParseErrors(t *testing.T) {
 		{"wrong component", "patches/zstd/0001-a.patch", good, `Applies-To names component "bitshuffle" but the patch lives under zstd/`},
 		{"bad constraint", "patches/bitshuffle/0001-a.patch", strings.Replace(good, "= 0.5.1", "about 0.5", 1), "4:1: Applies-To: bad version constraint"},
 		{"no diff", "patches/bitshuffle/0001-a.patch", good[:strings.Index(good, "---")], "no diff found"},
+		{"needs a path outside", "patches/bitshuffle/0001-a.patch", strings.Replace(good, "Evidence:", "Needs-Path: ../etc/passwd\nEvidence:", 1), `Needs-Path "../etc/passwd" must be a path inside`},
 	}
 	for _, c := range cases {
 		_, err := Parse(c.path, []byte(c.data))
@@ -136,5 +137,47 @@ func TestSamplePatchesParse(t *testing.T) {
 	}
 	if len(s.Patches) != 5 {
 		t.Fatalf("%d sample patches", len(s.Patches))
+	}
+}
+
+// A patch to a submodule's file says so (Needs-Path): a tree without the
+// submodule skips it, saying why, instead of failing the whole series.
+func TestNeedsPath(t *testing.T) {
+	m, err := matrix.Load(filepath.Join("..", "..", "matrix.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	pdir := filepath.Join(dir, "patches", "doris")
+	os.MkdirAll(pdir, 0o755)
+	sub := strings.NewReplacer("bitshuffle = 0.5.1", "doris >= 2.1", "Targets: kunpeng920, !sve\n", "Needs-Path: sub/x.c\n", "a/x.c", "a/sub/x.c", "b/x.c", "b/sub/x.c").Replace(good)
+	top := strings.NewReplacer("bitshuffle = 0.5.1", "doris >= 2.1", "Targets: kunpeng920, !sve\n", "").Replace(good)
+	os.WriteFile(filepath.Join(pdir, "0001-top.patch"), []byte(top), 0o644)
+	os.WriteFile(filepath.Join(pdir, "0002-sub.patch"), []byte(sub), 0o644)
+	s, err := LoadSeries(filepath.Join(dir, "patches"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Patches[1].NeedsPath; len(got) != 1 || got[0] != "sub/x.c" {
+		t.Fatalf("Needs-Path parsed as %v", got)
+	}
+	tree := t.TempDir()
+	os.WriteFile(filepath.Join(tree, "x.c"), []byte("a\n"), 0o644)
+	res, err := s.ApplyTo(m, Query{Component: "doris", Version: "2.1.7"}, tree, false)
+	if err != nil || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0], "doris/0002-sub: the tree has no sub/x.c") {
+		t.Fatalf("without the submodule: %+v, %v", res, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(tree, "x.c")); string(b) != "b\n" {
+		t.Errorf("the other patch did not apply: %q", b)
+	}
+	os.WriteFile(filepath.Join(tree, "x.c"), []byte("a\n"), 0o644)
+	os.MkdirAll(filepath.Join(tree, "sub"), 0o755)
+	os.WriteFile(filepath.Join(tree, "sub", "x.c"), []byte("a\n"), 0o644)
+	res, err = s.ApplyTo(m, Query{Component: "doris", Version: "2.1.7"}, tree, false)
+	if err != nil || len(res.Skipped) != 0 {
+		t.Fatalf("with the submodule: %+v, %v", res, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(tree, "sub", "x.c")); string(b) != "b\n" {
+		t.Errorf("the submodule patch did not apply: %q", b)
 	}
 }

@@ -197,6 +197,9 @@ func (r *Result) WriteText(w io.Writer, paint func(ok bool, s string) string) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	for _, s := range r.Skipped {
+		fmt.Fprintln(w, "skipped "+s)
+	}
 	fmt.Fprintf(w, "%d hunks: %d clean, %d offset, %d fuzz, %d created, %d deleted, %d failed\n", len(r.Hunks),
 		counts[Clean], counts[Offset], counts[Fuzz], counts[Created], counts[Deleted], counts[Failed])
 }

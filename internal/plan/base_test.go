@@ -127,6 +127,16 @@ func TestBasePlan(t *testing.T) {
 	if err := bs.Validate(); err != nil {
 		t.Error(err)
 	}
+	// The corpus is the build interface without the BE source: the clucene
+	// patch (Needs-Path) is left out, and the plan says so.
+	if ids := p.Step("patch:doris").PatchIDs(); slices.Contains(ids, "doris/0004-clucene-for-march-from-build") || len(ids) == 0 {
+		t.Errorf("patch:doris applies %v", ids)
+	}
+	if !slices.ContainsFunc(p.Warnings, func(w string) bool {
+		return strings.Contains(w, "0004-clucene-for-march-from-build is not applied: the tree has no be/src/clucene")
+	}) {
+		t.Errorf("no warning about the clucene patch: %v", p.Warnings)
+	}
 	be := p.Step("build:be")
 	if !slices.Contains(be.Needs, BaseStep) {
 		t.Errorf("build:be needs %v, not the base", be.Needs)

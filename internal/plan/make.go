@@ -159,7 +159,16 @@ func Make(in Inputs) (*Plan, error) {
 			versions[comp] = pk.Version
 		}
 	}
-	selected := in.Series.Select(in.Matrix, c, versions)
+	selected := slices.DeleteFunc(in.Series.Select(in.Matrix, c, versions), func(pt *patch.Patch) bool {
+		if pt.Component != treeComponent {
+			return false
+		}
+		miss := pt.Missing(in.Tree)
+		if miss != "" {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("patch %s is not applied: the tree has no %s (Needs-Path; a submodule not checked out?)", pt.ID(), miss))
+		}
+		return miss != ""
+	})
 	byComponent := map[string][]*patch.Patch{}
 	names := map[string]bool{}
 	for _, pt := range selected {
