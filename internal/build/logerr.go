@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/dorisarm/dorisarm/internal/plan"
 )
 
 // errorLine matches the lines of a build log that say what went wrong:
@@ -89,4 +91,47 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// hostLeaks are the lines of a step's log in which the generated CMake
+// toolchain file named a header or library path past the sysroot and
+// installed/ (the build machine's), or a sysroot library installed/ also
+// has: what the step built may have the build machine's copy in it.
+func hostLeaks(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	var out []string
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := readLine(br)
+		if i := strings.Index(line, "dorisarm: "); i >= 0 && (strings.Contains(line, " is on the build machine") || strings.Contains(line, " is the sysroot's, but installed/ has ")) {
+			l := strings.TrimSpace(line[i+len("dorisarm: "):])
+			if !seen[l] && len(out) < 20 {
+				seen[l] = true
+				out = append(out, l)
+			}
+		}
+		if err != nil {
+			return out
+		}
+	}
+}
+
+// leakError fails a step whose CMake configure found headers or libraries
+// on the build machine (hostLeaks), naming the package and the paths.
+func leakError(s plan.Step, logPath string) error {
+	leaks := hostLeaks(logPath)
+	if len(leaks) == 0 {
+		return nil
+	}
+	who := "step " + s.ID
+	if pkg, ok := strings.CutPrefix(s.ID, "thirdparty:"); ok {
+		who = "package " + pkg
+	}
+	return fmt.Errorf("%s found headers or libraries outside the sysroot and installed/ at configure (the build machine's would be built in); give it installed/'s (a recipe dep, a cmake_cache pin) or drop the explicit host path:\n  %s",
+		who, strings.Join(leaks, "\n  "))
 }

@@ -477,6 +477,9 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		if err := r.command(ctx, s, s.Command, r.env(s), log); err != nil {
 			return err
 		}
+		if err := leakError(s, logPath); err != nil {
+			return err
+		}
 		return r.checkInstalled(s, before, log)
 	case plan.KindBase:
 		return r.layBase(s, log)
@@ -494,7 +497,10 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 				}
 			}
 		}
-		return r.command(ctx, s, s.Command, r.env(s), log)
+		if err := r.command(ctx, s, s.Command, r.env(s), log); err != nil {
+			return err
+		}
+		return leakError(s, logPath)
 	case plan.KindTrain:
 		env := append(r.env(s), "LLVM_PROFILE_FILE="+filepath.Join(r.profileDir, "%m-%p.profraw"))
 		err := r.command(ctx, s, s.Command, env, log)
