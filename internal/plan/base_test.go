@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -394,5 +395,49 @@ func TestLibstdcxxMin(t *testing.T) {
 	in.Recipe, in.Slice = &r, &Slice{Targets: []string{"src/util/CMakeFiles/Util.dir/bitmap.cpp.o"}}
 	if _, err := Make(in); err != nil {
 		t.Errorf("libstdcxx_min = the sysroot's: %v", err)
+	}
+}
+
+// pkg-config in a cross (or sysroot) build searches installed/ only: with
+// the plan's PKG_CONFIG_LIBDIR the real pkg-config finds the build
+// machine's zlib.pc no more, and finds installed/'s.
+func TestPkgConfigSearchesInstalledOnly(t *testing.T) {
+	in := corpusInputs(t, "kunpeng920", []string{"gflags"}, nil)
+	in.Toolchain.Cross = true
+	p, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var libdir string
+	for _, e := range p.Toolchain.Env {
+		if v, ok := strings.CutPrefix(e, "PKG_CONFIG_LIBDIR="); ok {
+			libdir = v
+		}
+	}
+	if libdir == "" || strings.Contains(libdir, "/usr/") {
+		t.Fatalf("PKG_CONFIG_LIBDIR=%q", libdir)
+	}
+	if _, err := exec.LookPath("pkg-config"); err != nil {
+		t.Skip("pkg-config not installed")
+	}
+	if err := exec.Command("pkg-config", "--exists", "zlib").Run(); err != nil {
+		t.Skip("the build machine has no zlib.pc to leak (apt-get install zlib1g-dev)")
+	}
+	src := t.TempDir()
+	libdir = strings.ReplaceAll(libdir, SRC, src)
+	pc := func() (string, error) {
+		cmd := exec.Command("pkg-config", "--cflags", "zlib")
+		cmd.Env = append(os.Environ(), "PKG_CONFIG_LIBDIR="+libdir, "PKG_CONFIG_PATH=")
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	if out, err := pc(); err == nil {
+		t.Errorf("pkg-config found the build machine's zlib: %q", out)
+	}
+	dir := filepath.Join(src, "thirdparty", "installed", "lib64", "pkgconfig")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "zlib.pc"), []byte("prefix="+filepath.Join(src, "thirdparty", "installed")+"\nName: zlib\nDescription: z\nVersion: 1.2.11\nCflags: -I${prefix}/include\n"), 0o644)
+	if out, err := pc(); err != nil || out != "-I"+filepath.Join(src, "thirdparty", "installed", "include") {
+		t.Errorf("installed/'s zlib: %q, %v", out, err)
 	}
 }

@@ -239,6 +239,13 @@ func Make(in Inputs) (*Plan, error) {
 	p.Toolchain.Env = tc.Env(&toolchain.Wrappers{Home: "$TOOLCHAIN/$PHASE", CC: "$TOOLCHAIN/$PHASE/bin/" + driver(tc, false),
 		CXX: "$TOOLCHAIN/$PHASE/bin/" + driver(tc, true), Tools: toolPlaceholders(tc)}, release)
 	p.Toolchain.Env = append(p.Toolchain.Env, "CMAKE_TOOLCHAIN_FILE=$TOOLCHAIN/$PHASE/toolchain.cmake")
+	if tc.Cross || tc.Sysroot != nil {
+		// pkg-config searches installed/ only, never the build machine's
+		// .pc files (/usr/lib/<triple>/pkgconfig: the host's zlib and
+		// OpenSSL with -I/usr/include); Doris's PKG_CONFIG_PATH still comes first.
+		inst := SRC + "/" + r.Thirdparty.Install
+		p.Toolchain.Env = append(p.Toolchain.Env, "PKG_CONFIG_LIBDIR="+inst+"/lib64/pkgconfig:"+inst+"/lib/pkgconfig:"+inst+"/share/pkgconfig")
+	}
 	sort.Strings(p.Toolchain.Env)
 	p.Warnings = append(p.Warnings, tc.Notes...)
 
