@@ -155,6 +155,20 @@ func TestRealTreePackageNames(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "XSIMD has no build step: build-thirdparty.sh defines no build_xsimd") || strings.Contains(out, "thirdparty:XSIMD") {
 		t.Errorf("whole-tree plan: exit %d\n%s", code, out)
 	}
+	// Its BE compiles against the sysroot's GCC 10 libstdc++: the plan says
+	// so, and a build of it is refused before anything runs.
+	const why = "sysroot debian-11-arm64 holds GCC 10's"
+	if !strings.Contains(out, why) {
+		t.Errorf("the whole-tree plan does not say the BE cannot build against the sysroot:\n%s", out)
+	}
+	pub := filepath.Join(t.TempDir(), "out")
+	_, errOut, code := run(t, "build", "--source", tree, "--target", "kunpeng920", "--out", pub, "--be-targets", "src/util/CMakeFiles/Util.dir/md5.cpp.o")
+	if code != 2 || !strings.Contains(errOut, why) {
+		t.Errorf("building it: exit %d\n%s", code, errOut)
+	}
+	if _, err := os.Stat(pub); !os.IsNotExist(err) {
+		t.Errorf("a refused build made %s (%v)", pub, err)
+	}
 }
 
 // writeProfdata makes a real LLVM indexed profile.

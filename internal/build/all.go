@@ -78,10 +78,14 @@ func RunAll(ctx context.Context, ins []Input, opts Options, done func(Outcome)) 
 }
 
 // Inputs pair each planned cell of req with its scan policy: what RunAll
-// builds.
+// builds. A plan known to fail (Plan.Unbuildable) is bad input.
 func Inputs(req *plan.Request, ps []plan.Planned) ([]Input, error) {
 	var ins []Input
 	for _, p := range ps {
+		if why := p.Plan.Unbuildable; why != "" {
+			// Known to fail: refused before any target starts.
+			return nil, fault.Inputf("%s: %s", p.Plan.Cell.Target, why)
+		}
 		pol, err := scan.PolicyFor(req.Matrix, p.Plan.Cell.Target)
 		if err != nil {
 			return nil, fault.Input(err)

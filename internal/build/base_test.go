@@ -2,12 +2,14 @@ package build
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/source"
@@ -208,5 +210,20 @@ func TestUnpackedVersionChecked(t *testing.T) {
 	}
 	if err := r.versionWarnings(); err != nil || len(warned) != 0 {
 		t.Errorf("matching release: %v %q", err, warned)
+	}
+}
+
+// A plan marked unbuildable (a sysroot whose C++ library is too old for
+// the tree) is refused before anything runs, as bad input.
+func TestUnbuildablePlanRefused(t *testing.T) {
+	in := fastInput(t, "kunpeng920", "")
+	in.Plan.Unbuildable = "recipe minidoris compiles against libstdc++ of GCC 11 or newer"
+	fx := &fakeExec{}
+	_, err := Run(context.Background(), in, Options{Out: t.TempDir(), Cache: t.TempDir(), Exec: fx.exec})
+	if err == nil || !strings.Contains(err.Error(), "kunpeng920: recipe minidoris compiles against libstdc++ of GCC 11") || !fault.IsInput(err) {
+		t.Errorf("got %v", err)
+	}
+	if ran := fx.commands(); len(ran) != 0 {
+		t.Errorf("steps ran: %v", ran)
 	}
 }

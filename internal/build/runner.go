@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/patch"
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/recipe"
@@ -128,6 +129,9 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	}
 	if err := CheckDirs(in.Tree, opts.Out, opts.Cache); err != nil {
 		return nil, err
+	}
+	if why := in.Plan.Unbuildable; why != "" {
+		return nil, fault.Inputf("%s: %s", in.Plan.Cell.Target, why)
 	}
 	for i := range in.Plan.Steps {
 		if err := in.Plan.Steps[i].Validate(); err != nil {

@@ -386,8 +386,10 @@ func Make(in Inputs) (*Plan, error) {
 		p.Warnings = append(p.Warnings, buildToolWarnings(tools, r, pkgs)...)
 	}
 	compiles := !pkgsOnly && (in.Slice == nil || len(in.Slice.Targets) > 0)
-	if err := checkLibstdcxx(in, compiles); err != nil {
-		return nil, err
+	if why := checkLibstdcxx(in, compiles); why != "" {
+		// The plan is shown; a build of it stops before its first step.
+		p.Unbuildable = why
+		p.Warnings = append(p.Warnings, why)
 	}
 	var hostEnv []HostEnvInfo
 	if !pkgsOnly {
@@ -525,24 +527,25 @@ func Make(in Inputs) (*Plan, error) {
 	return p, nil
 }
 
-// checkLibstdcxx fails a plan that compiles the tree's own code against a
-// sysroot whose C++ library is older than the recipe needs: the build would
-// fail at its first unit that uses the newer library, long after it started.
-func checkLibstdcxx(in Inputs, compiles bool) error {
+// checkLibstdcxx says why a plan that compiles the tree's own code against
+// a sysroot whose C++ library is older than the recipe needs cannot build:
+// it would fail at its first unit that uses the newer library, long after
+// it started.
+func checkLibstdcxx(in Inputs, compiles bool) string {
 	r, sr := in.Recipe, in.Toolchain.Sysroot
 	if !compiles || r.LibstdcxxMin == "" || sr == nil {
-		return nil
+		return ""
 	}
 	ms, ok := in.Matrix.Sysroots[sr.Name]
 	if !ok || ms.Libstdcxx == "" {
-		return nil
+		return ""
 	}
 	have, err1 := goversion.NewVersion(ms.Libstdcxx)
 	need, err2 := goversion.NewVersion(r.LibstdcxxMin)
 	if err1 != nil || err2 != nil || !have.LessThan(need) {
-		return nil
+		return ""
 	}
-	return fmt.Errorf("recipe %s compiles against libstdc++ of GCC %s or newer (libstdcxx_min), and sysroot %s holds GCC %s's (sysroots.%s.libstdcxx in %s): give %s a sysroot with a newer C++ library built for glibc %s or older (as Doris's ldb_toolchain ships), or, for a BE slice that links nothing, pass --waive-sysroot REASON",
+	return fmt.Sprintf("recipe %s compiles against libstdc++ of GCC %s or newer (libstdcxx_min), and sysroot %s holds GCC %s's (sysroots.%s.libstdcxx in %s): give %s a sysroot with a newer C++ library built for glibc %s or older (as Doris's ldb_toolchain ships), or, for a BE slice that links nothing, pass --waive-sysroot REASON",
 		r.Name, r.LibstdcxxMin, sr.Name, ms.Libstdcxx, sr.Name, in.Matrix.File, in.Cell.OS.ID, in.Cell.OS.Glibc)
 }
 

@@ -41,9 +41,13 @@ type Plan struct {
 	// packages alone (--packages): no BE, no FE.
 	Only []string `json:"only,omitempty"`
 	// Slice says the plan builds the BE part way, and how.
-	Slice  *SliceInfo          `json:"slice,omitempty"`
-	Steps  []Step              `json:"steps"`
-	Phases map[string][]string `json:"phases"` // flag phase → compile flags
+	Slice *SliceInfo `json:"slice,omitempty"`
+	// Unbuildable says why building this plan would fail for certain (a
+	// sysroot whose C++ library is too old): the plan is shown, a build
+	// of it stops before its first step.
+	Unbuildable string              `json:"unbuildable,omitempty"`
+	Steps       []Step              `json:"steps"`
+	Phases      map[string][]string `json:"phases"` // flag phase → compile flags
 }
 
 // CellInfo is the resolved cell.
