@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dorisarm/dorisarm/internal/pkgstatus"
 	"github.com/dorisarm/dorisarm/internal/testproc"
 )
 
@@ -347,6 +348,30 @@ func TestRealDorisPackagesCrossBuild(t *testing.T) {
 			t.Errorf("%s: rebuild: exit %d %s", c.target, code, stdout)
 		}
 	}
+	// The package table agrees with readelf and llvm-objdump: bitshuffle
+	// and lz4 built on both, SVE only in the Graviton3 build.
+	stdout, errOut, code := run(t, "packages", "--feature", "sve", "-o", "json",
+		filepath.Join(out, "2.1.7-rc01", "kunpeng920"), filepath.Join(out, "2.1.7-rc01", "graviton3"))
+	if code != 0 {
+		t.Fatalf("packages: exit %d\n%s", code, errOut)
+	}
+	var table pkgstatus.Table
+	if err := json.Unmarshal([]byte(stdout), &table); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range table.Rows {
+		for _, target := range []string{"kunpeng920", "graviton3"} {
+			r := row.Results[target]
+			if r == nil || r.Status != pkgstatus.Built || r.ELF == 0 || r.Foreign != 0 || r.FlagObjects == 0 || r.AtTarget < 0.99 {
+				t.Errorf("packages: %s on %s: %+v", row.Package, target, r)
+			} else if (target == "graviton3" && row.Package == "BITSHUFFLE") != (r.Features["sve"] > 0) {
+				t.Errorf("packages: %s on %s counts %d SVE instructions", row.Package, target, r.Features["sve"])
+			}
+		}
+	}
+	if len(table.Rows) != 2 {
+		t.Errorf("packages: rows %+v, want BITSHUFFLE and LZ4", table.Rows)
+	}
 	if k, g := got["kunpeng920"].neon, got["graviton3"].neon; k > 16 || g <= 64 {
 		t.Errorf("bshuf_trans_bit_elem_NEON is %d bytes on kunpeng920 (want a stub) and %d on graviton3 (want the kernel)", k, g)
 	}
@@ -382,6 +407,26 @@ func TestRealDorisForeignObjectFailsItsPackage(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out", "2.1.7-rc01", "generic-armv8")); err == nil {
 		t.Error("a build with a failed package was published")
+	}
+	// The partial build's record says why bzip failed; the table shows it
+	// and snappy as built.
+	stdout, errOut, code = run(t, "packages", "-o", "json", filepath.Join(dir, "out", "2.1.7-rc01", "generic-armv8.partial"))
+	if code != 0 {
+		t.Fatalf("packages: exit %d\n%s", code, errOut)
+	}
+	var table pkgstatus.Table
+	if err := json.Unmarshal([]byte(stdout), &table); err != nil {
+		t.Fatal(err)
+	}
+	res := map[string]*pkgstatus.Result{}
+	for _, row := range table.Rows {
+		res[row.Package] = row.Results["generic-armv8"]
+	}
+	if b := res["BZIP"]; b == nil || b.Status != pkgstatus.Failed || b.Step != "thirdparty:BZIP" || !strings.Contains(b.Cause, "another machine") {
+		t.Errorf("packages: BZIP %+v, want failed in thirdparty:BZIP for objects of another machine", b)
+	}
+	if s := res["SNAPPY"]; s == nil || s.Status != pkgstatus.Built || s.ELF == 0 || s.Foreign != 0 {
+		t.Errorf("packages: SNAPPY %+v, want built with target objects", s)
 	}
 }
 

@@ -56,7 +56,7 @@ var commands = []struct {
 	{"version", newVersionCmd}, {"matrix", newMatrixCmd}, {"plan", newPlanCmd}, {"sources", newSourcesCmd},
 	{"patch", newPatchCmd}, {"scan", newScanCmd}, {"build", newBuildCmd}, {"cache", newCacheCmd},
 	{"image", newImageCmd}, {"publish", newPublishCmd}, {"keygen", newKeygenCmd}, {"sign", newSignCmd},
-	{"verify", newVerifyCmd}, {"promote", newPromoteCmd}, {"report", newReportCmd},
+	{"verify", newVerifyCmd}, {"promote", newPromoteCmd}, {"report", newReportCmd}, {"packages", newPackagesCmd},
 }
 
 // newRoot is the whole command tree.

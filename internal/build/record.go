@@ -42,6 +42,9 @@ type Record struct {
 	// PackageFlags is the flag read-back of what each third-party package
 	// installed (Scan.Flags has the published output's).
 	PackageFlags map[string]*scan.FlagSummary `json:"package_flags,omitempty"`
+	// PackageScans is what the scan found in each package's installed
+	// files, judged alone (machines, instructions by extension, findings).
+	PackageScans map[string]*PackageScan `json:"package_scans,omitempty"`
 	// Slice is set when the build made a BE part way (--be-configure-only,
 	// --be-targets): its output is be-slice/, not a BE.
 	Slice *plan.SliceInfo `json:"slice,omitempty"`
@@ -69,6 +72,17 @@ type Package struct {
 	Archive string `json:"archive"`
 	MD5     string `json:"md5"`
 	SHA256  string `json:"sha256,omitempty"`
+}
+
+// PackageScan is the scan of the files one third-party package installed.
+type PackageScan struct {
+	Files      int            `json:"files"`
+	ELF        int            `json:"elf"`
+	Machines   map[string]int `json:"machines,omitempty"`
+	Features   map[string]int `json:"features,omitempty"`
+	Guarded    map[string]int `json:"guarded,omitempty"`
+	Violations int            `json:"violations"`
+	ByKind     map[string]int `json:"by_kind,omitempty"`
 }
 
 // CacheStats counts step cache use.

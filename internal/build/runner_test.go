@@ -502,7 +502,15 @@ func TestRunnerKeepGoingPublishesPartial(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rec.Partial == nil || !slices.Equal(rec.Partial.Failed, []string{"BITSHUFFLE"}) {
-		t.Errorf("record's partial: %+v", rec.Partial)
+		t.Fatalf("record's partial: %+v", rec.Partial)
+	}
+	// Why it failed, without the build machine's log path.
+	if es := rec.Partial.Errors; len(es) != 1 || es[0].Package != "BITSHUFFLE" || es[0].Step != "thirdparty:BITSHUFFLE" ||
+		!strings.Contains(es[0].Error+strings.Join(es[0].First, " "), "bitshuffle broke") || strings.Contains(string(b), out) {
+		t.Errorf("record's failure causes: %+v", es)
+	}
+	if ps := rec.PackageScans["MINILZ"]; ps == nil || ps.Files == 0 {
+		t.Errorf("record's scan of minilz's install: %+v", ps)
 	}
 	var outs []string
 	for _, o := range rec.Outputs {

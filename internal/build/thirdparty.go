@@ -71,6 +71,17 @@ const PartialSuffix = ".partial"
 type Partial struct {
 	Failed  []string `json:"failed"`
 	Skipped []string `json:"skipped,omitempty"`
+	// Errors say why each failed package failed: the step and the first
+	// lines of its log that name an error (not make's "exit status 2").
+	Errors []PackageError `json:"errors,omitempty"`
+}
+
+// PackageError is one failed package's cause, as its step's log gives it.
+type PackageError struct {
+	Package string   `json:"package"`
+	Step    string   `json:"step"`
+	Error   string   `json:"error"`
+	First   []string `json:"first_errors,omitempty"`
 }
 
 // publishPartial collects, scans and publishes what a third-party-only
@@ -81,6 +92,20 @@ func (r *runner) publishPartial(ctx context.Context, pe *PackagesError) (string,
 	part := &Partial{Skipped: pe.Skipped}
 	for _, f := range pe.Failed {
 		part.Failed = append(part.Failed, f.Package)
+		e := PackageError{Package: f.Package, Step: f.Step, Error: f.Err.Error()}
+		var se *StepError
+		if errors.As(f.Err, &se) {
+			// The step's own error, without the log tail and the build
+			// machine's log path.
+			e.Error, e.First = se.Err.Error(), se.First
+			if len(e.First) == 0 {
+				// No line reads as an error: the log's last one.
+				if last := lastLine(se.Tail); last != "" {
+					e.First = []string{"last line: " + last}
+				}
+			}
+		}
+		part.Errors = append(part.Errors, e)
 	}
 	r.rec.Partial = part
 	for i, s := range r.in.Plan.Steps {
@@ -92,6 +117,12 @@ func (r *runner) publishPartial(ctx context.Context, pe *PackagesError) (string,
 		}
 	}
 	return Dir(r.opts.Out, r.in.Plan.Cell.Doris, r.in.Plan.Cell.Target) + PartialSuffix, nil
+}
+
+// lastLine is the last non-blank line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, " \t\n"), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // isPackageStep reports whether a step belongs to one third-party package.
@@ -308,23 +339,39 @@ func loops(p string) bool {
 const flagsDir = "flag-readback"
 
 // saveFlags keeps what the package's installed objects record they were
-// compiled with, for the build record.
+// compiled with, and what the scan found in them, for the build record.
 func (r *runner) saveFlags(s plan.Step, rep *scan.Report, log io.Writer) error {
-	sum := rep.Summary.Flags
-	if sum == nil {
-		return nil
-	}
 	pkg := strings.TrimPrefix(s.ID, "thirdparty:")
-	fmt.Fprintf(log, "flag read-back of %d installed object(s): %.0f%% at -march=%s (%v)\n", sum.Objects, 100*sum.AtTarget, sum.Requested, sum.Verdicts)
-	b, err := json.Marshal(sum)
-	if err != nil {
-		return err
-	}
 	dir := filepath.Join(r.work, flagsDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	ps := packageScan(&rep.Summary)
+	b, err := json.Marshal(ps)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, pkg+scanSuffix), b, 0o644); err != nil {
+		return err
+	}
+	sum := rep.Summary.Flags
+	if sum == nil {
+		return nil
+	}
+	fmt.Fprintf(log, "flag read-back of %d installed object(s): %.0f%% at -march=%s (%v)\n", sum.Objects, 100*sum.AtTarget, sum.Requested, sum.Verdicts)
+	if b, err = json.Marshal(sum); err != nil {
+		return err
+	}
 	return os.WriteFile(filepath.Join(dir, pkg+".json"), b, 0o644)
+}
+
+// scanSuffix names a package's scan facts in flagsDir.
+const scanSuffix = ".scan.json"
+
+// packageScan is what the record keeps of one package's install scan.
+func packageScan(sum *scan.Summary) *PackageScan {
+	return &PackageScan{Files: sum.Files, ELF: sum.ELF, Machines: sum.Machines, Features: sum.Features,
+		Guarded: sum.Guarded, Violations: sum.Violations, ByKind: sum.ByKind}
 }
 
 // loadFlags reads the flag read-backs of this plan's packages into the
@@ -336,6 +383,17 @@ func (r *runner) loadFlags() {
 			continue
 		}
 		pkg := strings.TrimPrefix(s.ID, "thirdparty:")
+		if b, err := os.ReadFile(filepath.Join(r.work, flagsDir, pkg+scanSuffix)); err == nil {
+			var ps PackageScan
+			if json.Unmarshal(b, &ps) != nil {
+				r.warn(fmt.Sprintf("the install scan of %s could not be read; it is left out of the record", pkg))
+			} else {
+				if r.rec.PackageScans == nil {
+					r.rec.PackageScans = map[string]*PackageScan{}
+				}
+				r.rec.PackageScans[pkg] = &ps
+			}
+		}
 		b, err := os.ReadFile(filepath.Join(r.work, flagsDir, pkg+".json"))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // it installed no object of the target's machine

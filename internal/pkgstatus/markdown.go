@@ -1,0 +1,104 @@
+package pkgstatus
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Markdown writes the table: one row per package, one column per target,
+// then the archives it was made from.
+func (t *Table) Markdown(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| package | version |")
+	for _, tg := range t.Targets {
+		if c := t.Compilers[tg]; c != "" {
+			fmt.Fprintf(&b, " %s (%s) |", tg, c)
+		} else {
+			fmt.Fprintf(&b, " %s |", tg)
+		}
+	}
+	b.WriteString("\n|---|---|")
+	b.WriteString(strings.Repeat("---|", len(t.Targets)))
+	b.WriteString("\n")
+	built := map[string]int{}
+	for _, r := range t.Rows {
+		fmt.Fprintf(&b, "| %s | %s |", r.Package, cell(r.Version))
+		for _, tg := range t.Targets {
+			res := r.Results[tg]
+			if res != nil && res.Status == Built {
+				built[tg]++
+			}
+			fmt.Fprintf(&b, " %s |", res.text())
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	for _, tg := range t.Targets {
+		fmt.Fprintf(&b, "%s: %d of %d packages built. ", tg, built[tg], countTried(t, tg))
+	}
+	b.WriteString("\n\n| package | archive | md5 | sha256 |\n|---|---|---|---|\n")
+	for _, r := range t.Rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Package, cell(r.Archive), r.MD5, cell(r.SHA256))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func countTried(t *Table, target string) int {
+	n := 0
+	for _, r := range t.Rows {
+		if r.Results[target] != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// text is one table cell.
+func (r *Result) text() string {
+	if r == nil {
+		return "not tried"
+	}
+	switch r.Status {
+	case Failed:
+		return cell(fmt.Sprintf("**failed** in %s: %s", r.Step, r.Cause))
+	case Skipped:
+		return cell("not built: needs " + r.Cause)
+	case SourceOnly:
+		return fmt.Sprintf("source only (unpacked %.0f s; no build step of its own)", r.Seconds)
+	}
+	parts := []string{fmt.Sprintf("built %.0f s", r.Seconds)}
+	if r.Cached {
+		parts[0] = "built (cached)"
+	}
+	parts = append(parts, fmt.Sprintf("%d files, %d ELF", r.Files, r.ELF))
+	if r.Foreign > 0 {
+		parts = append(parts, fmt.Sprintf("**%d foreign**", r.Foreign))
+	}
+	var fs []string
+	for f, n := range r.Features {
+		fs = append(fs, fmt.Sprintf("%s %d", f, n))
+	}
+	sort.Strings(fs)
+	parts = append(parts, fs...)
+	if r.FlagObjects > 0 {
+		parts = append(parts, fmt.Sprintf("%.0f%% at target flags", 100*r.AtTarget))
+	}
+	if r.Violations > 0 {
+		parts = append(parts, fmt.Sprintf("%d scan findings", r.Violations))
+	} else {
+		parts = append(parts, "scan clean")
+	}
+	return cell(strings.Join(parts, ", "))
+}
+
+// cell makes s safe in a Markdown table cell.
+func cell(s string) string {
+	if s == "" {
+		return "—"
+	}
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}

@@ -1,0 +1,121 @@
+package pkgstatus
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/build"
+	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/scan"
+)
+
+// publish writes a build directory holding only rec.
+func publish(t *testing.T, rec *build.Record) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), rec.Cell.Target)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, build.RecordFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func record(target, isa, source string) *build.Record {
+	return &build.Record{Schema: 1, Cell: plan.CellInfo{Doris: "2.1.7-rc01", Target: target, ISA: isa}, Source: plan.SourceInfo{Digest: source},
+		Packages: []build.Package{{Entry: "ZLIB", Version: "1.2.11", Archive: "zlib-1.2.11.tar.gz", MD5: "aa"},
+			{Entry: "PROTOBUF", Version: "21.11", Archive: "protobuf-all-21.11.tar.gz", MD5: "bb"},
+			{Entry: "BRPC", Version: "1.4.0", Archive: "brpc-1.4.0.tar.gz", MD5: "cc"}},
+		Outputs: []build.OutputFile{}}
+}
+
+func TestLoadTabulatesBuiltFailedSkipped(t *testing.T) {
+	g3 := record("graviton3", "aarch64", "sha256:src")
+	g3.Compiler.Name, g3.Compiler.Version = "clang", "16.0.6"
+	g3.Steps = []build.StepRecord{{ID: "unpack:ZLIB", Seconds: 1}, {ID: "thirdparty:ZLIB", Seconds: 9}, {ID: "thirdparty:PROTOBUF", Seconds: 100, Cached: true}}
+	g3.PackageScans = map[string]*build.PackageScan{
+		"ZLIB":     {Files: 10, ELF: 3, Machines: map[string]int{"aarch64": 2, "x86_64": 1}, Features: map[string]int{"sve": 7, "lse": 2}},
+		"PROTOBUF": {Files: 300, ELF: 4, Machines: map[string]int{"aarch64": 4}, Violations: 2},
+	}
+	g3.PackageFlags = map[string]*scan.FlagSummary{"ZLIB": {Objects: 3, AtTarget: 1}}
+	k := record("kunpeng920", "aarch64", "sha256:src")
+	k.Steps = []build.StepRecord{{ID: "thirdparty:ZLIB", Seconds: 8}}
+	k.PackageScans = map[string]*build.PackageScan{"ZLIB": {Files: 10, ELF: 3, Machines: map[string]int{"aarch64": 3}}}
+	k.Partial = &build.Partial{Failed: []string{"PROTOBUF"}, Skipped: []string{"BRPC (needs PROTOBUF)"},
+		Errors: []build.PackageError{{Package: "PROTOBUF", Step: "thirdparty:PROTOBUF", Error: "exit status 2",
+			First: []string{"line 9: gzip_stream.h:50:10: fatal error: 'zlib.h' file not found | x"}}}}
+	tab, err := Load([]string{publish(t, g3), publish(t, k)}, Options{Features: []string{"sve"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]*Result{}
+	for _, r := range tab.Rows {
+		got[r.Package] = r.Results
+	}
+	if z := got["ZLIB"]["graviton3"]; z.Status != Built || z.Seconds != 10 || z.Foreign != 1 || z.Features["sve"] != 7 || z.Features["lse"] != 0 || z.AtTarget != 1 || z.FlagObjects != 3 {
+		t.Errorf("ZLIB on graviton3: %+v", z)
+	}
+	if p := got["PROTOBUF"]["graviton3"]; p.Status != Built || !p.Cached || p.Violations != 2 {
+		t.Errorf("PROTOBUF on graviton3: %+v", p)
+	}
+	if p := got["PROTOBUF"]["kunpeng920"]; p.Status != Failed || p.Step != "thirdparty:PROTOBUF" || !strings.Contains(p.Cause, "'zlib.h' file not found") {
+		t.Errorf("PROTOBUF on kunpeng920: %+v", p)
+	}
+	if b := got["BRPC"]["kunpeng920"]; b.Status != Skipped || b.Cause != "PROTOBUF" {
+		t.Errorf("BRPC on kunpeng920: %+v", b)
+	}
+	var md bytes.Buffer
+	if err := tab.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| BRPC | 1.4.0 | source only (unpacked 0 s; no build step of its own) | not built: needs PROTOBUF |",
+		"| ZLIB | 1.2.11 | built 10 s, 10 files, 3 ELF, **1 foreign**, sve 7, 100% at target flags, scan clean |",
+		`'zlib.h' file not found \| x |`, // a pipe in a cause does not split the cell
+		"| package | version | graviton3 (clang 16.0.6) | kunpeng920 |",
+		"graviton3: 2 of 3 packages built. kunpeng920: 1 of 3 packages built.",
+		"| PROTOBUF | protobuf-all-21.11.tar.gz | bb | — |",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
+func TestLoadRefusesMixedInputs(t *testing.T) {
+	a := publish(t, record("kunpeng920", "aarch64", "sha256:one"))
+	for name, c := range map[string]struct {
+		dirs []string
+		want string
+	}{
+		"none":         {nil, "no build directory"},
+		"other source": {[]string{a, publish(t, record("graviton3", "aarch64", "sha256:two"))}, "tabulate one source at a time"},
+		"same target":  {[]string{a, publish(t, record("kunpeng920", "aarch64", "sha256:one"))}, "a second build of target kunpeng920"},
+		"no record":    {[]string{t.TempDir()}, "has no build record"},
+	} {
+		if _, err := Load(c.dirs, Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+	// A file the record does not list: the directory is not what was built.
+	extra := publish(t, record("graviton3", "aarch64", "sha256:one"))
+	os.WriteFile(filepath.Join(extra, "planted"), []byte("x"), 0o644)
+	if _, err := Load([]string{extra}, Options{}); err == nil || !strings.Contains(err.Error(), "planted is not in the build record") {
+		t.Errorf("planted file: %v", err)
+	}
+	// Another archive under the same entry on two targets.
+	other := record("graviton3", "aarch64", "sha256:one")
+	other.Packages[0].MD5 = "zz"
+	if _, err := Load([]string{a, publish(t, other)}, Options{}); err == nil || !strings.Contains(err.Error(), "tabulate builds of the same archives") {
+		t.Errorf("other archive: %v", err)
+	}
+}
