@@ -265,7 +265,7 @@ func (r *runner) versionWarnings() error {
 func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) error {
 	after, err := takeSnapshot(r.installDir(), nil)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return r.saveFlags(s, &scan.Report{}, log) // it installed nothing
 	}
 	if err != nil {
 		return err
@@ -291,7 +291,8 @@ func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) err
 		}
 	}
 	if len(paths) == 0 {
-		return nil
+		// Nothing to scan: say so in the record, as a scan of no file.
+		return r.saveFlags(s, &scan.Report{}, log)
 	}
 	rep, err := scan.Scan(context.Background(), paths, r.in.Policy, scan.Options{})
 	if err != nil {

@@ -73,6 +73,9 @@ func (r *Result) text() string {
 	if r.Cached {
 		parts[0] = "built (cached)"
 	}
+	if !r.Scanned {
+		return cell(parts[0] + ", install not scanned (a step cache entry of an older dorisarm: rebuild with an empty --cache)")
+	}
 	parts = append(parts, fmt.Sprintf("%d files, %d ELF", r.Files, r.ELF))
 	if r.Foreign > 0 {
 		parts = append(parts, fmt.Sprintf("**%d foreign**", r.Foreign))

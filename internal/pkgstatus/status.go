@@ -33,6 +33,10 @@ type Result struct {
 	// build step came from the step cache (so Seconds is a restore's).
 	Seconds float64 `json:"seconds"`
 	Cached  bool    `json:"cached,omitempty"`
+	// Scanned says the record holds the scan of its install (a step
+	// restored from an older dorisarm's cache entry has none): the counts
+	// below mean nothing without it.
+	Scanned bool `json:"scanned"`
 	// Files and ELF count what it installed; Foreign the ELF objects for
 	// another machine than the target's.
 	Files   int `json:"files"`
@@ -160,7 +164,7 @@ func result(rec *build.Record, pkg string, opt Options) *Result {
 		}
 	}
 	if ps := rec.PackageScans[pkg]; ps != nil {
-		r.Files, r.ELF, r.Violations = ps.Files, ps.ELF, ps.Violations
+		r.Scanned, r.Files, r.ELF, r.Violations = true, ps.Files, ps.ELF, ps.Violations
 		for m, n := range ps.Machines {
 			if m != rec.Cell.ISA {
 				r.Foreign += n
