@@ -24,7 +24,7 @@ extensions, share of objects at the target's flags, scan findings), failed
 (the step and the first error line of its log) or not built because a
 package it needs failed; then the archives, by digest.`,
 		Example: `  dorisarm packages --feature sve out/2.1.7-rc01/kunpeng920* out/2.1.7-rc01/graviton3* -o markdown`,
-		Args: cobra.MinimumNArgs(1),
+		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, dirs []string) error {
 			t, err := pkgstatus.Load(dirs, pkgstatus.Options{Features: features})
 			if err != nil {
