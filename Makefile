@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build generate test test-short test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-cache e2e scan-corpus test-real-be
+.PHONY: all deps build generate test test-short test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-real-heavy bench-cache e2e scan-corpus test-real-be
 
 all: build
 
@@ -84,6 +84,13 @@ bench-build: deps
 # no-op times.
 bench-real: deps
 	bash scripts/bench-real.sh
+
+# The packages a BE links (OpenSSL, jemalloc, gflags, glog, protobuf,
+# leveldb, brpc, CRoaring) from the corpus mirror plus its substitutes, for
+# kunpeng920, graviton3 and x86_64 (native): cold and no-op times and the
+# cross/native ratio (~40 min on 2 cores).
+bench-real-heavy: deps
+	HEAVY=1 bash scripts/bench-real.sh
 
 # Part of the real Doris BE, built through dorisarm (configure + a few units,
 # twice: ~6 min on 2 cores). Needs a Doris 2.1 tree with its BE source and an
