@@ -22,7 +22,9 @@ against its record, and prints one row per package: built (time, files, ELF
 objects, objects for another machine, instructions of the --feature
 extensions, share of objects at the target's flags, scan findings), failed
 (the step and the first error line of its log) or not built because a
-package it needs failed; then the archives, by digest.`,
+package it needs failed; then the archives, by digest. Several builds of one
+target (a long package list built in parts) merge: a package counts as
+built when one of them built it.`,
 		Example: `  dorisarm packages --feature sve out/2.1.7-rc01/kunpeng920* out/2.1.7-rc01/graviton3* -o markdown`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, dirs []string) error {

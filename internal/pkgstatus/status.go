@@ -86,7 +86,8 @@ type Options struct {
 
 // Load reads and verifies the build record of each published build
 // directory (<out>/<doris>/<target>, or its .partial) and tabulates them.
-// All builds must be of one Doris source and one target each.
+// All builds must be of one Doris source; several builds of one target
+// (the package list in parts) merge, each package by its best result.
 func Load(dirs []string, opt Options) (*Table, error) {
 	if len(dirs) == 0 {
 		return nil, fmt.Errorf("no build directory given: pass the published builds (<out>/<doris>/<target> or <target>.partial)")
@@ -107,11 +108,13 @@ func Load(dirs []string, opt Options) (*Table, error) {
 			return nil, fmt.Errorf("%s: built from Doris source %s, but %s was built from %s: tabulate one source at a time", d, rec.Source.Digest, dirs[0], t.Source)
 		}
 		target := rec.Cell.Target
-		if _, dup := t.Compilers[target]; dup {
-			return nil, fmt.Errorf("%s: a second build of target %s: give one build per target", d, target)
+		compiler := strings.TrimSpace(rec.Compiler.Name + " " + rec.Compiler.Version)
+		if c, seen := t.Compilers[target]; !seen {
+			t.Targets = append(t.Targets, target)
+			t.Compilers[target] = compiler
+		} else if c != compiler {
+			return nil, fmt.Errorf("%s: target %s built with %s here and with %s in another build: tabulate one compiler per target", d, target, compiler, c)
 		}
-		t.Targets = append(t.Targets, target)
-		t.Compilers[target] = strings.TrimSpace(rec.Compiler.Name + " " + rec.Compiler.Version)
 		for _, p := range rec.Packages {
 			row := rows[p.Entry]
 			if row == nil {
@@ -120,7 +123,12 @@ func Load(dirs []string, opt Options) (*Table, error) {
 			} else if row.MD5 != p.MD5 {
 				return nil, fmt.Errorf("%s: %s was built from %s (md5 %s) here and md5 %s elsewhere: tabulate builds of the same archives", filepath.Join(d, build.RecordFile), p.Entry, p.Archive, p.MD5, row.MD5)
 			}
-			row.Results[target] = result(rec, p.Entry, opt)
+			// Several builds of one target (a package list split in
+			// parts) merge: a package built in one counts as built, by
+			// the build that ran it rather than restored it.
+			if r := result(rec, p.Entry, opt); better(r, row.Results[target]) {
+				row.Results[target] = r
+			}
 		}
 	}
 	for _, r := range rows {
@@ -128,6 +136,27 @@ func Load(dirs []string, opt Options) (*Table, error) {
 	}
 	sort.Slice(t.Rows, func(i, j int) bool { return t.Rows[i].Package < t.Rows[j].Package })
 	return t, nil
+}
+
+// better reports whether r says more of a package than old: built over
+// anything else, a run over a cache restore, a failure over a skip.
+func better(r, old *Result) bool {
+	rank := func(r *Result) int {
+		switch {
+		case r == nil:
+			return 0
+		case r.Status == Built && !r.Cached:
+			return 5
+		case r.Status == Built:
+			return 4
+		case r.Status == Failed:
+			return 3
+		case r.Status == SourceOnly:
+			return 2
+		}
+		return 1
+	}
+	return rank(r) > rank(old)
 }
 
 // result is what rec says of package pkg.

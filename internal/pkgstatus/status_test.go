@@ -92,6 +92,37 @@ func TestLoadTabulatesBuiltFailedSkipped(t *testing.T) {
 	}
 }
 
+// Two builds of one target merge: what one built counts, by the build that
+// ran it, not the one that restored it from the cache.
+func TestLoadMergesBuildsOfOneTarget(t *testing.T) {
+	a := record("kunpeng920", "aarch64", "sha256:one")
+	a.Steps = []build.StepRecord{{ID: "thirdparty:ZLIB", Seconds: 30}}
+	a.Partial = &build.Partial{Failed: []string{"PROTOBUF"}, Skipped: []string{"BRPC (needs PROTOBUF)"}}
+	b := record("kunpeng920", "aarch64", "sha256:one")
+	b.Steps = []build.StepRecord{{ID: "thirdparty:ZLIB", Seconds: 0.5, Cached: true}, {ID: "thirdparty:PROTOBUF", Seconds: 60}}
+	b.Partial = &build.Partial{Skipped: []string{"BRPC (needs GFLAGS)"}}
+	tab, err := Load([]string{publish(t, a), publish(t, b)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*Result{}
+	for _, r := range tab.Rows {
+		got[r.Package] = r.Results["kunpeng920"]
+	}
+	if z := got["ZLIB"]; z.Seconds != 30 || z.Cached {
+		t.Errorf("ZLIB: %+v, want the 30 s build", z)
+	}
+	if p := got["PROTOBUF"]; p.Status != Built || p.Seconds != 60 {
+		t.Errorf("PROTOBUF: %+v, want built", p)
+	}
+	if r := got["BRPC"]; r.Status != Skipped {
+		t.Errorf("BRPC: %+v", r)
+	}
+	if len(tab.Targets) != 1 {
+		t.Errorf("targets %v", tab.Targets)
+	}
+}
+
 func TestLoadRefusesMixedInputs(t *testing.T) {
 	a := publish(t, record("kunpeng920", "aarch64", "sha256:one"))
 	for name, c := range map[string]struct {
@@ -100,8 +131,12 @@ func TestLoadRefusesMixedInputs(t *testing.T) {
 	}{
 		"none":         {nil, "no build directory"},
 		"other source": {[]string{a, publish(t, record("graviton3", "aarch64", "sha256:two"))}, "tabulate one source at a time"},
-		"same target":  {[]string{a, publish(t, record("kunpeng920", "aarch64", "sha256:one"))}, "a second build of target kunpeng920"},
-		"no record":    {[]string{t.TempDir()}, "has no build record"},
+		"other compiler": {[]string{a, publish(t, func() *build.Record {
+			r := record("kunpeng920", "aarch64", "sha256:one")
+			r.Compiler.Name = "gcc"
+			return r
+		}())}, "tabulate one compiler per target"},
+		"no record": {[]string{t.TempDir()}, "has no build record"},
 	} {
 		if _, err := Load(c.dirs, Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
