@@ -36,6 +36,9 @@ type fakeExec struct {
 	// started is closed when it starts.
 	block   string
 	started chan struct{}
+	// absLink makes each package also install an absolute link to its
+	// library, as bzip2's install does (bzcmp -> $PREFIX/bin/bzdiff).
+	absLink bool
 }
 
 func (f *fakeExec) exec(ctx context.Context, c Command) error {
@@ -71,7 +74,11 @@ func (f *fakeExec) exec(ctx context.Context, c Command) error {
 		return nil
 	case strings.HasPrefix(c.Step, "thirdparty:"):
 		pkg := strings.ToLower(strings.TrimPrefix(c.Step, "thirdparty:"))
-		return write("thirdparty/installed/lib/lib"+pkg+".a.txt", made)
+		lib := "thirdparty/installed/lib/lib" + pkg + ".a.txt"
+		if err := write(lib, made); err != nil || !f.absLink {
+			return err
+		}
+		return os.Symlink(filepath.Join(c.Dir, lib), filepath.Join(c.Dir, "thirdparty/installed/lib/lib"+pkg+"-abs.a.txt"))
 	case c.Step == "build:be:instrument":
 		return write("be/build/doris_be", made)
 	case c.Step == "build:be":
@@ -518,5 +525,44 @@ func TestRunnerKeepGoingPublishesPartial(t *testing.T) {
 	}
 	if !slices.ContainsFunc(outs, func(p string) bool { return strings.Contains(p, "minilz") }) || slices.ContainsFunc(outs, func(p string) bool { return strings.Contains(p, "bitshuffle") }) {
 		t.Errorf("partial outputs %v: want minilz's and not bitshuffle's", outs)
+	}
+}
+
+// A package that installs an absolute link into the tree (bzip2's bzcmp)
+// gets it made relative: its step is cached and restored like any other,
+// and the published tree names no path of the machine that built it.
+func TestRunnerRelativizesAbsoluteLinks(t *testing.T) {
+	t.Parallel()
+	const target = "kunpeng920"
+	in := sample.Load(t, repo, "", "")
+	cell, tc := in.NoCompilerToolchain(t, target, "gcc")
+	pol, err := scan.PolicyFor(in.Matrix, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version,
+		Series: in.Series, Toolchain: tc, Lock: in.Lock, SysrootWaiver: "fast runner test", Packages: []string{"minilz"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := Input{Plan: p, Recipe: in.Recipe, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol}
+	cache := t.TempDir()
+	for i, out := range []string{t.TempDir(), t.TempDir()} {
+		fx := &fakeExec{absLink: true}
+		rec, err := Run(context.Background(), input, Options{Out: out, Cache: cache, Exec: fx.exec})
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		link := filepath.Join(Dir(out, sample.Version, target), "thirdparty", "installed", "lib", "libminilz-abs.a.txt")
+		dest, err := os.Readlink(link)
+		if err != nil || dest != "libminilz.a.txt" {
+			t.Errorf("run %d: published link -> %q (%v), want the relative libminilz.a.txt", i, dest, err)
+		}
+		if b, err := os.ReadFile(link); err != nil || !bytes.Contains(b, []byte("made by")) {
+			t.Errorf("run %d: the link does not resolve to the library: %q %v", i, b, err)
+		}
+		if i == 1 && (slices.Contains(fx.commands(), "thirdparty:MINILZ") || !slices.Contains(rec.Cache.Hits, "thirdparty:MINILZ")) {
+			t.Errorf("the second build ran minilz again (commands %v, hits %v): its step was not cached", fx.commands(), rec.Cache.Hits)
+		}
 	}
 }

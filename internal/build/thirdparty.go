@@ -275,6 +275,11 @@ func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) err
 	for _, c := range changed {
 		p := filepath.Join(r.installDir(), filepath.FromSlash(c))
 		st, err := os.Lstat(p)
+		if err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			if err := r.relink(p, c, log); err != nil {
+				return err
+			}
+		}
 		switch {
 		case err != nil:
 		case st.Mode().IsRegular():
@@ -320,6 +325,33 @@ func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) err
 		return fmt.Errorf("package %s installed objects for another machine (it used a host tool instead of the target's):\n  %s",
 			strings.TrimPrefix(s.ID, "thirdparty:"), strings.Join(foreign, "\n  "))
 	}
+	return nil
+}
+
+// relink makes an absolute link into the work tree (bzip2's install links
+// bzcmp to $PREFIX/bin/bzdiff) relative, so that the step's result can be
+// cached and the published tree holds no path of the machine that built it.
+// Other links are left as they are.
+func (r *runner) relink(p, name string, log io.Writer) error {
+	target, err := os.Readlink(p)
+	if err != nil || !filepath.IsAbs(target) {
+		return nil
+	}
+	root := filepath.Clean(r.src) + string(filepath.Separator)
+	if !strings.HasPrefix(filepath.Clean(target), root) {
+		return nil
+	}
+	rel, err := filepath.Rel(filepath.Dir(p), filepath.Clean(target))
+	if err != nil {
+		return nil
+	}
+	if err := os.Remove(p); err != nil {
+		return err
+	}
+	if err := os.Symlink(rel, p); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "made %s -> %s relative: -> %s\n", name, target, rel)
 	return nil
 }
 
