@@ -47,6 +47,10 @@ type Patch struct {
 	// them (a build-interface copy, a tarball without submodules) does not
 	// get the patch, and the plan says so.
 	NeedsPath []string
+	// Steps are the recipe steps (be, fe, thirdparty) that use what the
+	// patch changes: a plan with none of them (a --packages build has only
+	// thirdparty) does not apply it. Empty: every plan applies it.
+	Steps []string
 
 	Fields map[string]datafile.Pos // where each header field starts
 	Body   []byte                  // the diff, from the first "--- " / "diff " line
@@ -65,6 +69,19 @@ func (p *Patch) Missing(root string) string {
 		}
 	}
 	return ""
+}
+
+// UsedBy reports whether a plan whose steps are steps needs the patch.
+func (p *Patch) UsedBy(steps map[string]bool) bool {
+	if len(p.Steps) == 0 {
+		return true
+	}
+	for _, s := range p.Steps {
+		if steps[s] {
+			return true
+		}
+	}
+	return false
 }
 
 // Files returns the patch's parsed diff.
@@ -92,11 +109,12 @@ func (p *Patch) ID() string { return fmt.Sprintf("%s/%04d-%s", p.Component, p.Nu
 var (
 	fileNameRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d{4})-([a-z0-9][a-z0-9.-]*)\.patch$`) })
 	fieldRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z][A-Za-z0-9-]*):\s?(.*)$`) })
+	stepNameRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]*$`) })
 	appliesRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([a-z0-9][a-z0-9_.-]*)\s*(.*)$`) })
 	required    = []string{"Description", "Author", "Applies-To", "Evidence"}
 	knownFields = map[string]bool{"Description": true, "Subject": true, "Author": true, "From": true, "Origin": true,
 		"Forwarded": true, "Last-Update": true, "Applies-To": true, "Targets": true, "Evidence": true, "Needs-Path": true,
-		"Bug": true, "Reviewed-By": true, "Acked-By": true}
+		"Steps": true, "Bug": true, "Reviewed-By": true, "Acked-By": true}
 )
 
 // Parse reads a patch file's header. The file's path decides its component
@@ -140,7 +158,7 @@ func Parse(path string, data []byte) (*Patch, error) {
 				continue
 			}
 			if !knownFields[fm[1]] {
-				fail(line, "unknown header field %q (known: Description, Author, Origin, Forwarded, Last-Update, Applies-To, Targets, Needs-Path, Evidence)", fm[1])
+				fail(line, "unknown header field %q (known: Description, Author, Origin, Forwarded, Last-Update, Applies-To, Targets, Needs-Path, Steps, Evidence)", fm[1])
 				continue
 			}
 			if _, dup := values[fm[1]]; dup {
@@ -201,6 +219,13 @@ func Parse(path string, data []byte) (*Patch, error) {
 			continue
 		}
 		p.NeedsPath = append(p.NeedsPath, np)
+	}
+	for _, st := range strings.FieldsFunc(get("Steps"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		if !stepNameRE().MatchString(st) {
+			fail(p.Fields["Steps"].Line, "Steps %q is not a step name (the recipe's steps, e.g. be, fe, thirdparty)", st)
+			continue
+		}
+		p.Steps = append(p.Steps, st)
 	}
 	if p.Body != nil {
 		fds, err := ParseDiff(path, p.Body, p.BodyLine)

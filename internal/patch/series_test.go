@@ -52,6 +52,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad constraint", "patches/bitshuffle/0001-a.patch", strings.Replace(good, "= 0.5.1", "about 0.5", 1), "4:1: Applies-To: bad version constraint"},
 		{"no diff", "patches/bitshuffle/0001-a.patch", good[:strings.Index(good, "---")], "no diff found"},
 		{"needs a path outside", "patches/bitshuffle/0001-a.patch", strings.Replace(good, "Evidence:", "Needs-Path: ../etc/passwd\nEvidence:", 1), `Needs-Path "../etc/passwd" must be a path inside`},
+		{"steps not a name", "patches/bitshuffle/0001-a.patch", strings.Replace(good, "Evidence:", "Steps: be, ../be\nEvidence:", 1), `Steps "../be" is not a step name`},
 	}
 	for _, c := range cases {
 		_, err := Parse(c.path, []byte(c.data))

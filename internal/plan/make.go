@@ -159,7 +159,30 @@ func Make(in Inputs) (*Plan, error) {
 			versions[comp] = pk.Version
 		}
 	}
+	// The recipe steps this plan runs: a patch for none of them (Steps:)
+	// is not applied, but still meets a target's patch requirement.
+	planSteps := map[string]bool{"thirdparty": true}
+	switch {
+	case in.Slice != nil:
+		planSteps[r.Slice.Step] = true
+	case !pkgsOnly:
+		for _, n := range r.StepNames() {
+			planSteps[n] = true
+		}
+	}
+	names := map[string]bool{}
+	var patchErr error
 	selected := slices.DeleteFunc(in.Series.Select(in.Matrix, c, versions), func(pt *patch.Patch) bool {
+		for _, st := range pt.Steps {
+			if _, ok := r.Steps[st]; !ok && st != "thirdparty" && patchErr == nil {
+				patchErr = fmt.Errorf("patch %s: Steps names %q, which recipe %s has no step of (steps: thirdparty, %s)", pt.Path, st, r.Name, strings.Join(r.StepNames(), ", "))
+			}
+		}
+		if !pt.UsedBy(planSteps) {
+			names[pt.Name] = true
+			p.Warnings = append(p.Warnings, fmt.Sprintf("patch %s is not applied: only the %s step uses what it changes (Steps), and this plan does not build it", pt.ID(), strings.Join(pt.Steps, "/")))
+			return true
+		}
 		if pt.Component != treeComponent {
 			return false
 		}
@@ -169,8 +192,10 @@ func Make(in Inputs) (*Plan, error) {
 		}
 		return miss != ""
 	})
+	if patchErr != nil {
+		return nil, patchErr
+	}
 	byComponent := map[string][]*patch.Patch{}
-	names := map[string]bool{}
 	for _, pt := range selected {
 		p.Patches = append(p.Patches, PatchRef{ID: pt.ID(), Component: pt.Component, SHA256: pt.SHA256, Why: pt.Summary()})
 		byComponent[pt.Component] = append(byComponent[pt.Component], pt)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -274,5 +275,58 @@ func TestSysrootDigestInKeys(t *testing.T) {
 	}
 	if j, _ := a.JSON(); strings.Contains(string(j), "/nonexistent") {
 		t.Error("the plan holds the sysroot's machine path")
+	}
+}
+
+// A patch whose Steps name only the be step is applied to a plan that
+// builds the BE and left out of a --packages plan, with a warning, while
+// still meeting the target's requirement for it; Steps naming a step the
+// recipe lacks is an error naming the patch.
+func TestPatchStepsSelect(t *testing.T) {
+	base := load(t, "")
+	withSteps := func(steps string) string {
+		dir := t.TempDir()
+		copyDir(t, base.Recipe.Path(base.Recipe.Patches), dir)
+		pf := filepath.Join(dir, "doris", "0001-dynamic-openssl.patch")
+		b, err := os.ReadFile(pf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(pf, []byte(strings.Replace(string(b), "\nEvidence:", "\nSteps: "+steps+"\nEvidence:", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	f := load(t, withSteps("be"))
+	cell, _ := f.Matrix.Cell("2.1", "kunpeng920")
+	tc, err := toolchain.Resolve(f.Matrix, cell, toolchain.Options{Compiler: "gcc"})
+	if err != nil {
+		t.Skip(err)
+	}
+	in := Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "2.1.8", Series: f.Series, Toolchain: tc, Lock: f.Lock, SysrootWaiver: "plan unit test"}
+	applied := func(p *Plan) bool {
+		return slices.ContainsFunc(p.Patches, func(r PatchRef) bool { return r.ID == "doris/0001-dynamic-openssl" })
+	}
+	full, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !applied(full) {
+		t.Errorf("a BE plan does not apply the be-step patch: %+v", full.Patches)
+	}
+	in.Packages = []string{"bitshuffle"}
+	pkgs, err := Make(in)
+	if err != nil {
+		t.Fatalf("--packages plan with the target's required patch left out by Steps: %v", err)
+	}
+	if applied(pkgs) || !slices.ContainsFunc(pkgs.Warnings, func(w string) bool {
+		return strings.Contains(w, "doris/0001-dynamic-openssl is not applied: only the be step uses")
+	}) {
+		t.Errorf("--packages plan: patches %+v, warnings %q", pkgs.Patches, pkgs.Warnings)
+	}
+	f = load(t, withSteps("be, nosuch"))
+	in.Series, in.Packages = f.Series, nil
+	if _, err := Make(in); err == nil || !strings.Contains(err.Error(), `0001-dynamic-openssl.patch: Steps names "nosuch"`) {
+		t.Errorf("unknown step: %v", err)
 	}
 }
