@@ -494,3 +494,25 @@ func TestRealTreeSourcesLock(t *testing.T) {
 		t.Error("a refused lock changed the lock file")
 	}
 }
+
+// A development tree (Doris master declares 0.0.0-trunk) is planned as the
+// newest series of the matrix, saying so; --doris still chooses.
+func TestRealTrunkTreePlansAsNewestSeries(t *testing.T) {
+	tree, _ := corpusTree(t)
+	needTool(t, "clang-16")
+	trunk := copyCorpusTree(t, tree)
+	gen := filepath.Join(trunk, "gensrc", "script", "gen_build_version.sh")
+	edit(t, gen, "build_version_major=2", "build_version_major=0")
+	edit(t, gen, "build_version_minor=1", "build_version_minor=0")
+	edit(t, gen, "build_version_patch=7", "build_version_patch=0")
+	edit(t, gen, `build_version_rc_version="rc01"`, `build_version_rc_version="trunk"`)
+	out, errOut, code := run(t, "plan", "--source", trunk, "--target", "kunpeng920", "--packages", "zlib")
+	if code != 0 || !strings.Contains(out, "the tree declares Doris 0.0.0-trunk") || !strings.Contains(out, "it is planned as 4.0.0-trunk, the newest series") ||
+		!strings.Contains(out, "doris 4.0.0-trunk") {
+		t.Errorf("trunk tree: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "plan", "--source", trunk, "--doris", "3.0.2", "--target", "kunpeng920", "--packages", "zlib")
+	if code != 0 || strings.Contains(out, "development tree") || !strings.Contains(out, "plan 3.0/kunpeng920") {
+		t.Errorf("--doris 3.0.2: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

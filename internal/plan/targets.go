@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,6 +79,10 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 			return nil, fault.Input(err)
 		}
 	}
+	var trunkNote string
+	if req.Doris == "" {
+		ver, trunkNote = trunkVersion(m, r, ver)
+	}
 	series, err := m.SeriesFor(ver)
 	if err != nil {
 		return nil, fault.Input(err)
@@ -135,9 +140,26 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 		if err != nil {
 			return nil, fault.Input(err)
 		}
+		if trunkNote != "" {
+			p.Warnings = append([]string{trunkNote}, p.Warnings...)
+		}
 		out = append(out, Planned{Plan: p, Toolchain: tc, Series: ps, Lock: lock})
 	}
 	return out, nil
+}
+
+// trunkVersion maps the version a development tree declares (the
+// recipe's version.trunk: Doris master's 0.0.0-trunk) to the newest series
+// of the matrix, as <series>.0-trunk, and says so; other versions are
+// returned as they are.
+func trunkVersion(m *matrix.Matrix, r *recipe.Recipe, ver string) (string, string) {
+	names := m.SeriesNames()
+	if r.Version.Trunk == "" || ver != r.Version.Trunk || len(names) == 0 {
+		return ver, ""
+	}
+	mapped := names[len(names)-1] + ".0-trunk"
+	return mapped, fmt.Sprintf("the tree declares Doris %s (%s), a development tree (recipe %s version.trunk): it is planned as %s, the newest series in %s; pass --doris VERSION to plan it as another",
+		ver, r.Version.File, r.Name, mapped, m.File)
 }
 
 // ExpandTargets expands "a,b" or "all" into target names.

@@ -109,6 +109,9 @@ type VersionSpec struct {
 	Minor string `yaml:"minor"`
 	Patch string `yaml:"patch"`
 	RC    string `yaml:"rc"`
+	// Trunk is the version a development tree declares (Doris master:
+	// 0.0.0-trunk); such a tree is planned as the matrix's newest series.
+	Trunk string `yaml:"trunk"`
 	Pos   datafile.Pos
 	Keys  datafile.Keys
 }
