@@ -610,7 +610,8 @@ func (r *runner) fetch(s plan.Step, log io.Writer) error {
 		return err
 	}
 	if warning != "" {
-		r.warn(warning)
+		// The plan's warnings already say it, once per archive.
+		fmt.Fprintln(log, "warning: "+warning)
 	}
 	fmt.Fprintf(log, "fetched %s from %s: %d bytes, md5 %s, sha256 %s\n", name, mirror, sum.Size, hex.EncodeToString(h.Sum(nil)), sum.SHA256)
 	r.rec.addArchive(pkg.Entry, name, sum)
