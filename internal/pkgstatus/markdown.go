@@ -74,7 +74,7 @@ func (r *Result) text() string {
 		parts[0] = "built (cached)"
 	}
 	if !r.Scanned {
-		return cell(parts[0] + ", install not scanned (a step cache entry of an older dorisarm: rebuild with an empty --cache)")
+		return cell(parts[0] + ", install not scanned (built by a dorisarm without package scans: rebuild with an empty --cache)")
 	}
 	parts = append(parts, fmt.Sprintf("%d files, %d ELF", r.Files, r.ELF))
 	if r.Foreign > 0 {

@@ -82,7 +82,7 @@ func TestLoadTabulatesBuiltFailedSkipped(t *testing.T) {
 		"| ZLIB | 1.2.11 | built 10 s, 10 files, 3 ELF, **1 foreign**, sve 7, 100% at target flags, scan clean |",
 		`'zlib.h' file not found \| x |`, // a pipe in a cause does not split the cell
 		"| package | version | graviton3 (clang 16.0.6) | kunpeng920 |",
-		"| built 8 s, install not scanned (a step cache entry of an older dorisarm: rebuild with an empty --cache) |",
+		"| built 8 s, install not scanned (built by a dorisarm without package scans: rebuild with an empty --cache) |",
 		"graviton3: 2 of 3 packages built. kunpeng920: 1 of 3 packages built.",
 		"| PROTOBUF | protobuf-all-21.11.tar.gz | bb | — |",
 	} {
