@@ -1,8 +1,10 @@
 // Package unpack extracts a third-party source archive (.tar.gz, .tgz,
 // .tar.xz, .tar.bz2, .tar, .zip) into a directory, the way Doris's
 // download-thirdparty.sh does with tar and unzip, but safely: no entry is
-// written outside the directory, no link points outside it, nothing is
-// written through a link, and the archive's size and entry count are bounded.
+// written outside the directory, no link points outside it as the kernel
+// resolves it (through the links already unpacked: internal/linkres),
+// nothing is written through a link, and the archive's size and entry count
+// are bounded.
 package unpack
 
 import (
@@ -18,6 +20,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/dorisarm/dorisarm/internal/linkres"
 )
 
 // Limits bound what one archive may unpack to.
@@ -45,8 +49,12 @@ func Archive(src, dir string, lim Limits) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	x := &extractor{dir: dir, lim: lim, tops: map[string]bool{}}
-	var err error
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	x := &extractor{dir: dir, root: root, lim: lim, tops: map[string]bool{}}
 	switch {
 	case strings.HasSuffix(src, ".zip"):
 		err = x.zip(src)
@@ -54,6 +62,11 @@ func Archive(src, dir string, lim Limits) ([]string, error) {
 		err = x.tarFile(src)
 	default:
 		return nil, fmt.Errorf("%s: unknown archive type (want .tar.gz, .tgz, .tar.xz, .tar.bz2, .tar or .zip)", src)
+	}
+	if err == nil {
+		// A later member can make a directory an earlier link goes
+		// through into a link: the finished tree decides.
+		err = linkres.CheckAll(root, x.links)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
@@ -67,6 +80,8 @@ func Archive(src, dir string, lim Limits) ([]string, error) {
 
 type extractor struct {
 	dir     string
+	root    *os.Root
+	links   []string // the links made, relative to dir
 	lim     Limits
 	bytes   int64
 	entries int
@@ -259,17 +274,19 @@ func (x *extractor) symlink(name, target string) error {
 	if err != nil {
 		return err
 	}
-	if filepath.IsAbs(target) {
-		return fmt.Errorf("link %s points to the absolute path %s", name, target)
+	rel, err := filepath.Rel(x.dir, p)
+	if err != nil {
+		return err
 	}
-	dest := filepath.Join(filepath.Dir(p), target)
-	if rel, err := filepath.Rel(x.dir, dest); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return fmt.Errorf("link %s points outside the directory (%s)", name, target)
+	rel = filepath.ToSlash(rel)
+	if err := linkres.Check(x.root, rel, target); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
 	_ = os.Remove(p)
+	x.links = append(x.links, rel)
 	return os.Symlink(target, p)
 }
 

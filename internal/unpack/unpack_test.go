@@ -91,9 +91,17 @@ func TestHostileArchives(t *testing.T) {
 		lim     Limits
 		want    string
 	}{
-		"traversal":      {[]entry{{name: "../evil", body: "x", typ: tar.TypeReg}}, DefaultLimits, "outside the directory"},
-		"absolute":       {[]entry{{name: "/tmp/evil", body: "x", typ: tar.TypeReg}}, DefaultLimits, "outside the directory"},
-		"link out":       {[]entry{{name: "p/l", link: "../../etc", typ: tar.TypeSymlink}}, DefaultLimits, "points outside"},
+		"traversal": {[]entry{{name: "../evil", body: "x", typ: tar.TypeReg}}, DefaultLimits, "outside the directory"},
+		"absolute":  {[]entry{{name: "/tmp/evil", body: "x", typ: tar.TypeReg}}, DefaultLimits, "outside the directory"},
+		"link out":  {[]entry{{name: "p/l", link: "../../etc", typ: tar.TypeSymlink}}, DefaultLimits, "p/l -> ../../etc climbs above the root"},
+		// a/b/u/../../etc/passwd cleans to a/etc/passwd, but the kernel reads
+		// a/b/u as a, a/.. as the root and the root's .. as outside.
+		"link chain": {[]entry{{name: "a/b/", typ: tar.TypeDir}, {name: "a/b/u", link: "..", typ: tar.TypeSymlink},
+			{name: "a/passwd", link: "b/u/../../etc/passwd", typ: tar.TypeSymlink}}, DefaultLimits, "a/passwd -> b/u/../../etc/passwd climbs above the root"},
+		// Inside when made; a later member turns the directory it goes
+		// through into a link that takes it out.
+		"link made outside later": {[]entry{{name: "a/b/", typ: tar.TypeDir}, {name: "a/l", link: "b/../../x", typ: tar.TypeSymlink},
+			{name: "c/", typ: tar.TypeDir}, {name: "a/b", link: "..", typ: tar.TypeSymlink}}, DefaultLimits, "a/l -> b/../../x climbs above the root"},
 		"absolute link":  {[]entry{{name: "p/l", link: outside, typ: tar.TypeSymlink}}, DefaultLimits, "absolute path"},
 		"write via link": {[]entry{{name: "p/", typ: tar.TypeDir}, {name: "p/l", link: ".", typ: tar.TypeSymlink}, {name: "p/l/x", body: "x", typ: tar.TypeReg}}, DefaultLimits, "written through the link"},
 		"hard link out":  {[]entry{{name: "p/h", link: "../../etc/passwd", typ: tar.TypeLink}}, DefaultLimits, "hard link"},

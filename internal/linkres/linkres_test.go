@@ -1,0 +1,89 @@
+package linkres
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func tree(t *testing.T, links map[string]string, dirs ...string) *os.Root {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, target := range links {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	return root
+}
+
+func TestCheck(t *testing.T) {
+	root := tree(t, map[string]string{"a/b/u": "..", "abs/l": "/etc", "loop/x": "y", "loop/y": "x", "lib64/lib": "."}, "a/b", "lib64")
+	for _, c := range []struct {
+		name, target string
+		why          string // "" when it stays inside
+	}{
+		{"a/passwd", "b/u/../../etc/passwd", "climbs above the root"}, // a/b/u is a, a/.. the root, its .. outside
+		{"a/ok", "b/u/x", ""},                           // a/x
+		{"a/up", "b/u/..", ""},                          // the root itself
+		{"a/lexical", "b/../../../etc", "climbs above"}, // plain ..
+		{"top", "..", "climbs above"},                   // at the root
+		{"a/c", "b/../b/u/c", ""},                       // a/c
+		{"x", "abs/l/passwd", "a link to the absolute path /etc"},
+		{"x", "/etc/passwd", "absolute path"},
+		{"x", "loop/x", "more than 40 links"},
+		{"x", "missing/../..", "climbs above"}, // a name that does not exist is a directory
+		{"lib64/y", "lib/lib/lib/../x", ""},
+		{"x", "", "empty target"},
+	} {
+		err := Check(root, c.name, c.target)
+		var ee *EscapeError
+		switch {
+		case c.why == "" && err != nil:
+			t.Errorf("%s -> %s: %v, want inside", c.name, c.target, err)
+		case c.why != "" && (!errors.As(err, &ee) || !strings.Contains(err.Error(), c.why) || !strings.Contains(err.Error(), c.name)):
+			t.Errorf("%s -> %s: %v, want an escape (%s) naming the link", c.name, c.target, err, c.why)
+		}
+	}
+}
+
+// A link that was inside when made escapes once a later member turns a
+// directory it goes through into a link: CheckAll sees the finished tree.
+func TestCheckAllSeesLaterLinks(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755)
+	os.Symlink("b/../../x", filepath.Join(dir, "a", "l")) // a/b/../.. = the root: inside
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := CheckAll(root, []string{"a/l", "gone"}); err != nil {
+		t.Fatalf("before: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "a", "b"))
+	os.Mkdir(filepath.Join(dir, "a", "c"), 0o755)
+	os.Mkdir(filepath.Join(dir, "a", "c", "d"), 0o755)
+	os.Symlink("c/d", filepath.Join(dir, "a", "b")) // a/b/.. is now a/c
+	if err := CheckAll(root, []string{"a/l"}); err != nil {
+		t.Fatalf("a/b -> c/d keeps a/l inside (a/c/..): %v", err)
+	}
+	os.Remove(filepath.Join(dir, "a", "b"))
+	os.Symlink("..", filepath.Join(dir, "a", "b")) // a/b is the root: a/b/../.. is outside
+	if err := CheckAll(root, []string{"a/l"}); err == nil {
+		t.Fatal("a/l escapes through the later link a/b -> .., and CheckAll accepted it")
+	}
+}
