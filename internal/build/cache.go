@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
+	"github.com/dorisarm/dorisarm/internal/linkres"
 )
 
 // Cache is a content-addressed store of step results: <dir>/steps/<key>/
@@ -171,17 +172,17 @@ func (c *Cache) Restore(key, tree string, m *Meta) error {
 		return &CorruptError{Key: key, Reason: err.Error()}
 	}
 	defer f.Close()
-	if err := checkEntry(f, m); err != nil {
-		return &CorruptError{Key: key, Reason: err.Error()}
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
 	root, err := os.OpenRoot(tree)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
+	if err := checkEntry(f, m, root); err != nil {
+		return &CorruptError{Key: key, Reason: err.Error()}
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
 	for _, d := range m.Deleted {
 		if err := root.RemoveAll(filepath.FromSlash(d)); err != nil {
 			return err
@@ -192,9 +193,11 @@ func (c *Cache) Restore(key, tree string, m *Meta) error {
 
 // checkEntry reads files.tar once: its sha256 and size must be m's, and
 // every entry must be one Put writes (directory, regular file, symbolic
-// link) under a clean relative name, with links that stay in the tree.
-// m's deleted paths must be clean relative names too.
-func checkEntry(f *os.File, m *Meta) error {
+// link) under a clean relative name, with links that stay in the tree as
+// it will be once the entry is applied to the tree under root (resolved
+// through its links and the entry's, not lexically). m's deleted paths must
+// be clean relative names too.
+func checkEntry(f *os.File, m *Meta, root *os.Root) error {
 	if !strings.HasPrefix(m.TarSHA256, "sha256:") {
 		return fmt.Errorf("meta.json records no digest of files.tar (an entry from an older dorisarm)")
 	}
@@ -206,6 +209,8 @@ func checkEntry(f *os.File, m *Meta) error {
 	h := sha256.New()
 	cr := &countingReader{r: io.TeeReader(f, h)}
 	tr := tar.NewReader(cr)
+	after := &linkres.Overlay{Base: linkres.RootTree{Root: root}, Entries: map[string]*string{}, Deleted: m.Deleted}
+	var links []string
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -215,6 +220,20 @@ func checkEntry(f *os.File, m *Meta) error {
 			return fmt.Errorf("files.tar: %w", err)
 		}
 		if err := checkHeader(hdr); err != nil {
+			return err
+		}
+		name := strings.TrimSuffix(hdr.Name, "/")
+		switch hdr.Typeflag {
+		case tar.TypeSymlink:
+			target := hdr.Linkname
+			after.Entries[name] = &target
+			links = append(links, name)
+		case tar.TypeDir, tar.TypeReg, tar.TypeCont:
+			after.Entries[name] = nil
+		}
+	}
+	for _, l := range links {
+		if err := linkres.CheckIn(after, l, *after.Entries[l]); err != nil {
 			return err
 		}
 	}
@@ -282,6 +301,16 @@ func checkLink(name, target string) error {
 	return nil
 }
 
+// checkLinkIn judges a link of the live tree as the kernel resolves it.
+func checkLinkIn(tree, rel, target string) error {
+	root, err := os.OpenRoot(tree)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return linkres.Check(root, rel, target)
+}
+
 type countingReader struct {
 	r io.Reader
 	n int64
@@ -318,6 +347,9 @@ func (c *Cache) Put(m Meta, tree string, changed []string) error {
 			}
 			if err := checkLink(rel, target); err != nil {
 				return &UncacheableError{Reason: fmt.Sprintf("the step made the link %s, which %v", rel, err)}
+			}
+			if err := checkLinkIn(tree, rel, target); err != nil {
+				return &UncacheableError{Reason: err.Error()}
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -176,6 +177,22 @@ func TestPoisonedEntryStaysInTree(t *testing.T) {
 		"relative link out of the tree": {entries: []*tar.Header{
 			{Typeflag: tar.TypeSymlink, Name: "a/b", Linkname: "../../" + filepath.Base(outside)},
 		}},
+		// Lexically a/b/u/../../victim is a/victim; through the links the
+		// kernel reads a/b/u as a, then the root, then outside.
+		"link chain": {entries: []*tar.Header{
+			{Typeflag: tar.TypeDir, Name: "a/b/", Mode: 0o755},
+			{Typeflag: tar.TypeSymlink, Name: "a/b/u", Linkname: ".."},
+			{Typeflag: tar.TypeSymlink, Name: "a/p", Linkname: "b/u/../../" + filepath.Base(outside)},
+		}},
+		// The same chain through a link the tree already has (preexisting).
+		"link chain through the tree": {entries: []*tar.Header{
+			{Typeflag: tar.TypeSymlink, Name: "pre/p", Linkname: "u/../../" + filepath.Base(outside)},
+		}},
+		// A deleted directory that the entry puts back as a link.
+		"deleted dir made a link": {deleted: []string{"pre"}, entries: []*tar.Header{
+			{Typeflag: tar.TypeSymlink, Name: "pre", Linkname: "."},
+			{Typeflag: tar.TypeSymlink, Name: "q", Linkname: "pre/../" + filepath.Base(outside)},
+		}},
 		"dot-dot name":    {entries: []*tar.Header{{Typeflag: tar.TypeReg, Name: "x/../../victim", Mode: 0o644}}},
 		"absolute name":   {entries: []*tar.Header{{Typeflag: tar.TypeReg, Name: filepath.Join(outside, "victim"), Mode: 0o644}}},
 		"hard link":       {entries: []*tar.Header{{Typeflag: tar.TypeLink, Name: "h", Linkname: filepath.Join(outside, "victim")}}},
@@ -187,7 +204,8 @@ func TestPoisonedEntryStaysInTree(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := newCache(t)
 			tree := filepath.Join(filepath.Dir(outside), "tree-"+filepath.Base(t.TempDir()))
-			os.MkdirAll(tree, 0o755)
+			os.MkdirAll(filepath.Join(tree, "pre"), 0o755)
+			os.Symlink("..", filepath.Join(tree, "pre", "u")) // pre/u is the root
 			defer os.RemoveAll(tree)
 			plant(t, c, "k", tc.deleted, tc.entries...)
 			m, ok := c.Get("k")
@@ -198,6 +216,9 @@ func TestPoisonedEntryStaysInTree(t *testing.T) {
 			var ce *CorruptError
 			if !errors.As(err, &ce) {
 				t.Errorf("Restore: %v, want a CorruptError", err)
+			}
+			if _, err := os.Lstat(filepath.Join(tree, "a")); err == nil {
+				t.Error("the tree was changed before the entry was refused")
 			}
 			if b, err := os.ReadFile(filepath.Join(outside, "victim")); err != nil || string(b) != "precious" {
 				t.Errorf("outside the tree: %q %v", b, err)
@@ -237,6 +258,13 @@ func TestPutRefusesLinksOut(t *testing.T) {
 	}
 	if _, ok := c.Get("k"); ok {
 		t.Error("the uncacheable result was stored")
+	}
+	// A link chain that leaves the tree only through another link.
+	os.MkdirAll(filepath.Join(tree, "a", "b"), 0o755)
+	os.Symlink("..", filepath.Join(tree, "a", "b", "u"))
+	os.Symlink("b/u/../../etc", filepath.Join(tree, "a", "p"))
+	if err := c.Put(Meta{Key: "k2"}, tree, []string{"a/b/u", "a/p"}); !errors.As(err, &ue) || !strings.Contains(err.Error(), "a/p -> b/u/../../etc climbs above") {
+		t.Errorf("Put of a link chain out of the tree: %v, want an UncacheableError naming a/p", err)
 	}
 	for _, key := range []string{"", "../x", ".tmp-x", "a/b"} {
 		if err := c.Put(Meta{Key: key}, tree, nil); err == nil {

@@ -37,6 +37,60 @@ func (e *EscapeError) Error() string {
 // the links root already holds, or through an absolute link. Elements that
 // do not exist yet are taken as directories.
 func Check(root *os.Root, name, target string) error {
+	return CheckIn(RootTree{root}, name, target)
+}
+
+// Tree is what links resolve through.
+type Tree interface {
+	// Lookup says whether name (clean, relative) exists, and if it is a
+	// link, its target.
+	Lookup(name string) (exists, isLink bool, target string, err error)
+}
+
+// RootTree is the tree under an os.Root as it is on disk.
+type RootTree struct{ Root *os.Root }
+
+func (t RootTree) Lookup(name string) (bool, bool, string, error) {
+	fi, err := t.Root.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return false, false, "", nil
+	case err != nil:
+		return false, false, "", err
+	case fi.Mode()&fs.ModeSymlink == 0:
+		return true, false, "", nil
+	}
+	target, err := t.Root.Readlink(name)
+	return true, true, target, err
+}
+
+// Overlay is a tree as it will be once a change set is applied to Base:
+// Deleted paths (and what is under them) removed, then Entries written
+// (a link's target, or "" for a file or directory). It lets a change set
+// be judged before anything of it is written.
+type Overlay struct {
+	Base    Tree
+	Entries map[string]*string
+	Deleted []string
+}
+
+func (o *Overlay) Lookup(name string) (bool, bool, string, error) {
+	if e, ok := o.Entries[name]; ok {
+		if e == nil {
+			return true, false, "", nil
+		}
+		return true, true, *e, nil
+	}
+	for _, d := range o.Deleted {
+		if name == d || strings.HasPrefix(name, d+"/") {
+			return false, false, "", nil
+		}
+	}
+	return o.Base.Lookup(name)
+}
+
+// CheckIn is Check through any Tree.
+func CheckIn(tree Tree, name, target string) error {
 	if target == "" {
 		return &EscapeError{Link: name, Target: target, Why: "has an empty target"}
 	}
@@ -63,23 +117,16 @@ func Check(root *os.Root, name, target string) error {
 			continue
 		}
 		cand := strings.Join(append(out[:len(out):len(out)], e), "/")
-		fi, err := root.Lstat(cand)
+		exists, isLink, t, err := tree.Lookup(cand)
 		switch {
-		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-			out = append(out, e)
-			continue
 		case err != nil:
 			return fmt.Errorf("link %s: %w", name, err)
-		case fi.Mode()&fs.ModeSymlink == 0:
+		case !exists || !isLink:
 			out = append(out, e)
 			continue
 		}
 		if hops++; hops > maxHops {
 			return &EscapeError{Link: name, Target: target, Why: fmt.Sprintf("goes through more than %d links", maxHops)}
-		}
-		t, err := root.Readlink(cand)
-		if err != nil {
-			return fmt.Errorf("link %s: %w", name, err)
 		}
 		if path.IsAbs(t) {
 			return &EscapeError{Link: name, Target: target, Why: fmt.Sprintf("goes through %s, a link to the absolute path %s", cand, t)}
