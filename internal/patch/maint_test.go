@@ -208,6 +208,10 @@ func TestIgnoreLeavesUpstreamFiles(t *testing.T) {
 		"src/doris_build/CMakeCache.txt":   "x\n",
 		"patched_mark":                     "",
 		"thirdparty/build-arm-packages.sh": "new script\n",
+		// A checkout's repository is not source (and no patch may touch it).
+		".git/config":         "[core]\n",
+		".git/hooks/pre-push": "x\n",
+		"be/src/clucene/.git": "gitdir: ../../../.git/modules/clucene\n",
 	})
 	changes, err := ChangesFromPristine(tree, pristine, DefaultIgnore)
 	if err != nil {
