@@ -74,6 +74,14 @@ func TestRegistryCache(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(stdout, "pulled ") || strings.HasPrefix(stdout, "pulled 0 ") {
 		t.Errorf("cache pull: exit %d %s%s", code, stdout, errOut)
 	}
+	// Again as JSON (nothing new to pull), and a push of what is there
+	// (all of it already in the registry): lists that may be empty.
+	if _, errOut, code := run(t, "cache", "pull", "--repo", repo, "--cache", filepath.Join(dir, "c"), "-o", "json"); code != 0 {
+		t.Errorf("cache pull -o json: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := run(t, "cache", "push", "--repo", repo, "--cache", filepath.Join(dir, "c"), "-o", "json"); code != 0 {
+		t.Errorf("cache push -o json: exit %d %s", code, errOut)
+	}
 
 	// Alter the largest files.tar in the registry's storage.
 	var biggest string

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,10 @@ func TestMain(m *testing.M) {
 		panic(string(out))
 	}
 	code := m.Run()
+	if missing := uncheckedJSON(); code == 0 && len(missing) > 0 {
+		fmt.Fprintf(os.Stderr, "no test ran these commands with --output json, so their JSON is not checked for nulls: %s\n", strings.Join(missing, ", "))
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -60,6 +65,9 @@ func runIn(t *testing.T, dir string, args ...string) (stdout, stderr string, cod
 	}
 	if strings.Contains(e.String(), "panic:") || strings.Contains(e.String(), "goroutine ") {
 		t.Fatalf("dorisarm %v panicked:\n%s", args, e.String())
+	}
+	if code != 2 {
+		checkJSONOutput(t, args, o.String())
 	}
 	return o.String(), e.String(), code
 }
@@ -179,7 +187,7 @@ func TestSourcesLockReproducesTheCommittedLock(t *testing.T) {
 	}
 	// A mirror without the archives: exit 1, nothing written.
 	os.Remove(filepath.Join(dir, "minidoris.lock"))
-	_, errOut, code = run(t, "sources", "lock", "--recipe", rf, "--source", "examples/minidoris", "--mirror", t.TempDir())
+	_, errOut, code = run(t, "sources", "lock", "--recipe", rf, "--source", "examples/minidoris", "--mirror", t.TempDir(), "-o", "json")
 	if code != 1 || !strings.Contains(errOut, "nothing written") {
 		t.Errorf("empty mirror: %d %s", code, errOut)
 	}

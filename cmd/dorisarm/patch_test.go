@@ -75,6 +75,9 @@ func TestPatchCheckAndApplyCommands(t *testing.T) {
 	if !strings.Contains(out, "hunk #1: clean") {
 		t.Errorf("refreshed patch is not clean:\n%s", out)
 	}
+	if _, errOut, code := run(t, "patch", "check", "--patches", pdir, "--source", src, "--component", "bitshuffle", "--version", "0.5.1", "-o", "json"); code != 0 {
+		t.Errorf("check -o json: %d %s", code, errOut)
+	}
 	// apply writes; applying again fails and changes nothing.
 	out, _, code = run(t, append([]string{"patch", "apply"}, args...)...)
 	if code != 0 {
@@ -91,9 +94,12 @@ func TestPatchCheckAndApplyCommands(t *testing.T) {
 	if again, _ := os.ReadFile(core); string(again) != string(applied) {
 		t.Error("a failed apply changed the file")
 	}
+	if _, _, code := run(t, append([]string{"patch", "apply", "-o", "json"}, args...)...); code != 1 {
+		t.Errorf("failing apply -o json: exit %d", code)
+	}
 	// refresh of a patch that no longer applies writes nothing.
 	before, _ := os.ReadFile(pfile)
-	if _, _, code := run(t, "patch", "refresh", "scalar-bitshuffle", "--patches", pdir, "--source", src); code != 1 {
+	if _, _, code := run(t, "patch", "refresh", "scalar-bitshuffle", "--patches", pdir, "--source", src, "-o", "json"); code != 1 {
 		t.Errorf("refresh of a failing patch: exit %d", code)
 	}
 	if after, _ := os.ReadFile(pfile); string(after) != string(before) {
@@ -163,7 +169,7 @@ func TestPatchNewFromGit(t *testing.T) {
 	os.Remove(filepath.Join(src, "simdprobe.h"))
 	os.WriteFile(filepath.Join(src, "extra.c"), []byte("int x;\n"), 0o644)
 	pdir := filepath.Join(dir, "patches")
-	if out, errOut, code := run(t, "patch", "new", "git-edit", "--patches", pdir, "--component", "simdprobe", "--source", src); code != 0 {
+	if out, errOut, code := run(t, "patch", "new", "git-edit", "--patches", pdir, "--component", "simdprobe", "--source", src, "-o", "json"); code != 0 {
 		t.Fatalf("%d %s %s", code, out, errOut)
 	}
 	text, _ := os.ReadFile(filepath.Join(pdir, "simdprobe", "0001-git-edit.patch"))

@@ -231,8 +231,11 @@ func TestReportFromBuildsAndRegistry(t *testing.T) {
 	// The same release as an OCI layout: the same digests (reproducible
 	// images), and signatures not checked (a layout holds none).
 	layout := filepath.Join(dir, "layout")
-	if _, errOut, code := run(t, "image", "build", "--build", out, "--out", "oci:"+layout, "--epoch", "1700000000", "--base", "scratch"); code != 0 {
+	if _, errOut, code := run(t, "image", "build", "--build", out, "--out", "oci:"+layout, "--epoch", "1700000000", "--base", "scratch", "-o", "json"); code != 0 {
 		t.Fatalf("image build: %s", errOut)
+	}
+	if _, errOut, code := run(t, "image", "inspect", "oci:"+layout+":doris-be:2.1.8", "-o", "json"); code != 0 {
+		t.Errorf("image inspect: %s", errOut)
 	}
 	fromLayout := reportJSON(t, 0, "--release", out, "--images", "oci:"+layout)
 	for _, a := range signed.Targets {

@@ -16,6 +16,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/scan"
 	"github.com/dorisarm/dorisarm/internal/source"
+	"github.com/dorisarm/dorisarm/internal/textfmt"
 	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
 
@@ -229,7 +230,7 @@ func (r *Record) HitRate() float64 {
 
 func (r *Record) write(path string) error {
 	r.Finished = time.Now().UTC()
-	data, err := json.MarshalIndent(r, "", "  ")
+	data, err := json.MarshalIndent(textfmt.NoNulls(r), "", "  ")
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,12 @@
 package scan
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/dorisarm/dorisarm/internal/textfmt"
 )
 
 // Formats a report can be written in.
@@ -15,13 +16,9 @@ var Formats = []string{"table", "json", "sarif", "markdown"}
 func Write(w io.Writer, r *Report, format string) error {
 	switch format {
 	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return textfmt.JSON(w, r)
 	case "sarif":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(sarif(r))
+		return textfmt.JSON(w, sarif(r))
 	case "markdown":
 		return markdown(w, r)
 	case "table", "":

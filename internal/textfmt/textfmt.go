@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 )
 
@@ -32,11 +33,94 @@ func Table(w io.Writer, rows [][]string) {
 	}
 }
 
-// JSON writes v indented: what --output json prints.
+// JSON writes v indented: what --output json prints. Every list and map in
+// it is written as [] or {} when empty, never null: a consumer can iterate
+// any list field without a null check.
 func JSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return enc.Encode(NoNulls(v))
+}
+
+// NoNulls returns v with every nil slice and map it reaches through
+// exported fields, pointers, slices, arrays and maps made empty (in place
+// where v holds pointers; v itself is copied when it is not one).
+func NoNulls(v any) any {
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() {
+		return v
+	}
+	if rv.Kind() != reflect.Pointer {
+		cp := reflect.New(rv.Type())
+		cp.Elem().Set(rv)
+		fillEmpty(cp.Elem(), 0)
+		return cp.Elem().Interface()
+	}
+	fillEmpty(rv, 0)
+	return v
+}
+
+var marshaler = reflect.TypeFor[json.Marshaler]()
+
+// maxFillDepth bounds the walk (the project's output types nest a few levels).
+const maxFillDepth = 64
+
+func fillEmpty(v reflect.Value, depth int) {
+	if depth > maxFillDepth {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			fillEmpty(v.Elem(), depth+1)
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if f := v.Field(i); f.CanSet() {
+				fillEmpty(f, depth+1)
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Implements(marshaler) {
+			return // its own encoding (json.RawMessage: nil is null, empty is invalid)
+		}
+		if v.IsNil() {
+			if v.CanSet() { // a []byte becomes "", as JSON writes bytes as a string
+				v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+			}
+			return
+		}
+		for i := 0; i < v.Len(); i++ {
+			fillEmpty(v.Index(i), depth+1)
+		}
+	case reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			fillEmpty(v.Index(i), depth+1)
+		}
+	case reflect.Map:
+		if v.Type().Implements(marshaler) {
+			return
+		}
+		if v.IsNil() {
+			if v.CanSet() {
+				v.Set(reflect.MakeMap(v.Type()))
+			}
+			return
+		}
+		it := v.MapRange()
+		for it.Next() {
+			val := it.Value()
+			switch val.Kind() {
+			case reflect.Pointer, reflect.Interface:
+				fillEmpty(val, depth+1)
+			case reflect.Struct, reflect.Slice, reflect.Map, reflect.Array:
+				cp := reflect.New(val.Type()).Elem()
+				cp.Set(val)
+				fillEmpty(cp, depth+1)
+				v.SetMapIndex(it.Key(), cp)
+			}
+		}
+	}
 }
 
 // UseColor decides whether to colour: mode always or never wins; auto

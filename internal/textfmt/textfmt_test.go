@@ -2,6 +2,8 @@ package textfmt
 
 import (
 	"bytes"
+	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +40,40 @@ func TestColor(t *testing.T) {
 	}
 	if Paint(false, true, "ok") != "ok" || Paint(true, false, "FAIL") != "\033[31mFAIL\033[0m" || Paint(true, true, "ok") != "\033[32mok\033[0m" {
 		t.Error("Paint")
+	}
+}
+
+func TestJSONWritesNoNull(t *testing.T) {
+	type inner struct {
+		List []string
+		Map  map[string]int
+		Raw  []byte
+		Opt  []int           `json:",omitempty"`
+		Ptr  *inner          `json:",omitempty"` // an absent object is left out
+		RawJ json.RawMessage `json:",omitempty"`
+	}
+	type outer struct {
+		Items   []inner
+		ByName  map[string]inner
+		Ptrs    map[string]*inner
+		Nested  inner
+		private []int
+	}
+	v := outer{Items: []inner{{}}, ByName: map[string]inner{"a": {}}, Ptrs: map[string]*inner{"p": {}}}
+	var b strings.Builder
+	if err := JSON(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "null") {
+		t.Errorf("null in:\n%s", b.String())
+	}
+	// A value passed by value is not changed; through a pointer it is filled.
+	if v.Nested.List != nil {
+		t.Error("JSON changed a value passed by value")
+	}
+	b.Reset()
+	JSON(&b, &v)
+	if v.Nested.List == nil || strings.Contains(b.String(), "null") || strings.Contains(b.String(), "Opt") {
+		t.Errorf("through a pointer: %+v\n%s", v.Nested, b.String())
 	}
 }
