@@ -38,6 +38,7 @@ func (t *Table) Markdown(w io.Writer) error {
 	for _, tg := range t.Targets {
 		fmt.Fprintf(&b, "%s: %d of %d packages built. ", tg, built[tg], countTried(t, tg))
 	}
+	fmt.Fprintf(&b, "\n\nDoris %s, built from tree digest(s) %s.", t.Doris, strings.Join(t.Sources, ", "))
 	b.WriteString("\n\n| package | archive | md5 | sha256 |\n|---|---|---|---|\n")
 	for _, r := range t.Rows {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Package, cell(r.Archive), r.MD5, cell(r.SHA256))

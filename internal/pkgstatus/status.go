@@ -8,6 +8,7 @@ package pkgstatus
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -69,8 +70,10 @@ type Row struct {
 
 // Table is the package × target table of a set of builds.
 type Table struct {
-	Doris   string   `json:"doris"`
-	Source  string   `json:"source_digest"`
+	Doris string `json:"doris"`
+	// Sources are the digests of the Doris trees built from (copies of one
+	// tree may differ in the MD5 lines substitute archives need).
+	Sources []string `json:"source_digests"`
 	Targets []string `json:"targets"`
 	// Compilers names each target's compiler.
 	Compilers map[string]string `json:"compilers"`
@@ -86,7 +89,8 @@ type Options struct {
 
 // Load reads and verifies the build record of each published build
 // directory (<out>/<doris>/<target>, or its .partial) and tabulates them.
-// All builds must be of one Doris source; several builds of one target
+// All builds must be of one Doris version (their trees may differ, as the
+// table's sources say); several builds of one target
 // (the package list in parts) merge, each package by its best result.
 func Load(dirs []string, opt Options) (*Table, error) {
 	if len(dirs) == 0 {
@@ -102,10 +106,13 @@ func Load(dirs []string, opt Options) (*Table, error) {
 		if rec.Slice != nil || len(rec.Packages) == 0 {
 			return nil, fmt.Errorf("%s: not a third-party build (its record lists no packages)", d)
 		}
-		if t.Source == "" {
-			t.Doris, t.Source = rec.Cell.Doris, rec.Source.Digest
-		} else if rec.Source.Digest != t.Source {
-			return nil, fmt.Errorf("%s: built from Doris source %s, but %s was built from %s: tabulate one source at a time", d, rec.Source.Digest, dirs[0], t.Source)
+		if t.Doris == "" {
+			t.Doris = rec.Cell.Doris
+		} else if rec.Cell.Doris != t.Doris {
+			return nil, fmt.Errorf("%s: a build of Doris %s, but %s is of %s: tabulate one Doris version at a time", d, rec.Cell.Doris, dirs[0], t.Doris)
+		}
+		if !slices.Contains(t.Sources, rec.Source.Digest) {
+			t.Sources = append(t.Sources, rec.Source.Digest)
 		}
 		target := rec.Cell.Target
 		compiler := strings.TrimSpace(rec.Compiler.Name + " " + rec.Compiler.Version)

@@ -98,7 +98,7 @@ func TestLoadMergesBuildsOfOneTarget(t *testing.T) {
 	a := record("kunpeng920", "aarch64", "sha256:one")
 	a.Steps = []build.StepRecord{{ID: "thirdparty:ZLIB", Seconds: 30}}
 	a.Partial = &build.Partial{Failed: []string{"PROTOBUF"}, Skipped: []string{"BRPC (needs PROTOBUF)"}}
-	b := record("kunpeng920", "aarch64", "sha256:one")
+	b := record("kunpeng920", "aarch64", "sha256:two") // a tree copy with other MD5 lines
 	b.Steps = []build.StepRecord{{ID: "thirdparty:ZLIB", Seconds: 0.5, Cached: true}, {ID: "thirdparty:PROTOBUF", Seconds: 60}}
 	b.Partial = &build.Partial{Skipped: []string{"BRPC (needs GFLAGS)"}}
 	tab, err := Load([]string{publish(t, a), publish(t, b)}, Options{})
@@ -118,8 +118,8 @@ func TestLoadMergesBuildsOfOneTarget(t *testing.T) {
 	if r := got["BRPC"]; r.Status != Skipped {
 		t.Errorf("BRPC: %+v", r)
 	}
-	if len(tab.Targets) != 1 {
-		t.Errorf("targets %v", tab.Targets)
+	if len(tab.Targets) != 1 || strings.Join(tab.Sources, " ") != "sha256:one sha256:two" {
+		t.Errorf("targets %v, sources %v", tab.Targets, tab.Sources)
 	}
 }
 
@@ -129,8 +129,12 @@ func TestLoadRefusesMixedInputs(t *testing.T) {
 		dirs []string
 		want string
 	}{
-		"none":         {nil, "no build directory"},
-		"other source": {[]string{a, publish(t, record("graviton3", "aarch64", "sha256:two"))}, "tabulate one source at a time"},
+		"none": {nil, "no build directory"},
+		"other version": {[]string{a, publish(t, func() *build.Record {
+			r := record("graviton3", "aarch64", "sha256:one")
+			r.Cell.Doris = "3.0.2"
+			return r
+		}())}, "tabulate one Doris version at a time"},
 		"other compiler": {[]string{a, publish(t, func() *build.Record {
 			r := record("kunpeng920", "aarch64", "sha256:one")
 			r.Compiler.Name = "gcc"
