@@ -70,6 +70,37 @@ func TestSymlinkToDirectory(t *testing.T) {
 	}
 }
 
+// TestLinksOutsideAreNamed: a link in a scanned tree whose target is
+// outside it is not followed, and every format says so; a link inside is
+// not a note (its target is scanned where it is).
+func TestLinksOutsideAreNamed(t *testing.T) {
+	outside := t.TempDir()
+	write(t, filepath.Join(outside, "x86.o"), string(x86Object(t)))
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "lib/README"), "text")
+	os.Symlink(filepath.Join(outside, "x86.o"), filepath.Join(dir, "lib/libout.so"))
+	os.Symlink("README", filepath.Join(dir, "lib/inside"))
+	r := scan(t, policy(t, "kunpeng920"), dir)
+	var notes []Finding
+	for _, f := range r.Findings {
+		if f.Kind == KindLinkOutside {
+			notes = append(notes, f)
+		}
+	}
+	if len(notes) != 1 || notes[0].Path != "lib/libout.so" || notes[0].Violation() || r.Summary.LinksOutside != 1 {
+		t.Fatalf("notes %+v, summary %+v", notes, r.Summary)
+	}
+	for _, format := range Formats {
+		var b strings.Builder
+		if err := Write(&b, r, format); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "lib/libout.so") {
+			t.Errorf("%s output does not name the link out of the tree:\n%s", format, b.String())
+		}
+	}
+}
+
 // TestNotAFileOrDirectory: a FIFO named on the command line is an input
 // error (it used to block forever); so is a missing path that is not
 // clearly an image reference (it used to go to Docker Hub).

@@ -21,6 +21,9 @@ const (
 	// KindHeaders: the section headers disagree with the program headers
 	// (what the loader runs); the scan followed the program headers.
 	KindHeaders = "elf-headers"
+	// KindLinkOutside: a symbolic link in a scanned directory that
+	// resolves outside it; its target was not scanned (a note).
+	KindLinkOutside = "link-outside"
 )
 
 // Severities.
@@ -95,14 +98,17 @@ type Summary struct {
 	// AllowedByKind counts the waived findings by kind.
 	AllowedByKind map[string]int `json:"allowed_by_kind,omitempty"`
 	Unreadable    int            `json:"unreadable"`
-	ByKind        map[string]int `json:"by_kind,omitempty"`
-	Machines      map[string]int `json:"machines,omitempty"`
-	Features      map[string]int `json:"features,omitempty"`    // extension → instructions, guarded and waived ones included
-	Guarded       map[string]int `json:"guarded,omitempty"`     // of which behind a run-time check
-	Waived        map[string]int `json:"waived,omitempty"`      // of which outside the CPU, waived by the allow file
-	GlibcMax      string         `json:"glibc_max,omitempty"`   // the highest need of the files the glibc check judges (that ship)
-	GlibcxxMax    string         `json:"glibcxx_max,omitempty"` // the same for GLIBCXX
-	Scopes        map[string]int `json:"scopes,omitempty"`      // files by the scope they were judged in
+	// LinksOutside counts the links that resolve outside the scanned
+	// directories, whose targets were not scanned.
+	LinksOutside int            `json:"links_outside,omitempty"`
+	ByKind       map[string]int `json:"by_kind,omitempty"`
+	Machines     map[string]int `json:"machines,omitempty"`
+	Features     map[string]int `json:"features,omitempty"`    // extension → instructions, guarded and waived ones included
+	Guarded      map[string]int `json:"guarded,omitempty"`     // of which behind a run-time check
+	Waived       map[string]int `json:"waived,omitempty"`      // of which outside the CPU, waived by the allow file
+	GlibcMax     string         `json:"glibc_max,omitempty"`   // the highest need of the files the glibc check judges (that ship)
+	GlibcxxMax   string         `json:"glibcxx_max,omitempty"` // the same for GLIBCXX
+	Scopes       map[string]int `json:"scopes,omitempty"`      // files by the scope they were judged in
 	// Warnings counts the findings of warning severity not waived, by kind.
 	Warned map[string]int `json:"warned,omitempty"`
 	// Flags is the flag read-back (with a policy).

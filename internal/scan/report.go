@@ -52,10 +52,16 @@ func (r *Report) summaryLine() string {
 		if s.Unreadable > 0 {
 			line += fmt.Sprintf("; %d unreadable", s.Unreadable)
 		}
+		if s.LinksOutside > 0 {
+			line += fmt.Sprintf("\n%d link(s) point outside the scanned tree and were not followed: %s", s.LinksOutside, r.outsideLinks(3))
+		}
 		return line
 	}
 	if s.Clean {
 		line += ": clean for " + r.Target
+		if s.LinksOutside > 0 {
+			line += " (what is in the tree)"
+		}
 	} else {
 		line += fmt.Sprintf(": %d violation(s) for %s (%s)", s.Violations, r.Target, mapList(s.ByKind))
 	}
@@ -64,6 +70,9 @@ func (r *Report) summaryLine() string {
 	}
 	if len(s.Warned) > 0 {
 		line += fmt.Sprintf(", warnings: %s", mapList(s.Warned))
+	}
+	if s.LinksOutside > 0 {
+		line += fmt.Sprintf("\n%d link(s) point outside the scanned tree and were not followed: %s", s.LinksOutside, r.outsideLinks(3))
 	}
 	if sc := r.scopeLine(); sc != "" {
 		line += "\n" + sc
@@ -121,6 +130,20 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// outsideLinks names the first n links out of the tree, and how many more.
+func (r *Report) outsideLinks(n int) string {
+	var names []string
+	for _, f := range r.Findings {
+		if f.Kind == KindLinkOutside {
+			names = append(names, f.Path+" -> "+f.Feature)
+		}
+	}
+	if len(names) > n {
+		names = append(names[:n], fmt.Sprintf("and %d more", len(names)-n))
+	}
+	return strings.Join(names, ", ")
 }
 
 func label(f Finding) string {
@@ -263,6 +286,7 @@ var ruleText = map[string]string{
 	KindPageSize:        "LOAD segments aligned below the target's page size",
 	KindUnreadable:      "Input that could not be read",
 	KindHeaders:         "ELF section headers that disagree with the program headers",
+	KindLinkOutside:     "Symbolic link out of the scanned tree, not followed",
 	KindFlagsBeyond:     "Object compiled for extensions the target CPU lacks",
 	KindLostTuning:      "Object compiled for a weaker architecture than the target's flags",
 	KindFlagsUnresolved: "Recorded compile flags that cannot be resolved",

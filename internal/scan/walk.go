@@ -426,12 +426,36 @@ func (w *walker) input(in resolved) error {
 		if w.ctx.Err() != nil {
 			return w.ctx.Err()
 		}
+		rel, _ := filepath.Rel(in.path, p)
+		if d.Type()&fs.ModeSymlink != 0 {
+			w.link(in.path, p, filepath.ToSlash(rel))
+			return nil
+		}
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		rel, _ := filepath.Rel(in.path, p)
 		return w.file(p, filepath.ToSlash(rel), 0, nil)
 	})
+}
+
+// link notes a link of a scanned directory that resolves outside it: what
+// it points to is not part of the scan, and the report says so. A link
+// inside needs nothing: its target is scanned where it is.
+func (w *walker) link(dir, p, name string) {
+	target, err := os.Readlink(p)
+	if err != nil {
+		return
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return // dangling, or a loop: nothing there to scan
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil || within(root, real) {
+		return
+	}
+	w.add(Finding{Kind: KindLinkOutside, Severity: SevInfo, Path: name, Feature: target,
+		Detail: fmt.Sprintf("link to %s, outside the scanned tree: its target was not scanned", real)})
 }
 
 // file scans a file on disk: it is mapped into memory when it is an ELF, ar
@@ -1034,6 +1058,8 @@ func (w *walker) finish() {
 		switch {
 		case f.Kind == KindUnreadable:
 			s.Unreadable++
+		case f.Kind == KindLinkOutside:
+			s.LinksOutside++
 		}
 		if f.Violation() {
 			s.Violations++
