@@ -173,6 +173,66 @@ func TestCrossEnvironmentAutotools(t *testing.T) {
 	}
 }
 
+// The exec shim never lets the build machine run what is meant for the
+// target: a script whose "#!" interpreter is a target program runs under
+// the emulator from bash, dash, make and env (their fallback on a failed
+// exec runs the script with a host shell); a target program started after
+// env -i runs under the emulator; an emulator command of many words is
+// passed whole.
+func TestExecShimFollowsShebangs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a cross compiler and qemu (make test runs it)")
+	}
+	needTool(t, "qemu-aarch64", "aarch64-linux-gnu-gcc", "make", "dash", "bash")
+	_, env, shim := crossEnv(t, "graviton3", "gcc", false)
+	dir := t.TempDir()
+	// A target "interpreter" that prints its arguments and one variable the
+	// emulator sets (-E, the last words of a long emulator command).
+	os.WriteFile(filepath.Join(dir, "interp.c"), []byte(`#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+	printf("target-interp");
+	for (int i = 1; i < argc; i++) printf(" %s", argv[i]);
+	const char *v = getenv("DORISARM_LAST");
+	printf(" last=%s\n", v ? v : "unset");
+	return 0;
+}
+`), 0o644)
+	shell(t, dir, env, shim, "cc -O1 interp.c -o interp")
+	os.WriteFile(filepath.Join(dir, "s.sh"), []byte("#!"+filepath.Join(dir, "interp")+" -x\necho HOST-RAN-THE-SCRIPT\n"), 0o755)
+	os.WriteFile(filepath.Join(dir, "Makefile"), []byte("all:\n\t./s.sh from-make\n"), 0o644)
+	// More than 16 words of emulator command: a few -E settings at the end.
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "DORISARM_EXEC_EMULATOR=") {
+			for j := 0; j < 10; j++ {
+				kv += fmt.Sprintf(" -E DORISARM_W%d=%d", j, j)
+			}
+			env[i] = kv + " -E DORISARM_LAST=seen"
+		}
+	}
+	out := shell(t, dir, env, shim, `
+bash -c './s.sh from-bash'
+dash -c './s.sh from-dash'
+make -s
+env ./s.sh from-env
+env -i ./interp after-env-i
+`)
+	if strings.Contains(out, "HOST-RAN-THE-SCRIPT") {
+		t.Errorf("a host shell ran the target-interpreted script:\n%s", out)
+	}
+	for _, want := range []string{
+		"target-interp -x ./s.sh from-bash last=seen",
+		"target-interp -x ./s.sh from-dash last=seen",
+		"target-interp -x ./s.sh from-make last=seen",
+		"target-interp -x ./s.sh from-env last=seen",
+		"target-interp after-env-i last=seen",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestExecShim(t *testing.T) {
 	m := repoMatrix(t)
 	cell, _ := m.Cell("2.1", "graviton3")

@@ -10,6 +10,8 @@
  * Every other exec goes through unchanged, so the build runs at native
  * speed. DORISARM_EXEC_MACHINE is the target's ELF e_machine; the emulator
  * command is an absolute path followed by its arguments, space-separated.
+ * A script whose "#!" interpreter is a target program runs under the
+ * emulator too (never on the build machine by a shell's fallback).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -21,32 +23,45 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_EMU_ARGS 16
+#include <stdio.h>
+
+/* The target's machine and the emulator command, read when the shim is
+ * loaded: a program that clears its environment before it execs (env -i)
+ * still gets the target program emulated. */
+static char *shim_machine, *shim_emulator;
+
+__attribute__((constructor)) static void shim_init(void) {
+	const char *m = getenv("DORISARM_EXEC_MACHINE"), *e = getenv("DORISARM_EXEC_EMULATOR");
+	if (m != NULL) shim_machine = strdup(m);
+	if (e != NULL) shim_emulator = strdup(e);
+}
 
 static int is_foreign(const char *path) {
-	const char *want = getenv("DORISARM_EXEC_MACHINE");
-	if (path == NULL || want == NULL) return 0;
+	if (path == NULL || shim_machine == NULL) return 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) return 0;
 	unsigned char h[20];
 	ssize_t n = read(fd, h, sizeof h);
 	close(fd);
 	if (n < (ssize_t)sizeof h || memcmp(h, "\177ELF", 4) != 0 || h[5] != 1 /* little-endian */) return 0;
-	return (h[18] | (h[19] << 8)) == atoi(want);
+	return (h[18] | (h[19] << 8)) == atoi(shim_machine);
 }
 
-/* emulated builds the emulator's argv for path; NULL when there is none. */
+/* emulated builds the emulator's argv for path; NULL when there is none.
+ * The emulator command may have any number of words. */
 static char **emulated(const char *path, char *const argv[]) {
-	const char *emu = getenv("DORISARM_EXEC_EMULATOR");
-	if (emu == NULL || *emu == '\0') return NULL;
-	char *copy = strdup(emu);
+	if (shim_emulator == NULL || *shim_emulator == '\0') return NULL;
+	char *copy = strdup(shim_emulator);
 	if (copy == NULL) return NULL;
+	size_t words = 1;
+	for (const char *c = shim_emulator; *c; c++)
+		if (*c == ' ') words++;
 	size_t argc = 0;
 	while (argv != NULL && argv[argc] != NULL) argc++;
-	char **out = calloc(MAX_EMU_ARGS + argc + 6, sizeof *out);
+	char **out = calloc(words + argc + 6, sizeof *out);
 	if (out == NULL) return NULL;
 	size_t i = 0;
-	for (char *save = NULL, *tok = strtok_r(copy, " ", &save); tok != NULL && i < MAX_EMU_ARGS; tok = strtok_r(NULL, " ", &save))
+	for (char *save = NULL, *tok = strtok_r(copy, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save))
 		out[i++] = tok;
 	out[i++] = "-U";
 	out[i++] = "LD_PRELOAD";
@@ -58,6 +73,66 @@ static char **emulated(const char *path, char *const argv[]) {
 	for (size_t a = 1; a < argc; a++) out[i++] = argv[a];
 	out[i] = NULL;
 	return out;
+}
+
+/* interpreter reads a "#!" line of path: the interpreter into interp and
+ * its one optional argument into arg ("" when none), as the kernel does.
+ * It returns 0 when path is no such script. */
+static int interpreter(const char *path, char *interp, size_t ilen, char *arg, size_t alen) {
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return 0;
+	char line[256];
+	ssize_t n = read(fd, line, sizeof line - 1);
+	close(fd);
+	if (n < 3 || line[0] != '#' || line[1] != '!') return 0;
+	line[n] = '\0';
+	char *nl = strchr(line, '\n');
+	if (nl != NULL) *nl = '\0';
+	char *p = line + 2;
+	while (*p == ' ' || *p == '\t') p++;
+	char *end = p;
+	while (*end && *end != ' ' && *end != '\t') end++;
+	if (end == p || (size_t)(end - p) >= ilen) return 0;
+	memcpy(interp, p, end - p);
+	interp[end - p] = '\0';
+	while (*end == ' ' || *end == '\t') end++;
+	size_t al = strlen(end);
+	while (al > 0 && (end[al - 1] == ' ' || end[al - 1] == '\t' || end[al - 1] == '\r')) al--;
+	if (al >= alen) al = alen - 1;
+	memcpy(arg, end, al);
+	arg[al] = '\0';
+	return 1;
+}
+
+/* target decides how path runs: the emulator's argv when path is a target
+ * program, or a script whose interpreter is one (followed through up to
+ * four "#!" levels, as the kernel does); NULL to exec it as it is. *fail is
+ * set when it is a target program that cannot be emulated: the caller then
+ * fails the exec instead of letting a shell run the file itself. */
+static char **target(const char *path, char *const argv[], int depth, int *fail) {
+	if (is_foreign(path)) {
+		char **em = emulated(path, argv);
+		if (em == NULL) *fail = 1;
+		return em;
+	}
+	char interp[256], arg[256];
+	if (depth >= 4 || shim_machine == NULL || !interpreter(path, interp, sizeof interp, arg, sizeof arg)) return NULL;
+	size_t argc = 0;
+	while (argv != NULL && argv[argc] != NULL) argc++;
+	/* The kernel's argv for a script: interp [arg] path argv[1..]. */
+	char **sargv = calloc(argc + 4, sizeof *sargv);
+	if (sargv == NULL) return NULL;
+	size_t i = 0;
+	sargv[i++] = strdup(interp);
+	if (arg[0] != '\0') sargv[i++] = strdup(arg);
+	sargv[i++] = (char *)path;
+	for (size_t a = 1; a < argc; a++) sargv[i++] = argv[a];
+	sargv[i] = NULL;
+	char **em = target(sargv[0], sargv, depth + 1, fail);
+	if (em == NULL && *fail) {
+		fprintf(stderr, "dorisarm exec shim: %s: its interpreter %s is a program for the target, and no emulator is set; not running it on the build machine\n", path, interp);
+	}
+	return em;
 }
 
 /* search finds file on PATH the way execvp does (first executable match). */
@@ -91,10 +166,10 @@ static int real_execve(const char *p, char *const a[], char *const e[]) {
 }
 
 int execve(const char *path, char *const argv[], char *const envp[]) {
-	if (is_foreign(path)) {
-		char **em = emulated(path, argv);
-		if (em != NULL) return real_execve(em[0], em, envp);
-	}
+	int fail = 0;
+	char **em = target(path, argv, 0, &fail);
+	if (em != NULL) return real_execve(em[0], em, envp);
+	if (fail) { errno = EPERM; return -1; }
 	return real_execve(path, argv, envp);
 }
 
@@ -103,10 +178,10 @@ int execv(const char *path, char *const argv[]) { return execve(path, argv, envi
 int execvpe(const char *file, char *const argv[], char *const envp[]) {
 	char buf[4096];
 	const char *p = search(file, buf, sizeof buf);
-	if (p != NULL && is_foreign(p)) {
-		char **em = emulated(p, argv);
-		if (em != NULL) return real_execve(em[0], em, envp);
-	}
+	int fail = 0;
+	char **em = p != NULL ? target(p, argv, 0, &fail) : NULL;
+	if (em != NULL) return real_execve(em[0], em, envp);
+	if (fail) { errno = EPERM; return -1; }
 	typedef int (*fn_t)(const char *, char *const[], char *const[]);
 	static fn_t fn;
 	if (!fn) fn = (fn_t)dlsym(RTLD_NEXT, "execvpe");
@@ -165,14 +240,14 @@ static int spawn(const char *sym, pid_t *pid, const char *file, const posix_spaw
                  const posix_spawnattr_t *at, char *const argv[], char *const envp[], int use_path) {
 	char buf[4096];
 	const char *p = use_path ? search(file, buf, sizeof buf) : file;
-	if (p != NULL && is_foreign(p)) {
-		char **em = emulated(p, argv);
-		if (em != NULL) {
-			static spawn_fn real;
-			if (!real) real = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
-			return real(pid, em[0], fa, at, em, envp);
-		}
+	int fail = 0;
+	char **em = p != NULL ? target(p, argv, 0, &fail) : NULL;
+	if (em != NULL) {
+		static spawn_fn real;
+		if (!real) real = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
+		return real(pid, em[0], fa, at, em, envp);
 	}
+	if (fail) return EPERM;
 	spawn_fn fn = (spawn_fn)dlsym(RTLD_NEXT, sym);
 	return fn(pid, file, fa, at, argv, envp);
 }
