@@ -103,8 +103,10 @@ var deniedExactPackages = []string{
 // compresses .deb contents with xz, and a scan must look inside). A new
 // dependency that pushes past it must earn its place: raise the bound in
 // the same change, saying why. 318: internal/flagrec, the flag read-back
-// (issue 30), one package of dorisarm's own.
-const maxLinkedPackages = 318
+// (issue 30), one package of dorisarm's own. 320: internal/linkres (links
+// judged as the kernel resolves them, for the extractor and the step cache)
+// and internal/pkgstatus (dorisarm packages), dorisarm's own.
+const maxLinkedPackages = 320
 
 // TestLinkedPackages: nothing denied is linked and the count stays bounded
 // (exact, unlike timings, so it cannot flake).

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -239,6 +240,27 @@ func checkFormat(cmd *cobra.Command) error {
 func registryFlags(cmd *cobra.Command, ro *registry.Options) {
 	cmd.Flags().BoolVar(&ro.Insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
 	registryTimeoutFlag(cmd, &ro.Stall)
+	registryMinRateFlag(cmd, &ro.MinRate)
+}
+
+// registryMinRateFlag registers --registry-min-rate (KiB/s) on r (bytes/s).
+func registryMinRateFlag(cmd *cobra.Command, r *int64) {
+	*r = registry.DefaultMinRate
+	cmd.Flags().Var((*kibRate)(r), "registry-min-rate", "fail a registry read whose body arrives slower than this many KiB/s on average (after one --registry-timeout of grace)")
+}
+
+// kibRate is a rate flag given in KiB/s and kept in bytes/s; more than zero.
+type kibRate int64
+
+func (k *kibRate) String() string { return strconv.FormatInt(int64(*k)>>10, 10) }
+func (k *kibRate) Type() string   { return "KiB/s" }
+func (k *kibRate) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > 1<<40 {
+		return fmt.Errorf("%q is not a rate in KiB/s (a whole number above 0)", s)
+	}
+	*k = kibRate(n << 10)
+	return nil
 }
 
 // registryTimeoutFlag registers --registry-timeout on d.

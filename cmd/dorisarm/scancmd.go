@@ -84,5 +84,6 @@ Without --target it reports what it found. Exit status: 0 clean, 1 violations,
 	cmd.Flags().BoolVar(&opts.Insecure, "insecure", false, "allow plain-HTTP registries that are not on loopback")
 	cmd.Flags().BoolVar(&opts.RequireTargetFlags, "require-target-flags", false, "fail on objects compiled below the target's -march (lost tuning) or with no or unresolvable recorded flags (warnings otherwise)")
 	registryTimeoutFlag(cmd, &opts.RegistryStall)
+	registryMinRateFlag(cmd, &opts.RegistryMinRate)
 	return cmd
 }

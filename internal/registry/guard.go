@@ -22,6 +22,12 @@ import (
 // less than stallBytes of a body) before the request fails.
 const DefaultStall = 2 * time.Minute
 
+// DefaultMinRate is the slowest average a response body may arrive at
+// (after one stall period of grace): a registry that sends just enough to
+// never stall still cannot hold a read of 1 GiB for more than about 4.5
+// hours, where the stall guard alone allows 33.
+const DefaultMinRate = 64 << 10
+
 // stallBytes is the progress a body must make in each stall period: with
 // the default period, a link slower than about 0.5 KiB/s fails, as does a
 // registry that trickles a byte a second to hold dorisarm forever. A
@@ -50,10 +56,13 @@ var manifestPath = sync.OnceValue(func() *regexp.Regexp {
 //     above reads it: index children and signature manifests included.
 //   - It bounds time: a request that gets no response, or whose body makes
 //     less than stallBytes of progress, within stall fails with an error
-//     that names the registry, instead of hanging until Ctrl-C.
+//     that names the registry, instead of hanging until Ctrl-C; and a body
+//     must arrive at minRate on average, one stall period of grace given,
+//     so a trickle just fast enough never to stall fails too.
 type guard struct {
-	inner http.RoundTripper
-	stall time.Duration
+	inner   http.RoundTripper
+	stall   time.Duration
+	minRate int64 // bytes per second
 }
 
 // GuardError is a registry answer the guard refused.
@@ -89,7 +98,14 @@ func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	timer.Stop()
-	resp.Body = &stallBody{rc: resp.Body, ctx: ctx, cancel: cancel, stall: g.stall, timer: time.AfterFunc(g.stall, stalled)}
+	sb := &stallBody{rc: resp.Body, ctx: ctx, cancel: cancel, stall: g.stall, timer: time.AfterFunc(g.stall, stalled),
+		start: time.Now(), minRate: g.minRate, size: resp.ContentLength, what: req.URL.Host + req.URL.Path}
+	if sb.size > 0 && sb.minRate > 0 {
+		// The whole read's deadline: a stall period plus the declared size at the minimum rate.
+		limit := g.stall + time.Duration(float64(sb.size)/float64(sb.minRate)*float64(time.Second))
+		sb.deadline = time.AfterFunc(limit, func() { cancel(sb.slowError()) })
+	}
+	resp.Body = sb
 	if resp.StatusCode != http.StatusOK || (req.Method != http.MethodGet && req.Method != http.MethodHead) {
 		return resp, nil
 	}
@@ -179,13 +195,41 @@ type stallBody struct {
 	stall  time.Duration
 	timer  *time.Timer
 	since  int // bytes since the timer was last reset
+	// The average-rate bound: the whole read's deadline when the size is
+	// declared (deadline), checked as it goes when it is not.
+	start    time.Time
+	minRate  int64
+	size     int64
+	read     atomic.Int64
+	deadline *time.Timer
+	what     string
+}
+
+// slowError says a body arrived slower than the minimum average rate.
+func (b *stallBody) slowError() error {
+	el := time.Since(b.start)
+	got := b.read.Load()
+	of := "an undeclared size"
+	if b.size > 0 {
+		of = fmt.Sprintf("%d bytes", b.size)
+	}
+	return &GuardError{fmt.Sprintf("registry %s sent %d of %s in %s (%.1f KiB/s), slower than the minimum of %d KiB/s on average: check the registry or the network, or lower --registry-min-rate",
+		b.what, got, of, el.Round(time.Millisecond), float64(got)/1024/el.Seconds(), b.minRate>>10)}
 }
 
 func (b *stallBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
+	total := b.read.Add(int64(n))
 	if b.since += n; b.since >= stallBytes {
 		b.since = 0
 		b.timer.Reset(b.stall)
+	}
+	if b.size <= 0 && b.minRate > 0 && err == nil {
+		if el := time.Since(b.start) - b.stall; el > 0 && float64(total) < float64(b.minRate)*el.Seconds() {
+			e := b.slowError()
+			b.cancel(e)
+			return n, e
+		}
 	}
 	if err != nil && err != io.EOF && b.ctx.Err() != nil {
 		if c := context.Cause(b.ctx); c != nil {
@@ -194,12 +238,18 @@ func (b *stallBody) Read(p []byte) (int, error) {
 	}
 	if err == io.EOF {
 		b.timer.Stop()
+		if b.deadline != nil {
+			b.deadline.Stop()
+		}
 	}
 	return n, err
 }
 
 func (b *stallBody) Close() error {
 	b.timer.Stop()
+	if b.deadline != nil {
+		b.deadline.Stop()
+	}
 	err := b.rc.Close()
 	b.cancel(nil)
 	return err
@@ -216,5 +266,9 @@ func (o Options) transport() http.RoundTripper {
 	if stall <= 0 {
 		stall = DefaultStall
 	}
-	return guard{inner: inner, stall: stall}
+	rate := o.MinRate
+	if rate <= 0 {
+		rate = DefaultMinRate
+	}
+	return guard{inner: inner, stall: stall, minRate: rate}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -330,4 +331,61 @@ func mustRef(t *testing.T, s string) name.Reference {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// A body that never stalls but arrives slower than the minimum average
+// rate fails, naming the registry, the blob and the rate: at the deadline
+// its declared size gives, or, without a declared size, as it is read.
+func TestGuardBoundsSlowReads(t *testing.T) {
+	h, host, a, _ := pushed(t)
+	layers, _ := a.Layers()
+	ld, _ := layers[0].Digest()
+	stall := 300 * time.Millisecond
+	ro := Options{Stall: stall, MinRate: 4 << 20}.Remote(context.Background())
+	release := make(chan struct{})
+	defer close(release)
+	for _, declared := range []bool{true, false} {
+		// 64 KiB + 1 every 100 ms: never a stall, about 640 KiB/s, 1.6 s for 1 MiB.
+		h.rewrite = func(w http.ResponseWriter, r *http.Request) bool {
+			if !strings.Contains(r.URL.Path, "/blobs/"+ld.String()) {
+				return false
+			}
+			if declared {
+				w.Header().Set("Content-Length", strconv.Itoa(1<<20))
+			}
+			w.WriteHeader(http.StatusOK)
+			chunk := make([]byte, 64<<10+1)
+			for sent := 0; sent < 1<<20; sent += len(chunk) {
+				if _, err := w.Write(chunk[:min(len(chunk), 1<<20-sent)]); err != nil {
+					return true
+				}
+				w.(http.Flusher).Flush()
+				select {
+				case <-release:
+					return true
+				case <-r.Context().Done():
+					return true
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			return true
+		}
+		start := time.Now()
+		l, err := remote.Layer(mustRef(t, host+"/r@"+ld.String()).(name.Digest), ro...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := l.Compressed()
+		if err == nil {
+			_, err = io.Copy(io.Discard, rc)
+			rc.Close()
+		}
+		took := time.Since(start)
+		if err == nil || !strings.Contains(err.Error(), "slower than the minimum of 4096 KiB/s") || !strings.Contains(err.Error(), host) || !strings.Contains(err.Error(), ld.Hex) {
+			t.Errorf("declared size %v: err = %v, want the rate error naming the registry and blob", declared, err)
+		}
+		if took > 1200*time.Millisecond {
+			t.Errorf("declared size %v: failed after %s; the deadline was about 0.55 s", declared, took)
+		}
+	}
 }

@@ -39,6 +39,10 @@ type Options struct {
 	// Stall is how long a registry may send nothing before a request
 	// fails (0: DefaultStall); see guard.
 	Stall time.Duration
+	// MinRate is the slowest average a response body may arrive at, in
+	// bytes per second, after a first stall period (0: DefaultMinRate); a
+	// read that keeps moving but slower fails too. See guard.
+	MinRate int64
 }
 
 func (o Options) nameOptions() []name.Option {

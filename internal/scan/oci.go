@@ -150,7 +150,7 @@ func (w *walker) remote(arg, ref string) error {
 	}
 	// The docker config's credentials, and the registry guard: schema 1
 	// refused, stalls bounded (every manifest is hashed here as well).
-	ropts := registry.Options{Insecure: w.opts.Insecure, Stall: w.opts.RegistryStall}.Remote(w.ctx)
+	ropts := registry.Options{Insecure: w.opts.Insecure, Stall: w.opts.RegistryStall, MinRate: w.opts.RegistryMinRate}.Remote(w.ctx)
 	desc, err := remote.Get(r, ropts...)
 	if err != nil {
 		return fmt.Errorf("%w %s: %w", ErrInput, arg, err)

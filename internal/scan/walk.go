@@ -50,6 +50,9 @@ type Options struct {
 	// RegistryStall bounds how long a registry may send nothing (0: the
 	// registry package's default; see registry.Options.Stall).
 	RegistryStall time.Duration
+	// RegistryMinRate is the slowest average a registry read may have, in
+	// bytes per second (0: the registry package's default).
+	RegistryMinRate int64
 }
 
 // DefaultOptions are generous for real Doris output (doris_be with its
