@@ -3,9 +3,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -63,10 +66,30 @@ func markRuns(c *cobra.Command) *bool {
 	return ran
 }
 
+// exitInterrupted is the status after Ctrl-C or SIGTERM (128 + SIGINT).
+const exitInterrupted = 130
+
 func main() {
 	root := newRootFor(os.Args[1:])
 	ran := markRuns(root)
-	err := root.Execute()
+	// Every command, planning included, runs under a context that Ctrl-C
+	// (or SIGTERM) cancels, so that what it was making is cleaned up; a
+	// second Ctrl-C kills at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	err := root.ExecuteContext(ctx)
+	if ctx.Err() != nil {
+		msg := "dorisarm: interrupted; what was being made is removed, finished steps stay in the cache"
+		if err != nil && !errors.Is(err, context.Canceled) {
+			msg += " (" + err.Error() + ")"
+		}
+		fmt.Fprintln(os.Stderr, msg)
+		os.Exit(exitInterrupted)
+	}
+	stop()
 	code := exitCode(err, *ran)
 	switch {
 	case err == nil && stdout.err != nil:

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // needSysroots skips where the Debian archive the sysroots come from cannot
@@ -142,5 +146,55 @@ func TestSysrootProbeVerdictsRemembered(t *testing.T) {
 	os.RemoveAll(probes)
 	if _, errOut, code := run(t, args...); code != 0 {
 		t.Errorf("after the verdicts were removed: exit %d %s", code, errOut)
+	}
+}
+
+// Ctrl-C while a plan is making a sysroot (a cold cache) stops at once with
+// a message and exit 130, and leaves no half-made sysroot; one a killed
+// dorisarm left is removed by the next run.
+func TestInterruptWhilePlanning(t *testing.T) {
+	slow(t, "makes a sysroot from the Debian archive")
+	needSysroots(t, "")
+	cache := t.TempDir()
+	store := filepath.Join(cache, "sysroots")
+	os.MkdirAll(filepath.Join(store, ".build-999999999-stale", "root"), 0o755) // no such process
+	cmd := exec.Command(bin, "plan", "--target", "graviton3", "--packages", "bitshuffle", "--source", "examples/minidoris",
+		"--recipe", "recipes/minidoris.yaml", "--sysroot-cache", cache)
+	cmd.Dir = repo
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Wait until the sysroot is being made, then interrupt.
+	deadline := time.After(60 * time.Second)
+	for made := false; !made; {
+		m, _ := filepath.Glob(filepath.Join(store, fmt.Sprintf(".build-%d-*", cmd.Process.Pid)))
+		made = len(m) > 0
+		select {
+		case err := <-done:
+			t.Fatalf("the plan ended (%v) before it was interrupted:\n%s", err, errOut.String())
+		case <-deadline:
+			cmd.Process.Kill()
+			t.Fatalf("no sysroot was being made after 60 s:\n%s", errOut.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	sent := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	err := <-done
+	took := time.Since(sent)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(errOut.String(), "dorisarm: interrupted") {
+		t.Errorf("interrupted plan: %v, stderr:\n%s", err, errOut.String())
+	}
+	if took > 3*time.Second {
+		t.Errorf("the plan took %s to stop after Ctrl-C", took)
+	}
+	if left, _ := filepath.Glob(filepath.Join(store, ".build-*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }

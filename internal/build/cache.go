@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/linkres"
 )
 
@@ -106,7 +107,15 @@ func (c *Cache) Adopt(key, dir string) error {
 // TempDir makes a directory for an entry being assembled; Entries and
 // Prune ignore it, and Adopt moves it into place.
 func (c *Cache) TempDir() (string, error) {
-	return os.MkdirTemp(filepath.Join(c.Dir, "steps"), ".tmp-")
+	return c.tempDir()
+}
+
+// tempDir makes an entry's assembly directory, named by this process, and
+// removes those a killed process left.
+func (c *Cache) tempDir() (string, error) {
+	steps := filepath.Join(c.Dir, "steps")
+	fsutil.RemoveStale(steps, ".tmp-")
+	return fsutil.MkdirTempOwned(steps, ".tmp-")
 }
 
 // RemoteCache shares step results beyond one machine (an OCI registry):
@@ -353,7 +362,7 @@ func (c *Cache) Put(m Meta, tree string, changed []string) error {
 			}
 		}
 	}
-	tmp, err := os.MkdirTemp(filepath.Join(c.Dir, "steps"), ".tmp-")
+	tmp, err := c.tempDir()
 	if err != nil {
 		return err
 	}

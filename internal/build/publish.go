@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/scan"
@@ -34,7 +35,9 @@ func (r *runner) staging() string { return r.stage }
 func stagingName(out string, c plan.CellInfo) string {
 	var b [8]byte
 	rand.Read(b[:])
-	return filepath.Join(out, fmt.Sprintf(".staging-%s-%s-%d-%s", c.Doris, c.Target, os.Getpid(), hex.EncodeToString(b[:])))
+	// The pid first, as fsutil.MkdirTempOwned names: RemoveStale can tell
+	// what a killed build left.
+	return filepath.Join(out, fmt.Sprintf(".staging-%d-%s-%s-%s", os.Getpid(), c.Doris, c.Target, hex.EncodeToString(b[:])))
 }
 
 // lockOut serialises publishing into out (the up-to-date check and the
@@ -52,6 +55,7 @@ func lockOut(ctx context.Context, out string, wait func()) (func(), error) {
 // files into a staging directory next to the final one.
 func (r *runner) collect(s plan.Step, log io.Writer) error {
 	stage := r.staging()
+	fsutil.RemoveStale(filepath.Dir(stage), ".staging-") // what a killed build left
 	if err := os.RemoveAll(stage); err != nil {
 		return err
 	}

@@ -1,13 +1,17 @@
-// Package fsutil writes files whole or not at all, and reads input files
-// whole within a bound.
+// Package fsutil writes files whole or not at all, reads input files whole
+// within a bound, and names temporary directories by the process that owns
+// them so that what a killed process left can be told apart and removed.
 package fsutil
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -87,4 +91,43 @@ func describe(m fs.FileMode) string {
 		return "a block device"
 	}
 	return "mode " + m.String()
+}
+
+// MkdirTempOwned makes a new directory in dir named prefix<pid>-<random>:
+// the process that made it is in its name, so that RemoveStale can tell a
+// directory a killed process left from one a running build is filling.
+func MkdirTempOwned(dir, prefix string) (string, error) {
+	return os.MkdirTemp(dir, fmt.Sprintf("%s%d-", prefix, os.Getpid()))
+}
+
+// RemoveStale removes the entries of dir that MkdirTempOwned made with
+// prefix for a process that no longer runs, and returns their names.
+func RemoveStale(dir, prefix string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var gone []string
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || processRuns(pid) {
+			continue
+		}
+		if os.RemoveAll(filepath.Join(dir, e.Name())) == nil {
+			gone = append(gone, e.Name())
+		}
+	}
+	return gone
+}
+
+// processRuns reports whether a process with this pid exists (one of
+// another user counts: EPERM).
+func processRuns(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -2,6 +2,7 @@ package fsutil
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -76,5 +77,27 @@ func TestReadFile(t *testing.T) {
 	}
 	if _, err := ReadFile(filepath.Join(dir, "missing"), 10); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// RemoveStale removes what a process that no longer runs left, never what
+// a running one (this one, or the test's parent) is making, nor other names.
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	mine, err := MkdirTempOwned(dir, ".build-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{".build-999999999-x", fmt.Sprintf(".build-%d-y", os.Getppid()), ".build-discard-z", "other-999999999-w"} {
+		os.Mkdir(filepath.Join(dir, n), 0o755)
+	}
+	gone := RemoveStale(dir, ".build-")
+	if len(gone) != 1 || gone[0] != ".build-999999999-x" {
+		t.Errorf("removed %v, want only the dead process's", gone)
+	}
+	for _, keep := range []string{filepath.Base(mine), fmt.Sprintf(".build-%d-y", os.Getppid()), ".build-discard-z", "other-999999999-w"} {
+		if _, err := os.Stat(filepath.Join(dir, keep)); err != nil {
+			t.Errorf("%s was removed", keep)
+		}
 	}
 }

@@ -32,6 +32,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 )
 
 // Spec says where a target OS's sysroot comes from. Exactly one of Image and
@@ -305,7 +307,8 @@ func Ensure(ctx context.Context, s Spec, cacheDir string, opts ...Option) (*Sysr
 	if err := os.MkdirAll(store, 0o755); err != nil {
 		return nil, fmt.Errorf("%s: cache: %w", s.label(), err)
 	}
-	tmp, err := os.MkdirTemp(store, ".build-")
+	fsutil.RemoveStale(store, ".build-") // what a killed dorisarm was making
+	tmp, err := fsutil.MkdirTempOwned(store, ".build-")
 	if err != nil {
 		return nil, fmt.Errorf("%s: cache: %w", s.label(), err)
 	}
