@@ -51,7 +51,7 @@ tags, in this shape:
   dorisarm promote --key keys/cosign.pub --sign-key keys/cosign.key --yes --file promotions.yaml
   dorisarm promote --key keys/cosign.pub --rollback --yes 127.0.0.1:5000/release/doris-be:2.1.7 127.0.0.1:5000/release/doris-be:2.1`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			trust, err := tf.trust()
+			trust, err := tf.trust(g.stderr)
 			if err != nil {
 				return err
 			}

@@ -49,7 +49,7 @@ another build.`,
 			req := report.Request{Release: release, Images: images, RecipeFile: recipeFile, Registry: ro, Matrix: g.loadMatrix,
 				RecipeImages: func(name string) ([]string, error) { return recipe.ImageNames(g.data.Recipe(name)) }}
 			var err error
-			if req.Trust, err = tf.optional(); err != nil {
+			if req.Trust, err = tf.optional(g.stderr); err != nil {
 				return err
 			}
 			rep, err := report.Make(cmd.Context(), req)

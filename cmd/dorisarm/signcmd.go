@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -95,13 +97,24 @@ func (f *trustFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.t.TrustedRoot, "trusted-root", "", "keyless: a trusted_root.json to trust instead of Sigstore's (from TUF), for a private Sigstore")
 }
 
-func (f *trustFlags) trust() (sign.Trust, error) { return f.t, f.t.Validate() }
+func (f *trustFlags) trust(warn io.Writer) (sign.Trust, error) {
+	f.warn(warn)
+	return f.t, f.t.Validate()
+}
+
+// warn says what in the trust flags is probably not meant.
+func (f *trustFlags) warn(w io.Writer) {
+	for _, m := range f.t.Warnings() {
+		fmt.Fprintln(w, "warning: "+m)
+	}
+}
 
 // optional is the trust given, or nil when no trust flag was.
-func (f *trustFlags) optional() (*sign.Trust, error) {
+func (f *trustFlags) optional(warn io.Writer) (*sign.Trust, error) {
 	if f.t == (sign.Trust{}) {
 		return nil, nil
 	}
+	f.warn(warn)
 	return &f.t, f.t.Validate()
 }
 
@@ -126,10 +139,11 @@ image is (image name, Doris version or its series, and the target of a
 per-target image, as its signed provenance says). Exit status 1 if any
 check fails.`,
 		Example: `  dorisarm verify --key keys/cosign.pub 127.0.0.1:5000/doris/doris-be:2.1.8
-  dorisarm verify --certificate-identity-regexp '^https://github.com/ORG/REPO/' --certificate-oidc-issuer https://token.actions.githubusercontent.com ghcr.io/ORG/doris/doris-be:2.1.8
+  dorisarm verify --certificate-identity-regexp '^https://github\.com/ORG/REPO/\.github/workflows/release\.yml@refs/tags/v[0-9.]+$' --certificate-oidc-issuer https://token.actions.githubusercontent.com ghcr.io/ORG/doris/doris-be:2.1.8
   dorisarm verify --key keys/cosign.pub -o json 127.0.0.1:5000/doris/doris-be:2.1.8 | jq '.checks[] | select(.ok | not)'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			tf.warn(g.stderr)
 			v, err := promote.VerifyRef(cmd.Context(), args[0], tf.t, noAttestations, ro)
 			if err != nil {
 				return err

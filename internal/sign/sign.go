@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -240,6 +241,25 @@ type Trust struct {
 }
 
 // Validate says what is missing or contradictory (bad input).
+// Warnings are what is legal but probably not meant in t: an identity
+// regexp that is not anchored at both ends matches any identity that merely
+// contains it (^https://github\.com/ORG/REPO/ also matches ORG/REPO-evil's
+// workflows when the dots and the end are left open).
+func (t Trust) Warnings() []string {
+	re := t.IdentityRegexp
+	if re == "" {
+		return nil
+	}
+	var w []string
+	if !strings.HasPrefix(re, "^") || !strings.HasSuffix(re, "$") {
+		w = append(w, fmt.Sprintf("--certificate-identity-regexp %q is not anchored at both ends (^...$): it accepts any signer identity that contains a match, e.g. another repository's workflow", re))
+	}
+	if regexp.MustCompile(`[A-Za-z0-9]\.(com|io|org|yml|yaml|net)\b`).MatchString(re) {
+		w = append(w, fmt.Sprintf("--certificate-identity-regexp %q has an unescaped dot, which matches any character: write \\. for a literal dot", re))
+	}
+	return w
+}
+
 func (t Trust) Validate() error { return fault.Input(t.validate()) }
 
 func (t Trust) validate() error {
