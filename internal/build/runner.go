@@ -295,7 +295,7 @@ func (r *runner) prepare() error {
 		if r.shims[phase], err = tc.ExecShim(w, ""); err != nil {
 			return err
 		}
-		r.rec.Flags[phase] = f.Compile()
+		r.rec.Flags[phase] = r.placeholders(f.Compile())
 	}
 	if r.opts.PGOProfile != "" && r.in.Plan.Cell.PGO && len(r.in.Plan.Only) == 0 {
 		if st := r.in.Plan.Step("build:" + r.in.Recipe.PGO.Step); st != nil && st.Inputs.Build != nil {
@@ -322,6 +322,31 @@ func (r *runner) expand(s, phase string) string {
 		"$PROFILE_DIR", r.profileDir, "$PROFILE", r.profile, "$LTO_CACHE", r.ltoCache,
 		toolchain.SysrootRunPlaceholder, r.sysrootRunPath(), toolchain.SysrootPlaceholder, r.sysrootPath(),
 	).Replace(s)
+}
+
+// placeholders is the inverse of expand for what the record keeps: this
+// machine's paths (the sysroot in its cache, the work tree, the profile)
+// as the plan's placeholders, so that records of one build made on two
+// machines differ only in times.
+func (r *runner) placeholders(list []string) []string {
+	var pairs []string
+	// Longest first: a path inside another is replaced by its own name.
+	for _, pv := range [][2]string{
+		{filepath.Join(r.work, "toolchain"), "$TOOLCHAIN"}, {r.src, "$SRC"}, {r.profile, "$PROFILE"},
+		{r.profileDir, "$PROFILE_DIR"}, {r.ltoCache, "$LTO_CACHE"},
+		{r.sysrootRunPath(), toolchain.SysrootRunPlaceholder}, {r.sysrootPath(), toolchain.SysrootPlaceholder},
+		{r.work, "$WORK"}, {r.opts.Cache, "$CACHE"},
+	} {
+		if pv[0] != "" && pv[0] != "." {
+			pairs = append(pairs, pv[0], pv[1])
+		}
+	}
+	rp := strings.NewReplacer(pairs...)
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = rp.Replace(s)
+	}
+	return out
 }
 
 // env is a step's environment: dorisarm's own, the toolchain's (the cross

@@ -21,6 +21,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/sample"
 	"github.com/dorisarm/dorisarm/internal/scan"
+	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
 
 // fakeExec stands in for the programs a build runs. A step's command
@@ -564,5 +565,43 @@ func TestRunnerRelativizesAbsoluteLinks(t *testing.T) {
 		if i == 1 && (slices.Contains(fx.commands(), "thirdparty:MINILZ") || !slices.Contains(rec.Cache.Hits, "thirdparty:MINILZ")) {
 			t.Errorf("the second build ran minilz again (commands %v, hits %v): its step was not cached", fx.commands(), rec.Cache.Hits)
 		}
+	}
+}
+
+// A build record names no path of the machine that made it: two builds of
+// one plan in different cache and out directories record the same flags,
+// and neither record holds its cache's path.
+func TestRecordHoldsNoMachinePaths(t *testing.T) {
+	t.Parallel()
+	const target = "graviton3"
+	in := fastInput(t, target, "")
+	var recs [][]byte
+	var caches []string
+	for i := 0; i < 2; i++ {
+		out, cache := t.TempDir(), t.TempDir()
+		caches = append(caches, cache)
+		// The sysroot where each machine's cache keeps it.
+		tc := *in.TC
+		sr := filepath.Join(cache, "sysroots", "sha256-0123")
+		tc.Sysroot = &toolchain.Sysroot{Name: "test", Path: sr, RunPath: sr + "-run", Digest: "sha256:0123"}
+		in.TC = &tc
+		fx := &fakeExec{}
+		if _, err := Run(context.Background(), in, Options{Out: out, Cache: cache, Exec: fx.exec}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(Dir(out, sample.Version, target), RecordFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, b)
+		if bytes.Contains(b, []byte(cache)) || bytes.Contains(b, []byte(out)) {
+			t.Errorf("build %d's record holds its machine's paths:\n%s", i, b)
+		}
+	}
+	var a, b Record
+	json.Unmarshal(recs[0], &a)
+	json.Unmarshal(recs[1], &b)
+	if fa, fb := fmt.Sprint(a.Flags), fmt.Sprint(b.Flags); fa != fb {
+		t.Errorf("the records' flags differ:\n%s\n%s", fa, fb)
 	}
 }
