@@ -20,12 +20,9 @@ build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dorisarm
 
 # Rewrites derived files: internal/datafile/snapshots.bin, the parsed YAML of
-# matrix.yaml, recipes and internal/isa's data (TestSnapshotsFresh checks it),
-# and internal/matrix/known.bin, matrix.yaml decoded and validated in binary
-# form, with known_dec.go, its decoder generated from the matrix types
-# (TestKnownMatrixFresh checks them).
+# matrix.yaml, recipes and internal/isa's data (TestSnapshotsFresh checks it).
 generate:
-	$(GO) generate ./internal/datafile ./internal/matrix
+	$(GO) generate ./internal/datafile
 
 vet:
 	$(GO) vet ./...

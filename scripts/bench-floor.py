@@ -39,8 +39,7 @@ def main():
     cmds = [
         ("empty Go program", [b("empty")], True),
         ("dorisarm's dependencies alone", [b("deps")], True),
-        ("  + prefault", [b("depspf")], True),
-        (f"  + prefault, read {short}'s code", [b("read"), lib], False),
+        (f"  + read {short}'s code", [b("read"), lib], False),
         ("dorisarm version", [dorisarm, "version"], True),
         (f"dorisarm scan {short}", [dorisarm, "scan", "--target", "kunpeng920", "-o", "json", lib], False),
     ]

@@ -3,13 +3,12 @@
 # runtime and the packages dorisarm links cost before any of dorisarm's own
 # work, timed in the same minutes as dorisarm itself.
 #
-# It builds four programs beside dorisarm (with go build -overlay, so nothing
-# is written into the tree):
+# It builds three programs beside dorisarm (with go build -overlay, so
+# nothing is written into the tree):
 #   empty     func main() {}
 #   deps      every package cmd/dorisarm links except dorisarm's own, blank
 #             imported (their init functions run, nothing else)
-#   deps+pf   the same with internal/prefault, as dorisarm has it
-#   deps+read deps+pf, then pread(2)s the library's code sections on two
+#   deps+read deps, then pread(2)s the library's code sections on two
 #             goroutines and XORs their words: reading the code, no decoding
 # and prints, for each and for `dorisarm version` and `dorisarm scan` of
 # the library, the median wall time (random order each round) and the sum of
@@ -32,9 +31,8 @@ blank() { sed 's/.*/\t_ "&"/' "${tmp}/deps.txt"; }
 mkdir -p "${tmp}/src"
 printf 'package main\n\nfunc main() {}\n' >"${tmp}/src/empty.go"
 { printf 'package main\n\nimport (\n'; blank; printf ')\n\nfunc main() {}\n'; } >"${tmp}/src/deps.go"
-{ printf 'package main\n\nimport (\n\t_ "%s/internal/prefault"\n' "${mod}"; blank; printf ')\n\nfunc main() {}\n'; } >"${tmp}/src/depspf.go"
 {
-    printf 'package main\n\nimport (\n\t_ "%s/internal/prefault"\n' "${mod}"
+    printf 'package main\n\nimport (\n'
     blank | grep -v -e '"debug/elf"$' -e '"encoding/binary"$' -e '"fmt"$' -e '"os"$' -e '"sync"$' -e '"syscall"$'
     cat <<'EOF'
 	"debug/elf"
@@ -94,14 +92,14 @@ overlay="${tmp}/overlay.json"
 {
     printf '{"Replace":{'
     sep=
-    for p in empty deps depspf read; do
+    for p in empty deps read; do
         printf '%s"%s/cmd/dorisarm-floor-%s/main.go":"%s/src/%s.go"' "${sep}" "$(pwd)" "${p}" "${tmp}" "${p}"
         sep=,
     done
     printf '}}\n'
 } >"${overlay}"
 mkdir -p "${tmp}/bin"
-for p in empty deps depspf read; do
+for p in empty deps read; do
     CGO_ENABLED=0 go build -overlay "${overlay}" -o "${tmp}/bin/${p}.linked" "./cmd/dorisarm-floor-${p}"
     # Timed as installed copies, as bench-scan.sh times dorisarm.
     install -m 0755 "${tmp}/bin/${p}.linked" "${tmp}/bin/${p}"

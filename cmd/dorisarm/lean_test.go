@@ -275,27 +275,3 @@ func TestOwnInitIsLight(t *testing.T) {
 		t.Fatalf("only %d of dorisarm's packages in the init trace:\n%s", own, stderr.String())
 	}
 }
-
-// TestPrefaultFirst: internal/prefault maps the executable in before the
-// packages whose init touches it. It imports nothing, so it runs before any
-// package with imports of its own: an import added to it would let syscall,
-// os and the rest of the standard library go first, and their page faults
-// with them.
-func TestPrefaultFirst(t *testing.T) {
-	var order []string
-	sc := bufio.NewScanner(initTrace(t))
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) > 1 && f[0] == "init" {
-			order = append(order, f[1])
-		}
-	}
-	at := slices.Index(order, "github.com/dorisarm/dorisarm/internal/prefault")
-	if at < 0 {
-		t.Fatalf("internal/prefault is not in the init trace:\n%s", strings.Join(order, "\n"))
-	}
-	for _, later := range []string{"syscall", "os", "reflect", "encoding/json"} {
-		if i := slices.Index(order, later); i >= 0 && i < at {
-			t.Errorf("%s is initialised before internal/prefault: prefault must import nothing", later)
-		}
-	}
-}

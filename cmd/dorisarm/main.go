@@ -13,9 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
-	// First of all packages: maps in this executable's pages in a few
-	// system calls rather than hundreds of page faults.
-	_ "github.com/dorisarm/dorisarm/internal/prefault"
 )
 
 // Exit statuses: 0 ok, 1 a check failed, 2 bad input or usage.

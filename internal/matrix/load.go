@@ -27,29 +27,16 @@ func Load(path string) (*Matrix, error) {
 	return Parse(path, data)
 }
 
-// Parse decodes and validates matrix data read from file. The matrix
-// dorisarm is built with is not decoded: its decoded form is built in too
-// (known.go), used only for its exact bytes, whatever the file's name.
+// Parse decodes and validates matrix data read from file.
 func Parse(file string, data []byte) (*Matrix, error) {
-	return parse(file, data, true)
-}
-
-// parse is Parse; useKnown false always decodes (for the tests).
-func parse(file string, data []byte, useKnown bool) (*Matrix, error) {
 	sum := sha256.Sum256(data)
-	m := (*Matrix)(nil)
-	if useKnown {
-		m = knownMatrix(file, sum)
+	m := new(Matrix)
+	if err := datafile.Decode(file, data, m); err != nil {
+		return nil, err
 	}
-	if m == nil {
-		m = new(Matrix)
-		if err := datafile.Decode(file, data, m); err != nil {
-			return nil, err
-		}
-		m.nameEntries()
-		if err := m.validate(); err != nil {
-			return nil, err
-		}
+	m.nameEntries()
+	if err := m.validate(); err != nil {
+		return nil, err
 	}
 	m.File = file
 	m.Digest = "sha256:" + hex.EncodeToString(sum[:])

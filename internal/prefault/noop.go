@@ -1,3 +1,0 @@
-//go:build !linux || !(amd64 || arm64)
-
-package prefault
