@@ -145,3 +145,59 @@ func kebab(s string) string {
 	}
 	return b.String()
 }
+
+// Only pushes to main may write the shared step cache: no workflow that
+// uses it grants
+// packages: write at the top, a job that has it runs only on a push to
+// main, and a job that pushes the cache is such a job (every other says
+// --push-cache=false).
+func TestWorkflowsCacheWritesOnlyFromMain(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(repo, ".github", "workflows", "*.yml"))
+	pushes := 0
+	for _, file := range files {
+		data, _ := os.ReadFile(file)
+		if !strings.Contains(string(data), "--cache-repo") {
+			continue // does not touch the shared step cache (a release publishes images)
+		}
+		var wf struct {
+			Permissions map[string]string `yaml:"permissions"`
+			Jobs        map[string]struct {
+				If          string            `yaml:"if"`
+				Permissions map[string]string `yaml:"permissions"`
+				Steps       []struct {
+					With map[string]string `yaml:"with"`
+				} `yaml:"steps"`
+			} `yaml:"jobs"`
+		}
+		if err := yaml.Unmarshal(data, &wf); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if wf.Permissions["packages"] == "write" {
+			t.Errorf("%s: packages: write for every job; give it only to the job that runs on pushes to main", file)
+		}
+		for name, job := range wf.Jobs {
+			mainOnly := strings.Contains(job.If, "github.event_name == 'push'") && strings.Contains(job.If, "refs/heads/main")
+			if job.Permissions["packages"] == "write" && !mainOnly {
+				t.Errorf("%s: job %s has packages: write but runs on more than pushes to main (if: %q)", file, name, job.If)
+			}
+			for _, st := range job.Steps {
+				args := st.With["args"]
+				if !strings.Contains(args, "--push-cache") {
+					continue
+				}
+				switch {
+				case strings.Contains(args, "--push-cache=true"):
+					pushes++
+					if !mainOnly || job.Permissions["packages"] != "write" {
+						t.Errorf("%s: job %s pushes the cache but is not the main-only job with packages: write", file, name)
+					}
+				case !strings.Contains(args, "--push-cache=false"):
+					t.Errorf("%s: job %s: --push-cache must be a literal true (main-only job) or false", file, name)
+				}
+			}
+		}
+	}
+	if pushes == 0 {
+		t.Error("no workflow pushes the shared cache from main")
+	}
+}
