@@ -105,7 +105,13 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 			return nil, fault.Input(err)
 		}
 	}
-	tools, hostEnv := ResolveBuildTools(ctx, r), ResolveHostEnv(r)
+	// The build machine's code generators and environment matter to BE and
+	// FE steps only: a packages-only plan does not look for them.
+	var tools []BuildToolInfo
+	var hostEnv []HostEnvInfo
+	if len(req.Packages) == 0 || req.Slice != nil {
+		tools, hostEnv = ResolveBuildTools(ctx, r), ResolveHostEnv(r)
+	}
 	var out []Planned
 	for _, t := range targets {
 		cell, err := m.Cell(series.Series, t)
