@@ -104,6 +104,10 @@ func TestThirdpartyBuildShipsScope(t *testing.T) {
 	if s := rec.Scan; s == nil || !s.Clean || s.Scopes[scan.ScopeNotShipped] != 1 || s.Scopes[scan.ScopeObject] != 1 || s.Scopes[scan.ScopeDeployment] != 1 {
 		t.Errorf("the record's scan: %+v", rec.Scan)
 	}
+	// The package's own scan, in the work tree, judges with the same scope.
+	if ps := rec.PackageScans["OPENSSL"]; ps == nil || ps.Files != 3 || ps.Violations != 0 {
+		t.Errorf("the record's scan of openssl's install: %+v (want 3 files, none a violation, as the gate judged them)", ps)
+	}
 	pub := Dir(out, rec.Cell.Doris, target)
 	plain, err := scan.Scan(context.Background(), []string{pub}, pol, scan.Options{})
 	if err != nil {

@@ -299,7 +299,15 @@ func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) err
 		// Nothing to scan: say so in the record, as a scan of no file.
 		return r.saveFlags(s, &scan.Report{}, log)
 	}
-	rep, err := scan.Scan(context.Background(), paths, r.in.Policy, scan.Options{})
+	// Judged as the build's scan gate will judge them: the deployment
+	// checks apply to what the build ships (the scan step's globs).
+	pol := r.in.Policy
+	if sc := r.in.Plan.Step("scan"); sc != nil && sc.Inputs.Scan != nil && pol != nil {
+		if pol, err = pol.WithShipsUnder(r.src, sc.Inputs.Scan.Ships); err != nil {
+			return err
+		}
+	}
+	rep, err := scan.Scan(context.Background(), paths, pol, scan.Options{})
 	if err != nil {
 		return err
 	}

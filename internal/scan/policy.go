@@ -3,6 +3,7 @@ package scan
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -119,6 +120,20 @@ func (p *Policy) WithShips(ships []string) (*Policy, error) {
 	q := *p
 	q.Ships = slices.Clone(ships)
 	return &q, nil
+}
+
+// WithShipsUnder is WithShips for a scan whose inputs are the files of the
+// scanned tree at dir, named by their paths (a package's install checked
+// in the work tree before it is collected): each glob is taken below dir.
+func (p *Policy) WithShipsUnder(dir string, ships []string) (*Policy, error) {
+	q, err := p.WithShips(ships)
+	if err != nil || len(ships) == 0 {
+		return q, err
+	}
+	for i, g := range q.Ships {
+		q.Ships[i] = path.Join(filepath.ToSlash(dir), g)
+	}
+	return q, nil
 }
 
 // scopeOf is the scope a file of the report (name, and its ELF type) is
