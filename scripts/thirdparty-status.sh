@@ -5,17 +5,18 @@
 #
 #   DORIS="Apache Doris branch-2.1 at b5e94b65 (2.1.7-rc01)" \
 #   MANIFESTS="mirror/MANIFEST-github.tsv mirror/MANIFEST-release.tsv" \
-#   MD5_EDITS=tree2-md5.txt COMMANDS=commands.txt \
+#   MD5_EDITS=tree2-md5.txt COMMANDS=commands.txt NOTES=notes.md \
 #   bash scripts/thirdparty-status.sh out-a/2.1.7-rc01/kunpeng920* out-b/...
 #
 # A manifest line is VAR<TAB>archive<TAB>md5<TAB>match|differs<TAB>how made.
 # MD5_EDITS is scripts/tree-for-mirror.sh's output for the tree built from;
-# COMMANDS the build command lines. The table itself comes from
+# COMMANDS the build command lines; NOTES, Markdown added as it is (what
+# was checked beyond the table, what was not tried). The table comes from
 # `dorisarm packages`, which verifies each build directory against its record.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if [[ $# -eq 0 || -z "${DORIS:-}" ]]; then
-    echo "usage: DORIS=... [MANIFESTS=...] [MD5_EDITS=FILE] [COMMANDS=FILE] $0 BUILD_DIR..." >&2
+    echo "usage: DORIS=... [MANIFESTS=...] [MD5_EDITS=FILE] [COMMANDS=FILE] [NOTES=FILE] $0 BUILD_DIR..." >&2
     exit 2
 fi
 out=${OUT:-docs/thirdparty-status.md}
@@ -42,6 +43,10 @@ trap 'rm -f "${tmp}"' EXIT
         echo '```sh'
         cat "${COMMANDS}"
         echo '```'
+        echo
+    fi
+    if [[ -n "${NOTES:-}" ]]; then
+        cat "${NOTES}"
         echo
     fi
     echo "## Package × target"
