@@ -102,6 +102,9 @@ type StepRecord struct {
 	Key     string  `json:"key"`
 	Cached  bool    `json:"cached"`
 	Seconds float64 `json:"seconds"`
+	// RanSeconds is, for a step restored from the cache, how long it took
+	// when it ran (the cache entry's record).
+	RanSeconds float64 `json:"ran_seconds,omitempty"`
 }
 
 // SmokeResult is one smoke run.

@@ -436,6 +436,7 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 					r.push(ctx, s)
 				}
 				r.rec.addStep(s, true, time.Since(t0))
+				r.rec.Steps[len(r.rec.Steps)-1].RanSeconds = m.Seconds
 				r.opts.Progress.Step(target, i, s.ID, true, time.Since(t0))
 				return nil
 			}

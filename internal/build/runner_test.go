@@ -565,6 +565,12 @@ func TestRunnerRelativizesAbsoluteLinks(t *testing.T) {
 		if i == 1 && (slices.Contains(fx.commands(), "thirdparty:MINILZ") || !slices.Contains(rec.Cache.Hits, "thirdparty:MINILZ")) {
 			t.Errorf("the second build ran minilz again (commands %v, hits %v): its step was not cached", fx.commands(), rec.Cache.Hits)
 		}
+		// A restored step says how long it took when it ran.
+		for _, st := range rec.Steps {
+			if st.ID == "thirdparty:MINILZ" && st.Cached != (i == 1) || st.ID == "thirdparty:MINILZ" && i == 1 && st.RanSeconds <= 0 {
+				t.Errorf("run %d: step record %+v", i, st)
+			}
+		}
 	}
 }
 

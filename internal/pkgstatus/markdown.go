@@ -72,7 +72,7 @@ func (r *Result) text() string {
 	}
 	parts := []string{fmt.Sprintf("built %.0f s", r.Seconds)}
 	if r.Cached {
-		parts[0] = "built (cached)"
+		parts[0] = fmt.Sprintf("built %.0f s (from the cache)", r.Seconds)
 	}
 	if !r.Scanned {
 		return cell(parts[0] + ", install not scanned (built by a dorisarm without package scans: rebuild with an empty --cache)")

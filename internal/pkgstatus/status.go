@@ -30,8 +30,9 @@ const (
 // Result is one package in one target's build.
 type Result struct {
 	Status Status `json:"status"`
-	// Seconds is the time of its unpack and build steps; Cached says the
-	// build step came from the step cache (so Seconds is a restore's).
+	// Seconds is the time of its unpack and build steps (for a step from
+	// the step cache, how long it took when it ran, where the cache kept
+	// that); Cached says the build step came from the cache.
 	Seconds float64 `json:"seconds"`
 	Cached  bool    `json:"cached,omitempty"`
 	// Scanned says the record holds the scan of its install (a step
@@ -193,7 +194,11 @@ func result(rec *build.Record, pkg string, opt Options) *Result {
 	r.Status = SourceOnly
 	for _, s := range rec.Steps {
 		if s.ID == "unpack:"+pkg || s.ID == "thirdparty:"+pkg {
-			r.Seconds += s.Seconds
+			if s.Cached && s.RanSeconds > 0 {
+				r.Seconds += s.RanSeconds // when it ran, not its restore
+			} else {
+				r.Seconds += s.Seconds
+			}
 		}
 		if s.ID == "thirdparty:"+pkg {
 			r.Status, r.Cached = Built, s.Cached

@@ -41,7 +41,7 @@ func record(target, isa, source string) *build.Record {
 func TestLoadTabulatesBuiltFailedSkipped(t *testing.T) {
 	g3 := record("graviton3", "aarch64", "sha256:src")
 	g3.Compiler.Name, g3.Compiler.Version = "clang", "16.0.6"
-	g3.Steps = []build.StepRecord{{ID: "unpack:ZLIB", Seconds: 1}, {ID: "thirdparty:ZLIB", Seconds: 9}, {ID: "thirdparty:PROTOBUF", Seconds: 100, Cached: true}}
+	g3.Steps = []build.StepRecord{{ID: "unpack:ZLIB", Seconds: 1}, {ID: "thirdparty:ZLIB", Seconds: 9}, {ID: "thirdparty:PROTOBUF", Seconds: 0.5, RanSeconds: 100, Cached: true}}
 	g3.PackageScans = map[string]*build.PackageScan{
 		"ZLIB":     {Files: 10, ELF: 3, Machines: map[string]int{"aarch64": 2, "x86_64": 1}, Features: map[string]int{"sve": 7, "lse": 2}},
 		"PROTOBUF": {Files: 300, ELF: 4, Machines: map[string]int{"aarch64": 4}, Violations: 2},
@@ -64,7 +64,7 @@ func TestLoadTabulatesBuiltFailedSkipped(t *testing.T) {
 	if z := got["ZLIB"]["graviton3"]; z.Status != Built || z.Seconds != 10 || z.Foreign != 1 || z.Features["sve"] != 7 || z.Features["lse"] != 0 || z.AtTarget != 1 || z.FlagObjects != 3 {
 		t.Errorf("ZLIB on graviton3: %+v", z)
 	}
-	if p := got["PROTOBUF"]["graviton3"]; p.Status != Built || !p.Cached || p.Violations != 2 {
+	if p := got["PROTOBUF"]["graviton3"]; p.Status != Built || !p.Cached || p.Violations != 2 || p.Seconds != 100 {
 		t.Errorf("PROTOBUF on graviton3: %+v", p)
 	}
 	if p := got["PROTOBUF"]["kunpeng920"]; p.Status != Failed || p.Step != "thirdparty:PROTOBUF" || !strings.Contains(p.Cause, "'zlib.h' file not found") {
