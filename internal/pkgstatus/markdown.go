@@ -71,7 +71,10 @@ func (r *Result) text() string {
 		return fmt.Sprintf("source only (unpacked %.0f s; no build step of its own)", r.Seconds)
 	}
 	parts := []string{fmt.Sprintf("built %.0f s", r.Seconds)}
-	if r.Cached {
+	switch {
+	case r.Cached && r.TimeUnknown:
+		parts[0] = "built (from the cache, its build time not recorded)"
+	case r.Cached:
 		parts[0] = fmt.Sprintf("built %.0f s (from the cache)", r.Seconds)
 	}
 	if !r.Scanned {

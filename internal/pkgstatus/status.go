@@ -35,6 +35,9 @@ type Result struct {
 	// that); Cached says the build step came from the cache.
 	Seconds float64 `json:"seconds"`
 	Cached  bool    `json:"cached,omitempty"`
+	// TimeUnknown: restored from a cache entry that does not say how long
+	// the step took (an older dorisarm's); Seconds is then no build time.
+	TimeUnknown bool `json:"time_unknown,omitempty"`
 	// Scanned says the record holds the scan of its install (a step
 	// restored from an older dorisarm's cache entry has none): the counts
 	// below mean nothing without it.
@@ -202,6 +205,7 @@ func result(rec *build.Record, pkg string, opt Options) *Result {
 		}
 		if s.ID == "thirdparty:"+pkg {
 			r.Status, r.Cached = Built, s.Cached
+			r.TimeUnknown = s.Cached && s.RanSeconds == 0
 		}
 	}
 	if ps := rec.PackageScans[pkg]; ps != nil {

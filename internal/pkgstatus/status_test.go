@@ -41,7 +41,8 @@ func record(target, isa, source string) *build.Record {
 func TestLoadTabulatesBuiltFailedSkipped(t *testing.T) {
 	g3 := record("graviton3", "aarch64", "sha256:src")
 	g3.Compiler.Name, g3.Compiler.Version = "clang", "16.0.6"
-	g3.Steps = []build.StepRecord{{ID: "unpack:ZLIB", Seconds: 1}, {ID: "thirdparty:ZLIB", Seconds: 9}, {ID: "thirdparty:PROTOBUF", Seconds: 0.5, RanSeconds: 100, Cached: true}}
+	g3.Steps = []build.StepRecord{{ID: "unpack:ZLIB", Seconds: 1}, {ID: "thirdparty:ZLIB", Seconds: 9}, {ID: "thirdparty:PROTOBUF", Seconds: 0.5, RanSeconds: 100, Cached: true},
+		{ID: "thirdparty:BRPC", Seconds: 0.2, Cached: true}} // an older entry: no run time
 	g3.PackageScans = map[string]*build.PackageScan{
 		"ZLIB":     {Files: 10, ELF: 3, Machines: map[string]int{"aarch64": 2, "x86_64": 1}, Features: map[string]int{"sve": 7, "lse": 2}},
 		"PROTOBUF": {Files: 300, ELF: 4, Machines: map[string]int{"aarch64": 4}, Violations: 2},
@@ -78,12 +79,13 @@ func TestLoadTabulatesBuiltFailedSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| BRPC | 1.4.0 | source only (unpacked 0 s; no build step of its own) | not built: needs PROTOBUF |",
+		"| BRPC | 1.4.0 | built (from the cache, its build time not recorded), install not scanned (built by a dorisarm without package scans: rebuild with an empty --cache) | not built: needs PROTOBUF |",
+		"| PROTOBUF | 21.11 | built 100 s (from the cache), 300 files, 4 ELF, 2 scan findings |",
 		"| ZLIB | 1.2.11 | built 10 s, 10 files, 3 ELF, **1 foreign**, sve 7, 100% at target flags, scan clean |",
 		`'zlib.h' file not found \| x |`, // a pipe in a cause does not split the cell
 		"| package | version | graviton3 (clang 16.0.6) | kunpeng920 |",
 		"| built 8 s, install not scanned (built by a dorisarm without package scans: rebuild with an empty --cache) |",
-		"graviton3: 2 of 3 packages built. kunpeng920: 1 of 3 packages built.",
+		"graviton3: 3 of 3 packages built. kunpeng920: 1 of 3 packages built.",
 		"| PROTOBUF | protobuf-all-21.11.tar.gz | bb | — |",
 	} {
 		if !strings.Contains(md.String(), want) {
@@ -158,4 +160,25 @@ func TestLoadRefusesMixedInputs(t *testing.T) {
 	if _, err := Load([]string{a, publish(t, other)}, Options{}); err == nil || !strings.Contains(err.Error(), "tabulate builds of the same archives") {
 		t.Errorf("other archive: %v", err)
 	}
+}
+
+// An entry with no build step of its own (its archive unpacked for another
+// package) is "source only", never "built".
+func TestSourceOnly(t *testing.T) {
+	r := record("kunpeng920", "aarch64", "sha256:one")
+	r.Packages = append(r.Packages, build.Package{Entry: "RAGEL", Version: "6.10", Archive: "ragel-6.10.tar.gz", MD5: "dd"})
+	r.Steps = []build.StepRecord{{ID: "unpack:RAGEL", Seconds: 2}}
+	tab, err := Load([]string{publish(t, r)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range tab.Rows {
+		if row.Package == "RAGEL" {
+			if res := row.Results["kunpeng920"]; res.Status != SourceOnly || res.text() != "source only (unpacked 2 s; no build step of its own)" {
+				t.Errorf("RAGEL: %+v %q", res, res.text())
+			}
+			return
+		}
+	}
+	t.Error("no RAGEL row")
 }
