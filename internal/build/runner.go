@@ -504,13 +504,19 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		if err != nil && !os.IsNotExist(err) {
 			return err
 		}
-		if err := r.command(ctx, s, s.Command, r.env(s), log); err != nil {
-			return err
+		err = r.command(ctx, s, s.Command, r.env(s), log)
+		if err == nil {
+			err = leakError(s, logPath)
 		}
-		if err := leakError(s, logPath); err != nil {
-			return err
+		if err == nil {
+			err = r.checkInstalled(s, before, log)
 		}
-		return r.checkInstalled(s, before, log)
+		if err != nil {
+			// What a failed package installed must not reach the
+			// packages after it (--keep-going) or a partial build.
+			r.dropInstalled(before, log)
+		}
+		return err
 	case plan.KindBase:
 		return r.layBase(s, log)
 	case plan.KindBuild:

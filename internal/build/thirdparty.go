@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"sort"
@@ -98,8 +99,10 @@ func (r *runner) publishPartial(ctx context.Context, pe *PackagesError) (string,
 			// The step's own error, without the log tail and the build
 			// machine's log path.
 			e.Error, e.First = se.Err.Error(), se.First
-			if len(e.First) == 0 {
-				// No line reads as an error: the log's last one.
+			var ee *exec.ExitError
+			if len(e.First) == 0 && errors.As(se.Err, &ee) {
+				// The command failed and no line reads as an error:
+				// the log's last one says more than its exit status.
 				if last := lastLine(se.Tail); last != "" {
 					e.First = []string{"last line: " + last}
 				}
@@ -117,6 +120,33 @@ func (r *runner) publishPartial(ctx context.Context, pe *PackagesError) (string,
 		}
 	}
 	return Dir(r.opts.Out, r.in.Plan.Cell.Doris, r.in.Plan.Cell.Target) + PartialSuffix, nil
+}
+
+// dropInstalled removes from the install tree what a failed package step
+// added to it (what was there before is kept; a file the step changed in
+// place stays changed, and the log says so).
+func (r *runner) dropInstalled(before snapshot, log io.Writer) {
+	after, err := takeSnapshot(r.installDir(), nil)
+	if err != nil {
+		return
+	}
+	changed, _ := diff(before, after)
+	var removed, kept int
+	for i := len(changed) - 1; i >= 0; i-- {
+		c := changed[i]
+		if _, existed := before[c]; existed {
+			kept++
+			continue
+		}
+		if os.Remove(filepath.Join(r.installDir(), filepath.FromSlash(c))) == nil {
+			removed++
+		}
+	}
+	fmt.Fprintf(log, "the step failed: removed the %d file(s) it installed", removed)
+	if kept > 0 {
+		fmt.Fprintf(log, "; %d file(s) that were there before it stay as it changed them", kept)
+	}
+	fmt.Fprintln(log)
 }
 
 // lastLine is the last non-blank line of s.
