@@ -448,6 +448,25 @@ func TestRunnerRefusesMalformedPlan(t *testing.T) {
 	}
 }
 
+// packagesInput plans the sample's given third-party packages alone (nil:
+// the whole sample) for target, with a toolchain that has no compiler
+// behind it and the target's scan policy.
+func packagesInput(t *testing.T, target string, packages ...string) Input {
+	t.Helper()
+	in := sample.Load(t, repo, "", "")
+	cell, tc := in.NoCompilerToolchain(t, target, "gcc")
+	pol, err := scan.PolicyFor(in.Matrix, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version,
+		Series: in.Series, Toolchain: tc, Lock: in.Lock, SysrootWaiver: "fast runner test", Packages: packages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Input{Plan: p, Recipe: in.Recipe, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol}
+}
+
 // editedPatches is a copy of the sample's patches with the bitshuffle
 // patch's header changed (it still applies).
 func editedPatches(t *testing.T) string {
@@ -475,21 +494,10 @@ func editedPatches(t *testing.T) string {
 func TestRunnerKeepGoingPublishesPartial(t *testing.T) {
 	t.Parallel()
 	const target = "kunpeng920"
-	in := sample.Load(t, repo, "", "")
-	cell, tc := in.NoCompilerToolchain(t, target, "gcc")
-	pol, err := scan.PolicyFor(in.Matrix, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version,
-		Series: in.Series, Toolchain: tc, Lock: in.Lock, SysrootWaiver: "fast runner test", Packages: []string{"bitshuffle", "minilz"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	input := Input{Plan: p, Recipe: in.Recipe, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol}
+	input := packagesInput(t, target, "bitshuffle", "minilz")
 	out := t.TempDir()
 	fx := &fakeExec{fail: map[string]string{"thirdparty:BITSHUFFLE": "bitshuffle broke"}}
-	_, err = Run(context.Background(), input, Options{Out: out, Cache: t.TempDir(), KeepGoing: true, Exec: fx.exec})
+	_, err := Run(context.Background(), input, Options{Out: out, Cache: t.TempDir(), KeepGoing: true, Exec: fx.exec})
 	var pe *PackagesError
 	if !errors.As(err, &pe) || len(pe.Failed) != 1 {
 		t.Fatalf("keep going: %v", err)
@@ -535,18 +543,7 @@ func TestRunnerKeepGoingPublishesPartial(t *testing.T) {
 func TestRunnerRelativizesAbsoluteLinks(t *testing.T) {
 	t.Parallel()
 	const target = "kunpeng920"
-	in := sample.Load(t, repo, "", "")
-	cell, tc := in.NoCompilerToolchain(t, target, "gcc")
-	pol, err := scan.PolicyFor(in.Matrix, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version,
-		Series: in.Series, Toolchain: tc, Lock: in.Lock, SysrootWaiver: "fast runner test", Packages: []string{"minilz"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	input := Input{Plan: p, Recipe: in.Recipe, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol}
+	input := packagesInput(t, target, "minilz")
 	cache := t.TempDir()
 	for i, out := range []string{t.TempDir(), t.TempDir()} {
 		fx := &fakeExec{absLink: true}

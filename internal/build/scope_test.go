@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dorisarm/dorisarm/internal/plan"
-	"github.com/dorisarm/dorisarm/internal/sample"
 	"github.com/dorisarm/dorisarm/internal/scan"
 )
 
@@ -67,20 +65,7 @@ func TestThirdpartyBuildShipsScope(t *testing.T) {
 	t.Parallel()
 	cli, archive, libssl := shipScopeFiles(t)
 	const target = "kunpeng920"
-	in := sample.Load(t, repo, "", "")
-	cell, tc := in.NoCompilerToolchain(t, target, "gcc")
-	pol, err := scan.PolicyFor(in.Matrix, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk := func(packages []string) Input {
-		p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version,
-			Series: in.Series, Toolchain: tc, Lock: in.Lock, SysrootWaiver: "fast runner test", Packages: packages})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Input{Plan: p, Recipe: in.Recipe, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol}
-	}
+	mk := func(packages []string) Input { return packagesInput(t, target, packages...) }
 	fx := &fakeExec{}
 	run := func(c Command) error {
 		switch c.Step {
@@ -97,7 +82,8 @@ func TestThirdpartyBuildShipsScope(t *testing.T) {
 	exec := func(ctx context.Context, c Command) error { return run(c) }
 
 	out := t.TempDir()
-	rec, err := Run(context.Background(), mk([]string{"openssl"}), Options{Out: out, Cache: t.TempDir(), Exec: exec})
+	pkgs := mk([]string{"openssl"})
+	rec, err := Run(context.Background(), pkgs, Options{Out: out, Cache: t.TempDir(), Exec: exec})
 	if err != nil {
 		t.Fatalf("the third-party build was refused: %v", err)
 	}
@@ -109,7 +95,7 @@ func TestThirdpartyBuildShipsScope(t *testing.T) {
 		t.Errorf("the record's scan of openssl's install: %+v (want 3 files, none a violation, as the gate judged them)", ps)
 	}
 	pub := Dir(out, rec.Cell.Doris, target)
-	plain, err := scan.Scan(context.Background(), []string{pub}, pol, scan.Options{})
+	plain, err := scan.Scan(context.Background(), []string{pub}, pkgs.Policy, scan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
