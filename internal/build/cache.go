@@ -310,16 +310,6 @@ func checkLink(name, target string) error {
 	return nil
 }
 
-// checkLinkIn judges a link of the live tree as the kernel resolves it.
-func checkLinkIn(tree, rel, target string) error {
-	root, err := os.OpenRoot(tree)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	return linkres.Check(root, rel, target)
-}
-
 type countingReader struct {
 	r io.Reader
 	n int64
@@ -344,6 +334,12 @@ func (c *Cache) Put(m Meta, tree string, changed []string) error {
 			return &UncacheableError{Reason: fmt.Sprintf("deleted path %q: %v", d, err)}
 		}
 	}
+	var root *os.Root // the live tree, opened for the first link judged
+	defer func() {
+		if root != nil {
+			root.Close()
+		}
+	}()
 	for _, rel := range changed {
 		if err := checkRel(rel); err != nil {
 			return &UncacheableError{Reason: fmt.Sprintf("%q: %v", rel, err)}
@@ -357,7 +353,13 @@ func (c *Cache) Put(m Meta, tree string, changed []string) error {
 			if err := checkLink(rel, target); err != nil {
 				return &UncacheableError{Reason: fmt.Sprintf("the step made the link %s, which %v", rel, err)}
 			}
-			if err := checkLinkIn(tree, rel, target); err != nil {
+			if root == nil {
+				if root, err = os.OpenRoot(tree); err != nil {
+					return err
+				}
+			}
+			// As the kernel resolves it, through the tree's other links.
+			if err := linkres.Check(root, rel, target); err != nil {
 				return &UncacheableError{Reason: err.Error()}
 			}
 		}
