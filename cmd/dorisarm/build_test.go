@@ -50,6 +50,16 @@ func TestBuildCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "up to date") {
 		t.Fatalf("rebuild: exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	// The same no-op rebuild as JSON: one entry per target, nothing else on stdout.
+	stdout, stderr, code = run(t, "build", "--target", "graviton2", "--out", out, "--cache", cache, "-o", "json")
+	var outs []struct {
+		Target, Dir, State string
+		CacheSteps         int `json:"cache_steps"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &outs) != nil || len(outs) != 1 ||
+		outs[0].Target != "graviton2" || outs[0].Dir != pub || outs[0].State != "up to date" {
+		t.Fatalf("rebuild -o json: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 
 	stdout, _, code = run(t, "cache", "prune", "--cache", cache, "--max-size", "0")
 	if code != 0 || !strings.HasPrefix(stdout, "removed ") || !strings.HasSuffix(strings.TrimSpace(stdout), "; 0 left") || strings.HasPrefix(stdout, "removed 0 ") {
