@@ -88,3 +88,32 @@ func TestOrderByScriptKeepsUnnamedAfter(t *testing.T) {
 		t.Errorf("order %v, want %v", got, want)
 	}
 }
+
+// TestJemallocHugePageFromTargetOS: jemalloc's LG_HUGEPAGE comes from the
+// target OS's page size (patch 0006 passes it to configure), never from the
+// build machine's /proc/meminfo: 29 for Kylin's 64 KiB pages, 21 for
+// Amazon Linux's 4 KiB and for x86-64, whatever the OS says.
+func TestJemallocHugePageFromTargetOS(t *testing.T) {
+	for target, want := range map[string]string{"kunpeng920": "29", "graviton3": "21", "x86_64": "21"} {
+		p, err := corpusMake(t, target, []string{"jemalloc_doris"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range p.Steps {
+			if s.ID == "thirdparty:JEMALLOC_DORIS" {
+				for _, e := range s.Env {
+					if v, ok := strings.CutPrefix(e, "DORISARM_JEMALLOC_LG_HUGEPAGE="); ok {
+						got = append(got, v)
+					}
+				}
+			}
+		}
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%s: DORISARM_JEMALLOC_LG_HUGEPAGE %v, want %s", target, got, want)
+		}
+		if !slices.ContainsFunc(p.Patches, func(a PatchRef) bool { return strings.Contains(a.ID, "0006-jemalloc-lg-hugepage") }) {
+			t.Errorf("%s: patch 0006-jemalloc-lg-hugepage not in the plan", target)
+		}
+	}
+}
