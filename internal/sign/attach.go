@@ -1,7 +1,9 @@
 package sign
 
 import (
+	"bytes"
 	"context"
+	"crypto"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/sigstore/sigstore/pkg/signature/dsse"
 )
 
 // This file is what key-based and keyless signing share: the payloads
@@ -25,17 +29,14 @@ func newStatement(d name.Digest, predicateType string, predicate []byte) ([]byte
 		Subject: []subject{{Name: d.Context().Name(), Digest: map[string]string{"sha256": hex}}}, Predicate: predicate})
 }
 
-// signDSSE wraps st in a DSSE envelope signed by k: its signature is of
-// the envelope's pre-authentication encoding (pae), and the envelope is
-// JSON in the field order cosign writes, with an empty key ID.
+// signDSSE wraps st in a DSSE envelope signed by k, with sigstore's DSSE
+// signer (the one cosign attests with).
 func signDSSE(k *privKey, st []byte) ([]byte, error) {
-	sig, err := k.sign(pae(payloadInToto, st))
+	sv, err := signature.LoadSigner(k.priv, crypto.SHA256)
 	if err != nil {
 		return nil, err
 	}
-	env := envelope{PayloadType: payloadInToto, Payload: base64.StdEncoding.EncodeToString(st)}
-	env.Signatures = append(env.Signatures, envelopeSig{Sig: base64.StdEncoding.EncodeToString(sig)})
-	return json.Marshal(env)
+	return dsse.WrapSigner(sv, payloadInToto).SignMessage(bytes.NewReader(st))
 }
 
 // signatureLayer is a signature of payload as cosign stores it; a keyless

@@ -2,7 +2,6 @@ package sign
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -86,7 +85,7 @@ func verifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ..
 			types[st.PredicateType] = true
 		}
 	}
-	sts, err := v.verifyAttestations(d, list)
+	sts, err := v.verifyAttestations(ctx, d, list)
 	if err != nil {
 		return nil, types, err
 	}
@@ -99,22 +98,4 @@ func verifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ..
 		out = append(out, Statement{PredicateType: st.PredicateType, Subject: sub, Predicate: st.Predicate})
 	}
 	return out, types, nil
-}
-
-// statementOf reads the in-toto statement inside an attestation (a DSSE
-// envelope).
-func statementOf(pl []byte) (statement, error) {
-	var st statement
-	var env struct {
-		Payload string `json:"payload"`
-	}
-	if err := json.Unmarshal(pl, &env); err != nil {
-		return st, err
-	}
-	raw, err := base64.StdEncoding.DecodeString(env.Payload)
-	if err != nil {
-		return st, err
-	}
-	err = json.Unmarshal(raw, &st)
-	return st, err
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/dorisarm/dorisarm/internal/sign/fakesigstore"
-	"github.com/dorisarm/dorisarm/internal/trustroot"
 )
 
 // These tests run against fakesigstore (a fake Fulcio, Rekor and OIDC
@@ -39,10 +38,10 @@ func fakeSigstore(t *testing.T) *fakesigstore.Server {
 	return f
 }
 
-// ours reads a trusted root that sigstore-go wrote (as JSON) with
-// trustroot, as dorisarm reads the one from TUF.
-func ours(tm func() (*root.TrustedRoot, error)) func() (*trustroot.Root, error) {
-	return func() (*trustroot.Root, error) {
+// ours is a trusted root that sigstore-go wrote (as JSON), read back as
+// dorisarm reads the one from TUF or --trusted-root.
+func ours(tm func() (*root.TrustedRoot, error)) func() (root.TrustedMaterial, error) {
+	return func() (root.TrustedMaterial, error) {
 		tr, err := tm()
 		if err != nil {
 			return nil, err
@@ -51,7 +50,7 @@ func ours(tm func() (*root.TrustedRoot, error)) func() (*trustroot.Root, error) 
 		if err != nil {
 			return nil, err
 		}
-		return trustroot.Parse(js)
+		return root.NewTrustedRootFromJSON(js)
 	}
 }
 
@@ -150,7 +149,7 @@ func TestKeylessSignAttestVerify(t *testing.T) {
 		}
 	}
 	// A trusted_root.json given (--trusted-root) instead of TUF's.
-	trustedRoot = func() (*trustroot.Root, error) { return nil, errors.New("no network") }
+	trustedRoot = func() (root.TrustedMaterial, error) { return nil, errors.New("no network") }
 	tr, _ := f.TrustedRoot()
 	js, err := tr.MarshalJSON()
 	if err != nil {
@@ -362,17 +361,17 @@ func TestKeylessTampered(t *testing.T) {
 		"no bundle":                          func(l layer) layer { delete(l.Annotations, annBundle); return l },
 	} {
 		l := layers(ds[1])[0]
-		if err := v.verifySignature(ds[1], edit(l)); err == nil {
+		if err := v.verifySignature(ctx, ds[1], edit(l)); err == nil {
 			t.Errorf("%s: verified", what)
 		} else {
 			t.Logf("%s: %v", what, err)
 		}
 	}
-	if err := v.verifySignature(ds[1], layers(ds[1])[0]); err != nil {
+	if err := v.verifySignature(ctx, ds[1], layers(ds[1])[0]); err != nil {
 		t.Errorf("the untouched signature: %v", err)
 	}
 	// A signature of one digest does not verify for another.
-	if err := v.verifySignature(ds[0], layers(ds[1])[0]); err == nil || !strings.Contains(err.Error(), "not "+ds[0].DigestStr()) {
+	if err := v.verifySignature(ctx, ds[0], layers(ds[1])[0]); err == nil || !strings.Contains(err.Error(), "invalid or missing digest in claim") {
 		t.Errorf("a signature of another digest: %v", err)
 	}
 }

@@ -3,7 +3,9 @@ package sign
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -113,4 +115,9 @@ func (c *rekorClient) post(ctx context.Context, u string, body []byte) (b *rekor
 			Payload: rekorPayload{Body: e.Body, IntegratedTime: e.IntegratedTime, LogID: e.LogID, LogIndex: *e.LogIndex}}
 	}
 	return b, false, nil
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }

@@ -1,6 +1,7 @@
 package sign
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -12,28 +13,43 @@ import (
 	"crypto/x509"
 	"encoding/asn1"
 	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"maps"
 	"math/big"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/dorisarm/dorisarm/internal/trustroot"
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/sigstore/sigstore/pkg/signature/dsse"
 )
 
-// An envelope signed by the trusted key over another payload type (the
-// same key may sign other DSSE documents) is not read as an in-toto
-// attestation: cosign refuses any payloadType but in-toto's too.
-func TestAttestationPayloadTypeChecked(t *testing.T) {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// keyVerifier is the verifier of a cosign.pub holding pub, as verify
+// --key loads it.
+func keyVerifier(t *testing.T, pub crypto.PublicKey) (*verifier, error) {
+	t.Helper()
+	der, err := x509.MarshalPKIXPublicKey(pub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	priv, err := newPrivKey(k)
+	f := filepath.Join(t.TempDir(), "cosign.pub")
+	if err := os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return Trust{Key: f}.verifier(context.Background())
+}
+
+// An envelope signed by the trusted key over another payload type (the
+// same key may sign other DSSE documents) is not read as an in-toto
+// attestation: cosign refuses any payloadType but in-toto's.
+func TestAttestationPayloadTypeChecked(t *testing.T) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,17 +61,25 @@ func TestAttestationPayloadTypeChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &verifier{key: &priv.pubKey}
+	v, err := keyVerifier(t, k.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := signature.LoadSigner(k, crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for typ, ok := range map[string]bool{payloadInToto: true, "application/vnd.example.other+json": false, "": false} {
-		sig, err := priv.sign(pae(typ, st))
+		env, err := dsse.WrapSigner(sv, typ).SignMessage(bytes.NewReader(st))
 		if err != nil {
 			t.Fatal(err)
 		}
-		env, _ := json.Marshal(envelope{PayloadType: typ, Payload: base64.StdEncoding.EncodeToString(st),
-			Signatures: []envelopeSig{{Sig: base64.StdEncoding.EncodeToString(sig)}}})
-		_, err = v.verifyAttestation(d, layer{Payload: env})
+		sts, err := v.verifyAttestations(context.Background(), d, []layer{attestationLayer(env, PredicateScan, nil)})
 		if (err == nil) != ok {
 			t.Errorf("payloadType %q: err %v, want ok=%v", typ, err, ok)
+		}
+		if ok && (len(sts) != 1 || sts[0].PredicateType != PredicateScan) {
+			t.Errorf("payloadType %q: statements %+v", typ, sts)
 		}
 		if !ok && err != nil && !strings.Contains(err.Error(), "payloadType") {
 			t.Errorf("payloadType %q: the error does not name the payloadType: %v", typ, err)
@@ -64,8 +88,8 @@ func TestAttestationPayloadTypeChecked(t *testing.T) {
 }
 
 // Keys that are no keys or too weak are refused when loaded, with an
-// error, never a panic when verifying: an Ed25519 key of the wrong size
-// (ed25519.Verify panics on it), ECDSA on P-224, RSA under 2048 bits.
+// error, never a panic: an Ed25519 key of the wrong size, ECDSA on P-224,
+// RSA under 2048 bits.
 func TestWeakOrMalformedKeysRefused(t *testing.T) {
 	p224, err := ecdsa.GenerateKey(elliptic.P224(), rand.Reader)
 	if err != nil {
@@ -87,25 +111,23 @@ func TestWeakOrMalformedKeysRefused(t *testing.T) {
 					t.Errorf("%s: panic: %v", what, r)
 				}
 			}()
-			pk, err := newPubKey(k)
-			if err == nil {
-				err = pk.verify(make([]byte, 64), []byte("m"))
-				t.Errorf("%s: accepted (a verification then says %v)", what, err)
+			if _, err := keyVerifier(t, k); err == nil {
+				t.Errorf("%s: accepted", what)
 			}
 		}()
 	}
 	for name, k := range testKeys(t) {
-		if _, err := newPubKey(k.Public()); err != nil {
+		if _, err := keyVerifier(t, k.Public()); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
 
-// Keyless attacks that verification already refuses: a certificate from
-// a CA the trusted root trusts only outside the Rekor log time; the
-// signature made malleable (ECDSA (r, n-s) verifies too) no longer
-// matches the Rekor entry; a chain annotation of the attacker's is not
-// used (only the trusted root's intermediates are).
+// Keyless attacks that verification refuses: a certificate from a CA the
+// trusted root trusts only outside the Rekor log time; the signature made
+// malleable (ECDSA (r, n-s) verifies too) no longer matches the Rekor
+// entry; a chain annotation of the attacker's does not make an untrusted
+// certificate trusted.
 func TestKeylessReviewHolds(t *testing.T) {
 	f, _, _, ds := signedIndex(t)
 	ctx := context.Background()
@@ -114,24 +136,28 @@ func TestKeylessReviewHolds(t *testing.T) {
 		t.Fatalf("%d layers, %v", len(ls), err)
 	}
 	l := ls[0]
-	verifyWith := func(edit func(*trustroot.Root), l layer) error {
-		r, err := ours(f.TrustedRoot)()
+	verifyWith := func(edit func(*root.TrustedRoot), l layer) error {
+		r, err := f.TrustedRoot()
 		if err != nil {
 			t.Fatal(err)
 		}
 		edit(r)
-		v := &verifier{tm: r, identity: releaseIdentity, issuer: f.Issuer}
-		return v.verifySignature(ds[1], l)
+		v := &verifier{co: &cosign.CheckOpts{TrustedMaterial: r, Offline: true,
+			Identities: []cosign.Identity{{Subject: releaseIdentity, Issuer: f.Issuer}}}}
+		return v.verifySignature(ctx, ds[1], l)
 	}
-	if err := verifyWith(func(*trustroot.Root) {}, l); err != nil {
+	if err := verifyWith(func(*root.TrustedRoot) {}, l); err != nil {
 		t.Fatalf("untouched: %v", err)
 	}
-	for what, edit := range map[string]func(*trustroot.Root){
-		"the CA trusted from an hour on":   func(r *trustroot.Root) { r.CAs[0].Start = time.Now().Add(time.Hour) },
-		"the CA trusted until an hour ago": func(r *trustroot.Root) { r.CAs[0].End = time.Now().Add(-time.Hour) },
-		"the Rekor log trusted from an hour on": func(r *trustroot.Root) {
-			for _, lg := range r.Tlogs {
-				lg.Start = time.Now().Add(time.Hour)
+	ca := func(r *root.TrustedRoot) *root.FulcioCertificateAuthority {
+		return r.FulcioCertificateAuthorities()[0].(*root.FulcioCertificateAuthority)
+	}
+	for what, edit := range map[string]func(*root.TrustedRoot){
+		"the CA trusted from an hour on":   func(r *root.TrustedRoot) { ca(r).ValidityPeriodStart = time.Now().Add(time.Hour) },
+		"the CA trusted until an hour ago": func(r *root.TrustedRoot) { ca(r).ValidityPeriodEnd = time.Now().Add(-time.Hour) },
+		"the Rekor log trusted from an hour on": func(r *root.TrustedRoot) {
+			for _, lg := range r.RekorLogs() {
+				lg.ValidityPeriodStart = time.Now().Add(time.Hour)
 			}
 		},
 	} {
@@ -152,16 +178,16 @@ func TestKeylessReviewHolds(t *testing.T) {
 	if !ecdsa.VerifyASN1(cert.PublicKey.(*ecdsa.PublicKey), sha256Sum(l.Payload), mall) {
 		t.Fatal("the malleated signature does not verify: the test is wrong")
 	}
-	m := layer{Payload: l.Payload, Annotations: maps.Clone(l.Annotations)}
+	m := layer{Payload: l.Payload, MediaType: l.MediaType, Annotations: maps.Clone(l.Annotations)}
 	m.Annotations[annSignature] = base64.StdEncoding.EncodeToString(mall)
-	if err := verifyWith(func(*trustroot.Root) {}, m); err == nil || !strings.Contains(err.Error(), "another signature") {
-		t.Errorf("a malleated signature: %v", err)
+	if err := verifyWith(func(*root.TrustedRoot) {}, m); err == nil {
+		t.Error("a malleated signature (not the one Rekor logged) verified")
 	}
 
-	c := layer{Payload: l.Payload, Annotations: maps.Clone(l.Annotations)}
+	c := layer{Payload: l.Payload, MediaType: l.MediaType, Annotations: maps.Clone(l.Annotations)}
 	c.Annotations[annChain] = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
-	if err := verifyWith(func(r *trustroot.Root) {}, c); err != nil {
-		t.Errorf("the chain annotation is read: %v", err)
+	if err := verifyWith(func(r *root.TrustedRoot) {}, c); err == nil {
+		t.Error("a garbage chain annotation verified")
 	}
 }
 

