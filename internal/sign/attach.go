@@ -3,14 +3,19 @@ package sign
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	cosignremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci"
+	ocimutate "github.com/sigstore/cosign/v2/pkg/oci/mutate"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+	ocistatic "github.com/sigstore/cosign/v2/pkg/oci/static"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
 )
@@ -31,11 +36,7 @@ func newStatement(d name.Digest, predicateType string, predicate []byte) ([]byte
 
 // signDSSE wraps st in a DSSE envelope signed by k, with sigstore's DSSE
 // signer (the one cosign attests with).
-func signDSSE(k *privKey, st []byte) ([]byte, error) {
-	sv, err := signature.LoadSigner(k.priv, crypto.SHA256)
-	if err != nil {
-		return nil, err
-	}
+func signDSSE(sv signature.Signer, st []byte) ([]byte, error) {
 	return dsse.WrapSigner(sv, payloadInToto).SignMessage(bytes.NewReader(st))
 }
 
@@ -58,34 +59,65 @@ func attestationLayer(envelope []byte, predicateType string, keyless map[string]
 	return layer{Payload: envelope, MediaType: mediaDSSE, Annotations: ann}
 }
 
-// writeSignature adds l to d's signatures, unless dup says one of those
-// there already is the same.
-func writeSignature(ctx context.Context, d name.Digest, l layer, opts []remote.Option, dup func(layer) bool) error {
-	ls, err := readLayers(ctx, d, sigSuffix, opts)
-	if err != nil {
-		return err
+// staticOf is l as a cosign signature to attach: its payload, its
+// base64 signature (empty for an attestation) and its other annotations.
+func staticOf(l layer) (oci.Signature, error) {
+	ann := maps.Clone(l.Annotations)
+	delete(ann, annSignature)
+	if ann == nil {
+		ann = map[string]string{}
 	}
-	for _, old := range ls {
-		if dup != nil && dup(old) {
-			return nil
-		}
-	}
-	return writeLayers(ctx, d, sigSuffix, append(ls, l), opts)
+	return ocistatic.NewSignature(l.Payload, l.Annotations[annSignature], ocistatic.WithLayerMediaType(l.MediaType), ocistatic.WithAnnotations(ann))
 }
 
-// writeAttestation adds l to d's attestations; with replace, those of the
-// same predicate type go.
-func writeAttestation(ctx context.Context, d name.Digest, l layer, predicateType string, replace bool, opts []remote.Option) error {
-	ls, err := readLayers(ctx, d, attSuffix, opts)
+// ociRemote are cosign's registry options over dorisarm's.
+func ociRemote(ctx context.Context, opts []remote.Option) ociremote.Option {
+	return ociremote.WithRemoteOptions(append([]remote.Option{remote.WithContext(ctx)}, opts...)...)
+}
+
+// writeSignature adds l to d's signatures with cosign's storage
+// (pkg/oci/{static,mutate,remote}), unless dd finds one of those there
+// already the same (cosign's duplicate check: same payload, verified by
+// the signer's key).
+func writeSignature(ctx context.Context, d name.Digest, l layer, opts []remote.Option, dd ocimutate.DupeDetector) error {
+	sig, err := staticOf(l)
 	if err != nil {
 		return err
 	}
-	var keep []layer
-	for _, old := range ls {
-		if st, _ := statementOf(old.Payload); replace && st.PredicateType == predicateType {
-			continue
-		}
-		keep = append(keep, old)
+	ro := ociRemote(ctx, opts)
+	se, err := ociremote.SignedEntity(d, ro)
+	if err != nil {
+		return err
 	}
-	return writeLayers(ctx, d, attSuffix, append(keep, l), opts)
+	var so []ocimutate.SignOption
+	if dd != nil {
+		so = append(so, ocimutate.WithDupeDetector(dd))
+	}
+	if se, err = ocimutate.AttachSignatureToEntity(se, sig, so...); err != nil {
+		return err
+	}
+	return ociremote.WriteSignatures(d.Repository, se, ro)
+}
+
+// writeAttestation adds l to d's attestations with cosign's storage; with
+// replace, those of the same predicate type go (cosign's replace
+// operation, as cosign attest --replace).
+func writeAttestation(ctx context.Context, d name.Digest, l layer, predicateType string, replace bool, opts []remote.Option) error {
+	att, err := staticOf(l)
+	if err != nil {
+		return err
+	}
+	ro := ociRemote(ctx, opts)
+	se, err := ociremote.SignedEntity(d, ro)
+	if err != nil {
+		return err
+	}
+	var so []ocimutate.SignOption
+	if replace {
+		so = append(so, ocimutate.WithReplaceOp(cosignremote.NewReplaceOp(predicateType)))
+	}
+	if se, err = ocimutate.AttachAttestationToEntity(se, att, so...); err != nil {
+		return err
+	}
+	return ociremote.WriteAttestations(d.Repository, se, ro)
 }

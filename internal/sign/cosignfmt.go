@@ -8,10 +8,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/dorisarm/dorisarm/internal/registry"
@@ -127,18 +124,6 @@ func readLayers(ctx context.Context, d name.Digest, suffix string, opts []remote
 		out = append(out, layer{Payload: b, MediaType: desc.MediaType, Annotations: desc.Annotations})
 	}
 	return out, nil
-}
-
-// writeLayers stores ls beside d under suffix, replacing what was there.
-func writeLayers(ctx context.Context, d name.Digest, suffix string, ls []layer, opts []remote.Option) error {
-	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	for _, l := range ls {
-		var err error
-		if img, err = mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(l.Payload, l.MediaType), Annotations: l.Annotations}); err != nil {
-			return err
-		}
-	}
-	return remote.Write(sigTag(d, suffix), img, append([]remote.Option{remote.WithContext(ctx)}, opts...)...)
 }
 
 // rekorBundle is the Rekor entry cosign stores beside a keyless signature

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -22,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	fulcioapi "github.com/sigstore/fulcio/pkg/api"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 )
 
@@ -98,7 +100,7 @@ type KeylessSigner struct {
 	client *http.Client // GitHub's token endpoint
 	rekor  *rekorClient
 
-	key   *privKey
+	key   signature.SignerVerifier
 	cert  *x509.Certificate
 	certs fulcioapi.CertificateResponse // PEM: the certificate and its chain
 }
@@ -135,7 +137,7 @@ func (s *KeylessSigner) Sign(ctx context.Context, ref name.Reference) ([]name.Di
 		if err := s.certify(ctx); err != nil {
 			return nil, err
 		}
-		sig, err := s.key.sign(pl)
+		sig, err := s.key.SignMessage(bytes.NewReader(pl))
 		if err != nil {
 			return nil, err
 		}
@@ -247,12 +249,12 @@ func (s *KeylessSigner) certify(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	key, err := newPrivKey(priv)
+	key, err := signature.LoadECDSASignerVerifier(priv, crypto.SHA256)
 	if err != nil {
 		return err
 	}
 	// Fulcio wants the token's subject signed with the key: proof that we hold it.
-	proof, err := key.sign([]byte(subject))
+	proof, err := key.SignMessage(strings.NewReader(subject))
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ package sign
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
+	cosignremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/tuf"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -43,10 +43,11 @@ func Keygen(dir string, password []byte) (priv, pub string, err error) {
 			return "", "", fmt.Errorf("%s exists; remove it or choose another --out", p)
 		}
 	}
-	privPEM, pubPEM, err := newKeyPair(password)
+	kb, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return password, nil })
 	if err != nil {
 		return "", "", err
 	}
+	privPEM, pubPEM := kb.PrivateBytes, kb.PublicBytes
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", err
 	}
@@ -62,7 +63,7 @@ func Keygen(dir string, password []byte) (priv, pub string, err error) {
 
 // Signer signs with a cosign private key.
 type Signer struct {
-	sv   *privKey
+	sv   signature.SignerVerifier
 	opts []remote.Option
 }
 
@@ -75,7 +76,7 @@ func LoadSigner(keyPath string, password []byte, opts ...remote.Option) (*Signer
 	if err != nil {
 		return nil, err
 	}
-	sv, err := loadPrivateKey(data, password)
+	sv, err := cosign.LoadPrivateKey(data, password, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w (is COSIGN_PASSWORD right?)", keyPath, err)
 	}
@@ -103,16 +104,12 @@ func (s *Signer) signOne(ctx context.Context, d name.Digest) error {
 	if err != nil {
 		return err
 	}
-	raw, err := s.sv.sign(pl)
+	raw, err := s.sv.SignMessage(bytes.NewReader(pl))
 	if err != nil {
 		return err
 	}
-	// Signed before by this key: cosign would not add it again.
-	dup := func(old layer) bool {
-		sig, err := base64.StdEncoding.DecodeString(old.Annotations[annSignature])
-		return err == nil && bytes.Equal(old.Payload, pl) && s.sv.verify(sig, pl) == nil
-	}
-	return writeSignature(ctx, d, signatureLayer(pl, raw, nil), s.opts, dup)
+	// Signed before by this key: cosign's duplicate check keeps one.
+	return writeSignature(ctx, d, signatureLayer(pl, raw, nil), s.opts, cosignremote.NewDupeDetector(s.sv))
 }
 
 // Digests resolves ref to the digests a recursive signature covers: the
