@@ -125,19 +125,3 @@ func readLayers(ctx context.Context, d name.Digest, suffix string, opts []remote
 	}
 	return out, nil
 }
-
-// rekorBundle is the Rekor entry cosign stores beside a keyless signature
-// (annotation dev.sigstore.cosign/bundle).
-type rekorBundle struct {
-	SignedEntryTimestamp []byte
-	Payload              rekorPayload
-}
-
-// rekorPayload is what the signed entry timestamp signs, as canonical JSON
-// (these fields, keys sorted).
-type rekorPayload struct {
-	Body           string `json:"body"` // base64 of the canonicalized entry
-	IntegratedTime int64  `json:"integratedTime"`
-	LogID          string `json:"logID"` // hex SHA-256 of the log's public key
-	LogIndex       int64  `json:"logIndex"`
-}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	cbundle "github.com/sigstore/cosign/v2/pkg/cosign/bundle"
 	fulcioapi "github.com/sigstore/fulcio/pkg/api"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
@@ -98,7 +99,7 @@ type KeylessSigner struct {
 	getenv func(string) string
 	opts   []remote.Option
 	client *http.Client // GitHub's token endpoint
-	rekor  *rekorClient
+	rekor  *rekorLog
 
 	key   signature.SignerVerifier
 	cert  *x509.Certificate
@@ -112,13 +113,16 @@ func NewKeylessSigner(k Keyless, getenv func(string) string, opts ...remote.Opti
 		return nil, err
 	}
 	c := &http.Client{Timeout: time.Minute}
-	return &KeylessSigner{cfg: cfg, getenv: getenv, opts: opts, client: c,
-		rekor: &rekorClient{url: cfg.RekorURL, http: c, retries: rekorRetries, backoff: time.Second}}, nil
+	rl, err := newRekorLog(cfg.RekorURL, rekorRetries)
+	if err != nil {
+		return nil, err
+	}
+	return &KeylessSigner{cfg: cfg, getenv: getenv, opts: opts, client: c, rekor: rl}, nil
 }
 
 // rekorRetries is how often a failed Rekor upload is retried (with
 // backoff); a variable for tests.
-var rekorRetries = 3
+var rekorRetries uint = 3
 
 // Sign signs ref by digest, recursively for an index, each signature
 // logged in Rekor (a hashedrekord entry). Every digest is signed and logged
@@ -141,7 +145,7 @@ func (s *KeylessSigner) Sign(ctx context.Context, ref name.Reference) ([]name.Di
 		if err != nil {
 			return nil, err
 		}
-		b, err := s.rekor.upload(ctx, hashedrekord(pl, sig, s.certs.CertPEM))
+		b, err := s.rekor.uploadSignature(ctx, pl, sig, s.certs.CertPEM)
 		if err != nil {
 			return nil, fmt.Errorf("signing %s: %w", d, err)
 		}
@@ -172,7 +176,7 @@ func (s *KeylessSigner) Attest(ctx context.Context, d name.Digest, predicateType
 		return err
 	}
 	// Rekor hashes the envelope as sent: it is stored byte for byte.
-	b, err := s.rekor.upload(ctx, dsseEntry(env, s.certs.CertPEM))
+	b, err := s.rekor.uploadEnvelope(ctx, env, s.certs.CertPEM)
 	if err != nil {
 		return fmt.Errorf("attesting %s: %w", d, err)
 	}
@@ -185,7 +189,7 @@ func (s *KeylessSigner) Attest(ctx context.Context, d name.Digest, predicateType
 
 // layer adds what cosign stores beside a keyless signature: the
 // certificate, its chain and the Rekor bundle.
-func (s *KeylessSigner) layer(l layer, b *rekorBundle) (layer, error) {
+func (s *KeylessSigner) layer(l layer, b *cbundle.RekorBundle) (layer, error) {
 	js, err := json.Marshal(b)
 	if err != nil {
 		return l, err

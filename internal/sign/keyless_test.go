@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	cbundle "github.com/sigstore/cosign/v2/pkg/cosign/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/dorisarm/dorisarm/internal/sign/fakesigstore"
@@ -350,7 +351,7 @@ func TestKeylessTampered(t *testing.T) {
 	for what, edit := range map[string]func(l layer) layer{
 		"another signature's Rekor bundle": func(l layer) layer { l.Annotations[annBundle] = layers(ds[0])[0].Annotations[annBundle]; return l },
 		"an altered signed entry timestamp": func(l layer) layer {
-			var b rekorBundle
+			var b cbundle.RekorBundle
 			json.Unmarshal([]byte(l.Annotations[annBundle]), &b)
 			b.Payload.IntegratedTime++
 			js, _ := json.Marshal(b)
@@ -382,12 +383,18 @@ func TestRekorMalformedAnswers(t *testing.T) {
 	for _, body := range []string{`{}`, `not json`, `{"a":{}}`, `{"a":{"body":"eyJ9","integratedTime":1,"logID":"ab","logIndex":0}}`,
 		`{"a":{"body":"eyJ9","integratedTime":1,"logID":"ab","logIndex":0,"verification":{}}}`} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusCreated)
 			io.WriteString(w, body)
 		}))
-		c := &rekorClient{url: srv.URL, http: srv.Client()}
-		if _, err := c.upload(context.Background(), hashedrekord([]byte("x"), []byte("sig"), []byte("cert"))); err == nil || !strings.Contains(err.Error(), "Rekor "+srv.URL) {
+		r, err := newRekorLog(srv.URL, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.uploadSignature(context.Background(), []byte("x"), []byte("sig"), []byte("cert")); err == nil || !strings.Contains(err.Error(), "Rekor "+srv.URL) {
 			t.Errorf("%s: %v", body, err)
+		} else {
+			t.Logf("%s: %v", body, err)
 		}
 		srv.Close()
 	}
