@@ -168,6 +168,20 @@ func (m *Dorisarm) Build(
 	// a docker config.json with credentials for cacheRepo
 	// +optional
 	registryConfig *dagger.Secret,
+	// the keyless identity cacheRepo's entries must be signed by (e.g. the
+	// main branch's build workflow): nothing unsigned enters a build
+	// +optional
+	cacheIdentity string,
+	// the OIDC issuer of cacheIdentity (default GitHub Actions')
+	// +optional
+	cacheIssuer string,
+	// take and push cacheRepo's entries unsigned (a private registry only)
+	// +optional
+	cacheTrustUnsigned bool,
+	// an OIDC token for audience sigstore: pushCache signs each entry
+	// keyless with it
+	// +optional
+	cacheIdToken *dagger.Secret,
 ) (*dagger.Directory, error) {
 	ctr, err := m.container(ctx, source, target, platform, image, compiler)
 	if err != nil {
@@ -180,8 +194,26 @@ func (m *Dorisarm) Build(
 			ctr = ctr.WithMountedSecret("/root/.docker/config.json", registryConfig)
 		}
 		args = append(args, "--cache-from", cacheRepo)
+		switch {
+		case cacheIdentity != "":
+			if cacheIssuer == "" {
+				cacheIssuer = "https://token.actions.githubusercontent.com"
+			}
+			args = append(args, "--cache-identity", cacheIdentity, "--cache-issuer", cacheIssuer)
+		case cacheTrustUnsigned:
+			args = append(args, "--cache-trust-unsigned")
+		default:
+			return nil, fmt.Errorf("cacheRepo %s: pass cacheIdentity (whose signatures its entries must carry) or cacheTrustUnsigned", cacheRepo)
+		}
 		if pushCache {
 			args = append(args, "--cache-to", cacheRepo)
+			switch {
+			case cacheIdToken != nil:
+				ctr = ctr.WithSecretVariable("SIGSTORE_ID_TOKEN", cacheIdToken)
+				args = append(args, "--cache-keyless")
+			case !cacheTrustUnsigned:
+				return nil, fmt.Errorf("pushCache: pass cacheIdToken (entries are signed keyless) or cacheTrustUnsigned")
+			}
 		}
 	}
 	if dorisSource != nil {
@@ -229,8 +261,16 @@ func (m *Dorisarm) BuildAll(
 	pushCache bool,
 	// +optional
 	registryConfig *dagger.Secret,
+	// +optional
+	cacheIdentity string,
+	// +optional
+	cacheIssuer string,
+	// +optional
+	cacheTrustUnsigned bool,
+	// +optional
+	cacheIdToken *dagger.Secret,
 ) (*dagger.Directory, error) {
-	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, platform, remoteCache{cacheRepo, pushCache, registryConfig})
+	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, platform, remoteCache{cacheRepo, pushCache, registryConfig, cacheIdentity, cacheIssuer, cacheTrustUnsigned, cacheIdToken})
 	if err != nil {
 		return nil, err
 	}
@@ -245,9 +285,13 @@ func (m *Dorisarm) BuildAll(
 // target's output directory in the order of targets.
 // remoteCache is the registry cache the builds share (none when repo is "").
 type remoteCache struct {
-	repo   string
-	push   bool
-	config *dagger.Secret
+	repo          string
+	push          bool
+	config        *dagger.Secret
+	identity      string
+	issuer        string
+	trustUnsigned bool
+	idToken       *dagger.Secret
 }
 
 func (m *Dorisarm) buildEach(ctx context.Context, source, dorisSource *dagger.Directory, targets []string, mirror *dagger.Directory, platform string, rc remoteCache) ([]*dagger.Directory, error) {
@@ -258,7 +302,7 @@ func (m *Dorisarm) buildEach(ctx context.Context, source, dorisSource *dagger.Di
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := m.Build(ctx, source, dorisSource, t, "", mirror, platform, "", "", nil, rc.repo, rc.push, rc.config)
+			d, err := m.Build(ctx, source, dorisSource, t, "", mirror, platform, "", "", nil, rc.repo, rc.push, rc.config, rc.identity, rc.issuer, rc.trustUnsigned, rc.idToken)
 			if err == nil {
 				// Evaluate here so the builds really run side by side.
 				_, err = d.Sync(ctx)
@@ -358,6 +402,13 @@ func (m *Dorisarm) Release(
 	cacheRepo string,
 	// +optional
 	pushCache bool,
+	// whose signatures the shared cache's entries must carry (see Build)
+	// +optional
+	cacheIdentity string,
+	// +optional
+	cacheIssuer string,
+	// +optional
+	cacheTrustUnsigned bool,
 ) (string, error) {
 	if repo != "" && epoch == "" {
 		return "", fmt.Errorf("epoch is required to publish: the source reaches the module without .git; pass --epoch=$(git log -1 --format=%%ct) (and --revision=$(git rev-parse HEAD))")
@@ -365,7 +416,7 @@ func (m *Dorisarm) Release(
 	if repo != "" && (signingKey != nil || keyless) && version == "" {
 		return "", fmt.Errorf("version is required to sign: the Doris version of the release (e.g. 2.1.8)")
 	}
-	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, platform, remoteCache{cacheRepo, pushCache, registryConfig})
+	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, platform, remoteCache{cacheRepo, pushCache, registryConfig, cacheIdentity, cacheIssuer, cacheTrustUnsigned, idToken})
 	if err != nil {
 		return "", err
 	}

@@ -27,6 +27,7 @@ func newBuildCmd(g *globals) *cobra.Command {
 	var allowFile, format string
 	var cacheMax int64
 	var cacheFrom, cacheTo string
+	var cacheTrust cacheTrustFlags
 	var ro registry.Options
 	cmd := &cobra.Command{
 		Use:   "build",
@@ -59,10 +60,14 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			if err := build.CheckDirs(tree, opts.Out, opts.Cache); err != nil {
 				return fault.Input(err)
 			}
-			if opts.CacheFrom, err = cacheoci.Remote("--cache-from", cacheFrom, ro); err != nil {
+			ct, err := cacheTrust.trust(cmd.Context(), g.stderr, ro, cacheFrom != "", cacheTo != "", "build --cache-from/--cache-to")
+			if err != nil {
 				return err
 			}
-			if opts.CacheTo, err = cacheoci.Remote("--cache-to", cacheTo, ro); err != nil {
+			if opts.CacheFrom, err = cacheoci.Remote("--cache-from", cacheFrom, ro, ct); err != nil {
+				return err
+			}
+			if opts.CacheTo, err = cacheoci.Remote("--cache-to", cacheTo, ro, ct); err != nil {
 				return err
 			}
 			if allowFile != "" {
@@ -116,6 +121,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 	cmd.Flags().BoolVar(&opts.RequireTargetFlags, "require-target-flags", false, "the scan gate fails on objects compiled below the target's -march (lost tuning) or with no recorded flags")
 	cmd.Flags().StringVar(&cacheFrom, "cache-from", "", "a registry repository (REGISTRY/PATH) to restore steps from when the local cache lacks them")
 	cmd.Flags().StringVar(&cacheTo, "cache-to", "", "a registry repository to offer every step result to (may be the same as --cache-from)")
+	cacheTrust.add(cmd, true, true)
 	registryFlags(cmd, &ro)
 	cmd.Flags().Int64Var(&cacheMax, "cache-max-size", 0, "after building, prune the cache to this many bytes (least recently used first)")
 	formatFlag(cmd, &format, "text or json (one entry per target; progress stays on stderr)", "text", "json")

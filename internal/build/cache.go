@@ -120,10 +120,19 @@ func (c *Cache) tempDir() (string, error) {
 
 // RemoteCache shares step results beyond one machine (an OCI registry):
 // Pull brings the entry of key into the local cache when the remote has it
-// (false when it has not); Push offers a local entry to the remote.
+// and it is trusted (nil when the remote has none); Push offers a local
+// entry to the remote.
 type RemoteCache interface {
-	Pull(ctx context.Context, c *Cache, key string) (bool, error)
+	Pull(ctx context.Context, c *Cache, key string) (*RemoteEntry, error)
 	Push(ctx context.Context, c *Cache, key string) error
+}
+
+// RemoteEntry is where a pulled step result came from: the artifact by
+// digest, and the signer its signature was verified against (or that it
+// was taken unsigned, by the user's choice).
+type RemoteEntry struct {
+	Artifact string `json:"artifact"` // REGISTRY/REPO@sha256:…
+	Signer   string `json:"signer"`
 }
 
 // Get returns a step's cached result, or false. An entry whose metadata

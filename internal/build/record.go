@@ -90,10 +90,17 @@ type PackageScan struct {
 type CacheStats struct {
 	Hits   []string `json:"hits"`
 	Misses []string `json:"misses"`
-	// Pulled are the hits restored from the remote cache (--cache-from).
-	Pulled []string `json:"pulled,omitempty"`
+	// Pulled are the hits restored from the remote cache (--cache-from):
+	// each step, the artifact it came from by digest, and who signed it.
+	Pulled []PulledStep `json:"pulled,omitempty"`
 	// Pushed counts entries offered to the remote cache (--cache-to).
 	Pushed int `json:"pushed,omitempty"`
+}
+
+// PulledStep is a step whose result came from the remote cache.
+type PulledStep struct {
+	Step string `json:"step"`
+	RemoteEntry
 }
 
 // StepRecord is one step's outcome.

@@ -97,8 +97,8 @@ type runner struct {
 	opts                Options
 	cache               *Cache
 	work, src, logs     string
-	stage               string          // this build's staging directory in Out
-	prefetched          map[string]bool // step keys pulled from CacheFrom before the steps ran
+	stage               string                  // this build's staging directory in Out
+	prefetched          map[string]*RemoteEntry // step keys pulled from CacheFrom before the steps ran
 	profileDir, profile string
 	ltoCache            string
 	homes               map[string]*toolchain.Wrappers
@@ -407,9 +407,10 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 				return fmt.Errorf("%s: %s interrupted: %w", target, s.ID, ctx.Err())
 			case err != nil:
 				r.warn(fmt.Sprintf("%s: the remote cache: %v; running the step", s.ID, err))
-			case got:
-				m, ok = r.cache.Get(s.Key)
-				pulled = ok
+			case got != nil:
+				if m, ok = r.cache.Get(s.Key); ok {
+					pulled = got
+				}
 			}
 		}
 		if ok {
@@ -430,8 +431,8 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 						return fmt.Errorf("%s: the PGO profile %s restored from the cache: %w", target, s.ID, err)
 					}
 				}
-				if pulled {
-					r.rec.Cache.Pulled = append(r.rec.Cache.Pulled, s.ID)
+				if pulled != nil {
+					r.rec.Cache.Pulled = append(r.rec.Cache.Pulled, PulledStep{Step: s.ID, RemoteEntry: *pulled})
 				} else {
 					r.push(ctx, s)
 				}
@@ -715,7 +716,7 @@ func (r *runner) push(ctx context.Context, s plan.Step) {
 // the registry's round trips). What fails here is tried again, and warned
 // about, when its step comes.
 func (r *runner) prefetch(ctx context.Context) {
-	r.prefetched = map[string]bool{}
+	r.prefetched = map[string]*RemoteEntry{}
 	if r.opts.CacheFrom == nil {
 		return
 	}
@@ -736,9 +737,9 @@ func (r *runner) prefetch(ctx context.Context) {
 		sem <- struct{}{}
 		go func(k string) {
 			defer func() { <-sem; wg.Done() }()
-			if ok, err := r.opts.CacheFrom.Pull(ctx, r.cache, k); ok && err == nil {
+			if got, err := r.opts.CacheFrom.Pull(ctx, r.cache, k); got != nil && err == nil {
 				mu.Lock()
-				r.prefetched[k] = true
+				r.prefetched[k] = got
 				mu.Unlock()
 			}
 		}(k)

@@ -9,9 +9,17 @@
 // against its digest while it is read, meta.json must name the key it was
 // pulled for, and files.tar must have the digest and size meta.json
 // records (and the local cache checks every path again on restore).
+//
+// Consistency is not trust: anyone who can push to the repository can push
+// a self-consistent entry. So every entry pushed is signed (cosign's
+// signature format, by the release key machinery of internal/sign) and an
+// entry is pulled only when its manifest, by the digest of the bytes read,
+// carries a signature the configured key or keyless identity verifies, or
+// when the user chose to take unsigned entries (Trust).
 package cacheoci
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,6 +28,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -32,6 +41,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/build"
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/registry"
+	"github.com/dorisarm/dorisarm/internal/sign"
 )
 
 // Media types of a cache artifact.
@@ -48,6 +58,44 @@ const maxManifest = 64 << 10
 type Repo struct {
 	Repo     name.Repository
 	Registry registry.Options
+	Trust
+}
+
+// Trust is whom a shared cache's entries are trusted from. Anyone who can
+// push to the repository can push a self-consistent entry (its meta.json
+// naming the step's own key), so an entry is taken only when it carries a
+// signature Verify accepts (cosign's verification, as for releases), or,
+// with TrustUnsigned, unsigned: the user's explicit choice. Signer signs
+// each entry pushed; without one, only TrustUnsigned lets an entry go out
+// unsigned.
+type Trust struct {
+	Verify        *sign.Trust
+	TrustUnsigned bool
+	Signer        Signer
+}
+
+// Signer signs an artifact by digest (sign.Signer, sign.KeylessSigner).
+type Signer interface {
+	Sign(ctx context.Context, ref name.Reference) ([]name.Digest, error)
+}
+
+// unsignedSigner is the signer recorded for an entry taken unsigned.
+const unsignedSigner = "unsigned (--cache-trust-unsigned)"
+
+// CheckPull says what is missing before entries can be pulled.
+func (t Trust) CheckPull(flag string) error {
+	if t.Verify == nil && !t.TrustUnsigned {
+		return fault.Inputf("%s: say whom the shared cache's entries must be signed by (--cache-verify-key cosign.pub, or --cache-identity and --cache-issuer), or pass --cache-trust-unsigned to take unsigned entries from anyone who can push to it", flag)
+	}
+	return nil
+}
+
+// CheckPush says what is missing before entries can be pushed.
+func (t Trust) CheckPush(flag string) error {
+	if t.Signer == nil && !t.TrustUnsigned {
+		return fault.Inputf("%s: entries pushed to a shared cache are signed: give --cache-sign-key cosign.key (with $COSIGN_PASSWORD) or --cache-keyless, or pass --cache-trust-unsigned to push them unsigned", flag)
+	}
+	return nil
 }
 
 // Open parses REGISTRY/PATH as a cache repository.
@@ -62,7 +110,7 @@ func Open(s string, ro registry.Options) (*Repo, error) {
 // Remote opens s, the value of the build flag flag (--cache-from,
 // --cache-to), as a build's remote cache: none (a nil interface) when s is
 // empty.
-func Remote(flag, s string, ro registry.Options) (build.RemoteCache, error) {
+func Remote(flag, s string, ro registry.Options, t Trust) (build.RemoteCache, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -70,6 +118,7 @@ func Remote(flag, s string, ro registry.Options) (build.RemoteCache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %w", flag, err)
 	}
+	r.Trust = t
 	return r, nil
 }
 
@@ -103,6 +152,9 @@ func (p Pushed) WriteText(w io.Writer) error {
 // failure, and then returns the zero Pushed. It returns the entries pushed
 // and their bytes.
 func (r *Repo) PushAll(ctx context.Context, c *build.Cache) (Pushed, error) {
+	if err := r.CheckPush("cache push"); err != nil {
+		return Pushed{}, err
+	}
 	ents, err := c.Entries()
 	if err != nil {
 		return Pushed{}, err
@@ -138,6 +190,9 @@ func (p Pulled) WriteText(w io.Writer) error {
 // others still come; refusals make the error a failed gate.
 func (r *Repo) PullAll(ctx context.Context, c *build.Cache, warn func(error)) (Pulled, error) {
 	var p Pulled
+	if err := r.CheckPull("cache pull"); err != nil {
+		return p, err
+	}
 	if err := c.Init(); err != nil {
 		return p, err
 	}
@@ -147,19 +202,20 @@ func (r *Repo) PullAll(ctx context.Context, c *build.Cache, warn func(error)) (P
 	}
 	p.Repo = r.Repo.String()
 	for _, key := range tags {
-		if !build.ValidKey(key) {
+		// Cosign's signature tags (sha256-<hex>.sig) live beside the entries.
+		if !build.ValidKey(key) || strings.HasPrefix(key, "sha256-") {
 			continue
 		}
 		if _, ok := c.Get(key); ok {
 			p.Present++
 			continue
 		}
-		ok, err := r.Pull(ctx, c, key)
+		got, err := r.Pull(ctx, c, key)
 		switch {
 		case err != nil:
 			warn(err)
 			p.Refused++
-		case ok:
+		case got != nil:
 			p.Pulled++
 		}
 	}
@@ -192,78 +248,125 @@ func (r *Repo) Push(ctx context.Context, c *build.Cache, key string) error {
 	if err != nil {
 		return err
 	}
+	if err := r.CheckPush("pushing cache entry " + key); err != nil {
+		return err
+	}
 	tag := r.Repo.Tag(key)
 	if err := remote.Write(tag, img, r.ro(ctx)...); err != nil {
 		return fmt.Errorf("pushing cache entry %s to %s: %w", key, r.Repo, err)
 	}
+	if r.Signer == nil {
+		return nil
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	if _, err := r.Signer.Sign(ctx, r.Repo.Digest(d.String())); err != nil {
+		return fmt.Errorf("signing cache entry %s in %s: %w", key, r.Repo, err)
+	}
 	return nil
 }
 
-// Pull brings the entry of key into c when the repository has it; false
-// when it has none. An artifact that is not key's entry is a *ForeignError
+// Pull brings the entry of key into c when the repository has it and its
+// signature is trusted; nil when it has none. An artifact that is not
+// key's entry, or not signed by whom r.Verify names, is a *ForeignError
 // and nothing of it is kept.
-func (r *Repo) Pull(ctx context.Context, c *build.Cache, key string) (bool, error) {
+func (r *Repo) Pull(ctx context.Context, c *build.Cache, key string) (*build.RemoteEntry, error) {
+	got, err := r.pull(ctx, c, key)
+	if err != nil || !got.ok {
+		return nil, err
+	}
+	return &got.RemoteEntry, nil
+}
+
+type pulled struct {
+	build.RemoteEntry
+	ok bool
+}
+
+func (r *Repo) pull(ctx context.Context, c *build.Cache, key string) (pulled, error) {
+	var none pulled
 	if !build.ValidKey(key) {
-		return false, fmt.Errorf("invalid cache key %q", key)
+		return none, fmt.Errorf("invalid cache key %q", key)
+	}
+	if err := r.CheckPull("pulling cache entry " + key); err != nil {
+		return none, err
 	}
 	tag := r.Repo.Tag(key)
 	desc, err := remote.Get(tag, r.ro(ctx)...)
 	if err != nil {
 		if registry.NotFound(err) {
-			return false, nil
+			return none, nil
 		}
-		return false, fmt.Errorf("%s: %w", tag, err)
+		return none, fmt.Errorf("%s: %w", tag, err)
 	}
 	foreign := func(format string, a ...any) error {
 		return &ForeignError{Ref: tag.String(), Reason: fmt.Sprintf(format, a...)}
 	}
 	if len(desc.Manifest) > maxManifest {
-		return false, foreign("a %d-byte manifest", len(desc.Manifest))
+		return none, foreign("a %d-byte manifest", len(desc.Manifest))
+	}
+	// The artifact is the manifest bytes read, by their own digest (not
+	// the registry's word for it): that digest is what must be signed.
+	h, _, err := v1.SHA256(bytes.NewReader(desc.Manifest))
+	if err != nil {
+		return none, err
+	}
+	artifact := r.Repo.Digest(h.String())
+	got := pulled{RemoteEntry: build.RemoteEntry{Artifact: artifact.String(), Signer: unsignedSigner}, ok: true}
+	if r.Verify != nil {
+		if got.Signer, err = sign.VerifySigned(ctx, artifact, *r.Verify, r.ro(ctx)...); err != nil {
+			if ctx.Err() != nil {
+				return none, ctx.Err()
+			}
+			return none, foreign("its signature (%s) is not trusted: %v", artifact.DigestStr(), err)
+		}
 	}
 	var mf v1.Manifest
 	if err := json.Unmarshal(desc.Manifest, &mf); err != nil {
-		return false, foreign("the manifest does not parse: %v", err)
+		return none, foreign("the manifest does not parse: %v", err)
 	}
 	if mf.Config.MediaType != ConfigType || len(mf.Layers) != 2 || mf.Layers[0].MediaType != MetaType || mf.Layers[1].MediaType != FilesType {
-		return false, foreign("not a dorisarm step-cache artifact (config %s, %d layers)", mf.Config.MediaType, len(mf.Layers))
+		return none, foreign("not a dorisarm step-cache artifact (config %s, %d layers)", mf.Config.MediaType, len(mf.Layers))
 	}
 	if mf.Layers[0].Size > build.MaxMeta {
-		return false, foreign("meta.json of %d bytes", mf.Layers[0].Size)
+		return none, foreign("meta.json of %d bytes", mf.Layers[0].Size)
 	}
 	metaBytes, err := r.blob(ctx, mf.Layers[0], io.Discard)
 	if err != nil {
-		return false, foreign("%v", err)
+		return none, foreign("%v", err)
 	}
 	var m build.Meta
 	if err := json.Unmarshal(metaBytes, &m); err != nil {
-		return false, foreign("meta.json does not parse: %v", err)
+		return none, foreign("meta.json does not parse: %v", err)
 	}
 	switch {
 	case m.Key != key:
-		return false, foreign("it is the entry of step key %s", m.Key)
+		return none, foreign("it is the entry of step key %s", m.Key)
 	case m.TarSHA256 != mf.Layers[1].Digest.String() || m.TarSize != mf.Layers[1].Size:
-		return false, foreign("meta.json records files.tar as %s (%d bytes), the manifest as %s (%d bytes)", m.TarSHA256, m.TarSize, mf.Layers[1].Digest, mf.Layers[1].Size)
+		return none, foreign("meta.json records files.tar as %s (%d bytes), the manifest as %s (%d bytes)", m.TarSHA256, m.TarSize, mf.Layers[1].Digest, mf.Layers[1].Size)
 	}
 	tmp, err := c.TempDir()
 	if err != nil {
-		return false, err
+		return none, err
 	}
 	defer os.RemoveAll(tmp) // a no-op once adopted
 	f, err := os.Create(filepath.Join(tmp, "files.tar"))
 	if err != nil {
-		return false, err
+		return none, err
 	}
 	_, err = r.blob(ctx, mf.Layers[1], f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return false, foreign("%v", err)
+		return none, foreign("%v", err)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), metaBytes, 0o644); err != nil {
-		return false, err
+		return none, err
 	}
-	return true, c.Adopt(key, tmp)
+	return got, c.Adopt(key, tmp)
 }
 
 // blob reads the blob d describes to w (and, when w is io.Discard, returns

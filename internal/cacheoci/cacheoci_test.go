@@ -28,6 +28,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/build"
 	"github.com/dorisarm/dorisarm/internal/fault"
 	dregistry "github.com/dorisarm/dorisarm/internal/registry"
+	"github.com/dorisarm/dorisarm/internal/sign"
 )
 
 // rotting serves one blob (by digest) with a byte flipped.
@@ -61,7 +62,9 @@ func setup(t *testing.T) (*Repo, *rotting) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Repo{Repo: repo}, f
+	// The consistency checks are tested on their own: entries are taken
+	// unsigned here (TestSignedEntries tests the signatures).
+	return &Repo{Repo: repo, Trust: Trust{TrustUnsigned: true}}, f
 }
 
 // entry makes a local cache with one entry (a file and a link) under key.
@@ -93,9 +96,12 @@ func TestPushPull(t *testing.T) {
 	}
 	dst := &build.Cache{Dir: t.TempDir()}
 	dst.Init()
-	ok, err := r.Pull(ctx, dst, key)
-	if err != nil || !ok {
-		t.Fatalf("pull: %v %v", ok, err)
+	got, err := r.Pull(ctx, dst, key)
+	if err != nil || got == nil {
+		t.Fatalf("pull: %v %v", got, err)
+	}
+	if got.Signer != unsignedSigner || !strings.HasPrefix(got.Artifact, r.Repo.String()+"@sha256:") {
+		t.Errorf("pulled %+v", got)
 	}
 	for _, f := range []string{"files.tar", "meta.json"} {
 		a, _ := os.ReadFile(filepath.Join(src.EntryDir(key), f))
@@ -115,8 +121,8 @@ func TestPushPull(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(tree, "be/lib/be")); err != nil || !strings.HasPrefix(string(b), "\x7fELF") {
 		t.Errorf("restored: %v", err)
 	}
-	if ok, err := r.Pull(ctx, dst, strings.Replace(key, "1", "2", 1)); ok || err != nil {
-		t.Errorf("a key the registry lacks: %v %v, want a plain miss", ok, err)
+	if got, err := r.Pull(ctx, dst, strings.Replace(key, "1", "2", 1)); got != nil || err != nil {
+		t.Errorf("a key the registry lacks: %v %v, want a plain miss", got, err)
 	}
 }
 
@@ -165,10 +171,10 @@ func TestForeignArtifactsRefused(t *testing.T) {
 			plant(t, r, f)
 			dst := &build.Cache{Dir: t.TempDir()}
 			dst.Init()
-			ok, err := r.Pull(ctx, dst, key)
+			got, err := r.Pull(ctx, dst, key)
 			var fe *ForeignError
-			if ok || !errors.As(err, &fe) {
-				t.Fatalf("pull: %v %v, want a ForeignError", ok, err)
+			if got != nil || !errors.As(err, &fe) {
+				t.Fatalf("pull: %v %v, want a ForeignError", got, err)
 			}
 			if _, ok := dst.Get(key); ok {
 				t.Error("the refused artifact entered the local cache")
@@ -224,10 +230,10 @@ func TestPushAllPullAll(t *testing.T) {
 	}
 	closed, _ := name.NewRepository("127.0.0.1:1/cache")
 	quick := dregistry.Options{Backoff: &remote.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1}}
-	if p, err := (&Repo{Repo: closed, Registry: quick}).PushAll(ctx, src); !errors.Is(err, fault.ErrGate) || p != (Pushed{}) {
+	if p, err := (&Repo{Repo: closed, Registry: quick, Trust: Trust{TrustUnsigned: true}}).PushAll(ctx, src); !errors.Is(err, fault.ErrGate) || p != (Pushed{}) {
 		t.Errorf("PushAll to a closed port = %+v, %v; want the zero Pushed and a failed gate", p, err)
 	}
-	if p, err := (&Repo{Repo: r.Repo.Registry.Repo("no", "registry")}).PullAll(ctx, &build.Cache{Dir: "/proc/no-cache-here"}, warn); err == nil || p != (Pulled{}) {
+	if p, err := (&Repo{Repo: r.Repo.Registry.Repo("no", "registry"), Trust: Trust{TrustUnsigned: true}}).PullAll(ctx, &build.Cache{Dir: "/proc/no-cache-here"}, warn); err == nil || p != (Pulled{}) {
 		t.Errorf("PullAll that cannot start = %+v, %v; want the zero Pulled and an error", p, err)
 	}
 }
@@ -242,14 +248,102 @@ func sameJSON(t *testing.T, got, want any) {
 }
 
 func TestRemote(t *testing.T) {
-	if rc, err := Remote("--cache-from", "", dregistry.Options{}); rc != nil || err != nil {
+	if rc, err := Remote("--cache-from", "", dregistry.Options{}, Trust{}); rc != nil || err != nil {
 		t.Errorf("no value: %#v, %v; want a nil interface", rc, err)
 	}
-	if _, err := Remote("--cache-to", "127.0.0.1:5000/cache:tag", dregistry.Options{}); !fault.IsInput(err) || !strings.HasPrefix(err.Error(), "--cache-to ") {
+	if _, err := Remote("--cache-to", "127.0.0.1:5000/cache:tag", dregistry.Options{}, Trust{}); !fault.IsInput(err) || !strings.HasPrefix(err.Error(), "--cache-to ") {
 		t.Errorf("a tag: %v, want bad input naming --cache-to", err)
 	}
-	rc, err := Remote("--cache-from", "127.0.0.1:5000/cache", dregistry.Options{})
-	if r, ok := rc.(*Repo); err != nil || !ok || r.Repo.String() != "127.0.0.1:5000/cache" {
+	rc, err := Remote("--cache-from", "127.0.0.1:5000/cache", dregistry.Options{}, Trust{TrustUnsigned: true})
+	if r, ok := rc.(*Repo); err != nil || !ok || r.Repo.String() != "127.0.0.1:5000/cache" || !r.TrustUnsigned {
 		t.Errorf("a repository: %#v, %v", rc, err)
+	}
+}
+
+// keyPair makes a cosign key pair and returns its signer and cosign.pub.
+func keyPair(t *testing.T) (*sign.Signer, string) {
+	t.Helper()
+	priv, pub, err := sign.Keygen(t.TempDir(), []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sign.LoadSigner(priv, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, pub
+}
+
+// TestSignedEntries: an entry pushed with a signer is pulled by a cache
+// that trusts its key, and the pull names the artifact and the key; a
+// self-consistent entry planted unsigned by anyone who can push, or signed
+// by another key, is refused (a *ForeignError) and nothing of it enters
+// the cache; without a trust setting neither push nor pull starts.
+func TestSignedEntries(t *testing.T) {
+	ctx := context.Background()
+	signer, pub := keyPair(t)
+	other, otherPub := keyPair(t)
+	verify := &sign.Trust{Key: pub}
+
+	r, _ := setup(t)
+	r.Trust = Trust{Signer: signer}
+	if err := r.Push(ctx, entry(t, key), key); err != nil {
+		t.Fatal(err)
+	}
+	dst := &build.Cache{Dir: t.TempDir()}
+	dst.Init()
+	r.Trust = Trust{Verify: verify}
+	got, err := r.Pull(ctx, dst, key)
+	if err != nil || got == nil {
+		t.Fatalf("pull of a signed entry: %v %v", got, err)
+	}
+	if !strings.HasPrefix(got.Signer, "key sha256:") || !strings.HasPrefix(got.Artifact, r.Repo.String()+"@sha256:") {
+		t.Errorf("pulled %+v", got)
+	}
+	if _, ok := dst.Get(key); !ok {
+		t.Error("the signed entry is not in the cache")
+	}
+
+	for what, plant := range map[string]Trust{
+		"unsigned":              {TrustUnsigned: true},
+		"signed by another key": {Signer: other},
+	} {
+		t.Run(what, func(t *testing.T) {
+			r, _ := setup(t)
+			r.Trust = plant
+			if err := r.Push(ctx, entry(t, key), key); err != nil {
+				t.Fatal(err)
+			}
+			r.Trust = Trust{Verify: verify}
+			dst := &build.Cache{Dir: t.TempDir()}
+			dst.Init()
+			got, err := r.Pull(ctx, dst, key)
+			var fe *ForeignError
+			if got != nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), "signature") {
+				t.Fatalf("pull: %v %v, want a ForeignError about its signature", got, err)
+			}
+			if _, ok := dst.Get(key); ok {
+				t.Error("the refused entry entered the cache")
+			}
+			// The same entry is taken by whom it is from (or by a user who
+			// trusts anything): the refusal above was the signature's.
+			if what == "signed by another key" {
+				r.Trust = Trust{Verify: &sign.Trust{Key: otherPub}}
+			} else {
+				r.Trust = Trust{TrustUnsigned: true}
+			}
+			if got, err := r.Pull(ctx, dst, key); err != nil || got == nil {
+				t.Errorf("pull with the matching trust: %v %v", got, err)
+			}
+		})
+	}
+
+	r, _ = setup(t)
+	r.Trust = Trust{}
+	if _, err := r.Pull(ctx, dst, key); !fault.IsInput(err) || !strings.Contains(err.Error(), "--cache-trust-unsigned") {
+		t.Errorf("pull without a trust setting: %v", err)
+	}
+	if err := r.Push(ctx, entry(t, key), key); !fault.IsInput(err) || !strings.Contains(err.Error(), "--cache-sign-key") {
+		t.Errorf("push without a signer: %v", err)
 	}
 }

@@ -2,7 +2,10 @@ package sign
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +20,7 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/oci/empty"
 	ocimutate "github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ocisig "github.com/sigstore/cosign/v2/pkg/oci/signature"
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 )
 
 // verifier checks signatures and attestations with cosign's own
@@ -71,37 +75,94 @@ func digestHash(d name.Digest) (v1.Hash, error) { return v1.NewHash(d.DigestStr(
 // verifySignatures checks that at least one signature stored beside d
 // verifies and signs d.
 func (v *verifier) verifySignatures(ctx context.Context, d name.Digest) error {
+	_, err := v.verifiedSignature(ctx, d)
+	return err
+}
+
+// verifiedSignature is the first signature stored beside d that verifies
+// and signs d.
+func (v *verifier) verifiedSignature(ctx context.Context, d name.Digest) (oci.Signature, error) {
 	ls, err := readLayers(ctx, d, sigSuffix, v.opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	nm := &errNoMatch{what: "signatures"}
 	for _, l := range ls {
-		if err := v.verifySignature(ctx, d, l); err != nil {
+		sig, err := v.verifySignatureLayer(ctx, d, l)
+		if err != nil {
 			nm.add(err)
 			continue
 		}
-		return nil
+		return sig, nil
 	}
-	return nm
+	return nil, nm
 }
 
 // verifySignature checks one stored signature with cosign: the signature
 // (and, keyless, its certificate, SCT, Rekor bundle and identity), then
 // that its simple-signing payload names d.
 func (v *verifier) verifySignature(ctx context.Context, d name.Digest, l layer) error {
+	_, err := v.verifySignatureLayer(ctx, d, l)
+	return err
+}
+
+func (v *verifier) verifySignatureLayer(ctx context.Context, d name.Digest, l layer) (oci.Signature, error) {
 	h, err := digestHash(d)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sig, err := ociSignature(l)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	co := *v.co
 	co.ClaimVerifier = cosign.SimpleClaimVerifier
-	_, err = cosign.VerifyImageSignature(ctx, sig, h, &co)
-	return err
+	if _, err = cosign.VerifyImageSignature(ctx, sig, h, &co); err != nil {
+		return nil, err
+	}
+	return sig, nil
+}
+
+// signer names who made sig, which cosign verified: the key's
+// fingerprint (the SHA-256 of its DER encoding), or the certificate's
+// identity and OIDC issuer.
+func (v *verifier) signer(sig oci.Signature) (string, error) {
+	if v.co.SigVerifier != nil {
+		pk, err := v.co.SigVerifier.PublicKey()
+		if err != nil {
+			return "", err
+		}
+		der, err := x509.MarshalPKIXPublicKey(pk)
+		if err != nil {
+			return "", err
+		}
+		return "key sha256:" + sha256Hex(der), nil
+	}
+	cert, err := sig.Cert()
+	if err != nil || cert == nil {
+		return "", fmt.Errorf("the verified signature has no certificate: %v", err)
+	}
+	sum, err := certificate.SummarizeCertificate(cert)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s (issuer %s)", sum.SubjectAlternativeName, sum.Extensions.Issuer), nil
+}
+
+// VerifySigned checks, with cosign, that d carries a signature trust
+// accepts, and returns who made it (see signer). It checks signatures
+// only: step-cache artifacts and other non-release artifacts carry no
+// attestations.
+func VerifySigned(ctx context.Context, d name.Digest, trust Trust, opts ...remote.Option) (string, error) {
+	v, err := trust.verifier(ctx, opts...)
+	if err != nil {
+		return "", err
+	}
+	sig, err := v.verifiedSignature(ctx, d)
+	if err != nil {
+		return "", err
+	}
+	return v.signer(sig)
 }
 
 // verifyAttestations returns the statements of the attestations stored
@@ -178,4 +239,9 @@ func statementOf(pl []byte) (statement, error) {
 		return st, fmt.Errorf("the envelope's payload is not an in-toto statement: %w", err)
 	}
 	return st, nil
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }
