@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -59,6 +60,27 @@ type Repo struct {
 	Repo     name.Repository
 	Registry registry.Options
 	Trust
+
+	// checker is Trust.Verify (checkerFor) loaded once, its key or
+	// trusted root, for every entry pulled while Verify stays the same.
+	mu         sync.Mutex
+	checkerFor *sign.Trust
+	checker    *sign.SignatureChecker
+}
+
+// signatureChecker is the checker of r.Verify, loaded on first use.
+func (r *Repo) signatureChecker(ctx context.Context) (*sign.SignatureChecker, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.checker != nil && r.checkerFor == r.Verify {
+		return r.checker, nil
+	}
+	c, err := sign.NewSignatureChecker(ctx, *r.Verify)
+	if err != nil {
+		return nil, err
+	}
+	r.checker, r.checkerFor = c, r.Verify
+	return c, nil
 }
 
 // Trust is whom a shared cache's entries are trusted from. Anyone who can
@@ -316,7 +338,11 @@ func (r *Repo) pull(ctx context.Context, c *build.Cache, key string) (pulled, er
 	artifact := r.Repo.Digest(h.String())
 	got := pulled{RemoteEntry: build.RemoteEntry{Artifact: artifact.String(), Signer: unsignedSigner}, ok: true}
 	if r.Verify != nil {
-		if got.Signer, err = sign.VerifySigned(ctx, artifact, *r.Verify, r.ro(ctx)...); err != nil {
+		checker, err := r.signatureChecker(ctx)
+		if err != nil {
+			return none, err
+		}
+		if got.Signer, err = checker.Check(ctx, artifact, r.ro(ctx)...); err != nil {
 			if ctx.Err() != nil {
 				return none, ctx.Err()
 			}

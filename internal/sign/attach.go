@@ -80,6 +80,30 @@ func ociRemote(ctx context.Context, opts []remote.Option) ociremote.Option {
 // already the same (cosign's duplicate check: same payload, verified by
 // the signer's key).
 func writeSignature(ctx context.Context, d name.Digest, l layer, opts []remote.Option, dd ocimutate.DupeDetector) error {
+	var so []ocimutate.SignOption
+	if dd != nil {
+		so = append(so, ocimutate.WithDupeDetector(dd))
+	}
+	return attach(ctx, d, l, opts, ocimutate.AttachSignatureToEntity, ociremote.WriteSignatures, so)
+}
+
+// writeAttestation adds l to d's attestations with cosign's storage; with
+// replace, those of the same predicate type go (cosign's replace
+// operation, as cosign attest --replace).
+func writeAttestation(ctx context.Context, d name.Digest, l layer, predicateType string, replace bool, opts []remote.Option) error {
+	var so []ocimutate.SignOption
+	if replace {
+		so = append(so, ocimutate.WithReplaceOp(cosignremote.NewReplaceOp(predicateType)))
+	}
+	return attach(ctx, d, l, opts, ocimutate.AttachAttestationToEntity, ociremote.WriteAttestations, so)
+}
+
+// attach adds l beside d with cosign's attach and write functions for its
+// kind (signatures or attestations).
+func attach(ctx context.Context, d name.Digest, l layer, opts []remote.Option,
+	add func(oci.SignedEntity, oci.Signature, ...ocimutate.SignOption) (oci.SignedEntity, error),
+	write func(name.Repository, oci.SignedEntity, ...ociremote.Option) error,
+	so []ocimutate.SignOption) error {
 	sig, err := staticOf(l)
 	if err != nil {
 		return err
@@ -89,35 +113,8 @@ func writeSignature(ctx context.Context, d name.Digest, l layer, opts []remote.O
 	if err != nil {
 		return err
 	}
-	var so []ocimutate.SignOption
-	if dd != nil {
-		so = append(so, ocimutate.WithDupeDetector(dd))
-	}
-	if se, err = ocimutate.AttachSignatureToEntity(se, sig, so...); err != nil {
+	if se, err = add(se, sig, so...); err != nil {
 		return err
 	}
-	return ociremote.WriteSignatures(d.Repository, se, ro)
-}
-
-// writeAttestation adds l to d's attestations with cosign's storage; with
-// replace, those of the same predicate type go (cosign's replace
-// operation, as cosign attest --replace).
-func writeAttestation(ctx context.Context, d name.Digest, l layer, predicateType string, replace bool, opts []remote.Option) error {
-	att, err := staticOf(l)
-	if err != nil {
-		return err
-	}
-	ro := ociRemote(ctx, opts)
-	se, err := ociremote.SignedEntity(d, ro)
-	if err != nil {
-		return err
-	}
-	var so []ocimutate.SignOption
-	if replace {
-		so = append(so, ocimutate.WithReplaceOp(cosignremote.NewReplaceOp(predicateType)))
-	}
-	if se, err = ocimutate.AttachAttestationToEntity(se, att, so...); err != nil {
-		return err
-	}
-	return ociremote.WriteAttestations(d.Repository, se, ro)
+	return write(d.Repository, se, ro)
 }

@@ -362,17 +362,17 @@ func TestKeylessTampered(t *testing.T) {
 		"no bundle":                          func(l layer) layer { delete(l.Annotations, annBundle); return l },
 	} {
 		l := layers(ds[1])[0]
-		if err := v.verifySignature(ctx, ds[1], edit(l)); err == nil {
+		if _, err := v.verifySignature(ctx, ds[1], edit(l)); err == nil {
 			t.Errorf("%s: verified", what)
 		} else {
 			t.Logf("%s: %v", what, err)
 		}
 	}
-	if err := v.verifySignature(ctx, ds[1], layers(ds[1])[0]); err != nil {
+	if _, err := v.verifySignature(ctx, ds[1], layers(ds[1])[0]); err != nil {
 		t.Errorf("the untouched signature: %v", err)
 	}
 	// A signature of one digest does not verify for another.
-	if err := v.verifySignature(ctx, ds[0], layers(ds[1])[0]); err == nil || !strings.Contains(err.Error(), "invalid or missing digest in claim") {
+	if _, err := v.verifySignature(ctx, ds[0], layers(ds[1])[0]); err == nil || !strings.Contains(err.Error(), "invalid or missing digest in claim") {
 		t.Errorf("a signature of another digest: %v", err)
 	}
 }

@@ -144,7 +144,8 @@ func TestKeylessReviewHolds(t *testing.T) {
 		edit(r)
 		v := &verifier{co: &cosign.CheckOpts{TrustedMaterial: r, Offline: true,
 			Identities: []cosign.Identity{{Subject: releaseIdentity, Issuer: f.Issuer}}}}
-		return v.verifySignature(ctx, ds[1], l)
+		_, err = v.verifySignature(ctx, ds[1], l)
+		return err
 	}
 	if err := verifyWith(func(*root.TrustedRoot) {}, l); err != nil {
 		t.Fatalf("untouched: %v", err)

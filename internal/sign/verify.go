@@ -88,7 +88,7 @@ func (v *verifier) verifiedSignature(ctx context.Context, d name.Digest) (oci.Si
 	}
 	nm := &errNoMatch{what: "signatures"}
 	for _, l := range ls {
-		sig, err := v.verifySignatureLayer(ctx, d, l)
+		sig, err := v.verifySignature(ctx, d, l)
 		if err != nil {
 			nm.add(err)
 			continue
@@ -100,13 +100,9 @@ func (v *verifier) verifiedSignature(ctx context.Context, d name.Digest) (oci.Si
 
 // verifySignature checks one stored signature with cosign: the signature
 // (and, keyless, its certificate, SCT, Rekor bundle and identity), then
-// that its simple-signing payload names d.
-func (v *verifier) verifySignature(ctx context.Context, d name.Digest, l layer) error {
-	_, err := v.verifySignatureLayer(ctx, d, l)
-	return err
-}
-
-func (v *verifier) verifySignatureLayer(ctx context.Context, d name.Digest, l layer) (oci.Signature, error) {
+// that its simple-signing payload names d. It returns the signature
+// cosign verified.
+func (v *verifier) verifySignature(ctx context.Context, d name.Digest, l layer) (oci.Signature, error) {
 	h, err := digestHash(d)
 	if err != nil {
 		return nil, err
@@ -149,15 +145,25 @@ func (v *verifier) signer(sig oci.Signature) (string, error) {
 	return fmt.Sprintf("%s (issuer %s)", sum.SubjectAlternativeName, sum.Extensions.Issuer), nil
 }
 
-// VerifySigned checks, with cosign, that d carries a signature trust
-// accepts, and returns who made it (see signer). It checks signatures
-// only: step-cache artifacts and other non-release artifacts carry no
-// attestations.
-func VerifySigned(ctx context.Context, d name.Digest, trust Trust, opts ...remote.Option) (string, error) {
-	v, err := trust.verifier(ctx, opts...)
+// SignatureChecker checks the signatures of artifacts (step-cache
+// entries and other non-release artifacts, which carry no attestations)
+// against one Trust, its key or trusted root loaded once.
+type SignatureChecker struct{ v *verifier }
+
+// NewSignatureChecker loads trust's key or trusted root.
+func NewSignatureChecker(ctx context.Context, trust Trust) (*SignatureChecker, error) {
+	v, err := trust.verifier(ctx)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
+	return &SignatureChecker{v: v}, nil
+}
+
+// Check verifies, with cosign, that d carries a signature the trust
+// accepts, reading it through opts, and returns who made it (see signer).
+func (c *SignatureChecker) Check(ctx context.Context, d name.Digest, opts ...remote.Option) (string, error) {
+	v := *c.v
+	v.opts = opts
 	sig, err := v.verifiedSignature(ctx, d)
 	if err != nil {
 		return "", err
