@@ -4,7 +4,9 @@
 // written outside the directory, no link points outside it as the kernel
 // resolves it (through the links already unpacked: internal/linkres),
 // nothing is written through a link, and the archive's size and entry count
-// are bounded.
+// are bounded. Files and directories keep their members' modification times
+// (clamped to the present), as tar does: autotools packages ship generated
+// files that make must find newer than their sources.
 package unpack
 
 import (
@@ -20,6 +22,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/dorisarm/dorisarm/internal/linkres"
 )
@@ -54,7 +57,7 @@ func Archive(src, dir string, lim Limits) ([]string, error) {
 		return nil, err
 	}
 	defer root.Close()
-	x := &extractor{dir: dir, root: root, lim: lim, tops: map[string]bool{}}
+	x := &extractor{dir: dir, root: root, lim: lim, tops: map[string]bool{}, now: time.Now()}
 	switch {
 	case strings.HasSuffix(src, ".zip"):
 		err = x.zip(src)
@@ -67,6 +70,9 @@ func Archive(src, dir string, lim Limits) ([]string, error) {
 		// A later member can make a directory an earlier link goes
 		// through into a link: the finished tree decides.
 		err = linkres.CheckAll(root, x.links)
+	}
+	if err == nil {
+		err = x.dirTimes()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
@@ -86,6 +92,35 @@ type extractor struct {
 	bytes   int64
 	entries int
 	tops    map[string]bool
+	now     time.Time
+	dirs    []dirTime // set last: writing a directory's members changes its time
+}
+
+type dirTime struct {
+	path  string
+	mtime time.Time
+}
+
+// setTime gives p the member's modification time, clamped to the present;
+// a member without one keeps the time of writing.
+func (x *extractor) setTime(p string, mtime time.Time) error {
+	if mtime.IsZero() {
+		return nil
+	}
+	if mtime.After(x.now) {
+		mtime = x.now
+	}
+	return os.Chtimes(p, mtime, mtime)
+}
+
+// dirTimes sets the directories' times, deepest first.
+func (x *extractor) dirTimes() error {
+	for i := len(x.dirs) - 1; i >= 0; i-- {
+		if err := x.setTime(x.dirs[i].path, x.dirs[i].mtime); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (x *extractor) tarFile(src string) error {
@@ -133,11 +168,11 @@ func (x *extractor) tarFile(src string) error {
 			// git archive's pax_global_header (the commit id), a volume label: metadata.
 			continue
 		case tar.TypeDir:
-			if err := x.mkdir(h.Name); err != nil {
+			if err := x.mkdir(h.Name, h.ModTime); err != nil {
 				return err
 			}
 		case tar.TypeReg, tar.TypeCont, tar.TypeGNUSparse:
-			if err := x.file(h.Name, fs.FileMode(h.Mode).Perm(), h.Size, tr); err != nil {
+			if err := x.file(h.Name, fs.FileMode(h.Mode).Perm(), h.Size, h.ModTime, tr); err != nil {
 				return err
 			}
 		case tar.TypeSymlink:
@@ -167,7 +202,7 @@ func (x *extractor) zip(src string) error {
 		mode := f.Mode()
 		switch {
 		case mode.IsDir():
-			if err := x.mkdir(f.Name); err != nil {
+			if err := x.mkdir(f.Name, f.Modified); err != nil {
 				return err
 			}
 		case mode&fs.ModeSymlink != 0:
@@ -188,7 +223,7 @@ func (x *extractor) zip(src string) error {
 			if err != nil {
 				return err
 			}
-			err = x.file(f.Name, mode.Perm(), int64(f.UncompressedSize64), rc)
+			err = x.file(f.Name, mode.Perm(), int64(f.UncompressedSize64), f.Modified, rc)
 			rc.Close()
 			if err != nil {
 				return err
@@ -231,15 +266,16 @@ func (x *extractor) target(name string) (string, error) {
 	return p, nil
 }
 
-func (x *extractor) mkdir(name string) error {
+func (x *extractor) mkdir(name string, mtime time.Time) error {
 	p, err := x.target(name)
 	if err != nil {
 		return err
 	}
+	x.dirs = append(x.dirs, dirTime{p, mtime})
 	return os.MkdirAll(p, 0o755)
 }
 
-func (x *extractor) file(name string, perm fs.FileMode, size int64, r io.Reader) error {
+func (x *extractor) file(name string, perm fs.FileMode, size int64, mtime time.Time, r io.Reader) error {
 	p, err := x.target(name)
 	if err != nil {
 		return err
@@ -265,6 +301,9 @@ func (x *extractor) file(name string, perm fs.FileMode, size int64, r io.Reader)
 	}
 	if err == nil && n != size {
 		err = fmt.Errorf("entry %s: %d bytes, header says %d", name, n, size)
+	}
+	if err == nil {
+		err = x.setTime(p, mtime)
 	}
 	return err
 }

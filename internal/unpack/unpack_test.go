@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dorisarm/dorisarm/internal/testproc"
 )
@@ -19,6 +20,7 @@ type entry struct {
 	typ              byte
 	mode             int64
 	size             int64 // 0: len(body)
+	mtime            time.Time
 }
 
 func tarGz(t *testing.T, entries []entry) string {
@@ -27,7 +29,7 @@ func tarGz(t *testing.T, entries []entry) string {
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
 	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.link, Mode: e.mode, Size: int64(len(e.body)), Format: tar.FormatPAX}
+		h := &tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.link, Mode: e.mode, Size: int64(len(e.body)), ModTime: e.mtime, Format: tar.FormatPAX}
 		if h.Mode == 0 {
 			h.Mode = 0o644
 		}
@@ -49,6 +51,42 @@ func tarGz(t *testing.T, entries []entry) string {
 	p := filepath.Join(t.TempDir(), "a.tar.gz")
 	os.WriteFile(p, buf.Bytes(), 0o644)
 	return p
+}
+
+// An autotools release ships Makefile.in generated after Makefile.am; if the
+// unpacked tree does not keep that order, make runs automake (ragel 6.10 in
+// vectorscan's build wanted automake-1.15 that way).
+func TestKeepsMemberTimes(t *testing.T) {
+	am := time.Date(2017, 3, 24, 10, 0, 0, 0, time.UTC)
+	in := am.Add(81 * time.Minute)
+	future := time.Now().Add(48 * time.Hour)
+	a := tarGz(t, []entry{
+		{name: "ragel-6.10/", typ: tar.TypeDir, mtime: in},
+		{name: "ragel-6.10/Makefile.in", body: "all:\n", typ: tar.TypeReg, mtime: in},
+		{name: "ragel-6.10/Makefile.am", body: "SUBDIRS =\n", typ: tar.TypeReg, mtime: am},
+		{name: "ragel-6.10/later", body: "x", typ: tar.TypeReg, mtime: future},
+	})
+	dir := t.TempDir()
+	before := time.Now()
+	if _, err := Archive(a, dir, DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	mt := func(name string) time.Time {
+		st, err := os.Stat(filepath.Join(dir, "ragel-6.10", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.ModTime()
+	}
+	if !mt("Makefile.am").Equal(am) || !mt("Makefile.in").Equal(in) {
+		t.Errorf("Makefile.am %v, Makefile.in %v; want the archive's %v, %v", mt("Makefile.am"), mt("Makefile.in"), am, in)
+	}
+	if !mt(".").Equal(in) {
+		t.Errorf("directory time %v, want the archive's %v (set after its members)", mt("."), in)
+	}
+	if got := mt("later"); got.After(time.Now()) || got.Before(before) {
+		t.Errorf("a member dated in the future got %v, want it clamped to the time of unpacking", got)
+	}
 }
 
 func TestGitArchiveWithGlobalHeader(t *testing.T) {
