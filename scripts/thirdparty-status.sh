@@ -6,8 +6,13 @@
 #   DORIS="Apache Doris branch-2.1 at b5e94b65 (2.1.7-rc01)" \
 #   MANIFESTS="mirror/MANIFEST-github.tsv mirror/MANIFEST-release.tsv" \
 #   MD5_EDITS=tree2-md5.txt COMMANDS=commands.txt NOTES=notes.md \
+#   [PREVIOUS=docs/thirdparty-status.json] \
 #   bash scripts/thirdparty-status.sh out-a/2.1.7-rc01/kunpeng920* out-b/...
 #
+# The table is also written as data (docs/thirdparty-status.json, dorisarm
+# packages -o json). PREVIOUS merges an earlier one: the packages and targets
+# these builds did not try keep its cells, marked †, so a run that rebuilds a
+# few packages updates the table without rebuilding the rest.
 # A manifest line is VAR<TAB>archive<TAB>md5<TAB>match|differs<TAB>how made.
 # MD5_EDITS is scripts/tree-for-mirror.sh's output for the tree built from;
 # COMMANDS the build command lines; NOTES, Markdown added as it is (what
@@ -20,9 +25,16 @@ if [[ $# -eq 0 || -z "${DORIS:-}" ]]; then
     exit 2
 fi
 out=${OUT:-docs/thirdparty-status.md}
+out_json=${out%.md}.json
+prev=()
+if [[ -n "${PREVIOUS:-}" ]]; then
+    prev=(--previous "${PREVIOUS}")
+fi
 go build -o bin/dorisarm ./cmd/dorisarm
 tmp=$(mktemp)
-trap 'rm -f "${tmp}"' EXIT
+tmp_json=$(mktemp)
+trap 'rm -f "${tmp}" "${tmp_json}"' EXIT
+bin/dorisarm packages --feature sve,sve2 "${prev[@]}" -o json "$@" >"${tmp_json}"
 {
     echo "# Doris third-party packages, cross-built: status"
     echo
@@ -51,7 +63,7 @@ trap 'rm -f "${tmp}"' EXIT
     fi
     echo "## Package × target"
     echo
-    bin/dorisarm packages --feature sve,sve2 "$@"
+    bin/dorisarm packages --feature sve,sve2 "${prev[@]}" "$@"
     echo
     if [[ -n "${MD5_EDITS:-}" ]]; then
         echo "## Substitute archives"
@@ -75,5 +87,6 @@ trap 'rm -f "${tmp}"' EXIT
     fi
 } >"${tmp}"
 mv "${tmp}" "${out}"
+mv "${tmp_json}" "${out_json}"
 trap - EXIT
 echo "wrote ${out}"

@@ -23,6 +23,7 @@ func (t *Table) Markdown(w io.Writer) error {
 	b.WriteString(strings.Repeat("---|", len(t.Targets)))
 	b.WriteString("\n")
 	built := map[string]int{}
+	earlier := false
 	for _, r := range t.Rows {
 		fmt.Fprintf(&b, "| %s | %s |", r.Package, cell(r.Version))
 		for _, tg := range t.Targets {
@@ -30,11 +31,18 @@ func (t *Table) Markdown(w io.Writer) error {
 			if res != nil && res.Status == Built {
 				built[tg]++
 			}
-			fmt.Fprintf(&b, " %s |", res.text())
+			mark := ""
+			if res != nil && res.Earlier {
+				mark, earlier = " †", true
+			}
+			fmt.Fprintf(&b, " %s%s |", res.text(), mark)
 		}
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
+	if earlier {
+		b.WriteString("† from the earlier table merged in (`--previous`): these builds did not try that package on that target.\n\n")
+	}
 	for _, tg := range t.Targets {
 		fmt.Fprintf(&b, "%s: %d of %d packages built. ", tg, built[tg], countTried(t, tg))
 	}
@@ -61,6 +69,9 @@ func countTried(t *Table, target string) int {
 func (r *Result) text() string {
 	if r == nil {
 		return "not tried"
+	}
+	if r.Text != "" {
+		return cell(r.Text)
 	}
 	switch r.Status {
 	case Failed:

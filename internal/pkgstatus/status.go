@@ -6,7 +6,11 @@
 package pkgstatus
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -60,6 +64,13 @@ type Result struct {
 	// it waited for.
 	Cause string `json:"cause,omitempty"`
 	Step  string `json:"step,omitempty"`
+	// Earlier says the result comes from an earlier table (Merge), not from
+	// a build directory read this time.
+	Earlier bool `json:"earlier,omitempty"`
+	// Text, when set, is the cell as an earlier table printed it, shown as
+	// it is: a table carried over from its Markdown, whose counts were not
+	// kept as data.
+	Text string `json:"text,omitempty"`
 }
 
 // Row is one package across the targets.
@@ -237,4 +248,105 @@ func cause(e build.PackageError) string {
 		return e.First[0]
 	}
 	return e.Error
+}
+
+// Merge fills what t's builds say nothing of from prev, an earlier table of
+// the same Doris version (dorisarm packages -o json): its targets, its rows
+// and, in a row t has, its results for targets t's builds did not try. What
+// t's builds say wins; a result taken from prev is marked Earlier. A package
+// made from other bytes (md5) or a target built by another compiler in the
+// two tables is an error: merging them would mix builds of different things.
+func (t *Table) Merge(prev *Table) error {
+	if prev.Doris != t.Doris {
+		return fmt.Errorf("the earlier table is of Doris %s, these builds are of %s: merge tables of one Doris version", prev.Doris, t.Doris)
+	}
+	for _, tg := range prev.Targets {
+		c, seen := t.Compilers[tg]
+		switch {
+		case !seen:
+			t.Compilers[tg] = prev.Compilers[tg]
+		case c != prev.Compilers[tg]:
+			return fmt.Errorf("target %s was built with %s here and with %s in the earlier table: merge builds of one compiler per target", tg, c, prev.Compilers[tg])
+		}
+	}
+	// The earlier table's columns keep their order; new targets follow.
+	targets := slices.Clone(prev.Targets)
+	for _, tg := range t.Targets {
+		if !slices.Contains(targets, tg) {
+			targets = append(targets, tg)
+		}
+	}
+	t.Targets = targets
+	for _, s := range prev.Sources {
+		if !slices.Contains(t.Sources, s) {
+			t.Sources = append(t.Sources, s)
+		}
+	}
+	rows := map[string]*Row{}
+	for _, r := range t.Rows {
+		rows[r.Package] = r
+	}
+	for _, pr := range prev.Rows {
+		row := rows[pr.Package]
+		if row == nil {
+			row = &Row{Package: pr.Package, Version: pr.Version, Archive: pr.Archive, MD5: pr.MD5, SHA256: pr.SHA256, Results: map[string]*Result{}}
+			rows[pr.Package] = row
+			t.Rows = append(t.Rows, row)
+		} else if row.MD5 != pr.MD5 {
+			return fmt.Errorf("%s was built from %s (md5 %s) here and from md5 %s in the earlier table: rebuild it for every target, or leave it out of the earlier table", pr.Package, row.Archive, row.MD5, pr.MD5)
+		}
+		for tg, res := range pr.Results {
+			if res == nil || row.Results[tg] != nil {
+				continue
+			}
+			c := *res
+			c.Earlier = true
+			row.Results[tg] = &c
+		}
+	}
+	sort.Slice(t.Rows, func(i, j int) bool { return t.Rows[i].Package < t.Rows[j].Package })
+	return nil
+}
+
+// maxTableBytes bounds an earlier table read by ReadTable (a real one is
+// tens of KiB).
+const maxTableBytes = 16 << 20
+
+// ReadTable reads a table written by dorisarm packages -o json.
+func ReadTable(path string) (*Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxTableBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > maxTableBytes {
+		return nil, fmt.Errorf("%s: over %d bytes: not a table written by dorisarm packages -o json", path, maxTableBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var t Table
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("%s: %w (want the output of dorisarm packages -o json)", path, err)
+	}
+	if t.Doris == "" || len(t.Targets) == 0 {
+		return nil, fmt.Errorf("%s: names no Doris version or no target: want the output of dorisarm packages -o json", path)
+	}
+	if t.Compilers == nil {
+		t.Compilers = map[string]string{}
+	}
+	for i, r := range t.Rows {
+		if r == nil || r.Package == "" {
+			return nil, fmt.Errorf("%s: row %d names no package", path, i+1)
+		}
+		for tg := range r.Results {
+			if !slices.Contains(t.Targets, tg) {
+				return nil, fmt.Errorf("%s: %s has a result for %s, which is not among its targets %v", path, r.Package, tg, t.Targets)
+			}
+		}
+	}
+	return &t, nil
 }

@@ -182,3 +182,88 @@ func TestSourceOnly(t *testing.T) {
 	}
 	t.Error("no RAGEL row")
 }
+
+// A run that rebuilds one package on one target merges into the table of
+// an earlier run: its cells win, the earlier ones stay, marked.
+func TestMergeEarlierTable(t *testing.T) {
+	old := record("graviton3", "aarch64", "sha256:old")
+	old.Steps = []build.StepRecord{{ID: "thirdparty:ZLIB", Seconds: 33}}
+	old.Partial = &build.Partial{Failed: []string{"PROTOBUF"}, Skipped: []string{"BRPC (needs PROTOBUF)"}}
+	prevTab, err := Load([]string{publish(t, old)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(prevTab)
+	prevPath := filepath.Join(t.TempDir(), "status.json")
+	os.WriteFile(prevPath, b, 0o644)
+	prev, err := ReadTable(prevPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	now := record("kunpeng920", "aarch64", "sha256:new")
+	now.Packages = now.Packages[1:2] // PROTOBUF only
+	now.Steps = []build.StepRecord{{ID: "thirdparty:PROTOBUF", Seconds: 314}}
+	tab, err := Load([]string{publish(t, now)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Merge(prev); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(tab.Targets, " ") != "graviton3 kunpeng920" || strings.Join(tab.Sources, " ") != "sha256:new sha256:old" {
+		t.Fatalf("targets %v, sources %v", tab.Targets, tab.Sources)
+	}
+	rows := map[string]*Row{}
+	for _, r := range tab.Rows {
+		rows[r.Package] = r
+	}
+	if len(rows) != 3 {
+		t.Fatalf("rows %v, want ZLIB, PROTOBUF and BRPC", rows)
+	}
+	if r := rows["PROTOBUF"].Results; r["kunpeng920"].Earlier || r["kunpeng920"].Seconds != 314 || !r["graviton3"].Earlier || r["graviton3"].Status != Failed {
+		t.Errorf("PROTOBUF: kunpeng920 %+v, graviton3 %+v", r["kunpeng920"], r["graviton3"])
+	}
+	if r := rows["ZLIB"].Results; r["kunpeng920"] != nil || !r["graviton3"].Earlier {
+		t.Errorf("ZLIB: %+v", r)
+	}
+	var md bytes.Buffer
+	tab.Markdown(&md)
+	if !strings.Contains(md.String(), "| PROTOBUF | 21.11 |") {
+		t.Errorf("no PROTOBUF row:\n%s", md.String())
+	}
+	for _, line := range strings.Split(md.String(), "\n") {
+		if strings.HasPrefix(line, "| PROTOBUF | 21.11 |") && (strings.Count(line, "†") != 1 || !strings.Contains(line, "built 314 s, ") || strings.Contains(line, "314 s †")) {
+			t.Errorf("PROTOBUF row %q: want the new cell unmarked and the earlier failure marked", line)
+		}
+	}
+	if !strings.Contains(md.String(), "kunpeng920: 1 of 1 packages built. ") || !strings.Contains(md.String(), "† from the earlier table") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+
+	// Other bytes for one package, another compiler, another Doris: refused.
+	bad := *prev
+	bad.Rows = []*Row{{Package: "PROTOBUF", MD5: "ff", Results: map[string]*Result{}}}
+	if err := tab.Merge(&bad); err == nil || !strings.Contains(err.Error(), "md5 ff") {
+		t.Errorf("other bytes: %v", err)
+	}
+	bad = *prev
+	bad.Compilers = map[string]string{"kunpeng920": "gcc 12"}
+	bad.Targets = []string{"kunpeng920"}
+	if err := tab.Merge(&bad); err == nil || !strings.Contains(err.Error(), "gcc 12") {
+		t.Errorf("other compiler: %v", err)
+	}
+	bad = *prev
+	bad.Doris = "3.0.2"
+	if err := tab.Merge(&bad); err == nil || !strings.Contains(err.Error(), "3.0.2") {
+		t.Errorf("other Doris: %v", err)
+	}
+	// Not a table: named, not a panic.
+	for name, body := range map[string]string{"unknown field": `{"doris":"x","targets":["a"],"extra":1}`, "no targets": `{"doris":"x"}`, "stray target": `{"doris":"x","targets":["a"],"rows":[{"package":"P","results":{"b":{}}}]}`} {
+		p := filepath.Join(t.TempDir(), "t.json")
+		os.WriteFile(p, []byte(body), 0o644)
+		if _, err := ReadTable(p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
