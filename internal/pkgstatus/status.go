@@ -254,8 +254,9 @@ func cause(e build.PackageError) string {
 // the same Doris version (dorisarm packages -o json): its targets, its rows
 // and, in a row t has, its results for targets t's builds did not try. What
 // t's builds say wins; a result taken from prev is marked Earlier. A package
-// made from other bytes (md5) or a target built by another compiler in the
-// two tables is an error: merging them would mix builds of different things.
+// made from other bytes (md5) than the earlier table's, where an earlier
+// cell would be kept, or a target built by another compiler in the two
+// tables is an error: merging them would mix builds of different things.
 func (t *Table) Merge(prev *Table) error {
 	if prev.Doris != t.Doris {
 		return fmt.Errorf("the earlier table is of Doris %s, these builds are of %s: merge tables of one Doris version", prev.Doris, t.Doris)
@@ -293,7 +294,14 @@ func (t *Table) Merge(prev *Table) error {
 			rows[pr.Package] = row
 			t.Rows = append(t.Rows, row)
 		} else if row.MD5 != pr.MD5 {
-			return fmt.Errorf("%s was built from %s (md5 %s) here and from md5 %s in the earlier table: rebuild it for every target, or leave it out of the earlier table", pr.Package, row.Archive, row.MD5, pr.MD5)
+			// Other bytes: the earlier cells are of another package
+			// build. Fine when these builds replace every one of them.
+			for tg, res := range pr.Results {
+				if res != nil && row.Results[tg] == nil {
+					return fmt.Errorf("%s was built from %s (md5 %s) here and from md5 %s in the earlier table, which has it for %s: rebuild it for %s too, or leave it out of the earlier table", pr.Package, row.Archive, row.MD5, pr.MD5, tg, tg)
+				}
+			}
+			continue
 		}
 		for tg, res := range pr.Results {
 			if res == nil || row.Results[tg] != nil {

@@ -204,10 +204,15 @@ func TestMergeEarlierTable(t *testing.T) {
 	now := record("kunpeng920", "aarch64", "sha256:new")
 	now.Packages = now.Packages[1:2] // PROTOBUF only
 	now.Steps = []build.StepRecord{{ID: "thirdparty:PROTOBUF", Seconds: 314}}
-	tab, err := Load([]string{publish(t, now)}, Options{})
-	if err != nil {
-		t.Fatal(err)
+	nowDir := publish(t, now)
+	fresh := func() *Table {
+		tab, err := Load([]string{nowDir}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tab
 	}
+	tab := fresh()
 	if err := tab.Merge(prev); err != nil {
 		t.Fatal(err)
 	}
@@ -243,19 +248,26 @@ func TestMergeEarlierTable(t *testing.T) {
 
 	// Other bytes for one package, another compiler, another Doris: refused.
 	bad := *prev
-	bad.Rows = []*Row{{Package: "PROTOBUF", MD5: "ff", Results: map[string]*Result{}}}
-	if err := tab.Merge(&bad); err == nil || !strings.Contains(err.Error(), "md5 ff") {
-		t.Errorf("other bytes: %v", err)
+	bad.Rows = []*Row{{Package: "PROTOBUF", MD5: "ff", Results: map[string]*Result{"graviton3": {Status: Built}}}}
+	if err := fresh().Merge(&bad); err == nil || !strings.Contains(err.Error(), "md5 ff") || !strings.Contains(err.Error(), "graviton3") {
+		t.Errorf("other bytes, an earlier cell kept: %v", err)
+	}
+	// Other bytes, but this run rebuilt it wherever the earlier table had it.
+	replaced := *prev
+	replaced.Targets = []string{"kunpeng920"}
+	replaced.Rows = []*Row{{Package: "PROTOBUF", MD5: "ff", Results: map[string]*Result{"kunpeng920": {Status: Failed}}}}
+	if err := fresh().Merge(&replaced); err != nil {
+		t.Errorf("other bytes, every earlier cell rebuilt: %v", err)
 	}
 	bad = *prev
 	bad.Compilers = map[string]string{"kunpeng920": "gcc 12"}
 	bad.Targets = []string{"kunpeng920"}
-	if err := tab.Merge(&bad); err == nil || !strings.Contains(err.Error(), "gcc 12") {
+	if err := fresh().Merge(&bad); err == nil || !strings.Contains(err.Error(), "gcc 12") {
 		t.Errorf("other compiler: %v", err)
 	}
 	bad = *prev
 	bad.Doris = "3.0.2"
-	if err := tab.Merge(&bad); err == nil || !strings.Contains(err.Error(), "3.0.2") {
+	if err := fresh().Merge(&bad); err == nil || !strings.Contains(err.Error(), "3.0.2") {
 		t.Errorf("other Doris: %v", err)
 	}
 	// Not a table: named, not a panic.
