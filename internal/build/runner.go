@@ -193,6 +193,7 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	opts.Progress.Begin(p.Cell.Target, len(p.Steps))
 	pe := &PackagesError{Target: p.Cell.Target}
 	blocked := map[string]string{} // step → the failed package it waits for
+	built := 0                     // package build steps that succeeded
 	for i, s := range p.Steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -206,7 +207,11 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 				continue
 			}
 		}
-		if err := r.step(ctx, i, s); err != nil {
+		err := r.step(ctx, i, s)
+		if err == nil && s.Kind == plan.KindThirdparty {
+			built++
+		}
+		if err != nil {
 			if opts.KeepGoing && ctx.Err() == nil && isPackageStep(s) {
 				pkg := s.ID[strings.Index(s.ID, ":")+1:]
 				pe.Failed = append(pe.Failed, PackageFailure{Package: pkg, Step: s.ID, Err: err})
@@ -219,8 +224,10 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	}
 	if len(pe.Failed) > 0 {
 		// A third-party-only build publishes the packages that built, as
-		// a partial build beside the full build's name, never under it.
-		if len(p.Only) > 0 && p.Slice == nil && len(pe.Failed)+len(pe.Skipped) < len(p.Only) {
+		// a partial build beside the full build's name, never under it;
+		// when none built (an archive only unpacked for another package,
+		// RAGEL for HYPERSCAN, is no build), there is nothing to publish.
+		if len(p.Only) > 0 && p.Slice == nil && built > 0 {
 			pe.Partial, pe.PartialErr = r.publishPartial(ctx, pe)
 		}
 		opts.Progress.End(p.Cell.Target, false)

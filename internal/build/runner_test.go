@@ -608,3 +608,41 @@ func TestRecordHoldsNoMachinePaths(t *testing.T) {
 		t.Errorf("the records' flags differ:\n%s\n%s", fa, fb)
 	}
 }
+
+// A --keep-going build in which every package with a build of its own
+// fails publishes nothing and says so, even when the plan also unpacks an
+// archive only for another package (RAGEL for HYPERSCAN): an empty
+// partial build is no build, and its scan would find nothing to check.
+func TestRunnerKeepGoingNothingBuilt(t *testing.T) {
+	t.Parallel()
+	const target = "kunpeng920"
+	in := sample.Load(t, repo, "", "")
+	r := *in.Recipe
+	r.Thirdparty.BuildNames = map[string][]string{"SIMDPROBE": {}} // unpacked for MINILZ, not built
+	r.Thirdparty.Deps = map[string][]string{"MINILZ": {"SIMDPROBE"}}
+	cell, tc := in.NoCompilerToolchain(t, target, "gcc")
+	pol, err := scan.PolicyFor(in.Matrix, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: &r, Tree: in.Tree, Version: sample.Version,
+		Series: in.Series, Toolchain: tc, Lock: in.Lock, SysrootWaiver: "fast runner test", Packages: []string{"minilz"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Only) != 2 {
+		t.Fatalf("plan only %v: want MINILZ and the source it needs", p.Only)
+	}
+	out := t.TempDir()
+	fx := &fakeExec{fail: map[string]string{"thirdparty:MINILZ": "minilz broke"}}
+	_, err = Run(context.Background(), Input{Plan: p, Recipe: &r, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol},
+		Options{Out: out, Cache: t.TempDir(), KeepGoing: true, Exec: fx.exec})
+	var pe *PackagesError
+	if !errors.As(err, &pe) || len(pe.Failed) != 1 || pe.Partial != "" || pe.PartialErr != nil || !strings.Contains(err.Error(), "nothing was published") {
+		t.Fatalf("every built package failed: %v", err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(out, sample.Version))
+	if len(entries) != 0 {
+		t.Errorf("published %v for a build in which nothing built", entries)
+	}
+}
