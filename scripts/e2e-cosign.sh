@@ -151,6 +151,33 @@ for dst in release/doris-be:2.1.8-x86_64 release/doris-be:2.1.8-generic-armv8-x 
         echo "promotion of ${src} to ${dst}: exit ${code}, not refused"; cat "${work}/promote.err"; fail=1
     fi
 done
+# The shared FE image: signed but not attested, promotion refuses it (its
+# SBOM, provenance and scan are missing) and writes no tag; signed with
+# --build, the cosign CLI verifies its three attestations and promotion
+# goes through.
+fe="${repo}/doris-fe:2.1.8"
+bin/dorisarm sign --key "${work}/keys/cosign.key" "${fe}" >/dev/null
+code=0
+bin/dorisarm promote --key "${work}/keys/cosign.pub" --yes "${fe}" "${REGISTRY}/release/doris-fe:2.1.8" >/dev/null 2>"${work}/promote.err" || code=$?
+if [[ ${code} == 1 ]] && grep -q "missing (sign it with dorisarm sign --build)" "${work}/promote.err" &&
+    ! curl -fs -o /dev/null "http://${REGISTRY}/v2/release/doris-fe/manifests/2.1.8"; then
+    echo "promotion of the unattested FE refused, as it should; no tag written"
+else
+    echo "promotion of the unattested FE: exit ${code}, not refused"; cat "${work}/promote.err"; fail=1
+fi
+bin/dorisarm sign --key "${work}/keys/cosign.key" --build "${work}/out" "${fe}" >/dev/null
+for type in spdxjson slsaprovenance1 https://dorisarm.dev/attestations/scan/v1; do
+    if .cache/bin/cosign verify-attestation --key "${work}/keys/cosign.pub" --type "${type}" --insecure-ignore-tlog=true --allow-http-registry "${fe}" >/dev/null 2>"${work}/cosign.err"; then
+        echo "cosign verify-attestation --type ${type} ok: ${fe}"
+    else
+        echo "cosign verify-attestation --type ${type} FAILED: ${fe}"; cat "${work}/cosign.err"; fail=1
+    fi
+done
+if bin/dorisarm promote --key "${work}/keys/cosign.pub" --yes "${fe}" "${REGISTRY}/release/doris-fe:2.1.8" >/dev/null 2>"${work}/promote.err"; then
+    echo "the attested FE promoted"
+else
+    echo "promotion of the attested FE failed"; cat "${work}/promote.err"; fail=1
+fi
 # An index provenance, signed with the right key by the cosign CLI, that
 # leaves out one platform: cosign accepts it (it checks the signature, not
 # what the predicate says), dorisarm verify and promote refuse it.

@@ -139,15 +139,15 @@ func TestReportFromBuildsAndRegistry(t *testing.T) {
 	}
 	// The BE index and its one platform (generic-armv8; no x86_64 here), the
 	// FE index and its one platform, the other three targets' images: each
-	// once, the four builds' images and the BE index with three
-	// attestations (the FE index's platform is not one build's).
+	// once, and each with three attestations (the FE's about the tree it
+	// holds, scanned for every target).
 	attested := 0
 	for _, d := range signedDigests {
 		if len(d.Attestations) == 3 {
 			attested++
 		}
 	}
-	if len(signedDigests) != 7 || attested != 5 {
+	if len(signedDigests) != 7 || attested != 7 {
 		t.Errorf("sign -o json: %+v", signedDigests)
 	}
 	stdout, _, code = run(t, "verify", "-o", "json", "--key", pub, repo+"/doris-be:2.1.8-kunpeng920")
@@ -177,6 +177,11 @@ func TestReportFromBuildsAndRegistry(t *testing.T) {
 	signed := reportJSON(t, 0, "--release", out, "--images", repo, "--key", pub)
 	if signed.Totals.Signed != 4 || signed.Totals.Attested != 4 || len(signed.Shared) != 2 {
 		t.Errorf("signed release: %+v, shared %+v", signed.Totals, signed.Shared)
+	}
+	for _, s := range signed.Shared {
+		if s.Signature.State != report.Verified || s.Attestations.State != report.Verified {
+			t.Errorf("shared %s: signature %+v, attestations %+v; want both verified", s.Ref, s.Signature, s.Attestations)
+		}
 	}
 	for _, x := range signed.Targets {
 		d, err := remote.Head(mustRef(t, repo+"/doris-be:2.1.8-"+x.Target))

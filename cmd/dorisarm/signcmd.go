@@ -53,7 +53,10 @@ stored as cosign stores them: an SPDX 2.3 SBOM (Doris, every third-party
 package with its checksums, every patch), SLSA provenance v1 (matrix, recipe,
 source, patches, compiler, flags, PGO profile) and the scan report of the
 build's files for its target (predicate type ` + sign.PredicateScan + `).
-A multi-arch index gets the same three, naming each of its platforms.
+A multi-arch index gets the same three, naming each of its platforms. The
+shared FE image and its index get the same three about the tree they hold
+(io.dorisarm.shared.tree): the builds holding it, its jars, and its scan for
+each of those builds' targets.
 
 --keyless signs with a short-lived Fulcio certificate for the CI's OIDC
 identity instead of a key, every signature and attestation logged in Rekor
@@ -130,10 +133,11 @@ func newVerifyCmd(g *globals) *cobra.Command {
 an index) every platform manifest carry a signature by --key (or, keyless,
 by --certificate-identity from --certificate-oidc-issuer, with its Rekor
 entry), and that every
-manifest made from a build (io.dorisarm.build.digest), and an index of such
-manifests, carries an SPDX SBOM, a SLSA provenance and a scan attestation
+manifest made from a build (io.dorisarm.build.digest), an index of such
+manifests, and a shared image (the FE, io.dorisarm.shared.tree) and its
+index, carries an SPDX SBOM, a SLSA provenance and a scan attestation
 signed by that key about exactly its digest, with a clean scan (an index's
-naming exactly its platforms). It reads every config and layer blob and checks
+naming exactly its platforms, a shared image's the tree it holds). It reads every config and layer blob and checks
 it against its digest, and when REF is a tag, that the tag names what the
 image is (image name, Doris version or its series, and the target of a
 per-target image, as its signed provenance says). Exit status 1 if any

@@ -1,15 +1,25 @@
 // Package attest makes the attestations of release images from the builds
 // they were made from: for an image, its build's SPDX SBOM, SLSA provenance
 // and scan (the build's files scanned again for its target); for a
-// multi-arch index, the same three naming every platform made from a build.
-// Images are matched to builds by their io.dorisarm.build.digest
-// annotation.
+// multi-arch index, the same three naming every platform made from a build;
+// for a shared image (the Java FE) and its index, the same three about the
+// tree it holds, scanned for the target of every build holding it. Images
+// are matched to builds by their io.dorisarm.build.digest annotation, shared
+// ones by their io.dorisarm.shared.tree.
 package attest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -40,7 +50,13 @@ type Builds struct {
 	recipeFile func(name string) string
 	registry   registry.Options
 	builds     map[string]image.Build
-	scans      map[string][]byte // scan predicates by build digest
+	scans      map[string][]byte       // scan predicates by build digest and directory
+	trees      map[string][]sharedTree // the shared images' trees of each build, by build digest
+}
+
+// sharedTree is the tree of a shared image's directory in one build.
+type sharedTree struct {
+	id, from string
 }
 
 // Open reads the builds under dir. recipeFile finds a build's recipe by
@@ -50,7 +66,7 @@ func Open(m *matrix.Matrix, dir string, recipeFile func(name string) string, ro 
 	if err != nil {
 		return nil, err
 	}
-	a := &Builds{m: m, recipeFile: recipeFile, registry: ro, builds: map[string]image.Build{}, scans: map[string][]byte{}}
+	a := &Builds{m: m, recipeFile: recipeFile, registry: ro, builds: map[string]image.Build{}, scans: map[string][]byte{}, trees: map[string][]sharedTree{}}
 	for _, b := range bs {
 		d := b.Record.ContentDigest()
 		if other, ok := a.builds[d]; ok {
@@ -72,7 +88,21 @@ func (a *Builds) Attest(ctx context.Context, s Attacher, d name.Digest) ([]strin
 		return nil, err
 	}
 	var sbom, prov, scanPred []byte
-	if desc.MediaType.IsIndex() {
+	if ann := annotations(desc.Manifest); ann[image.AnnShared] != "" {
+		sh, err := a.shared(ctx, ann[promote.TitleAnnotation], ann[promote.VersionAnnotation], ann[image.AnnShared])
+		if err != nil {
+			return nil, err
+		}
+		if sbom, err = sign.SharedSBOM(*sh, d.Context().Name()); err != nil {
+			return nil, err
+		}
+		if prov, err = sign.SharedProvenance(*sh, BuilderID); err != nil {
+			return nil, err
+		}
+		if scanPred, err = sign.SharedScan(*sh); err != nil {
+			return nil, err
+		}
+	} else if desc.MediaType.IsIndex() {
 		ix, err := a.index(ctx, d, desc, ro)
 		if err != nil || ix == nil {
 			return nil, err
@@ -165,12 +195,126 @@ func (a *Builds) index(ctx context.Context, d name.Digest, desc *remote.Descript
 	return ix, nil
 }
 
+// annotations are a manifest's or index's annotations (none when it does
+// not parse: the registry read checked its digest, what it says is
+// judged elsewhere).
+func annotations(manifest []byte) map[string]string {
+	var mf struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if json.Unmarshal(manifest, &mf) != nil {
+		return nil
+	}
+	return mf.Annotations
+}
+
+// shared is the shared image name version holding tree: the builds whose
+// directory for a shared recipe image has that tree, each with the tree's
+// scan for its target, and the tree's jars.
+func (a *Builds) shared(ctx context.Context, name, version, tree string) (*sign.Shared, error) {
+	sh := &sign.Shared{Name: name, Version: version, Tree: tree}
+	digests := make([]string, 0, len(a.builds))
+	for d := range a.builds {
+		digests = append(digests, d)
+	}
+	sort.Strings(digests)
+	for _, d := range digests {
+		b := a.builds[d]
+		if b.Record.Cell.Doris != version {
+			continue
+		}
+		trees, err := a.sharedTrees(&b)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range trees {
+			if t.id != tree {
+				continue
+			}
+			dir := filepath.Join(b.Dir, t.from)
+			p, err := a.scanDir(ctx, &b, t.from)
+			if err != nil {
+				return nil, err
+			}
+			if sh.From == "" {
+				sh.From = t.from
+				if sh.Files, err = jars(dir); err != nil {
+					return nil, err
+				}
+			}
+			sh.Builds = append(sh.Builds, sign.SharedBuild{Record: b.Record, Scan: p})
+			break
+		}
+	}
+	if len(sh.Builds) == 0 {
+		return nil, fmt.Errorf("no build in --build holds the tree %s of the shared image %s %s: pass the directory publish took it from", tree, name, version)
+	}
+	return sh, nil
+}
+
+// sharedTrees are the trees of the build's directories that its recipe
+// makes shared images of, computed once per build.
+func (a *Builds) sharedTrees(b *image.Build) ([]sharedTree, error) {
+	d := b.Record.ContentDigest()
+	if ts, ok := a.trees[d]; ok {
+		return ts, nil
+	}
+	r, err := recipe.Load(a.recipeFile(b.Record.Recipe.Name))
+	if err != nil {
+		return nil, fmt.Errorf("%s: the recipe of its build: %w", b.Dir, err)
+	}
+	ts := []sharedTree{}
+	for _, spec := range r.Images {
+		if !spec.Shared {
+			continue
+		}
+		id, err := image.TreeID(filepath.Join(b.Dir, spec.From))
+		if err != nil {
+			continue // this build has no such directory: it holds no such image
+		}
+		ts = append(ts, sharedTree{id: id.String(), from: spec.From})
+	}
+	a.trees[d] = ts
+	return ts, nil
+}
+
+// jars are the .jar files under dir with their SHA-256, for a shared
+// image's SBOM.
+func jars(dir string) ([]sign.SharedFile, error) {
+	var out []sign.SharedFile
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jar") {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, sign.SharedFile{Path: filepath.ToSlash(rel), SHA256: hex.EncodeToString(h.Sum(nil))})
+		return nil
+	})
+	return out, err
+}
+
 // scan is the scan predicate of a build: its files scanned for its target
 // with the recipe's allow file and the build's recorded waivers, made once
 // per build (an index and its platform manifests share it).
 func (a *Builds) scan(ctx context.Context, b *image.Build) ([]byte, error) {
+	return a.scanDir(ctx, b, "")
+}
+
+// scanDir is the scan predicate of the build's directory sub ("" for all
+// of it), as scan says.
+func (a *Builds) scanDir(ctx context.Context, b *image.Build, sub string) ([]byte, error) {
 	rec := b.Record
-	if p, ok := a.scans[rec.ContentDigest()]; ok {
+	key := rec.ContentDigest() + " " + sub
+	if p, ok := a.scans[key]; ok {
 		return p, nil
 	}
 	pol, err := scan.PolicyFor(a.m, rec.Cell.Target)
@@ -191,7 +335,7 @@ func (a *Builds) scan(ctx context.Context, b *image.Build) ([]byte, error) {
 	}
 	// The build's recorded waivers hold for its attestation as for its gate.
 	opts.Allow = append(opts.Allow, build.WaiverExceptions(rec.Cell)...)
-	rep, err := scan.Scan(ctx, []string{b.Dir}, pol, opts)
+	rep, err := scan.Scan(ctx, []string{filepath.Join(b.Dir, sub)}, pol, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +343,7 @@ func (a *Builds) scan(ctx context.Context, b *image.Build) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.scans[rec.ContentDigest()] = p
+	a.scans[key] = p
 	return p, nil
 }
 

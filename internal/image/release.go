@@ -34,7 +34,11 @@ const (
 	AnnPatches  = "io.dorisarm.patches.digest"
 	// AnnBuild is the build's content digest (build.Record.ContentDigest:
 	// plan keys and outputs), stable across rebuilds of the same outputs.
-	AnnBuild   = "io.dorisarm.build.digest"
+	AnnBuild = "io.dorisarm.build.digest"
+	// AnnShared marks a shared image (one for every target: the Java FE)
+	// and its index with the TreeID of the directory it holds, the same in
+	// every build it was made from: attestations find those builds by it.
+	AnnShared  = "io.dorisarm.shared.tree"
 	AnnBase    = "org.opencontainers.image.base.name"
 	AnnBaseDig = "org.opencontainers.image.base.digest"
 )
@@ -189,15 +193,17 @@ func releaseImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, version
 	for _, b := range builds {
 		byTarget[b.Record.Cell.Target] = b
 	}
+	sharedTree := ""
 	if spec.Shared {
 		// One image for every target, checked to be the same everywhere
 		// and made, for each ISA, from the first build of that ISA.
-		first, err := treeID(filepath.Join(builds[0].Dir, spec.From))
+		first, err := TreeID(filepath.Join(builds[0].Dir, spec.From))
 		if err != nil {
 			return nil, err
 		}
+		sharedTree = first.String()
 		for _, b := range builds[1:] {
-			id, err := treeID(filepath.Join(b.Dir, spec.From))
+			id, err := TreeID(filepath.Join(b.Dir, spec.From))
 			if err != nil {
 				return nil, err
 			}
@@ -216,7 +222,7 @@ func releaseImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, version
 			if !ok {
 				continue
 			}
-			img, err := targetImage(m, name, spec, b, o, true)
+			img, err := targetImage(m, name, spec, b, o, sharedTree)
 			if err != nil {
 				return nil, err
 			}
@@ -227,7 +233,7 @@ func releaseImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, version
 		// compressed for its digest once, not once per tag.
 		perTarget := map[string]v1.Image{}
 		for _, b := range builds {
-			img, err := targetImage(m, name, spec, b, o, false)
+			img, err := targetImage(m, name, spec, b, o, "")
 			if err != nil {
 				return nil, err
 			}
@@ -257,11 +263,15 @@ func releaseImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, version
 	if len(adds) > 0 {
 		idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 		idx = mutate.AppendManifests(idx, adds...)
-		idx = mutate.Annotations(idx, map[string]string{
+		ann := map[string]string{
 			"org.opencontainers.image.title":   name,
 			"org.opencontainers.image.version": version,
 			"org.opencontainers.image.created": o.Epoch.UTC().Format(time.RFC3339),
-		}).(v1.ImageIndex)
+		}
+		if sharedTree != "" {
+			ann[AnnShared] = sharedTree
+		}
+		idx = mutate.Annotations(idx, ann).(v1.ImageIndex)
 		out = append(out, Tagged{Repo: name, Tag: version, Index: idx})
 	}
 	return out, nil
@@ -273,8 +283,9 @@ func platform(isa *matrix.ISA) *v1.Platform {
 
 // targetImage is the image of one build: base, one layer of the build's
 // spec.From directory, the spec's configuration, and annotations saying
-// what is inside. Shared images carry no target-specific annotations.
-func targetImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, b Build, o Options, shared bool) (v1.Image, error) {
+// what is inside. A shared image (sharedTree, its tree's TreeID) carries no
+// target-specific annotations, only that tree's identity.
+func targetImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, b Build, o Options, sharedTree string) (v1.Image, error) {
 	rec := b.Record
 	isa, ok := m.ISAs[rec.Cell.ISA]
 	if !ok {
@@ -343,7 +354,9 @@ func targetImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, b Build,
 	if baseRef != "" {
 		ann[AnnBase], ann[AnnBaseDig] = baseRef, baseDigest
 	}
-	if !shared {
+	if sharedTree != "" {
+		ann[AnnShared] = sharedTree
+	} else {
 		ann[AnnTarget] = rec.Cell.Target
 		ann[AnnCPU] = rec.Cell.CPU
 		ann[AnnMarch] = rec.Cell.March
@@ -400,9 +413,9 @@ func mergeEnv(base, set []string) []string {
 	return out
 }
 
-// treeID identifies a directory's files, modes and links (the digest of
+// TreeID identifies a directory's files, modes and links (the digest of
 // its layer tar, uncompressed, with fixed dates).
-func treeID(dir string) (v1.Hash, error) {
+func TreeID(dir string) (v1.Hash, error) {
 	l, err := Layer(dir, "/x", time.Unix(0, 0))
 	if err != nil {
 		return v1.Hash{}, err

@@ -56,6 +56,13 @@ func Identify(ctx context.Context, d name.Digest, stmts map[string][]sign.Statem
 	id := Identity{Name: ann[TitleAnnotation], Version: ann[VersionAnnotation], Index: desc.MediaType.IsIndex()}
 	if !id.Index {
 		id.Target = ann[image.AnnTarget]
+		if ann[image.AnnShared] != "" {
+			// A shared image's attestations name the image and version,
+			// as an index's do.
+			if err := matchNameAttestations(d.DigestStr(), id, stmts); err != nil {
+				return id, err
+			}
+		}
 		if err := matchAttestations(d.DigestStr(), ann, stmts); err != nil {
 			return id, err
 		}
@@ -86,16 +93,17 @@ func Identify(ctx context.Context, d name.Digest, stmts map[string][]sign.Statem
 			return id, &GateError{Reason: fmt.Sprintf("the index %s is version %q but its child %s is %q", d, id.Version, m.Digest, child.Version)}
 		}
 	}
-	if err := matchIndexAttestations(d.DigestStr(), id, stmts); err != nil {
+	if err := matchNameAttestations(d.DigestStr(), id, stmts); err != nil {
 		return id, err
 	}
 	return id, nil
 }
 
-// matchIndexAttestations checks an index's name and version against its
-// verified provenance and scan statements (an index with platforms made
-// from builds has them; sign checks they name exactly those platforms).
-func matchIndexAttestations(digest string, id Identity, stmts map[string][]sign.Statement) error {
+// matchNameAttestations checks an index's or a shared image's name and
+// version against its verified provenance and scan statements (an index
+// with platforms made from builds, and a shared image, have them; sign
+// checks they name exactly those platforms, or the tree the image holds).
+func matchNameAttestations(digest string, id Identity, stmts map[string][]sign.Statement) error {
 	for _, st := range inOrder(stmts[digest]) {
 		var what string
 		var p struct {
@@ -113,7 +121,7 @@ func matchIndexAttestations(digest string, id Identity, stmts map[string][]sign.
 				} `json:"buildDefinition"`
 			}
 			if err := json.Unmarshal(st.Predicate, &prov); err != nil {
-				return &GateError{Reason: fmt.Sprintf("the provenance of the index %s does not parse: %v", digest, err)}
+				return &GateError{Reason: fmt.Sprintf("the provenance of %s does not parse: %v", digest, err)}
 			}
 			p.Image, p.Doris = prov.BuildDefinition.ExternalParameters.Image, prov.BuildDefinition.ExternalParameters.Doris
 		case sign.PredicateScan:
@@ -123,14 +131,14 @@ func matchIndexAttestations(digest string, id Identity, stmts map[string][]sign.
 				Doris string `json:"doris"`
 			}
 			if err := json.Unmarshal(st.Predicate, &sc); err != nil {
-				return &GateError{Reason: fmt.Sprintf("the scan attestation of the index %s does not parse: %v", digest, err)}
+				return &GateError{Reason: fmt.Sprintf("the scan attestation of %s does not parse: %v", digest, err)}
 			}
 			p.Image, p.Doris = sc.Image, sc.Doris
 		default:
 			continue
 		}
 		if p.Image != id.Name || p.Doris != id.Version {
-			return &GateError{Reason: fmt.Sprintf("the index %s is %s %s, but its signed %s is of %s %s", digest, id.Name, id.Version, what, p.Image, p.Doris)}
+			return &GateError{Reason: fmt.Sprintf("%s is %s %s, but its signed %s is of %s %s", digest, id.Name, id.Version, what, p.Image, p.Doris)}
 		}
 	}
 	return nil

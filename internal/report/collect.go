@@ -163,11 +163,14 @@ func (o Options) check(ctx context.Context, img string, f *Found) (sig, att Stat
 		return Status{State: Failed, Detail: err.Error()}, Status{State: Failed, Detail: err.Error()}, nil
 	}
 	sig = summarize(res.Signatures, "signature(s)")
-	if !fromBuild {
-		return sig, Status{State: None, Detail: "not made from one build"}, nil
-	}
+	// Images made from a build, indexes of them and shared images (the FE)
+	// carry attestations; what carries none (an image of the user's) has
+	// no attestation check.
 	att = summarize(res.Attestations, "attestation(s): SPDX SBOM, SLSA provenance, scan")
-	if att.State == Verified {
+	if att.State == None {
+		att.Detail = "not made by dorisarm from a build"
+	}
+	if fromBuild && att.State == Verified {
 		sts = res.Statements[f.Digest]
 	}
 	return sig, att, sts

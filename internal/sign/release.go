@@ -28,20 +28,21 @@ func BuildDigest(ctx context.Context, d name.Digest, opts ...remote.Option) (str
 }
 
 // attestationChecks checks the attestations of every build-made manifest
-// in ds, and of every index in ds with platforms made from builds: the
-// three attestations exist, are signed as trust says, are about its digest,
-// describe (for an index) exactly its platforms, and the scan is clean. It
-// returns the statements that verified, by manifest digest.
+// in ds, of every index in ds with platforms made from builds, and of every
+// shared image and its index: the three attestations exist, are signed as
+// trust says, are about its digest, describe (for an index) exactly its
+// platforms or (for a shared image) the tree it holds, and the scan is
+// clean. It returns the statements that verified, by manifest digest.
 func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts ...remote.Option) ([]Check, map[string][]Statement, error) {
 	var checks []Check
 	verified := map[string][]Statement{}
 	for _, d := range ds {
-		attested, platforms, err := attestedManifest(ctx, d, opts...)
+		attested, platforms, tree, err := attestedManifest(ctx, d, opts...)
 		if err != nil {
 			return nil, nil, err
 		}
 		if !attested {
-			continue // an image not made from one build (the shared FE), or an index of such images
+			continue // an image of the user's, or an index of such images
 		}
 		sts, attached, verr := verifyAttestations(ctx, d, trust, opts...)
 		if verr == nil {
@@ -62,6 +63,14 @@ func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts 
 				c.Why = "attached, but its signature does not verify: it was altered or signed with another key"
 			case !ok:
 				c.Why = "missing (sign it with dorisarm sign --build)"
+			case tree != "":
+				// A shared image or its index: the predicate is about the
+				// tree it holds, scanned clean for every target.
+				if why := checkSharedPredicate(typ, st.Predicate, tree); why != "" {
+					c.Why = why
+				} else {
+					c.OK = true
+				}
 			case platforms != nil:
 				// A multi-arch index: the predicate must describe exactly
 				// its platforms made from builds, and the scan be clean.
@@ -92,21 +101,27 @@ func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts 
 }
 
 // attestedManifest says whether the manifest at d must carry attestations:
-// an image made from a build (io.dorisarm.build.digest), or an index with
-// platforms made from builds, returned by digest (nil for an image).
-// Imported platforms (io.dorisarm.imported-from) are not the release's.
-func attestedManifest(ctx context.Context, d name.Digest, opts ...remote.Option) (bool, map[string]indexEntry, error) {
+// an image made from a build (io.dorisarm.build.digest); an index with
+// platforms made from builds, returned by digest (nil for an image); a
+// shared image or its index (io.dorisarm.shared.tree), with the tree it
+// holds. Imported platforms (io.dorisarm.imported-from) are not the
+// release's.
+func attestedManifest(ctx context.Context, d name.Digest, opts ...remote.Option) (bool, map[string]indexEntry, string, error) {
 	ro := append([]remote.Option{remote.WithContext(ctx)}, opts...)
 	desc, err := remote.Get(d, ro...)
 	if err != nil {
-		return false, nil, err
+		return false, nil, "", err
+	}
+	ann := manifestAnnotations(desc.Manifest)
+	if tree := ann[image.AnnShared]; tree != "" {
+		return true, nil, tree, nil
 	}
 	if !desc.MediaType.IsIndex() {
-		return manifestAnnotations(desc.Manifest)[image.AnnBuild] != "", nil, nil
+		return ann[image.AnnBuild] != "", nil, "", nil
 	}
 	var im v1.IndexManifest
 	if err := json.Unmarshal(desc.Manifest, &im); err != nil {
-		return false, nil, fmt.Errorf("%s: %w", d, err)
+		return false, nil, "", fmt.Errorf("%s: %w", d, err)
 	}
 	platforms := map[string]indexEntry{}
 	for _, m := range im.Manifests {
@@ -115,7 +130,7 @@ func attestedManifest(ctx context.Context, d name.Digest, opts ...remote.Option)
 		}
 		child, err := remote.Get(d.Context().Digest(m.Digest.String()), ro...)
 		if err != nil {
-			return false, nil, err
+			return false, nil, "", err
 		}
 		ann := manifestAnnotations(child.Manifest)
 		if ann[image.AnnBuild] == "" {
@@ -128,9 +143,9 @@ func attestedManifest(ctx context.Context, d name.Digest, opts ...remote.Option)
 		platforms[m.Digest.String()] = e
 	}
 	if len(platforms) == 0 {
-		return false, nil, nil
+		return false, nil, "", nil
 	}
-	return true, platforms, nil
+	return true, platforms, "", nil
 }
 
 func manifestAnnotations(manifest []byte) map[string]string {
