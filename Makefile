@@ -111,6 +111,10 @@ bench-image: deps
 # CLI (built once into .cache/bin) against a local docker-registry.
 e2e: deps
 	bash scripts/e2e-cosign.sh
+	@echo "== the shared step cache against a real docker-registry: signed entries, an altered blob, a planted self-consistent build:be entry, a planted link chain"
+	$(GO) test -count=1 -v -run '^TestRegistryCache$$' ./cmd/dorisarm
+	@echo "== link chains out of the tree: the extractor and the step cache"
+	$(GO) test -count=1 -v -run 'TestHostileArchives|TestPoisonedEntryStaysInTree|TestPutRefusesLinksOut' ./internal/unpack ./internal/build
 
 # Each fuzz target for a bounded time (FUZZTIME, default 20s).
 FUZZTIME ?= 20s

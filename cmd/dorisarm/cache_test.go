@@ -1,6 +1,10 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -177,6 +181,72 @@ func TestRegistryCache(t *testing.T) {
 	if slices.Contains(rec.Cache.Misses, "build:be") || !planted("out-f") {
 		t.Error("with --cache-trust-unsigned the planted entry was not taken: the refusal above proves nothing")
 	}
+
+	// Plant a link chain under build:be's key: a/b/u -> .. then
+	// a/passwd -> b/u/../../etc/passwd, each link harmless read alone.
+	// Even taken unsigned, the pulled entry is refused for the link, by
+	// name, and the step runs: no such link is restored into the tree.
+	plantLinkChain(t, filepath.Join(dir, "a"), filepath.Join(dir, "chain"))
+	if _, errOut, code := run(t, "cache", "push", "--repo", repo, "--cache", filepath.Join(dir, "chain"), "--cache-trust-unsigned"); code != 0 {
+		t.Fatalf("planting the link chain: exit %d %s", code, errOut)
+	}
+	stdout, errOut, code = run(t, "build", "--target", "graviton2", "--out", filepath.Join(dir, "out-g"), "--cache", filepath.Join(dir, "g"), "--cache-from", repo, "--cache-trust-unsigned")
+	if code != 0 || !strings.Contains(errOut, "a/passwd") {
+		t.Fatalf("build with a planted link chain: exit %d, want 0 and a refusal naming a/passwd\n%s%s", code, stdout, errOut)
+	}
+	rec = readRecord(t, filepath.Join(dir, "out-g"), "graviton2")
+	if !slices.Contains(rec.Cache.Misses, "build:be") {
+		t.Errorf("build:be was not run after the link chain was refused: misses %v", rec.Cache.Misses)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "g", "work")); err == nil {
+		filepath.Walk(filepath.Join(dir, "g", "work"), func(p string, fi os.FileInfo, err error) error {
+			if err == nil && strings.HasSuffix(p, "/a/passwd") {
+				t.Errorf("the planted link %s was restored", p)
+			}
+			return nil
+		})
+	}
+}
+
+// plantLinkChain writes into a new cache dst an entry under the key of the
+// cache src's build:be whose files.tar holds a link chain out of the tree,
+// self-consistent (meta.json names the key, the tar's digest and size).
+func plantLinkChain(t *testing.T, src, dst string) {
+	t.Helper()
+	sc := &build.Cache{Dir: src}
+	ents, err := sc.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		m, ok := sc.Get(e.Key)
+		if !ok || m.Step != "build:be" {
+			continue
+		}
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, h := range []*tar.Header{
+			{Name: "a/", Typeflag: tar.TypeDir, Mode: 0o755},
+			{Name: "a/b/", Typeflag: tar.TypeDir, Mode: 0o755},
+			{Name: "a/b/u", Typeflag: tar.TypeSymlink, Linkname: ".."},
+			{Name: "a/passwd", Typeflag: tar.TypeSymlink, Linkname: "b/u/../../etc/passwd"},
+		} {
+			if err := tw.WriteHeader(h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tw.Close()
+		sum := sha256.Sum256(buf.Bytes())
+		ed := (&build.Cache{Dir: dst}).EntryDir(m.Key)
+		if err := os.MkdirAll(ed, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		meta, _ := json.Marshal(build.Meta{Key: m.Key, Step: m.Step, Files: 4, TarSHA256: "sha256:" + hex.EncodeToString(sum[:]), TarSize: int64(buf.Len()), Seconds: 1})
+		os.WriteFile(filepath.Join(ed, "files.tar"), buf.Bytes(), 0o644)
+		os.WriteFile(filepath.Join(ed, "meta.json"), meta, 0o644)
+		return
+	}
+	t.Fatal("no build:be entry in the cold build's cache")
 }
 
 // plantBE copies build:be's entry from the cache src into a new cache dst
