@@ -10,13 +10,8 @@ package attest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -88,7 +83,7 @@ func (a *Builds) Attest(ctx context.Context, s Attacher, d name.Digest) ([]strin
 		return nil, err
 	}
 	var sbom, prov, scanPred []byte
-	if ann := annotations(desc.Manifest); ann[image.AnnShared] != "" {
+	if ann := sign.ManifestAnnotations(desc.Manifest); ann[image.AnnShared] != "" {
 		sh, err := a.shared(ctx, ann[promote.TitleAnnotation], ann[promote.VersionAnnotation], ann[image.AnnShared])
 		if err != nil {
 			return nil, err
@@ -195,19 +190,6 @@ func (a *Builds) index(ctx context.Context, d name.Digest, desc *remote.Descript
 	return ix, nil
 }
 
-// annotations are a manifest's or index's annotations (none when it does
-// not parse: the registry read checked its digest, what it says is
-// judged elsewhere).
-func annotations(manifest []byte) map[string]string {
-	var mf struct {
-		Annotations map[string]string `json:"annotations"`
-	}
-	if json.Unmarshal(manifest, &mf) != nil {
-		return nil
-	}
-	return mf.Annotations
-}
-
 // shared is the shared image name version holding tree: the builds whose
 // directory for a shared recipe image has that tree, each with the tree's
 // scan for its target, and the tree's jars.
@@ -281,24 +263,13 @@ func (a *Builds) sharedTrees(b *image.Build) ([]sharedTree, error) {
 // jars are the .jar files under dir with their SHA-256, for a shared
 // image's SBOM.
 func jars(dir string) ([]sign.SharedFile, error) {
+	files, err := build.DigestTree(dir)
 	var out []sign.SharedFile
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jar") {
-			return err
+	for _, f := range files {
+		if strings.HasSuffix(f.Path, ".jar") {
+			out = append(out, sign.SharedFile{Path: f.Path, SHA256: f.SHA256})
 		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		out = append(out, sign.SharedFile{Path: filepath.ToSlash(rel), SHA256: hex.EncodeToString(h.Sum(nil))})
-		return nil
-	})
+	}
 	return out, err
 }
 

@@ -172,7 +172,7 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 			return fmt.Errorf("%w: %s: the scan found %d violation(s); nothing was published:\n%s", ErrGate, target, rep.Summary.Violations, b.String())
 		}
 	}
-	outs, err := digestTree(stage)
+	outs, err := DigestTree(stage)
 	if err != nil {
 		return err
 	}
@@ -271,7 +271,9 @@ func (r *runner) smoke(ctx context.Context, dir string, argv []string) (SmokeRes
 	return res, fmt.Errorf("%s: smoke run %v: %w", target, argv, err)
 }
 
-func digestTree(root string) ([]OutputFile, error) {
+// DigestTree lists the regular files under root with their sizes and
+// SHA-256, by path relative to root, sorted.
+func DigestTree(root string) ([]OutputFile, error) {
 	var out []OutputFile
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {

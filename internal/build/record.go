@@ -202,7 +202,7 @@ func Verify(dir string) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	outs, err := digestTree(dir)
+	outs, err := DigestTree(dir)
 	if err != nil {
 		return nil, err
 	}

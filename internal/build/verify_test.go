@@ -14,7 +14,7 @@ func TestVerify(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "be", "lib"), 0o755)
 	os.WriteFile(filepath.Join(dir, "be", "lib", "doris_be"), []byte("elf"), 0o755)
-	outs, err := digestTree(dir)
+	outs, err := DigestTree(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func Identify(ctx context.Context, d name.Digest, stmts map[string][]sign.Statem
 	if err != nil {
 		return Identity{}, fmt.Errorf("%s: %w", d, err)
 	}
-	ann := annotations(desc.Manifest)
+	ann := sign.ManifestAnnotations(desc.Manifest)
 	id := Identity{Name: ann[TitleAnnotation], Version: ann[VersionAnnotation], Index: desc.MediaType.IsIndex()}
 	if !id.Index {
 		id.Target = ann[image.AnnTarget]
@@ -243,12 +243,4 @@ func CheckTag(dst name.Tag, id Identity) error {
 		want = append(want, s)
 	}
 	return &GateError{Reason: fmt.Sprintf("the tag %s does not name the image %s; its tags are %s", tag, id, strings.Join(want, ", "))}
-}
-
-func annotations(manifest []byte) map[string]string {
-	var m v1.IndexManifest // images and indexes both carry top-level annotations
-	if err := json.Unmarshal(manifest, &m); err != nil {
-		return nil
-	}
-	return m.Annotations
 }

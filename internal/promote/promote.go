@@ -265,7 +265,7 @@ func older(a, b string) bool {
 	return err1 == nil && err2 == nil && va.LessThan(vb)
 }
 
-func annotation(manifest []byte, key string) string { return annotations(manifest)[key] }
+func annotation(manifest []byte, key string) string { return sign.ManifestAnnotations(manifest)[key] }
 
 // manifestSize is the bytes of the manifest at d (its blobs are counted
 // as they are checked).

@@ -112,7 +112,7 @@ func attestedManifest(ctx context.Context, d name.Digest, opts ...remote.Option)
 	if err != nil {
 		return false, nil, "", err
 	}
-	ann := manifestAnnotations(desc.Manifest)
+	ann := ManifestAnnotations(desc.Manifest)
 	if tree := ann[image.AnnShared]; tree != "" {
 		return true, nil, tree, nil
 	}
@@ -132,7 +132,7 @@ func attestedManifest(ctx context.Context, d name.Digest, opts ...remote.Option)
 		if err != nil {
 			return false, nil, "", err
 		}
-		ann := manifestAnnotations(child.Manifest)
+		ann := ManifestAnnotations(child.Manifest)
 		if ann[image.AnnBuild] == "" {
 			continue
 		}
@@ -148,7 +148,9 @@ func attestedManifest(ctx context.Context, d name.Digest, opts ...remote.Option)
 	return true, platforms, "", nil
 }
 
-func manifestAnnotations(manifest []byte) map[string]string {
+// ManifestAnnotations are the top-level annotations of an image manifest or
+// an index (nil when it does not parse).
+func ManifestAnnotations(manifest []byte) map[string]string {
 	var mf struct {
 		Annotations map[string]string `json:"annotations"`
 	}
