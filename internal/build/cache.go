@@ -25,6 +25,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/linkres"
+	"github.com/dorisarm/dorisarm/internal/unpack"
 )
 
 // Cache is a content-addressed store of step results: <dir>/steps/<key>/
@@ -512,65 +513,18 @@ func tarFiles(w io.Writer, root string, files []string) (int64, error) {
 	return total, tw.Close()
 }
 
-// untar writes the entries of a checked files.tar into root. Every
-// operation goes through the os.Root, so no link, existing or just
-// created, can lead a write or removal out of the tree.
+// untar writes the entries of a checked files.tar into root, through
+// dorisarm's one extractor: every operation goes through the os.Root, no
+// link may lead out of the tree (checked as each is made and again on the
+// finished tree), nothing is written through a link, and files keep their
+// recorded modes and times.
 func untar(r io.Reader, root *os.Root) error {
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if h.Typeflag == tar.TypeXGlobalHeader || h.Typeflag == 'V' {
-			// Metadata about the archive (a PAX global header, as git
-			// archive writes first, or a GNU volume label), not an entry:
-			// its name is no path in the tree.
-			continue
-		}
-		if err := checkHeader(h); err != nil {
-			return err // checked before; the file changed since
-		}
-		rel := filepath.FromSlash(strings.TrimSuffix(h.Name, "/"))
-		if dir := filepath.Dir(rel); dir != "." {
-			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return err
-			}
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := root.MkdirAll(rel, os.FileMode(h.Mode)&0o7777|0o700); err != nil {
-				return err
-			}
-		case tar.TypeSymlink:
-			if err := root.RemoveAll(rel); err != nil {
-				return err
-			}
-			if err := root.Symlink(h.Linkname, rel); err != nil {
-				return err
-			}
-		case tar.TypeReg, tar.TypeCont:
-			if err := root.RemoveAll(rel); err != nil {
-				return err
-			}
-			if err := writeRootFile(root, rel, tr, os.FileMode(h.Mode)&0o7777, h.ModTime); err != nil {
-				return err
-			}
-		}
+	t := unpack.New(root, unpack.Options{Links: unpack.Confine, Times: true, ExactModes: true})
+	err := t.Apply(context.Background(), r, "files.tar")
+	if cerr := t.Close(); err == nil {
+		err = cerr
 	}
-}
-
-// writeRootFile writes r to a new file at rel in root with mode and
-// modification time mtime.
-func writeRootFile(root *os.Root, rel string, r io.Reader, mode os.FileMode, mtime time.Time) error {
-	f, err := root.OpenFile(rel, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
-	if err := fill(f, err, r); err != nil {
-		return err
-	}
-	return root.Chtimes(rel, mtime, mtime)
+	return err
 }
 
 // writeFile writes r to path with mode and modification time mtime.

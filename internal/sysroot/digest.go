@@ -1,6 +1,8 @@
 package sysroot
 
 import (
+	"github.com/dorisarm/dorisarm/internal/unpack"
+
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
@@ -154,7 +156,7 @@ var reRelease = sync.OnceValue(func() *regexp.Regexp {
 })
 
 func glibcOf(r *os.Root, p string) (release, defined string, err error) {
-	rp, err := resolveIn(r, p, nil)
+	rp, err := unpack.Resolve(r, p, nil)
 	if err != nil {
 		return "", "", err
 	}

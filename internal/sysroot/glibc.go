@@ -1,6 +1,8 @@
 package sysroot
 
 import (
+	"github.com/dorisarm/dorisarm/internal/unpack"
+
 	"bytes"
 	"context"
 	"debug/elf"
@@ -241,7 +243,7 @@ func limitGlibc(ctx context.Context, root, ceiling string, tools Tools) (glibcLi
 			if !reStubName().MatchString(e.Name()) {
 				continue
 			}
-			p, err := resolveIn(r, join(rd, e.Name()), nil)
+			p, err := unpack.Resolve(r, join(rd, e.Name()), nil)
 			if err != nil || seen[p] {
 				continue
 			}
@@ -304,7 +306,7 @@ func limitGlibc(ctx context.Context, root, ceiling string, tools Tools) (glibcLi
 // readDirIn resolves dir inside the root and lists it; ok is false when it
 // does not resolve to a readable directory.
 func readDirIn(r *os.Root, dir string) (resolved string, ents []fs.DirEntry, ok bool) {
-	rd, err := resolveIn(r, dir, nil)
+	rd, err := unpack.Resolve(r, dir, nil)
 	if err != nil {
 		return "", nil, false
 	}
@@ -343,7 +345,7 @@ func libDirs(r *os.Root) []string {
 // findLibc returns the resolved path of the libc.so.6 glibcVersions reads.
 func findLibc(r *os.Root) (string, error) {
 	for _, d := range libDirs(r) {
-		p, err := resolveIn(r, d+"/libc.so.6", nil)
+		p, err := unpack.Resolve(r, d+"/libc.so.6", nil)
 		if err != nil {
 			continue
 		}

@@ -324,8 +324,11 @@ func Ensure(ctx context.Context, s Spec, cacheDir string, opts ...Option) (*Sysr
 	if err != nil {
 		return nil, err
 	}
-	u := &unpacker{root: root, keep: o.keep, maxBytes: o.maxBytes, maxEntries: o.maxEntries}
+	u := newUnpacker(root, o.keep, o.maxBytes, o.maxEntries)
 	f, err := src.fill(ctx, u, filepath.Join(tmp, "work"))
+	if cerr := u.close(); err == nil {
+		err = cerr
+	}
 	root.Close()
 	switch {
 	case errors.Is(err, ErrLimit):

@@ -1,12 +1,14 @@
-// Package unpack extracts a third-party source archive (.tar.gz, .tgz,
-// .tar.xz, .tar.bz2, .tar, .zip) into a directory, the way Doris's
+// Package unpack is dorisarm's one extractor: it writes archive members to
+// disk for every caller (third-party source archives, the layers and
+// packages a sysroot is made from, the step cache's entries), each through
+// an os.Root on the destination (Tree). Archive unpacks a source archive
+// (.tar.gz, .tgz, .tar.xz, .tar.bz2, .tar, .zip) the way Doris's
 // download-thirdparty.sh does with tar and unzip, but safely: no entry is
 // written outside the directory, no link points outside it as the kernel
 // resolves it (through the links already unpacked: internal/linkres),
 // nothing is written through a link, and the archive's size and entry count
 // are bounded. Files and directories keep their members' modification times
-// (clamped to the present), as tar does: autotools packages ship generated
-// files that make must find newer than their sources.
+// (clamped to the present), as tar does.
 package unpack
 
 import (
@@ -14,22 +16,20 @@ import (
 	"archive/zip"
 	"compress/bzip2"
 	"compress/gzip"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
-	"path"
-	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/dorisarm/dorisarm/internal/linkres"
+	"github.com/ulikunitz/xz"
 )
 
 // Limits bound what one archive may unpack to.
 type Limits struct {
-	Bytes   int64 // total size of the files
+	Bytes   int64 // uncompressed bytes read (the tar stream, a zip's members)
 	Entries int
 }
 
@@ -49,6 +49,9 @@ func Supported(name string) bool {
 // Archive unpacks the archive at src into dir (created if needed) and returns
 // the top-level names it created.
 func Archive(src, dir string, lim Limits) ([]string, error) {
+	if !Supported(src) {
+		return nil, fmt.Errorf("%s: unknown archive type (want .tar.gz, .tgz, .tar.xz, .tar.bz2, .tar or .zip)", src)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -57,73 +60,22 @@ func Archive(src, dir string, lim Limits) ([]string, error) {
 		return nil, err
 	}
 	defer root.Close()
-	x := &extractor{dir: dir, root: root, lim: lim, tops: map[string]bool{}, now: time.Now()}
-	switch {
-	case strings.HasSuffix(src, ".zip"):
-		err = x.zip(src)
-	case Supported(src):
-		err = x.tarFile(src)
-	default:
-		return nil, fmt.Errorf("%s: unknown archive type (want .tar.gz, .tgz, .tar.xz, .tar.bz2, .tar or .zip)", src)
+	t := New(root, Options{Links: Confine, Times: true, MaxBytes: lim.Bytes, MaxEntries: int64(lim.Entries)})
+	if strings.HasSuffix(src, ".zip") {
+		err = t.zip(src)
+	} else {
+		err = t.tarFile(src)
 	}
-	if err == nil {
-		// A later member can make a directory an earlier link goes
-		// through into a link: the finished tree decides.
-		err = linkres.CheckAll(root, x.links)
-	}
-	if err == nil {
-		err = x.dirTimes()
+	if cerr := t.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
-	var tops []string
-	for t := range x.tops {
-		tops = append(tops, t)
-	}
-	return tops, nil
+	return t.Tops(), nil
 }
 
-type extractor struct {
-	dir     string
-	root    *os.Root
-	links   []string // the links made, relative to dir
-	lim     Limits
-	bytes   int64
-	entries int
-	tops    map[string]bool
-	now     time.Time
-	dirs    []dirTime // set last: writing a directory's members changes its time
-}
-
-type dirTime struct {
-	path  string
-	mtime time.Time
-}
-
-// setTime gives p the member's modification time, clamped to the present;
-// a member without one keeps the time of writing.
-func (x *extractor) setTime(p string, mtime time.Time) error {
-	if mtime.IsZero() {
-		return nil
-	}
-	if mtime.After(x.now) {
-		mtime = x.now
-	}
-	return os.Chtimes(p, mtime, mtime)
-}
-
-// dirTimes sets the directories' times, deepest first.
-func (x *extractor) dirTimes() error {
-	for i := len(x.dirs) - 1; i >= 0; i-- {
-		if err := x.setTime(x.dirs[i].path, x.dirs[i].mtime); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (x *extractor) tarFile(src string) error {
+func (t *Tree) tarFile(src string) error {
 	f, err := os.Open(src)
 	if err != nil {
 		return err
@@ -140,211 +92,69 @@ func (x *extractor) tarFile(src string) error {
 	case strings.HasSuffix(src, ".bz2"):
 		r = bzip2.NewReader(f)
 	case strings.HasSuffix(src, ".xz"):
-		// The standard library has no xz; xz-utils is on every build machine.
-		cmd := exec.Command("xz", "-dc")
-		cmd.Stdin = f
-		out, err := cmd.StdoutPipe()
+		xr, err := xz.NewReader(f)
 		if err != nil {
-			return err
+			return fmt.Errorf("xz: %w", err)
 		}
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("xz: %w (install xz-utils)", err)
-		}
-		defer cmd.Wait()
-		defer out.Close()
-		r = out
+		r = xr
 	}
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		switch h.Typeflag {
-		case tar.TypeXGlobalHeader, 'V':
-			// git archive's pax_global_header (the commit id), a volume label: metadata.
-			continue
-		case tar.TypeDir:
-			if err := x.mkdir(h.Name, h.ModTime); err != nil {
-				return err
-			}
-		case tar.TypeReg, tar.TypeCont, tar.TypeGNUSparse:
-			if err := x.file(h.Name, fs.FileMode(h.Mode).Perm(), h.Size, h.ModTime, tr); err != nil {
-				return err
-			}
-		case tar.TypeSymlink:
-			if err := x.symlink(h.Name, h.Linkname); err != nil {
-				return err
-			}
-		case tar.TypeLink:
-			if err := x.hardlink(h.Name, h.Linkname); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("entry %s: type %q is not a file, directory or link", h.Name, h.Typeflag)
-		}
-	}
-	// Read to the end, so a gzip stream's checksum is verified too.
-	_, err = io.Copy(io.Discard, r)
-	return err
+	return t.Apply(context.Background(), r, "tar")
 }
 
-func (x *extractor) zip(src string) error {
+func (t *Tree) zip(src string) error {
 	zr, err := zip.OpenReader(src)
 	if err != nil {
 		return err
 	}
 	defer zr.Close()
 	for _, f := range zr.File {
-		mode := f.Mode()
-		switch {
-		case mode.IsDir():
-			if err := x.mkdir(f.Name, f.Modified); err != nil {
-				return err
-			}
-		case mode&fs.ModeSymlink != 0:
-			rc, err := f.Open()
-			if err != nil {
-				return err
-			}
-			target, err := io.ReadAll(io.LimitReader(rc, 4096))
-			rc.Close()
-			if err != nil {
-				return err
-			}
-			if err := x.symlink(f.Name, string(target)); err != nil {
-				return err
-			}
-		case mode.IsRegular():
-			rc, err := f.Open()
-			if err != nil {
-				return err
-			}
-			err = x.file(f.Name, mode.Perm(), int64(f.UncompressedSize64), f.Modified, rc)
-			rc.Close()
-			if err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("entry %s: mode %v is not a file, directory or link", f.Name, mode)
+		if err := t.zipMember(f); err != nil {
+			return fmt.Errorf("entry %s: %w", f.Name, err)
 		}
 	}
 	return nil
 }
 
-// target checks an entry's name and returns where it goes.
-func (x *extractor) target(name string) (string, error) {
-	x.entries++
-	if x.entries > x.lim.Entries {
-		return "", fmt.Errorf("more than %d entries", x.lim.Entries)
-	}
-	clean := path.Clean(strings.TrimPrefix(name, "./"))
-	if path.IsAbs(name) || clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", fmt.Errorf("entry %q names a path outside the directory", name)
-	}
-	if clean == "." {
-		return x.dir, nil
-	}
-	top, _, _ := strings.Cut(clean, "/")
-	x.tops[top] = true
-	p := filepath.Join(x.dir, filepath.FromSlash(clean))
-	// Never write through a link an earlier entry made.
-	rel, _ := filepath.Rel(x.dir, filepath.Dir(p))
-	cur := x.dir
-	if rel != "." {
-		for _, part := range strings.Split(rel, string(filepath.Separator)) {
-			cur = filepath.Join(cur, part)
-			st, err := os.Lstat(cur)
-			if err == nil && st.Mode()&fs.ModeSymlink != 0 {
-				return "", fmt.Errorf("entry %q would be written through the link %s", name, strings.TrimPrefix(cur, x.dir+"/"))
-			}
+func (t *Tree) zipMember(f *zip.File) error {
+	mode := f.Mode()
+	m := member{name: f.Name, mode: mode.Perm(), mtime: f.Modified}
+	switch {
+	case mode.IsDir():
+		m.typ = tar.TypeDir
+		return t.member(m)
+	case mode&fs.ModeSymlink != 0:
+		rc, err := f.Open()
+		if err != nil {
+			return err
 		}
+		target, err := io.ReadAll(io.LimitReader(rc, 4096))
+		rc.Close()
+		if err != nil {
+			return err
+		}
+		m.typ, m.linkname = tar.TypeSymlink, string(target)
+		return t.member(m)
+	case mode.IsRegular():
+		if f.UncompressedSize64 > uint64(t.opt.MaxBytes) {
+			return fmt.Errorf("%w: more than %d uncompressed bytes", ErrLimit, t.opt.MaxBytes)
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		m.typ, m.size = tar.TypeReg, int64(f.UncompressedSize64)
+		m.body = &countingReader{r: rc, t: t}
+		if err := t.member(m); err != nil {
+			return err
+		}
+		// The zip reader checks the CRC at the end of the member.
+		if _, err := io.Copy(io.Discard, m.body); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		return nil
+	default:
+		m.kind = fmt.Sprintf("mode %v", mode)
+		return t.member(m)
 	}
-	return p, nil
-}
-
-func (x *extractor) mkdir(name string, mtime time.Time) error {
-	p, err := x.target(name)
-	if err != nil {
-		return err
-	}
-	x.dirs = append(x.dirs, dirTime{p, mtime})
-	return os.MkdirAll(p, 0o755)
-}
-
-func (x *extractor) file(name string, perm fs.FileMode, size int64, mtime time.Time, r io.Reader) error {
-	p, err := x.target(name)
-	if err != nil {
-		return err
-	}
-	if size < 0 {
-		return fmt.Errorf("entry %s: negative size", name)
-	}
-	x.bytes += size
-	if x.bytes > x.lim.Bytes {
-		return fmt.Errorf("unpacks to more than %d bytes", x.lim.Bytes)
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	_ = os.Remove(p) // a later entry of the same name replaces the earlier one, as tar does
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm|0o600)
-	if err != nil {
-		return err
-	}
-	n, err := io.Copy(f, io.LimitReader(r, size))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && n != size {
-		err = fmt.Errorf("entry %s: %d bytes, header says %d", name, n, size)
-	}
-	if err == nil {
-		err = x.setTime(p, mtime)
-	}
-	return err
-}
-
-func (x *extractor) symlink(name, target string) error {
-	p, err := x.target(name)
-	if err != nil {
-		return err
-	}
-	rel, err := filepath.Rel(x.dir, p)
-	if err != nil {
-		return err
-	}
-	rel = filepath.ToSlash(rel)
-	if err := linkres.Check(x.root, rel, target); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	_ = os.Remove(p)
-	x.links = append(x.links, rel)
-	return os.Symlink(target, p)
-}
-
-func (x *extractor) hardlink(name, target string) error {
-	p, err := x.target(name)
-	if err != nil {
-		return err
-	}
-	t, err := x.target(target)
-	if err != nil {
-		return fmt.Errorf("hard link %s: %w", name, err)
-	}
-	st, err := os.Lstat(t)
-	if err != nil || !st.Mode().IsRegular() {
-		return fmt.Errorf("hard link %s: %s is not a regular file unpacked before it", name, target)
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	_ = os.Remove(p)
-	return os.Link(t, p)
 }

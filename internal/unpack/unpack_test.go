@@ -5,6 +5,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,8 +130,8 @@ func TestHostileArchives(t *testing.T) {
 		lim     Limits
 		want    string
 	}{
-		"traversal": {[]entry{{name: "../evil", body: "x", typ: tar.TypeReg}}, DefaultLimits, "outside the directory"},
-		"absolute":  {[]entry{{name: "/tmp/evil", body: "x", typ: tar.TypeReg}}, DefaultLimits, "outside the directory"},
+		"traversal": {[]entry{{name: "../evil", body: "x", typ: tar.TypeReg}}, DefaultLimits, "outside the tree"},
+		"absolute":  {[]entry{{name: "/tmp/evil", body: "x", typ: tar.TypeReg}}, DefaultLimits, "outside the tree"},
 		"link out":  {[]entry{{name: "p/l", link: "../../etc", typ: tar.TypeSymlink}}, DefaultLimits, "p/l -> ../../etc climbs above the root"},
 		// a/b/u/../../etc/passwd cleans to a/etc/passwd, but the kernel reads
 		// a/b/u as a, a/.. as the root and the root's .. as outside.
@@ -143,8 +144,8 @@ func TestHostileArchives(t *testing.T) {
 		"absolute link":  {[]entry{{name: "p/l", link: outside, typ: tar.TypeSymlink}}, DefaultLimits, "absolute path"},
 		"write via link": {[]entry{{name: "p/", typ: tar.TypeDir}, {name: "p/l", link: ".", typ: tar.TypeSymlink}, {name: "p/l/x", body: "x", typ: tar.TypeReg}}, DefaultLimits, "written through the link"},
 		"hard link out":  {[]entry{{name: "p/h", link: "../../etc/passwd", typ: tar.TypeLink}}, DefaultLimits, "hard link"},
-		"too big":        {[]entry{{name: "p/a", body: strings.Repeat("x", 100), typ: tar.TypeReg}}, Limits{Bytes: 10, Entries: 10}, "more than 10 bytes"},
-		"too many":       {[]entry{{name: "p/a", typ: tar.TypeDir}, {name: "p/b", typ: tar.TypeDir}, {name: "p/c", typ: tar.TypeDir}}, Limits{Bytes: 10, Entries: 2}, "more than 2 entries"},
+		"too big":        {[]entry{{name: "p/a", body: strings.Repeat("x", 100), typ: tar.TypeReg}}, Limits{Bytes: 10, Entries: 10}, "more than 10 uncompressed bytes"},
+		"too many":       {[]entry{{name: "p/a", typ: tar.TypeDir}, {name: "p/b", typ: tar.TypeDir}, {name: "p/c", typ: tar.TypeDir}}, Limits{Bytes: 1 << 20, Entries: 2}, "more than 2 archive entries"},
 		"device":         {[]entry{{name: "p/dev", typ: tar.TypeChar}}, DefaultLimits, "not a file"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -218,5 +219,68 @@ func TestRealArchives(t *testing.T) {
 		if out, err := exec.Command("diff", "-r", "--no-dereference", filepath.Join(ref, top), filepath.Join(dir, top)).CombinedOutput(); err != nil {
 			t.Errorf("%s differs from GNU tar's unpack: %s", archive, out)
 		}
+	}
+}
+
+// TestRewriteLink: under Rebase a link that is absolute or climbs out of the
+// root is stored as the relative path of the same place inside it.
+func TestRewriteLink(t *testing.T) {
+	for _, c := range []struct{ dir, target, want string }{
+		{"usr/lib", "/lib/x.so", "../../lib/x.so"},
+		{"usr/lib", "x.so.1", "x.so.1"},
+		{"usr/lib", "../../lib/x", "../../lib/x"},
+		{"usr/lib", "../../../x", "../../x"},
+		{"usr/lib", "a/../../x", "../x"},
+		{".", "/", "."},
+		{"lib64", "/lib/aarch64-linux-gnu/ld-2.31.so", "../lib/aarch64-linux-gnu/ld-2.31.so"},
+	} {
+		if got := rewriteLink(c.dir, c.target); got != c.want {
+			t.Errorf("rewriteLink(%q, %q) = %q, want %q", c.dir, c.target, got, c.want)
+		}
+	}
+}
+
+// TestRebaseLinkChain: the chain Confine refuses (a/b/u -> .., then
+// a/passwd -> b/u/../../etc/passwd) is, in a root filesystem, a link kept
+// inside the root, and a write through a/b/u lands in a, inside it too.
+func TestRebaseLinkChain(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "root")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	tr := New(root, Options{Links: Rebase})
+	a := tarGz(t, []entry{{name: "a/b/", typ: tar.TypeDir}, {name: "a/b/u", link: "..", typ: tar.TypeSymlink},
+		{name: "a/passwd", link: "b/u/../../etc/passwd", typ: tar.TypeSymlink},
+		{name: "a/b/u/x", body: "x", typ: tar.TypeReg}})
+	f, err := os.Open(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Apply(context.Background(), zr, "chain"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.Readlink(filepath.Join(dir, "a", "passwd"))
+	if !StaysInside("a", got) {
+		t.Errorf("a/passwd -> %q leaves the root", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "a", "x")); err != nil || string(b) != "x" {
+		t.Errorf("a/b/u/x was not written to a/x: %q %v", b, err)
+	}
+	if ents, _ := os.ReadDir(parent); len(ents) != 1 {
+		t.Errorf("written beside the root: %v", ents)
 	}
 }
