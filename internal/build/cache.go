@@ -54,6 +54,11 @@ type Meta struct {
 	// files.tar; Restore refuses an entry whose files.tar differs.
 	TarSHA256 string `json:"tar_sha256"`
 	TarSize   int64  `json:"tar_size"`
+	// Dirs says the entry records the empty directories the step made.
+	// Entries from before (dorisarm ≤ stop 39) lack them; for an unpack
+	// step, whose empty directories can steer a configure (grpc's empty
+	// submodule directories), such an entry is a miss.
+	Dirs bool `json:"dirs,omitempty"`
 }
 
 // maxMeta bounds meta.json: it lists deleted paths, never file contents.
@@ -153,6 +158,9 @@ func (c *Cache) Get(key string) (*Meta, bool) {
 	}
 	var m Meta
 	if json.Unmarshal(data, &m) != nil || m.Key != key {
+		return nil, false
+	}
+	if !m.Dirs && strings.HasPrefix(m.Step, "unpack:") {
 		return nil, false
 	}
 	now := time.Now()
@@ -395,7 +403,7 @@ func (c *Cache) Put(m Meta, tree string, changed []string) error {
 	if err != nil {
 		return err
 	}
-	m.Files, m.Bytes = len(changed), n
+	m.Files, m.Bytes, m.Dirs = len(changed), n, true
 	m.TarSHA256, m.TarSize = "sha256:"+hex.EncodeToString(h.Sum(nil)), size
 	data, _ := json.MarshalIndent(m, "", "  ")
 	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), data, 0o644); err != nil {

@@ -275,3 +275,84 @@ func TestPutRefusesLinksOut(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyDirectoriesCached: a step's empty directories are part of its
+// result (grpc 1.54.3's archive has empty submodule directories, and its
+// CMake downloads into any that are missing): the snapshot diff names them,
+// the cache stores them, a restore makes them. A directory that was empty
+// and now holds a file is not deleted. An unpack entry written before the
+// cache recorded directories is a miss, not a result without them.
+func TestEmptyDirectoriesCached(t *testing.T) {
+	src := t.TempDir()
+	write(t, filepath.Join(src, "thirdparty/src/grpc/CMakeLists.txt"), "project(grpc)")
+	before, err := takeSnapshot(src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"thirdparty/src/grpc/third_party/xds", "thirdparty/src/grpc/third_party/envoy-api"} {
+		if err := os.MkdirAll(filepath.Join(src, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := takeSnapshot(src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed, deleted := diff(before, after)
+	want := []string{"thirdparty/src/grpc/third_party/envoy-api", "thirdparty/src/grpc/third_party/xds"}
+	if strings.Join(changed, " ") != strings.Join(want, " ") || len(deleted) != 0 {
+		t.Fatalf("diff: changed %v deleted %v, want changed %v", changed, deleted, want)
+	}
+	c := newCache(t)
+	if err := c.Put(Meta{Key: "u1", Step: "unpack:GRPC"}, src, changed); err != nil {
+		t.Fatal(err)
+	}
+	m, ok := c.Get("u1")
+	if !ok || !m.Dirs {
+		t.Fatalf("Get: %+v %v", m, ok)
+	}
+	dst := t.TempDir()
+	if err := c.Restore("u1", dst, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range want {
+		if st, err := os.Stat(filepath.Join(dst, d)); err != nil || !st.IsDir() {
+			t.Errorf("%s not restored: %v", d, err)
+		}
+	}
+
+	// Filling an empty directory is a new file, not a deletion.
+	write(t, filepath.Join(src, "thirdparty/src/grpc/third_party/xds/BUILD"), "x")
+	filled, err := takeSnapshot(src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed, deleted = diff(after, filled)
+	if strings.Join(changed, " ") != "thirdparty/src/grpc/third_party/xds/BUILD" || len(deleted) != 0 {
+		t.Errorf("filling xds: changed %v deleted %v", changed, deleted)
+	}
+	// Removing one is a deletion.
+	os.Remove(filepath.Join(src, "thirdparty/src/grpc/third_party/envoy-api"))
+	gone, _ := takeSnapshot(src, nil)
+	if _, deleted = diff(filled, gone); strings.Join(deleted, " ") != "thirdparty/src/grpc/third_party/envoy-api" {
+		t.Errorf("removing envoy-api: deleted %v", deleted)
+	}
+
+	// An entry without the marker: a miss for an unpack step only.
+	for step, hit := range map[string]bool{"unpack:GRPC": false, "thirdparty:GRPC": true} {
+		key := strings.NewReplacer(":", "-").Replace(step)
+		if err := c.Put(Meta{Key: key, Step: step}, src, []string{"thirdparty/src/grpc/CMakeLists.txt"}); err != nil {
+			t.Fatal(err)
+		}
+		meta := filepath.Join(c.EntryDir(key), "meta.json")
+		data, _ := os.ReadFile(meta)
+		old := strings.Replace(string(data), `"dirs": true`, `"seconds": 0`, 1)
+		if old == string(data) {
+			t.Fatalf("meta.json has no dirs marker: %s", data)
+		}
+		os.WriteFile(meta, []byte(old), 0o644)
+		if _, ok := c.Get(key); ok != hit {
+			t.Errorf("%s entry without the marker: hit %v, want %v", step, ok, hit)
+		}
+	}
+}
