@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/build"
+	"github.com/dorisarm/dorisarm/internal/simulate"
 )
 
 func needBuildTools(t *testing.T) {
@@ -45,6 +48,7 @@ func TestBuildCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(pub, "be", "lib", "doris_be")); err != nil {
 		t.Fatal("doris_be not published:", err)
 	}
+	checkSimulate(t, pub)
 
 	stdout, stderr, code = run(t, "build", "--target", "graviton2", "--out", out, "--cache", cache)
 	if code != 0 || !strings.Contains(stdout, "up to date") {
@@ -111,6 +115,59 @@ func TestBuildBadInputExitsTwo(t *testing.T) {
 			if _, err := os.Stat(d); err == nil {
 				t.Errorf("the refused build created %s", d)
 			}
+		}
+	}
+}
+
+// checkSimulate replays the build's measured profile: the record holds
+// each step's edges and the CPU time of the steps that ran compilers, and
+// simulate's bounds hold.
+func checkSimulate(t *testing.T, pub string) {
+	t.Helper()
+	var rec build.Record
+	b, _ := os.ReadFile(filepath.Join(pub, build.RecordFile))
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	var cpu float64
+	edges := 0
+	for _, s := range rec.Steps {
+		cpu += s.CPUSeconds
+		edges += len(s.Needs)
+	}
+	if cpu <= 0 || edges == 0 || rec.Jobs < 1 {
+		t.Fatalf("record: CPU %v s over its steps, %d edges, jobs %d", cpu, edges, rec.Jobs)
+	}
+	var sim struct {
+		Steps    int
+		Machines []simulate.Result
+	}
+	if code := runJSON(t, &sim, "simulate", "--cores", "1,64", "-o", "json", pub); code != 0 || sim.Steps != len(rec.Steps) || len(sim.Machines) != 2 {
+		t.Fatalf("simulate: exit %d, %+v", code, sim)
+	}
+	one, many := sim.Machines[0], sim.Machines[1]
+	if one.Cores != 1 || many.Cores != 64 || many.Makespan > one.Makespan+1e-9 || many.Makespan < many.CriticalPath-1e-9 ||
+		one.Makespan < one.WorkBound-1e-9 || len(many.Path) == 0 || one.SerialSum <= 0 {
+		t.Errorf("simulate: %+v", sim.Machines)
+	}
+	stdout, _, code := run(t, "simulate", "--cores", "2,16", pub)
+	if code != 0 || !strings.Contains(stdout, "critical path on 16 cores: ") || !strings.Contains(stdout, "measured, one step after another:") {
+		t.Errorf("simulate text: exit %d\n%s", code, stdout)
+	}
+	// Bad input: exit 2, saying what to do.
+	old := filepath.Join(t.TempDir(), "old")
+	os.MkdirAll(old, 0o755)
+	os.WriteFile(filepath.Join(old, build.RecordFile), []byte(`{"cell":{"target":"x"},"steps":[{"id":"a","seconds":1},{"id":"b","seconds":2}]}`), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulate", "--cores", "0", pub}, "want whole numbers from 1 to 4096"},
+		{[]string{"simulate", filepath.Dir(old)}, "a dorisarm build --out directory"},
+		{[]string{"simulate", old}, "records no step edges"},
+	} {
+		if _, stderr, code := run(t, c.args...); code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, %s", c.args, code, stderr)
 		}
 	}
 }

@@ -57,7 +57,7 @@ var commands = []struct {
 	{"version", newVersionCmd}, {"matrix", newMatrixCmd}, {"plan", newPlanCmd}, {"sources", newSourcesCmd},
 	{"patch", newPatchCmd}, {"scan", newScanCmd}, {"build", newBuildCmd}, {"cache", newCacheCmd},
 	{"image", newImageCmd}, {"publish", newPublishCmd}, {"keygen", newKeygenCmd}, {"sign", newSignCmd},
-	{"verify", newVerifyCmd}, {"promote", newPromoteCmd}, {"report", newReportCmd}, {"packages", newPackagesCmd},
+	{"verify", newVerifyCmd}, {"promote", newPromoteCmd}, {"report", newReportCmd}, {"packages", newPackagesCmd}, {"simulate", newSimulateCmd},
 }
 
 // newRoot is the whole command tree.

@@ -50,6 +50,8 @@ type Meta struct {
 	Files   int      `json:"files"`
 	Bytes   int64    `json:"bytes"`
 	Seconds float64  `json:"seconds"` // how long the step took to run
+	// CPUSeconds is the user and system time of its programs.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 	// TarSHA256 and TarSize are the digest (sha256:…) and size of
 	// files.tar; Restore refuses an entry whose files.tar differs.
 	TarSHA256 string `json:"tar_sha256"`

@@ -61,6 +61,8 @@ type Record struct {
 	Outputs  []OutputFile `json:"outputs"`
 	Warnings []string     `json:"warnings,omitempty"`
 	Seconds  float64      `json:"seconds"`
+	// Jobs is the --jobs the steps ran with (make -j and the like).
+	Jobs int `json:"jobs,omitempty"`
 	// UpToDate is set (not stored) when a build found its published output current.
 	UpToDate bool      `json:"-"`
 	Finished time.Time `json:"finished"`
@@ -112,6 +114,14 @@ type StepRecord struct {
 	// RanSeconds is, for a step restored from the cache, how long it took
 	// when it ran (the cache entry's record).
 	RanSeconds float64 `json:"ran_seconds,omitempty"`
+	// CPUSeconds is the user and system time of the programs the step ran
+	// (for a restored step, RanCPUSeconds: when it ran), so a step's
+	// profile says how many cores it kept busy: CPU / wall, at Jobs.
+	CPUSeconds    float64 `json:"cpu_seconds,omitempty"`
+	RanCPUSeconds float64 `json:"ran_cpu_seconds,omitempty"`
+	// Needs are the steps it needs (the plan's edges), for replaying the
+	// build's profile on other machines (dorisarm simulate).
+	Needs []string `json:"needs,omitempty"`
 }
 
 // SmokeResult is one smoke run.
@@ -159,7 +169,7 @@ func newRecord(in Input) *Record {
 }
 
 func (r *Record) addStep(s plan.Step, cached bool, d time.Duration) {
-	r.Steps = append(r.Steps, StepRecord{ID: s.ID, Key: s.Key, Cached: cached, Seconds: d.Seconds()})
+	r.Steps = append(r.Steps, StepRecord{ID: s.ID, Key: s.Key, Cached: cached, Seconds: d.Seconds(), Needs: s.Needs})
 	if cached {
 		r.Cache.Hits = append(r.Cache.Hits, s.ID)
 	} else if s.Kind.Cacheable() {

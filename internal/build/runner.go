@@ -151,6 +151,7 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	r.profile = filepath.Join(r.work, "pgo", "merged.profdata")
 	r.ltoCache = filepath.Join(r.work, "lto-cache")
 	r.rec = newRecord(in)
+	r.rec.Jobs = opts.Jobs
 	r.warn = func(s string) { r.rec.Warnings = append(r.rec.Warnings, s); opts.Progress.Warn(p.Cell.Target, s) }
 	for _, w := range p.Warnings {
 		r.warn(w)
@@ -445,6 +446,7 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 				}
 				r.rec.addStep(s, true, time.Since(t0))
 				r.rec.Steps[len(r.rec.Steps)-1].RanSeconds = m.Seconds
+				r.rec.Steps[len(r.rec.Steps)-1].RanCPUSeconds = m.CPUSeconds
 				r.opts.Progress.Step(target, i, s.ID, true, time.Since(t0))
 				return nil
 			}
@@ -456,7 +458,10 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 		return err
 	}
 	logPath := filepath.Join(r.logs, strings.NewReplacer(":", "_", "/", "_").Replace(s.ID)+".log")
-	if err := r.execute(ctx, s, logPath); err != nil {
+	cpu0 := childCPU()
+	err = r.execute(ctx, s, logPath)
+	cpu := childCPU() - cpu0
+	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %s interrupted: %w", target, s.ID, ctx.Err())
 		}
@@ -472,7 +477,7 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 			return err
 		}
 		changed, deleted := diff(before, after)
-		err = r.cache.Put(Meta{Key: s.Key, Step: s.ID, Deleted: deleted, Seconds: time.Since(t0).Seconds()}, r.work, changed)
+		err = r.cache.Put(Meta{Key: s.Key, Step: s.ID, Deleted: deleted, Seconds: time.Since(t0).Seconds(), CPUSeconds: cpu}, r.work, changed)
 		var ue *UncacheableError
 		switch {
 		case errors.As(err, &ue):
@@ -484,8 +489,21 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 		}
 	}
 	r.rec.addStep(s, false, time.Since(t0))
+	r.rec.Steps[len(r.rec.Steps)-1].CPUSeconds = cpu
 	r.opts.Progress.Step(target, i, s.ID, false, time.Since(t0))
 	return nil
+}
+
+// childCPU is the user and system time, in seconds, of this process's
+// children that have ended and been waited for (their own children
+// included, as each was waited for). A cell's steps run one at a time, so
+// the difference across a step is what its programs used.
+func childCPU() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error {
