@@ -373,3 +373,24 @@ func TestDispatchedTable(t *testing.T) {
 		t.Error("schema 2 accepted")
 	}
 }
+
+// TestSVECntpIsNotSVE21: SVE's CNTP (predicate count, in every SVE
+// compiler's output: vectorscan's graviton3 build) and SVE2.1's CNTP (a
+// predicate-as-counter form) differ only in bit 9. A group key without
+// that bit called Graviton 3's SVE code SVE2.1 and refused the build.
+func TestSVECntpIsNotSVE21(t *testing.T) {
+	tab := Default()
+	for _, c := range []struct {
+		w    uint32
+		asm  string
+		want string
+	}{
+		{0x25208028, "cntp x8, p0, p1.b", "sve"},
+		{0x25a08c20, "cntp x0, p3, p1.s", "sve"},
+		{0x25208308, "cntp x8, pn8.b, vlx2", "sve2p1"},
+	} {
+		if f, _ := tab.Classify(c.w); tab.Features[f] != c.want {
+			t.Errorf("%#08x (%s) classified %q, want %q", c.w, c.asm, tab.Features[f], c.want)
+		}
+	}
+}

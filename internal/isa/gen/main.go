@@ -5,7 +5,7 @@
 // truth is llvm-mc-16's disassembler: words are sampled for every key and
 // decoded under feature sets that add one extension at a time.
 //
-//	go run ./internal/isa/gen -samples 6 -o internal/isa/groups.bin
+//	go run ./internal/isa/gen -samples 6 -o internal/isa/groups.bin   (98 min on 2 cores)
 //
 // It prints the share of held-out words the table gets right. Each table is
 // stored as isa.PackGroup packs it (distinct blocks and an index), which the
@@ -22,7 +22,9 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/dorisarm/dorisarm/internal/isa"
 )
@@ -42,7 +44,9 @@ type class struct{ name, mattr string }
 var groups = []group{
 	{
 		name: "sve", mask: 0x1e000000, value: 0x04000000,
-		keyBits: [][2]int{{31, 29}, {24, 10}, {4, 4}},
+		// Bit 9 is in the key: it alone tells SVE's CNTP Xd, Pg, Pn.T
+		// (bit 9 = 0) from SVE2.1's CNTP Xd, PNn.T, vlx (bit 9 = 1).
+		keyBits: [][2]int{{31, 29}, {24, 9}, {4, 4}},
 		base:    "+sve", baseClass: "sve",
 		classes: []class{
 			{"sve2", "+sve,+sve2"},
@@ -58,7 +62,9 @@ var groups = []group{
 	},
 	{
 		name: "sme", mask: 0x9e000000, value: 0x80000000,
-		keyBits: [][2]int{{30, 29}, {24, 10}, {4, 0}},
+		// Bit 9 is in the key: it alone tells SME's MOVA (tile to vector)
+		// from SME2.1's MOVAZ, which zeroes the slice it reads.
+		keyBits: [][2]int{{30, 29}, {24, 9}, {4, 0}},
 		base:    "+sme,+sme-f64f64,+sme-i16i64", baseClass: "sme",
 		classes: []class{{"sme2", "+sme,+sme2,+sme-f64f64,+sme-i16i64"}, {"sme2p1", "+sme,+sme2,+sme2p1,+sme-f64f64,+sme-i16i64"}},
 	},
@@ -96,7 +102,7 @@ func (g group) random(rng *rand.Rand, k uint32) uint32 {
 }
 
 // decode returns the words llvm-mc decodes under mattr.
-func decode(words []uint32, mattr string) map[uint32]bool {
+func decode(words []uint32, mattr string) []uint32 {
 	var in bytes.Buffer
 	for _, w := range words {
 		fmt.Fprintf(&in, "0x%02x 0x%02x 0x%02x 0x%02x\n", w&0xff, w>>8&0xff, w>>16&0xff, w>>24)
@@ -104,25 +110,74 @@ func decode(words []uint32, mattr string) map[uint32]bool {
 	cmd := exec.Command("llvm-mc-16", "--disassemble", "-triple=aarch64", "-show-encoding", "-mattr="+mattr)
 	cmd.Stdin = &in
 	out, _ := cmd.Output()
-	valid := map[uint32]bool{}
+	var valid []uint32
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		if w, ok := isa.MCEncoding(sc.Text()); ok {
-			valid[w] = true
+			valid = append(valid, w)
 		}
 	}
 	return valid
 }
 
+// chunk is how many words one llvm-mc run decodes; runs go on every CPU.
+const chunk = 1 << 18
+
+// decodeAll decodes words under each mattr, the runs spread over the CPUs,
+// and returns for each mattr the set of words it decodes.
+func decodeAll(words []uint32, mattrs []string) []map[uint32]bool {
+	type job struct{ m, lo, hi int }
+	jobs := make(chan job)
+	type result struct {
+		m     int
+		valid []uint32
+	}
+	results := make(chan result)
+	var wg sync.WaitGroup
+	for i := 0; i < runtime.NumCPU(); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				results <- result{j.m, decode(words[j.lo:j.hi], mattrs[j.m])}
+			}
+		}()
+	}
+	go func() {
+		for m := range mattrs {
+			for lo := 0; lo < len(words); lo += chunk {
+				jobs <- job{m, lo, min(lo+chunk, len(words))}
+			}
+		}
+		close(jobs)
+		wg.Wait()
+		close(results)
+	}()
+	sets := make([]map[uint32]bool, len(mattrs))
+	for i := range sets {
+		sets[i] = map[uint32]bool{}
+	}
+	for r := range results {
+		for _, w := range r.valid {
+			sets[r.m][w] = true
+		}
+	}
+	return sets
+}
+
 // label classifies words: "" unallocated, else the class.
 func label(g group, words []uint32) map[uint32]string {
+	mattrs := []string{g.base}
+	for _, c := range g.classes {
+		mattrs = append(mattrs, c.mattr)
+	}
+	sets := decodeAll(words, mattrs)
 	out := map[uint32]string{}
-	base := decode(words, g.base)
-	for w := range base {
+	for w := range sets[0] {
 		out[w] = g.baseClass
 	}
-	for _, c := range g.classes {
-		for w := range decode(words, c.mattr) {
+	for i, c := range g.classes {
+		for w := range sets[i+1] {
 			if _, ok := out[w]; !ok {
 				out[w] = c.name
 			}
