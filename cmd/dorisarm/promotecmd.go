@@ -15,7 +15,7 @@ import (
 
 func newPromoteCmd(g *globals) *cobra.Command {
 	var tf trustFlags
-	var signKey, file, format string
+	var signKey, sigFormat, file, format string
 	var yes, rollback bool
 	var ro registry.Options
 	cmd := &cobra.Command{
@@ -25,7 +25,12 @@ func newPromoteCmd(g *globals) *cobra.Command {
 manifest; SBOM, provenance and a clean scan attestation on every build-made
 one), checks the destination tag, and with --yes copies everything by digest
 (index, manifests, blobs, cosign signatures and attestations) and writes the
-tag last. Without --yes it prints the plan and writes nothing.
+tag last. Without --yes it prints the plan and writes nothing. Signatures
+and attestations are read in both formats, Sigstore bundles (OCI 1.1
+referrers, cosign v3) first, then the legacy .sig/.att tags, and each form
+that verified is copied by digest: bundles as referrers of the copied
+manifests (through the referrers API, or its sha256-<digest> tag fallback),
+the legacy tags as they were read.
 
 Gates: unsigned, wrongly signed, missing attestations or a scan with
 violations refuse; so does a config or layer whose bytes in the registry
@@ -65,9 +70,15 @@ tags, in this shape:
 				if err != nil {
 					return err
 				}
-				if rec, err = sign.LoadSigner(signKey, pw, ro.Remote(cmd.Context())...); err != nil {
+				f, err := sign.ParseFormat(sigFormat)
+				if err != nil {
 					return fault.Input(err)
 				}
+				s, err := sign.LoadSigner(signKey, pw, ro.Remote(cmd.Context())...)
+				if err != nil {
+					return fault.Input(err)
+				}
+				rec = s.WithFormat(f)
 			}
 			text := format == "text"
 			hooks := promote.Hooks{
@@ -95,6 +106,7 @@ tags, in this shape:
 	}
 	tf.add(cmd)
 	cmd.Flags().StringVar(&signKey, "sign-key", "", "cosign private key to sign the promotion record with ($COSIGN_PASSWORD)")
+	cmd.Flags().StringVar(&sigFormat, "signature-format", "both", "the promotion record's format with --sign-key: both (a Sigstore bundle and the legacy .att tag), bundle or legacy")
 	cmd.Flags().StringVar(&file, "file", "", "promotions file (promotions: [{source: REPO@sha256:..., tags: [REPO:TAG, ...]}]; see the shape above)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "promote (without it: print the plan, write nothing)")
 	cmd.Flags().BoolVar(&rollback, "rollback", false, "let a floating tag (latest, 2.1) move back to an older, still verified release")

@@ -58,6 +58,15 @@ shared FE image and its index get the same three about the tree they hold
 (io.dorisarm.shared.tree): the builds holding it, its jars, and its scan for
 each of those builds' targets.
 
+Every signature and attestation is written in two formats unless
+--signature-format says one: as a Sigstore bundle stored as an OCI 1.1
+referrer of the manifest (cosign v3's default format; v2.6's
+--new-bundle-format), and in the legacy sha256-<digest>.sig/.att tags that
+cosign v2 reads. Registries without the referrers API get the tag fallback
+(sha256-<digest>). With --key and --rekor-url, every signature and
+attestation is also logged in that Rekor log, so that cosign verifies them
+without --insecure-ignore-tlog.
+
 --keyless signs with a short-lived Fulcio certificate for the CI's OIDC
 identity instead of a key, every signature and attestation logged in Rekor
 (stored as the cosign CLI stores them). It needs the network and an OIDC token: GitHub
@@ -70,6 +79,10 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Refs, req.Password, req.Getenv, req.Matrix, req.RecipeFile = args, password, os.Getenv, g.loadMatrix, g.data.Recipe
+			if !req.Keyless {
+				// With a key, --rekor-url asks for the transparency log.
+				req.KeyRekor, req.Sigstore.RekorURL = req.Sigstore.RekorURL, ""
+			}
 			done, err := attest.Run(cmd.Context(), req)
 			if err != nil {
 				return err
@@ -80,7 +93,8 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 	cmd.Flags().StringVar(&req.Key, "key", "", "cosign private key (cosign.key)")
 	cmd.Flags().BoolVar(&req.Keyless, "keyless", false, "sign with a Fulcio certificate for the CI's OIDC identity, logged in Rekor")
 	cmd.Flags().StringVar(&req.Sigstore.FulcioURL, "fulcio-url", "", "keyless: Fulcio (default https://fulcio.sigstore.dev)")
-	cmd.Flags().StringVar(&req.Sigstore.RekorURL, "rekor-url", "", "keyless: Rekor (default https://rekor.sigstore.dev)")
+	cmd.Flags().StringVar(&req.Sigstore.RekorURL, "rekor-url", "", "keyless: Rekor (default https://rekor.sigstore.dev); with --key: log every signature and attestation there too")
+	cmd.Flags().StringVar(&req.Format, "signature-format", "both", "both: Sigstore bundles (OCI referrers, cosign v3's format) and the legacy .sig/.att tags; bundle; or legacy")
 	cmd.Flags().StringVar(&req.Sigstore.OIDCIssuer, "oidc-issuer", "", "keyless: OIDC issuer (default https://oauth2.sigstore.dev/auth)")
 	cmd.Flags().StringVar(&req.Sigstore.IDToken, "identity-token", "", "keyless: an OIDC token (default $SIGSTORE_ID_TOKEN, or GitHub Actions' own)")
 	cmd.Flags().StringVar(&req.BuildDir, "build", "", "attest the images made from the builds in this dorisarm build --out directory")

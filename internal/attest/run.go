@@ -23,6 +23,11 @@ type Request struct {
 	Password func() ([]byte, error)
 	Keyless  bool
 	Sigstore sign.Keyless
+	// Format is which signature formats are written (--signature-format).
+	Format string
+	// KeyRekor logs key-based signatures in the Rekor log at this URL
+	// (--key with --rekor-url); keyless ones always are.
+	KeyRekor string
 	Getenv   func(string) string
 	// BuildDir, when set, is the dorisarm build --out directory whose
 	// builds the images were made from: each is attested too.
@@ -65,16 +70,31 @@ func Run(ctx context.Context, req Request) (Done, error) {
 }
 
 func (req Request) signer(ctx context.Context) (Signer, error) {
+	f, err := sign.ParseFormat(req.Format)
+	if err != nil {
+		return nil, fault.Input(err)
+	}
 	if req.Keyless {
 		s, err := sign.NewKeylessSigner(req.Sigstore, req.Getenv, req.Registry.Remote(ctx)...)
-		return s, fault.Input(err)
+		if err != nil {
+			return nil, fault.Input(err)
+		}
+		return s.WithFormat(f), nil
 	}
 	pw, err := req.Password()
 	if err != nil {
 		return nil, err
 	}
 	s, err := sign.LoadSigner(req.Key, pw, req.Registry.Remote(ctx)...)
-	return s, fault.Input(err)
+	if err != nil {
+		return nil, fault.Input(err)
+	}
+	if req.KeyRekor != "" {
+		if s, err = s.WithRekor(req.KeyRekor); err != nil {
+			return nil, fault.Input(err)
+		}
+	}
+	return s.WithFormat(f), nil
 }
 
 // Done is what SignAll did, a digest at a time.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,11 +72,18 @@ func TestPromoteCopiesTheVerifiedCompanions(t *testing.T) {
 	e, d, p, o := checkedRelease(t)
 	ctx := context.Background()
 	want := map[string]string{}
+	var bundles []string
 	for _, c := range p.Companions {
+		if c.ReferrerOf != "" {
+			bundles = append(bundles, c.Digest)
+			continue
+		}
 		want[c.Tag] = c.Digest
 	}
 	att := strings.Replace(d.String(), ":", "-", 1) + ".att"
-	if len(p.Companions) != 2 || want[att] == "" {
+	// Both formats: the .sig and .att tags, and the four Sigstore bundles
+	// (the signature and three attestations).
+	if len(want) != 2 || want[att] == "" || len(bundles) != 4 {
 		t.Fatalf("companions: %+v", p.Companions)
 	}
 	// Someone rewrites the attestations after the check.
@@ -92,6 +100,21 @@ func TestPromoteCopiesTheVerifiedCompanions(t *testing.T) {
 		if got := e.digestOf(e.tag("release/doris-be:" + tag)); got != digest {
 			t.Errorf("release %s is %s, want the verified %s", tag, got, digest)
 		}
+	}
+	// The other key's newer bundle was not verified: it is not copied.
+	idx, err := remote.Referrers(e.tag("release/doris-be:x").Context().Digest(d.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, _ := idx.IndexManifest()
+	var got []string
+	for _, m := range im.Manifests {
+		got = append(got, m.Digest.String())
+	}
+	slices.Sort(got)
+	slices.Sort(bundles)
+	if !slices.Equal(got, bundles) {
+		t.Errorf("the release's referrers are %v, want the verified bundles %v", got, bundles)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -49,10 +50,13 @@ type Plan struct {
 }
 
 // Companion is a signature or attestation manifest as verification read
-// it: its tag beside the image, and the digest of the bytes read.
+// it: its tag beside the image (the legacy format), or the manifest it
+// refers to (a Sigstore bundle, an OCI 1.1 referrer), and the digest of the
+// bytes read.
 type Companion struct {
-	Tag    string `json:"tag"`
-	Digest string `json:"digest"`
+	Tag        string `json:"tag,omitempty"`
+	ReferrerOf string `json:"referrer_of,omitempty"`
+	Digest     string `json:"digest"`
 }
 
 // Options are how a promotion is checked and run.
@@ -99,6 +103,15 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 			changed = t.TagStr()
 		}
 		read[t.TagStr()] = h.String()
+	})
+	// The Sigstore bundles that verified, by the manifest they are about.
+	referrers := map[string][]string{}
+	vctx = sign.WithReferrers(vctx, func(subject name.Digest, h v1.Hash) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Contains(referrers[subject.DigestStr()], h.String()) {
+			referrers[subject.DigestStr()] = append(referrers[subject.DigestStr()], h.String())
+		}
 	})
 	res, err := sign.VerifyRelease(vctx, p.Src, o.Trust, false, o.Registry.Remote(vctx)...)
 	if err != nil {
@@ -147,6 +160,9 @@ func Check(ctx context.Context, src name.Reference, dst name.Tag, o Options) (*P
 			if h, ok := read[hex+suffix]; ok {
 				p.Companions = append(p.Companions, Companion{Tag: hex + suffix, Digest: h})
 			}
+		}
+		for _, h := range referrers[d.DigestStr()] {
+			p.Companions = append(p.Companions, Companion{ReferrerOf: d.DigestStr(), Digest: h})
 		}
 	}
 
@@ -218,10 +234,17 @@ func Execute(ctx context.Context, p *Plan, o Options) error {
 		// By digest: the bytes verification read, whatever the tag holds now.
 		img, err := remote.Image(p.Src.Context().Digest(c.Digest), ro...)
 		if err != nil {
-			return fmt.Errorf("%s (%s, verified): %w", c.Tag, c.Digest, err)
+			return fmt.Errorf("%s (%s, verified): %w", c.name(), c.Digest, err)
 		}
-		if err := remote.Write(p.Dst.Context().Tag(c.Tag), img, ro...); err != nil {
-			return fmt.Errorf("copying %s (the destination tag was not moved): %w", c.Tag, err)
+		// A referrer is written by digest: the registry lists it among the
+		// referrers of its subject (or, without the referrers API,
+		// go-containerregistry adds it to the sha256-<hex> fallback tag).
+		var to name.Reference = p.Dst.Context().Digest(c.Digest)
+		if c.Tag != "" {
+			to = p.Dst.Context().Tag(c.Tag)
+		}
+		if err := remote.Write(to, img, ro...); err != nil {
+			return fmt.Errorf("copying %s (the destination tag was not moved): %w", c.name(), err)
 		}
 	}
 	// The copy can take minutes: the tag is read again just before it is
@@ -244,6 +267,14 @@ func Execute(ctx context.Context, p *Plan, o Options) error {
 		return &GateError{Reason: fmt.Sprintf("%s changed while the release was copied (it pointed to %s, now to %s); it was not moved: check who else writes it, then promote again", p.Dst, was, now)}
 	}
 	return remote.Tag(p.Dst, tg, ro...)
+}
+
+// name is how messages name c.
+func (c Companion) name() string {
+	if c.Tag != "" {
+		return c.Tag
+	}
+	return "the Sigstore bundle " + c.Digest + " of " + c.ReferrerOf
 }
 
 // floating reports whether tag (one CheckTag accepted for id) may move

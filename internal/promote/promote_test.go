@@ -194,7 +194,7 @@ func TestPromoteCopiesByDigestWithSignatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Companions) != 2 {
+	if len(p.Companions) != 6 { // .sig, .att and four bundles
 		t.Errorf("companions: %v", p.Companions)
 	}
 	if p.Bytes < 300 { // the random layer alone is 300 bytes

@@ -1,11 +1,14 @@
 package sign
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	cbundle "github.com/sigstore/cosign/v2/pkg/cosign/bundle"
 )
 
 // Predicate types dorisarm attests with: the first two are the ones the
@@ -47,11 +50,32 @@ func (s *Signer) attest(ctx context.Context, d name.Digest, predicateType string
 	if err != nil {
 		return err
 	}
-	env, err := signDSSE(s.sv, st)
+	env, e, pub, err := s.envelope(ctx, st)
 	if err != nil {
 		return err
 	}
-	return writeAttestation(ctx, d, attestationLayer(env, predicateType, nil), predicateType, replace, s.opts)
+	// Both formats store the one envelope (and log entry).
+	if s.format.bundle() {
+		b, err := makeBundle(s.sv, st, env, pub, e)
+		if err != nil {
+			return err
+		}
+		if err := writeBundle(ctx, d, b, predicateType, s.opts); err != nil {
+			return err
+		}
+	}
+	if !s.format.legacy() {
+		return nil
+	}
+	l := attestationLayer(env, predicateType, nil)
+	if e != nil {
+		js, err := json.Marshal(cbundle.EntryToBundle(e))
+		if err != nil {
+			return err
+		}
+		l.Annotations[annBundle] = string(js)
+	}
+	return writeAttestation(ctx, d, l, predicateType, replace, s.opts)
 }
 
 // Statement is a verified attestation's statement.
@@ -59,43 +83,122 @@ type Statement struct {
 	PredicateType string
 	Subject       string // sha256:<hex>
 	Predicate     json.RawMessage
+	// Format is the form it was stored and verified in: a Sigstore bundle
+	// (an OCI referrer) or cosign's legacy .att tag.
+	Format string `json:"-"`
 }
 
-// verifyAttestations returns the statements attached to d whose DSSE
-// signature verifies with trust and whose subject is d. It also says which
-// predicate types are attached to d at all, verified or not (read from the
-// unverified envelopes), so that an altered attestation is told apart from
-// a missing one.
-func verifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ...remote.Option) ([]Statement, map[string]bool, error) {
+// verifyAttestations returns the statements attached to d, in either
+// format, whose signature verifies with trust and whose subject is d: the
+// legacy .att tag's first, then the bundles', oldest first. It also says
+// which predicate types are attached to d in which form (checkedBundle,
+// checkedLegacy), verified or not (read from the unverified envelopes and
+// annotations), so that an altered attestation is told apart from a
+// missing one.
+func verifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ...remote.Option) ([]Statement, map[string]map[string]bool, error) {
 	v, err := trust.verifier(ctx, opts...)
 	if err != nil {
 		return nil, nil, err
+	}
+	attached := map[string]map[string]bool{}
+	attach := func(typ, form string) {
+		if attached[typ] == nil {
+			attached[typ] = map[string]bool{}
+		}
+		attached[typ][form] = true
 	}
 	// Nothing attached at all is "missing", not a verification failure.
 	list, err := readLayers(ctx, d, attSuffix, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(list) == 0 {
-		return nil, nil, nil
-	}
-	types := map[string]bool{}
 	for _, a := range list {
 		if st, err := statementOf(a.Payload); err == nil {
-			types[st.PredicateType] = true
+			attach(st.PredicateType, checkedLegacy)
 		}
 	}
-	sts, err := v.verifyAttestations(ctx, d, list)
-	if err != nil {
-		return nil, types, err
+	var out []Statement
+	var errs []error
+	if len(list) > 0 {
+		sts, err := v.verifyAttestations(ctx, d, list)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		out = append(out, statements(sts, checkedLegacy)...)
 	}
+	bs, err := readBundles(ctx, d, opts)
+	if err != nil {
+		// Unreadable referrers verify nothing; the legacy tag still may.
+		errs = append(errs, err)
+	}
+	bsts, battached, err := v.verifiedBundleAttestations(ctx, d, bs)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for t := range battached {
+		attach(t, checkedBundle)
+	}
+	out = append(out, statements(newestReplaced(bsts), checkedBundle)...)
+	if len(out) == 0 && len(errs) > 0 {
+		return nil, attached, errors.Join(errs...)
+	}
+	return out, attached, nil
+}
+
+func statements(sts []statement, format string) []Statement {
 	var out []Statement
 	for _, st := range sts {
 		sub := ""
 		if len(st.Subject) > 0 {
 			sub = "sha256:" + st.Subject[0].Digest["sha256"]
 		}
-		out = append(out, Statement{PredicateType: st.PredicateType, Subject: sub, Predicate: st.Predicate})
+		out = append(out, Statement{PredicateType: st.PredicateType, Subject: sub, Predicate: st.Predicate, Format: format})
 	}
-	return out, types, nil
+	return out
+}
+
+// replaced are the predicate types of which an image carries one
+// attestation, the newest (dorisarm attests them with Attest, which
+// replaces the legacy tag's); others accumulate (AttestAdd: promotion
+// records). In the bundle format, where nothing is removed, only the
+// newest of a replaced type is read.
+var replaced = map[string]bool{PredicateSPDX: true, PredicateSLSA1: true, PredicateScan: true}
+
+// newestReplaced drops from sts (oldest first) each statement of a
+// replaced type that a later one of its type follows (a bundle that did not
+// say its type in its annotations).
+func newestReplaced(sts []statement) []statement {
+	var out []statement
+	for i, st := range sts {
+		later := false
+		for _, n := range sts[i+1:] {
+			if replaced[st.PredicateType] && n.PredicateType == st.PredicateType {
+				later = true
+				break
+			}
+		}
+		if !later {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// dedupe drops a statement that a later one repeats (the same statement
+// signed in both formats), keeping the later.
+func dedupe(sts []Statement) []Statement {
+	var out []Statement
+	for i, st := range sts {
+		repeated := false
+		for _, later := range sts[i+1:] {
+			if later.PredicateType == st.PredicateType && later.Subject == st.Subject && bytes.Equal(later.Predicate, st.Predicate) {
+				repeated = true
+				break
+			}
+		}
+		if !repeated {
+			out = append(out, st)
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package sign
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 )
@@ -39,7 +40,11 @@ func (v *Verified) WriteText(w io.Writer) error {
 	for _, c := range v.Checks {
 		var err error
 		if c.OK {
-			_, err = fmt.Fprintf(w, "%s    %s\n", paint(true, "ok"), c.What)
+			what := c.What
+			if len(c.Formats) > 0 {
+				what += " [" + strings.Join(c.Formats, " and ") + "]"
+			}
+			_, err = fmt.Fprintf(w, "%s    %s\n", paint(true, "ok"), what)
 		} else {
 			_, err = fmt.Fprintf(w, "%s  %s: %s\n", paint(false, "FAIL"), c.What, c.Why)
 		}

@@ -23,7 +23,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	cbundle "github.com/sigstore/cosign/v2/pkg/cosign/bundle"
+	ctypes "github.com/sigstore/cosign/v2/pkg/types"
 	fulcioapi "github.com/sigstore/fulcio/pkg/api"
+	"github.com/sigstore/rekor/pkg/generated/models"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 )
@@ -62,9 +64,8 @@ func (k Keyless) Resolve(getenv func(string) string) (Keyless, error) {
 		k.OIDCIssuer = DefaultOIDCIssuerURL
 	}
 	for _, f := range []struct{ flag, u string }{{"--fulcio-url", k.FulcioURL}, {"--rekor-url", k.RekorURL}, {"--oidc-issuer", k.OIDCIssuer}} {
-		p, err := url.Parse(f.u)
-		if err != nil || p.Host == "" || (p.Scheme != "https" && !(p.Scheme == "http" && loopback(p.Hostname()))) {
-			return Keyless{}, fmt.Errorf("%s %q: want an https:// URL (plain http only on loopback)", f.flag, f.u)
+		if err := checkServiceURL(f.flag, f.u); err != nil {
+			return Keyless{}, err
 		}
 	}
 	if k.IDToken == "" {
@@ -79,6 +80,16 @@ func (k Keyless) Resolve(getenv func(string) string) (Keyless, error) {
 		}
 	}
 	return k, nil
+}
+
+// checkServiceURL refuses a Sigstore service URL that is not https (plain
+// http only on loopback, for tests).
+func checkServiceURL(flag, u string) error {
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" || (p.Scheme != "https" && !(p.Scheme == "http" && loopback(p.Hostname()))) {
+		return fmt.Errorf("%s %q: want an https:// URL (plain http only on loopback)", flag, u)
+	}
+	return nil
 }
 
 func loopback(host string) bool {
@@ -100,6 +111,7 @@ type KeylessSigner struct {
 	opts   []remote.Option
 	client *http.Client // GitHub's token endpoint
 	rekor  *rekorLog
+	format Format
 
 	key   signature.SignerVerifier
 	cert  *x509.Certificate
@@ -125,44 +137,85 @@ func NewKeylessSigner(k Keyless, getenv func(string) string, opts ...remote.Opti
 var rekorRetries uint = 3
 
 // Sign signs ref by digest, recursively for an index, each signature
-// logged in Rekor (a hashedrekord entry). Every digest is signed and logged
-// before anything is written to the registry.
+// logged in Rekor: in the bundle format a DSSE statement (a dsse entry),
+// in the legacy one a simple-signing payload (a hashedrekord entry). Every
+// digest is signed and logged before anything is written to the registry.
 func (s *KeylessSigner) Sign(ctx context.Context, ref name.Reference) ([]name.Digest, error) {
 	ds, err := Digests(ctx, ref, s.opts...)
 	if err != nil {
 		return nil, err
 	}
-	sigs := make([]layer, len(ds))
+	type signed struct {
+		legacy *layer
+		bundle []byte
+	}
+	out := make([]signed, len(ds))
 	for i, d := range ds {
-		pl, err := (&payload.Cosign{Image: d}).MarshalJSON()
-		if err != nil {
+		if err := s.certify(ctx); err != nil {
 			return nil, err
 		}
-		if err := s.certify(ctx); err != nil {
+		if s.format.bundle() {
+			st, err := signStatement(d)
+			if err != nil {
+				return nil, err
+			}
+			if out[i].bundle, err = s.bundle(ctx, st); err != nil {
+				return nil, fmt.Errorf("signing %s: %w", d, err)
+			}
+		}
+		if !s.format.legacy() {
+			continue
+		}
+		pl, err := (&payload.Cosign{Image: d}).MarshalJSON()
+		if err != nil {
 			return nil, err
 		}
 		sig, err := s.key.SignMessage(bytes.NewReader(pl))
 		if err != nil {
 			return nil, err
 		}
-		b, err := s.rekor.uploadSignature(ctx, pl, sig, s.certs.CertPEM)
+		e, err := s.rekor.uploadSignature(ctx, pl, sig, s.certs.CertPEM)
 		if err != nil {
 			return nil, fmt.Errorf("signing %s: %w", d, err)
 		}
-		if sigs[i], err = s.layer(signatureLayer(pl, sig, nil), b); err != nil {
+		l, err := s.layer(signatureLayer(pl, sig, nil), e)
+		if err != nil {
 			return nil, err
 		}
+		out[i].legacy = &l
 	}
 	for i, d := range ds {
-		if err := writeSignature(ctx, d, sigs[i], s.opts, nil); err != nil {
-			return nil, fmt.Errorf("storing the signature of %s: %w", d, err)
+		if out[i].bundle != nil {
+			if err := writeBundle(ctx, d, out[i].bundle, ctypes.CosignSignPredicateType, s.opts); err != nil {
+				return nil, fmt.Errorf("storing the bundle signature of %s: %w", d, err)
+			}
+		}
+		if out[i].legacy != nil {
+			if err := writeSignature(ctx, d, *out[i].legacy, s.opts, nil); err != nil {
+				return nil, fmt.Errorf("storing the signature of %s: %w", d, err)
+			}
 		}
 	}
 	return ds, nil
 }
 
+// bundle signs st (a DSSE envelope), logs the envelope in Rekor (a dsse
+// entry) and returns the Sigstore bundle of the two with the certificate.
+func (s *KeylessSigner) bundle(ctx context.Context, st []byte) ([]byte, error) {
+	env, err := signDSSE(s.key, st)
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.rekor.uploadEnvelope(ctx, env, s.certs.CertPEM)
+	if err != nil {
+		return nil, err
+	}
+	return makeBundle(s.key, st, env, s.certs.CertPEM, e)
+}
+
 // Attest attaches a keyless-signed attestation about d, logged in Rekor (a
-// dsse entry), replacing those of the same predicate type.
+// dsse entry), replacing in the legacy tag those of the same predicate
+// type. Both formats store the one envelope and log entry.
 func (s *KeylessSigner) Attest(ctx context.Context, d name.Digest, predicateType string, predicate []byte) error {
 	st, err := newStatement(d, predicateType, predicate)
 	if err != nil {
@@ -176,21 +229,39 @@ func (s *KeylessSigner) Attest(ctx context.Context, d name.Digest, predicateType
 		return err
 	}
 	// Rekor hashes the envelope as sent: it is stored byte for byte.
-	b, err := s.rekor.uploadEnvelope(ctx, env, s.certs.CertPEM)
+	e, err := s.rekor.uploadEnvelope(ctx, env, s.certs.CertPEM)
 	if err != nil {
 		return fmt.Errorf("attesting %s: %w", d, err)
 	}
-	l, err := s.layer(attestationLayer(env, predicateType, nil), b)
+	if s.format.bundle() {
+		b, err := makeBundle(s.key, st, env, s.certs.CertPEM, e)
+		if err != nil {
+			return err
+		}
+		if err := writeBundle(ctx, d, b, predicateType, s.opts); err != nil {
+			return err
+		}
+	}
+	if !s.format.legacy() {
+		return nil
+	}
+	l, err := s.layer(attestationLayer(env, predicateType, nil), e)
 	if err != nil {
 		return err
 	}
 	return writeAttestation(ctx, d, l, predicateType, true, s.opts)
 }
 
+// WithFormat makes s write f's signature formats (the default: both).
+func (s *KeylessSigner) WithFormat(f Format) *KeylessSigner {
+	s.format = f
+	return s
+}
+
 // layer adds what cosign stores beside a keyless signature: the
-// certificate, its chain and the Rekor bundle.
-func (s *KeylessSigner) layer(l layer, b *cbundle.RekorBundle) (layer, error) {
-	js, err := json.Marshal(b)
+// certificate, its chain and the Rekor bundle of e.
+func (s *KeylessSigner) layer(l layer, e *models.LogEntryAnon) (layer, error) {
+	js, err := json.Marshal(cbundle.EntryToBundle(e))
 	if err != nil {
 		return l, err
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,8 +108,10 @@ func releaseSigner(t *testing.T, f *fakesigstore.Server) *KeylessSigner {
 func TestKeylessSignAttestVerify(t *testing.T) {
 	f, ref, s, ds := signedIndex(t)
 	ctx := context.Background()
-	if len(ds) != 3 || f.Logged() != 3 {
-		t.Fatalf("signed %d digests with %d Rekor entries, want the index and its 2 manifests, each logged", len(ds), f.Logged())
+	// Both formats: a dsse entry (the bundle's statement) and a
+	// hashedrekord entry (the legacy payload) a digest.
+	if len(ds) != 3 || f.Logged() != 6 {
+		t.Fatalf("signed %d digests with %d Rekor entries, want the index and its 2 manifests, each logged in both formats", len(ds), f.Logged())
 	}
 	trust := Trust{Identity: releaseIdentity, Issuer: f.Issuer}
 	checks, err := signatureChecksOf(ctx, ref, trust)
@@ -116,8 +119,8 @@ func TestKeylessSignAttestVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range checks {
-		if !c.OK {
-			t.Errorf("%s: %s", c.What, c.Why)
+		if !c.OK || !slices.Equal(c.Formats, []string{checkedBundle, checkedLegacy}) {
+			t.Errorf("%s: %s %v, want the bundle and the legacy tag verified", c.What, c.Why, c.Formats)
 		}
 	}
 	// The identity, the issuer, the trusted root (CA, Rekor key) and the SCT
@@ -200,8 +203,9 @@ func TestKeylessSignAttestVerify(t *testing.T) {
 	if err := s.Attest(ctx, d, PredicateSPDX, []byte(`not json`)); err == nil {
 		t.Error("a non-JSON predicate was attested")
 	}
-	if f.Logged() != 6 {
-		t.Errorf("%d Rekor entries after 3 signatures and 3 attestations", f.Logged())
+	// An attestation's one envelope and entry serve both formats.
+	if f.Logged() != 9 {
+		t.Errorf("%d Rekor entries after 3 signatures in two formats and 3 attestations", f.Logged())
 	}
 	sts, _ := statementsOf(t, ctx, d, trust)
 	got := map[string]string{}

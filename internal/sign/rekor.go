@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/sigstore/cosign/v2/pkg/cosign"
-	cbundle "github.com/sigstore/cosign/v2/pkg/cosign/bundle"
 	rekorclient "github.com/sigstore/rekor/pkg/client"
 	rekorgen "github.com/sigstore/rekor/pkg/generated/client"
 	"github.com/sigstore/rekor/pkg/generated/models"
@@ -30,25 +29,25 @@ func newRekorLog(url string, retries uint) (*rekorLog, error) {
 	return &rekorLog{url: url, client: c}, nil
 }
 
-// uploadSignature logs a signature of pl by the certificate's key (a
-// hashedrekord entry) and returns the entry as cosign stores it.
-func (r *rekorLog) uploadSignature(ctx context.Context, pl, sig, certPEM []byte) (*cbundle.RekorBundle, error) {
+// uploadSignature logs a signature of pl by the certificate's (or key's)
+// public key (a hashedrekord entry) and returns the entry.
+func (r *rekorLog) uploadSignature(ctx context.Context, pl, sig, signerPEM []byte) (*models.LogEntryAnon, error) {
 	h := sha256.New()
 	h.Write(pl)
-	e, err := cosign.TLogUpload(ctx, r.client, sig, h, certPEM)
-	return r.bundle(e, err)
+	e, err := cosign.TLogUpload(ctx, r.client, sig, h, signerPEM)
+	return r.checked(e, err)
 }
 
-// uploadEnvelope logs a DSSE envelope signed by the certificate's key (a
-// dsse entry); Rekor hashes the envelope as sent.
-func (r *rekorLog) uploadEnvelope(ctx context.Context, env, certPEM []byte) (*cbundle.RekorBundle, error) {
-	e, err := cosign.TLogUploadDSSEEnvelope(ctx, r.client, env, certPEM)
-	return r.bundle(e, err)
+// uploadEnvelope logs a DSSE envelope signed by the certificate's (or
+// key's) public key (a dsse entry); Rekor hashes the envelope as sent.
+func (r *rekorLog) uploadEnvelope(ctx context.Context, env, signerPEM []byte) (*models.LogEntryAnon, error) {
+	e, err := cosign.TLogUploadDSSEEnvelope(ctx, r.client, env, signerPEM)
+	return r.checked(e, err)
 }
 
-// bundle checks that the log answered with a whole entry and a signed
+// checked checks that the log answered with a whole entry and a signed
 // entry timestamp: an answer without one is an error naming the log.
-func (r *rekorLog) bundle(e *models.LogEntryAnon, err error) (*cbundle.RekorBundle, error) {
+func (r *rekorLog) checked(e *models.LogEntryAnon, err error) (*models.LogEntryAnon, error) {
 	switch {
 	case err != nil:
 	case e == nil || e.Body == nil || e.IntegratedTime == nil || e.LogID == nil || e.LogIndex == nil:
@@ -59,5 +58,5 @@ func (r *rekorLog) bundle(e *models.LogEntryAnon, err error) (*cbundle.RekorBund
 	if err != nil {
 		return nil, fmt.Errorf("Rekor %s: %w", r.url, err)
 	}
-	return cbundle.EntryToBundle(e), nil
+	return e, nil
 }

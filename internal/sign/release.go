@@ -46,58 +46,86 @@ func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts 
 		}
 		sts, attached, verr := verifyAttestations(ctx, d, trust, opts...)
 		if verr == nil {
-			verified[d.DigestStr()] = sts
+			verified[d.DigestStr()] = dedupe(sts)
 		}
-		byType := map[string]Statement{}
+		// Of each predicate type, the newest that verified in each form:
+		// every one of them must pass the policy (a bundle and a legacy tag
+		// that say different things fail, whichever is right).
+		newest := map[string]map[string]Statement{}
 		for _, st := range sts {
-			if st.Subject == d.DigestStr() {
-				byType[st.PredicateType] = st
+			if st.Subject != d.DigestStr() {
+				continue
 			}
+			if newest[st.PredicateType] == nil {
+				newest[st.PredicateType] = map[string]Statement{}
+			}
+			newest[st.PredicateType][st.Format] = st
 		}
 		for _, typ := range []string{PredicateSPDX, PredicateSLSA1, PredicateScan} {
 			c := Check{What: fmt.Sprintf("attestation %s of %s", typ, d)}
-			switch st, ok := byType[typ]; {
+			forms := newest[typ]
+			unverified := ""
+			for _, f := range []string{checkedBundle, checkedLegacy} {
+				if _, ok := forms[f]; attached[typ][f] && !ok && unverified == "" {
+					unverified = f
+				}
+			}
+			switch {
 			case verr != nil:
 				c.Why = verr.Error()
-			case !ok && attached[typ]:
+			case len(forms) == 0 && unverified != "":
 				c.Why = "attached, but its signature does not verify: it was altered or signed with another key"
-			case !ok:
+			case len(forms) == 0:
 				c.Why = "missing (sign it with dorisarm sign --build)"
-			case tree != "":
-				// A shared image or its index: the predicate is about the
-				// tree it holds, scanned clean for every target.
-				if why := checkSharedPredicate(typ, st.Predicate, tree); why != "" {
-					c.Why = why
-				} else {
-					c.OK = true
-				}
-			case platforms != nil:
-				// A multi-arch index: the predicate must describe exactly
-				// its platforms made from builds, and the scan be clean.
-				if why := checkIndexPredicate(typ, st.Predicate, platforms); why != "" {
-					c.Why = why
-				} else {
-					c.OK = true
-				}
-			case typ == PredicateScan:
-				var rep struct {
-					Summary struct {
-						Clean      bool `json:"clean"`
-						Violations int  `json:"violations"`
-					} `json:"summary"`
-				}
-				if err := json.Unmarshal(st.Predicate, &rep); err != nil || !rep.Summary.Clean {
-					c.Why = fmt.Sprintf("the scan found %d violation(s) for the image's target", rep.Summary.Violations)
-				} else {
-					c.OK = true
-				}
+			case unverified != "":
+				// One form verifies, the other holds only an attestation
+				// that does not: someone altered or replaced it.
+				c.Why = "the " + unverified + " attestation is attached, but its signature does not verify: it was altered or signed with another key"
 			default:
 				c.OK = true
+				for _, f := range []string{checkedBundle, checkedLegacy} {
+					st, ok := forms[f]
+					if !ok {
+						continue
+					}
+					c.Formats = append(c.Formats, f)
+					if why := predicateProblem(typ, st, platforms, tree); why != "" && c.OK {
+						c.OK, c.Why = false, why
+						if len(forms) > 1 {
+							c.Why = "the " + f + " attestation: " + why
+						}
+					}
+				}
 			}
 			checks = append(checks, c)
 		}
 	}
 	return checks, verified, nil
+}
+
+// predicateProblem is what is wrong with st, a verified statement of type
+// typ about a manifest ("" when nothing is): about a shared image or its
+// index (tree), the tree it holds scanned clean for every target; about a
+// multi-arch index (platforms), exactly its platforms made from builds and
+// a clean scan; about an image, a clean scan.
+func predicateProblem(typ string, st Statement, platforms map[string]indexEntry, tree string) string {
+	switch {
+	case tree != "":
+		return checkSharedPredicate(typ, st.Predicate, tree)
+	case platforms != nil:
+		return checkIndexPredicate(typ, st.Predicate, platforms)
+	case typ == PredicateScan:
+		var rep struct {
+			Summary struct {
+				Clean      bool `json:"clean"`
+				Violations int  `json:"violations"`
+			} `json:"summary"`
+		}
+		if err := json.Unmarshal(st.Predicate, &rep); err != nil || !rep.Summary.Clean {
+			return fmt.Sprintf("the scan found %d violation(s) for the image's target", rep.Summary.Violations)
+		}
+	}
+	return ""
 }
 
 // attestedManifest says whether the manifest at d must carry attestations:

@@ -11,6 +11,7 @@ package sign
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -21,7 +22,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
+	cbundle "github.com/sigstore/cosign/v2/pkg/cosign/bundle"
 	cosignremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
+	ctypes "github.com/sigstore/cosign/v2/pkg/types"
+	"github.com/sigstore/rekor/pkg/generated/models"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/tuf"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -63,8 +67,10 @@ func Keygen(dir string, password []byte) (priv, pub string, err error) {
 
 // Signer signs with a cosign private key.
 type Signer struct {
-	sv   signature.SignerVerifier
-	opts []remote.Option
+	sv     signature.SignerVerifier
+	opts   []remote.Option
+	format Format
+	rekor  *rekorLog // nil: signatures are not logged (cosign's --tlog-upload=false)
 }
 
 // maxKeyFile bounds a key file: a PEM key is under 1 kB.
@@ -81,6 +87,27 @@ func LoadSigner(keyPath string, password []byte, opts ...remote.Option) (*Signer
 		return nil, fmt.Errorf("%s: %w (is COSIGN_PASSWORD right?)", keyPath, err)
 	}
 	return &Signer{sv: sv, opts: opts}, nil
+}
+
+// WithFormat makes s write f's signature formats (the default: both).
+func (s *Signer) WithFormat(f Format) *Signer {
+	s.format = f
+	return s
+}
+
+// WithRekor logs every signature and attestation s makes in the Rekor log
+// at url, as the cosign CLI does by default for key-based signatures, so
+// that verifiers can check them against the log (cosign verify without
+// --insecure-ignore-tlog).
+func (s *Signer) WithRekor(url string) (*Signer, error) {
+	if err := checkServiceURL("--rekor-url", url); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.rekor, err = newRekorLog(url, rekorRetries); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Sign signs ref by digest: an image, or an index and every manifest in it.
@@ -100,6 +127,14 @@ func (s *Signer) Sign(ctx context.Context, ref name.Reference) ([]name.Digest, e
 }
 
 func (s *Signer) signOne(ctx context.Context, d name.Digest) error {
+	if s.format.bundle() {
+		if err := s.signBundle(ctx, d); err != nil {
+			return err
+		}
+	}
+	if !s.format.legacy() {
+		return nil
+	}
 	pl, err := (&payload.Cosign{Image: d}).MarshalJSON()
 	if err != nil {
 		return err
@@ -108,8 +143,74 @@ func (s *Signer) signOne(ctx context.Context, d name.Digest) error {
 	if err != nil {
 		return err
 	}
+	l := signatureLayer(pl, raw, nil)
+	if s.rekor != nil {
+		pub, err := s.publicPEM()
+		if err != nil {
+			return err
+		}
+		e, err := s.rekor.uploadSignature(ctx, pl, raw, pub)
+		if err != nil {
+			return err
+		}
+		js, err := json.Marshal(cbundle.EntryToBundle(e))
+		if err != nil {
+			return err
+		}
+		l.Annotations[annBundle] = string(js)
+	}
 	// Signed before by this key: cosign's duplicate check keeps one.
-	return writeSignature(ctx, d, signatureLayer(pl, raw, nil), s.opts, cosignremote.NewDupeDetector(s.sv))
+	return writeSignature(ctx, d, l, s.opts, cosignremote.NewDupeDetector(s.sv))
+}
+
+// signBundle adds a bundle-format signature of d, unless one by this key
+// is there already (re-signing is idempotent, as cosign's duplicate check
+// makes it for the tags).
+func (s *Signer) signBundle(ctx context.Context, d name.Digest) error {
+	if bs, err := readBundles(ctx, d, s.opts); err == nil && len(bs) > 0 {
+		v := &verifier{co: &cosign.CheckOpts{SigVerifier: s.sv, IgnoreTlog: true, Offline: true}}
+		if _, err := v.verifiedBundleSignature(ctx, d, bs); err == nil {
+			return nil
+		}
+	}
+	st, err := signStatement(d)
+	if err != nil {
+		return err
+	}
+	env, e, pub, err := s.envelope(ctx, st)
+	if err != nil {
+		return err
+	}
+	b, err := makeBundle(s.sv, st, env, pub, e)
+	if err != nil {
+		return err
+	}
+	return writeBundle(ctx, d, b, ctypes.CosignSignPredicateType, s.opts)
+}
+
+// envelope signs st (a DSSE envelope) and logs the envelope when s has a
+// Rekor log (a dsse entry; nil otherwise); pub is the key's PEM.
+func (s *Signer) envelope(ctx context.Context, st []byte) (env []byte, e *models.LogEntryAnon, pub []byte, err error) {
+	if env, err = signDSSE(s.sv, st); err != nil {
+		return nil, nil, nil, err
+	}
+	if pub, err = s.publicPEM(); err != nil {
+		return nil, nil, nil, err
+	}
+	if s.rekor != nil {
+		if e, err = s.rekor.uploadEnvelope(ctx, env, pub); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return env, e, pub, nil
+}
+
+func (s *Signer) publicPEM() ([]byte, error) {
+	pk, err := s.sv.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	return cryptoutils.MarshalPublicKeyToPEM(pk)
 }
 
 // Digests resolves ref to the digests a recursive signature covers: the
@@ -139,6 +240,9 @@ type Check struct {
 	What string `json:"what"`
 	OK   bool   `json:"ok"`
 	Why  string `json:"why,omitempty"`
+	// Formats are the forms of signature or attestation checked: a
+	// Sigstore bundle (an OCI referrer) and/or cosign's legacy tag.
+	Formats []string `json:"formats,omitempty"`
 }
 
 // Result is what VerifyRelease checked.
@@ -216,10 +320,10 @@ func signatureChecks(ctx context.Context, ds []name.Digest, v *verifier) []Check
 	var checks []Check
 	for _, d := range ds {
 		c := Check{What: "signature of " + d.String()}
-		if err := v.verifySignatures(ctx, d); err != nil {
+		if formats, err := v.verifySignatures(ctx, d); err != nil {
 			c.Why = explain(err)
 		} else {
-			c.OK = true
+			c.OK, c.Formats = true, formats
 		}
 		checks = append(checks, c)
 	}

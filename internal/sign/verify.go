@@ -20,6 +20,7 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/oci/empty"
 	ocimutate "github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ocisig "github.com/sigstore/cosign/v2/pkg/oci/signature"
+	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 )
 
@@ -73,29 +74,59 @@ func ociSignature(l layer) (oci.Signature, error) {
 func digestHash(d name.Digest) (v1.Hash, error) { return v1.NewHash(d.DigestStr()) }
 
 // verifySignatures checks that at least one signature stored beside d
-// verifies and signs d.
-func (v *verifier) verifySignatures(ctx context.Context, d name.Digest) error {
-	_, err := v.verifiedSignature(ctx, d)
-	return err
+// verifies and signs d, and says in which forms one did (Check.Formats).
+func (v *verifier) verifySignatures(ctx context.Context, d name.Digest) ([]string, error) {
+	_, formats, err := v.verifiedSignature(ctx, d)
+	return formats, err
 }
 
-// verifiedSignature is the first signature stored beside d that verifies
-// and signs d.
-func (v *verifier) verifiedSignature(ctx context.Context, d name.Digest) (oci.Signature, error) {
+// verifiedSignature is who made a signature of d that verifies and signs
+// d (see signer; the bundle's when both forms verify: the format cosign v3
+// writes), and the forms in which one did: a Sigstore bundle and the legacy
+// .sig tag are both read, so that a promotion copies each form it verified.
+func (v *verifier) verifiedSignature(ctx context.Context, d name.Digest) (who string, formats []string, err error) {
+	nm := &errNoMatch{what: "signatures"}
+	bs, err := readBundles(ctx, d, v.opts)
+	if err != nil {
+		nm.add(err) // unreadable referrers verify nothing; the legacy tag still may
+	}
+	if len(bs) > 0 {
+		b, err := v.verifiedBundleSignature(ctx, d, bs)
+		switch {
+		case err == nil:
+			if who, err = v.bundleSigner(b.Bundle); err != nil {
+				return "", nil, err
+			}
+			formats = append(formats, checkedBundle)
+		default:
+			var none *errNoMatch
+			if !errors.As(err, &none) || len(none.reasons) > 0 {
+				nm.add(err)
+			}
+		}
+	}
 	ls, err := readLayers(ctx, d, sigSuffix, v.opts)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	nm := &errNoMatch{what: "signatures"}
 	for _, l := range ls {
 		sig, err := v.verifySignature(ctx, d, l)
 		if err != nil {
 			nm.add(err)
 			continue
 		}
-		return sig, nil
+		if who == "" {
+			if who, err = v.signer(sig); err != nil {
+				return "", nil, err
+			}
+		}
+		formats = append(formats, checkedLegacy)
+		break
 	}
-	return nil, nm
+	if len(formats) == 0 {
+		return "", nil, nm
+	}
+	return who, formats, nil
 }
 
 // verifySignature checks one stored signature with cosign: the signature
@@ -124,20 +155,44 @@ func (v *verifier) verifySignature(ctx context.Context, d name.Digest, l layer) 
 // identity and OIDC issuer.
 func (v *verifier) signer(sig oci.Signature) (string, error) {
 	if v.co.SigVerifier != nil {
-		pk, err := v.co.SigVerifier.PublicKey()
-		if err != nil {
-			return "", err
-		}
-		der, err := x509.MarshalPKIXPublicKey(pk)
-		if err != nil {
-			return "", err
-		}
-		return "key sha256:" + sha256Hex(der), nil
+		return v.keyName()
 	}
 	cert, err := sig.Cert()
 	if err != nil || cert == nil {
 		return "", fmt.Errorf("the verified signature has no certificate: %v", err)
 	}
+	return certName(cert)
+}
+
+// bundleSigner is signer for a bundle cosign verified.
+func (v *verifier) bundleSigner(b *sgbundle.Bundle) (string, error) {
+	if v.co.SigVerifier != nil {
+		return v.keyName()
+	}
+	vc, err := b.VerificationContent()
+	if err != nil {
+		return "", err
+	}
+	cert := vc.Certificate()
+	if cert == nil {
+		return "", errors.New("the verified bundle has no certificate")
+	}
+	return certName(cert)
+}
+
+func (v *verifier) keyName() (string, error) {
+	pk, err := v.co.SigVerifier.PublicKey()
+	if err != nil {
+		return "", err
+	}
+	der, err := x509.MarshalPKIXPublicKey(pk)
+	if err != nil {
+		return "", err
+	}
+	return "key sha256:" + sha256Hex(der), nil
+}
+
+func certName(cert *x509.Certificate) (string, error) {
 	sum, err := certificate.SummarizeCertificate(cert)
 	if err != nil {
 		return "", err
@@ -160,15 +215,13 @@ func NewSignatureChecker(ctx context.Context, trust Trust) (*SignatureChecker, e
 }
 
 // Check verifies, with cosign, that d carries a signature the trust
-// accepts, reading it through opts, and returns who made it (see signer).
+// accepts, in either format, reading it through opts, and returns who
+// made it (see signer).
 func (c *SignatureChecker) Check(ctx context.Context, d name.Digest, opts ...remote.Option) (string, error) {
 	v := *c.v
 	v.opts = opts
-	sig, err := v.verifiedSignature(ctx, d)
-	if err != nil {
-		return "", err
-	}
-	return v.signer(sig)
+	who, _, err := v.verifiedSignature(ctx, d)
+	return who, err
 }
 
 // verifyAttestations returns the statements of the attestations stored

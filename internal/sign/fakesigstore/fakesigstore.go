@@ -415,13 +415,15 @@ func (s *Server) sign(msg []byte) ([]byte, error) {
 
 // checkpoint is a signed note of the tree's size and root.
 func (s *Server) checkpoint(size int64, rootHash []byte) (string, error) {
-	const origin = "fake-rekor.dorisarm.invalid"
-	note := fmt.Sprintf("%s\n%d\n%s\n", origin, size, base64.StdEncoding.EncodeToString(rootHash))
+	// A Rekor v1 signed tree head names its tree ("host - treeID"), its
+	// signature line the host.
+	const host = "fake-rekor.dorisarm.invalid"
+	note := fmt.Sprintf("%s - 1\n%d\n%s\n", host, size, base64.StdEncoding.EncodeToString(rootHash))
 	sig, err := s.sign([]byte(note))
 	if err != nil {
 		return "", err
 	}
-	return note + "\n\u2014 " + origin + " " + base64.StdEncoding.EncodeToString(append(logID(s.rekorKey)[:4], sig...)) + "\n", nil
+	return note + "\n\u2014 " + host + " " + base64.StdEncoding.EncodeToString(append(logID(s.rekorKey)[:4], sig...)) + "\n", nil
 }
 
 // RFC 6962 hashing.
