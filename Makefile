@@ -108,9 +108,12 @@ bench-image: deps
 	bash scripts/bench-image.sh
 
 # The slow end-to-end suite: dorisarm's signatures checked by the real cosign
-# CLI (built once into .cache/bin) against a local docker-registry.
+# CLIs (v2.6.2 and v3.1.3, built once into .cache/bin) against a local
+# docker-registry and a fake Sigstore, and the other way round.
 e2e: deps
 	bash scripts/e2e-cosign.sh
+	@echo "== both signature formats with cosign v2.6.2 (legacy, --new-bundle-format) and v3.1.3, key-based and keyless, the transparency log checked"
+	bash scripts/e2e-bundles.sh
 	@echo "== the shared step cache against a real docker-registry: signed entries, an altered blob, a planted self-consistent build:be entry, a planted link chain"
 	$(GO) test -count=1 -v -run '^TestRegistryCache$$' ./cmd/dorisarm
 	@echo "== link chains out of the tree: the extractor and the step cache"

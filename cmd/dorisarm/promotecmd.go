@@ -66,13 +66,13 @@ tags, in this shape:
 			}
 			var rec promote.Recorder
 			if signKey != "" {
-				pw, err := password()
-				if err != nil {
-					return err
-				}
 				f, err := sign.ParseFormat(sigFormat)
 				if err != nil {
 					return fault.Input(err)
+				}
+				pw, err := password()
+				if err != nil {
+					return err
 				}
 				s, err := sign.LoadSigner(signKey, pw, ro.Remote(cmd.Context())...)
 				if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -214,9 +215,19 @@ func (p *Plan) WriteChecks(w io.Writer, paint func(ok bool, s string) string, pa
 		if !c.OK {
 			word = "FAIL"
 		}
-		fmt.Fprintf(w, "%s  %s\n", paint(c.OK, word), c.What)
+		what := c.What
+		if c.OK && len(c.Formats) > 0 {
+			what += " [" + strings.Join(c.Formats, " and ") + "]"
+		}
+		fmt.Fprintf(w, "%s  %s\n", paint(c.OK, word), what)
 	}
 	if passed {
-		fmt.Fprintf(w, "plan  %s -> %s (%s, %d manifests, %d bytes, %d signature/attestation tags, %s)\n", p.Src, p.Dst, p.Version, len(p.Digests), p.Bytes, len(p.Companions), p.Move())
+		tags := 0
+		for _, c := range p.Companions {
+			if c.Tag != "" {
+				tags++
+			}
+		}
+		fmt.Fprintf(w, "plan  %s -> %s (%s, %d manifests, %d bytes, %d signature/attestation tags, %d Sigstore bundles, %s)\n", p.Src, p.Dst, p.Version, len(p.Digests), p.Bytes, tags, len(p.Companions)-tags, p.Move())
 	}
 }

@@ -91,7 +91,7 @@ func TestPromotionsAndWriteChecks(t *testing.T) {
 	p.Dst, _ = name.NewTag("127.0.0.1:5000/r:2.1.8")
 	var b strings.Builder
 	p.WriteChecks(&b, func(ok bool, s string) string { return fmt.Sprintf("<%v>%s", ok, s) }, true)
-	want := "<true>ok    signed\n<false>FAIL  scanned\nplan  127.0.0.1:5000/s@sha256:" + strings.Repeat("a", 64) + " -> 127.0.0.1:5000/r:2.1.8 (2.1.8, 0 manifests, 0 bytes, 0 signature/attestation tags, new tag)\n"
+	want := "<true>ok    signed\n<false>FAIL  scanned\nplan  127.0.0.1:5000/s@sha256:" + strings.Repeat("a", 64) + " -> 127.0.0.1:5000/r:2.1.8 (2.1.8, 0 manifests, 0 bytes, 0 signature/attestation tags, 0 Sigstore bundles, new tag)\n"
 	if b.String() != want {
 		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
 	}

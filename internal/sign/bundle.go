@@ -169,11 +169,16 @@ func readBundles(ctx context.Context, d name.Digest, opts []remote.Option) ([]st
 	}
 	var out []storedBundle
 	var total int64
+	read := 0
 	for _, m := range im.Manifests {
-		if !isBundleType(m.ArtifactType) {
-			continue // another tool's referrer (an SBOM, a notation signature)
+		// The listed artifact type is the manifest's; registries and the
+		// tag fallback written by older go-containerregistry (cosign v2.6's)
+		// list the config's media type instead, the empty one. Anything
+		// else is another tool's referrer (an SBOM, a notation signature).
+		if !isBundleType(m.ArtifactType) && m.ArtifactType != "" && m.ArtifactType != mediaEmpty {
+			continue
 		}
-		if len(out) == maxReferrers {
+		if read++; read > maxReferrers {
 			return nil, fmt.Errorf("%s: more than %d Sigstore bundles refer to it, more than the signatures of one image are", d, maxReferrers)
 		}
 		img, err := remote.Image(d.Context().Digest(m.Digest.String()), ro...)
@@ -183,6 +188,9 @@ func readBundles(ctx context.Context, d name.Digest, opts []remote.Option) ([]st
 		mf, err := img.Manifest()
 		if err != nil {
 			return nil, fmt.Errorf("the referrer %s of %s: %w", m.Digest, d, err)
+		}
+		if !holdsBundle(img, mf) {
+			continue
 		}
 		// The referrers list is not signed: a manifest listed there must
 		// itself say it is about d.
@@ -224,6 +232,30 @@ func created(b storedBundle) time.Time {
 
 func isBundleType(t string) bool {
 	return strings.HasPrefix(t, "application/vnd.dev.sigstore.bundle")
+}
+
+// mediaEmpty is the OCI empty descriptor's media type (a referrer's config).
+const mediaEmpty = "application/vnd.oci.empty.v1+json"
+
+// holdsBundle says whether the referrer img (manifest mf) is a Sigstore
+// bundle: its artifact type, or its layers' media type, says so.
+func holdsBundle(img v1.Image, mf *v1.Manifest) bool {
+	raw, err := img.RawManifest()
+	if err != nil {
+		return false
+	}
+	var at struct {
+		ArtifactType string `json:"artifactType"`
+	}
+	if json.Unmarshal(raw, &at) == nil && isBundleType(at.ArtifactType) {
+		return true
+	}
+	for _, l := range mf.Layers {
+		if isBundleType(string(l.MediaType)) {
+			return true
+		}
+	}
+	return false
 }
 
 // readLayer reads the layer of img with digest h, bounded, checked against

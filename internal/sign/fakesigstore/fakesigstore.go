@@ -24,6 +24,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -198,12 +199,15 @@ var (
 	oidSCTList  = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 11129, 2, 4, 2}
 )
 
-// fulcio answers POST /api/v1/signingCert: a ten-minute code-signing
-// certificate for the token's identity, with an embedded SCT; the body is
-// the certificate then its chain (PEM), as Fulcio's v1 API returns them.
+// fulcio answers POST /api/v1/signingCert (the body is the certificate
+// then its chain, PEM, as Fulcio's v1 API returns them; cosign v2 and
+// dorisarm ask it) and POST /api/v2/signingCert (JSON with the chain, as
+// sigstore-go and cosign v3 ask it): a ten-minute code-signing certificate
+// for the token's identity, with an embedded SCT.
 func (s *Server) fulcio(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/api/v1/signingCert" {
-		http.Error(w, "fake fulcio: only POST /api/v1/signingCert", http.StatusNotFound)
+	v2 := r.URL.Path == "/api/v2/signingCert"
+	if r.Method != http.MethodPost || (r.URL.Path != "/api/v1/signingCert" && !v2) {
+		http.Error(w, "fake fulcio: only POST /api/v1/signingCert and /api/v2/signingCert", http.StatusNotFound)
 		return
 	}
 	s.mu.Lock()
@@ -218,20 +222,39 @@ func (s *Server) fulcio(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "fake fulcio: "+err.Error(), http.StatusUnauthorized)
 		return
 	}
-	var req struct {
-		PublicKey struct {
-			Content []byte `json:"content"`
-		} `json:"publicKey"`
-		SignedEmailAddress []byte `json:"signedEmailAddress"`
+	var key, proof []byte
+	if v2 {
+		var req struct {
+			PublicKeyRequest struct {
+				PublicKey struct {
+					Content string `json:"content"`
+				} `json:"publicKey"`
+				ProofOfPossession []byte `json:"proofOfPossession"`
+			} `json:"publicKeyRequest"`
+		}
+		err = json.NewDecoder(r.Body).Decode(&req)
+		key, proof = []byte(req.PublicKeyRequest.PublicKey.Content), req.PublicKeyRequest.ProofOfPossession
+	} else {
+		var req struct {
+			PublicKey struct {
+				Content []byte `json:"content"`
+			} `json:"publicKey"`
+			SignedEmailAddress []byte `json:"signedEmailAddress"`
+		}
+		err = json.NewDecoder(r.Body).Decode(&req)
+		key, proof = req.PublicKey.Content, req.SignedEmailAddress
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	if err != nil {
 		http.Error(w, "fake fulcio: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	pub, err := x509.ParsePKIXPublicKey(req.PublicKey.Content)
+	if b, _ := pem.Decode(key); b != nil {
+		key = b.Bytes
+	}
+	pub, err := x509.ParsePKIXPublicKey(key)
 	ek, ok := pub.(*ecdsa.PublicKey)
 	if err != nil || !ok {
-		http.Error(w, "fake fulcio: want an ECDSA public key (DER)", http.StatusBadRequest)
+		http.Error(w, "fake fulcio: want an ECDSA public key (DER or PEM)", http.StatusBadRequest)
 		return
 	}
 	sub, _ := claims["sub"].(string)
@@ -239,7 +262,7 @@ func (s *Server) fulcio(w http.ResponseWriter, r *http.Request) {
 		sub = e
 	}
 	h := sha256.Sum256([]byte(sub))
-	if !ecdsa.VerifyASN1(ek, h[:], req.SignedEmailAddress) {
+	if !ecdsa.VerifyASN1(ek, h[:], proof) {
 		http.Error(w, "fake fulcio: the proof of possession is not the subject signed with the key", http.StatusBadRequest)
 		return
 	}
@@ -248,10 +271,28 @@ func (s *Server) fulcio(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "fake fulcio: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
+	var chain []string
+	for _, c := range [][]byte{der, s.inter.Raw, s.ca.Raw} {
+		chain = append(chain, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c})))
+	}
+	if v2 {
+		var resp struct {
+			SignedCertificateEmbeddedSct struct {
+				Chain struct {
+					Certificates []string `json:"certificates"`
+				} `json:"chain"`
+			} `json:"signedCertificateEmbeddedSct"`
+		}
+		resp.SignedCertificateEmbeddedSct.Chain.Certificates = chain
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK) // what sigstore-go's client takes
+		json.NewEncoder(w).Encode(resp)
+		return
+	}
 	w.Header().Set("Content-Type", "application/pem-certificate-chain")
 	w.WriteHeader(http.StatusCreated)
-	for _, c := range [][]byte{der, s.inter.Raw, s.ca.Raw} {
-		pem.Encode(w, &pem.Block{Type: "CERTIFICATE", Bytes: c})
+	for _, c := range chain {
+		io.WriteString(w, c)
 	}
 }
 
