@@ -297,7 +297,7 @@ func TestPublishBadInput(t *testing.T) {
 		{[]string{"sign", "--key", "k", "--keyless", "127.0.0.1:1/doris/x:1"}, "give --key cosign.key", 2},
 		{[]string{"sign", "--key", "k", "127.0.0.1:1/doris/x:1"}, "set COSIGN_PASSWORD", 2},
 		{[]string{"sign", "--key", "k", "--signature-format", "sigstore", "127.0.0.1:1/doris/x:1"}, `--signature-format "sigstore": give both`, 2},
-		{[]string{"promote", "--key", "k.pub", "--sign-key", "k", "--signature-format", "v3", "a/doris-be:1", "a/doris-be:2"}, `--signature-format "v3"`, 2},
+		{[]string{"promote", "--key", "k.pub", "--sign-key", "k", "--signature-format", "v3", "127.0.0.1:1/a/doris-be:1", "127.0.0.1:1/a/doris-be:2"}, `--signature-format "v3"`, 2},
 		{[]string{"verify", "--key", filepath.Join(dir, "none.pub"), "127.0.0.1:1/doris/x:1"}, "none.pub", 2},
 		{[]string{"verify", "--key", "k.pub", "Not A Ref"}, "Not A Ref", 2},
 		{[]string{"keygen", "--out", dir}, "set COSIGN_PASSWORD", 2},

@@ -152,11 +152,20 @@ func TestReportFromBuildsAndRegistry(t *testing.T) {
 	}
 	stdout, _, code = run(t, "verify", "-o", "json", "--key", pub, repo+"/doris-be:2.1.8-kunpeng920")
 	var ver struct {
-		Checks []struct{ OK bool }
+		Checks []struct {
+			OK      bool
+			Formats []string
+		}
 		Failed int
 	}
 	if code != 0 || json.Unmarshal([]byte(stdout), &ver) != nil || len(ver.Checks) != 4+2 || ver.Failed != 0 { // signature, 3 attestations, blobs, tag
 		t.Errorf("verify -o json: exit %d %s", code, stdout)
+	}
+	// The signature and the attestations checked in both formats sign wrote.
+	for _, c := range ver.Checks[:4] {
+		if strings.Join(c.Formats, ",") != "Sigstore bundle,legacy .sig/.att tag" {
+			t.Errorf("verify -o json: a check of formats %v, want the bundle and the legacy tag", c.Formats)
+		}
 	}
 	stdout, _, code = run(t, "promote", "-o", "json", "--key", pub, "--yes", repo+"/doris-be:2.1.8-kunpeng920", addr+"/release/doris-be:2.1.8-kunpeng920")
 	var prom struct {
@@ -179,6 +188,9 @@ func TestReportFromBuildsAndRegistry(t *testing.T) {
 		t.Errorf("signed release: %+v, shared %+v", signed.Totals, signed.Shared)
 	}
 	for _, s := range signed.Shared {
+		if !strings.HasSuffix(s.Signature.Detail, "[Sigstore bundle and legacy .sig/.att tag]") {
+			t.Errorf("shared %s: signature %q does not say which formats were checked", s.Ref, s.Signature.Detail)
+		}
 		if s.Signature.State != report.Verified || s.Attestations.State != report.Verified {
 			t.Errorf("shared %s: signature %+v, attestations %+v; want both verified", s.Ref, s.Signature, s.Attestations)
 		}

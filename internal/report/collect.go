@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -178,16 +179,27 @@ func (o Options) check(ctx context.Context, img string, f *Found) (sig, att Stat
 
 func summarize(checks []sign.Check, what string) Status {
 	n := 0
+	var formats []string
 	for _, c := range checks {
 		if !c.OK {
 			return Status{State: Failed, Detail: c.What + ": " + c.Why}
 		}
 		n++
+		for _, f := range c.Formats {
+			if !slices.Contains(formats, f) {
+				formats = append(formats, f)
+			}
+		}
 	}
 	if n == 0 {
 		return Status{State: None}
 	}
-	return Status{State: Verified, Detail: fmt.Sprintf("%d %s", n, what)}
+	d := fmt.Sprintf("%d %s", n, what)
+	if len(formats) > 0 {
+		// Which signature formats were read and verified.
+		d += " [" + strings.Join(formats, " and ") + "]"
+	}
+	return Status{State: Verified, Detail: d}
 }
 
 // provenance is the part of dorisarm's SLSA provenance the report reads.
