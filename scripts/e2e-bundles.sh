@@ -94,6 +94,16 @@ for trust in key keyless; do
         done
     done
 done
+# dorisarm itself, the log checked for the key-based release too.
+for trust in key keyless; do
+    if [[ ${trust} == key ]]; then vt=(--key "${pub}"); else vt=(--certificate-identity "${IDENTITY}" --certificate-oidc-issuer "${OIDC_ISSUER}"); fi
+    if bin/dorisarm verify "${vt[@]}" --trusted-root "${fs}/trusted_root.json" "${REGISTRY}/${trust}/doris-be:2.1.8" >"${work}/err" 2>&1 &&
+        [[ $(grep -c '^ok .*\[Sigstore bundle and legacy .sig/.att tag\]' "${work}/err") == 8 ]]; then
+        pass "dorisarm verify (${trust}, log checked) of its own release: 8 checks in both formats"
+    else
+        flunk "dorisarm verify (${trust}, log checked) of its own release"
+    fi
+done
 # Another key, another identity: refused in the bundle format too.
 bin/dorisarm keygen --out "${work}/keys/other" >/dev/null
 if .cache/bin/cosign3 verify --key "${work}/keys/other/cosign.pub" --trusted-root "${fs}/trusted_root.json" --allow-http-registry "${REGISTRY}/key/doris-be:2.1.8" >/dev/null 2>&1; then
@@ -155,7 +165,7 @@ for flavour in v2-legacy v2-bundle v3; do
             continue
         fi
         if [[ ${trust} == key ]]; then
-            vt=(--key "${pub}")
+            vt=(--key "${pub}" --trusted-root "${fs}/trusted_root.json") # the Rekor entries required and checked
         else
             vt=(--trusted-root "${fs}/trusted_root.json" --certificate-identity "${IDENTITY}" --certificate-oidc-issuer "${OIDC_ISSUER}")
         fi

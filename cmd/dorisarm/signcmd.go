@@ -111,7 +111,7 @@ func (f *trustFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.t.Identity, "certificate-identity", "", "keyless: the signer's identity in its Fulcio certificate (e.g. the release workflow's URL)")
 	cmd.Flags().StringVar(&f.t.IdentityRegexp, "certificate-identity-regexp", "", "keyless: a regular expression the signer's identity must match")
 	cmd.Flags().StringVar(&f.t.Issuer, "certificate-oidc-issuer", "", "keyless: the OIDC issuer (e.g. https://token.actions.githubusercontent.com)")
-	cmd.Flags().StringVar(&f.t.TrustedRoot, "trusted-root", "", "keyless: a trusted_root.json to trust instead of Sigstore's (from TUF), for a private Sigstore")
+	cmd.Flags().StringVar(&f.t.TrustedRoot, "trusted-root", "", "keyless: a trusted_root.json to trust instead of Sigstore's (from TUF), for a private Sigstore; with --key: require each signature's Rekor entry, checked against its logs")
 }
 
 func (f *trustFlags) trust(warn io.Writer) (sign.Trust, error) {

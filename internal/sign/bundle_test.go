@@ -8,6 +8,8 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -383,24 +385,43 @@ func TestKeySignedWithRekor(t *testing.T) {
 	if err != nil || len(bs) != 4 {
 		t.Fatalf("%d bundles: %v", len(bs), err)
 	}
-	tr, err := f.TrustedRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := Trust{Key: pub}.verifier(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	co := v.bundleOpts()
-	co.TrustedMaterial, co.IgnoreTlog = tr, false // the log checked, as cosign verify does without --insecure-ignore-tlog
-	withLog := &verifier{co: co}
 	for _, b := range bs {
 		if !b.Bundle.HasInclusionProof() {
 			t.Errorf("bundle %s has no inclusion proof", b.Manifest)
 		}
-		if _, err := withLog.verifyBundle(context.Background(), d, b.Bundle); err != nil {
-			t.Errorf("bundle %s against the log: %v", b.Manifest, err)
+	}
+	// --key with --trusted-root: the log entries are required and checked
+	// (inclusion proof, checkpoint, signed entry timestamp) against the
+	// root's Rekor key, in both forms.
+	tr, err := f.TrustedRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := tr.MarshalJSON()
+	trPath := filepath.Join(t.TempDir(), "trusted_root.json")
+	if err := os.WriteFile(trPath, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withLog := Trust{Key: pub, TrustedRoot: trPath}
+	res, err := VerifyRelease(context.Background(), d, withLog, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(res.Signatures, res.Attestations...) {
+		if !c.OK || len(c.Formats) != 2 {
+			t.Errorf("with the log: %s: ok=%v %q %v", c.What, c.OK, c.Why, c.Formats)
 		}
+	}
+	// What was not logged does not verify against the log.
+	e := pushBuildImage(t, registryHost(t))
+	unlogged, _ := keySigner(t, FormatBoth)
+	unlogged.sv = s.sv // the same key
+	signAndAttest(t, unlogged, e)
+	if res, err := VerifyRelease(context.Background(), e, withLog, false); err != nil || res.Signatures[0].OK || res.Attestations[0].OK {
+		t.Errorf("unlogged signatures checked against the log: %+v %+v %v", res.Signatures, res.Attestations, err)
+	}
+	if res, err := VerifyRelease(context.Background(), e, Trust{Key: pub}, false); err != nil || !res.Signatures[0].OK || !res.Attestations[0].OK {
+		t.Errorf("unlogged signatures with the key alone: %+v %v", res, err)
 	}
 	ls, err := readLayers(context.Background(), d, sigSuffix, nil)
 	if err != nil || len(ls) != 1 || ls[0].Annotations[annBundle] == "" {

@@ -370,8 +370,6 @@ func (t Trust) validate() error {
 	switch {
 	case t.Key != "" && (t.Identity != "" || t.IdentityRegexp != "" || t.Issuer != ""):
 		return fmt.Errorf("give a key or a certificate identity and issuer, not both")
-	case t.Key != "" && t.TrustedRoot != "":
-		return fmt.Errorf("--trusted-root is for keyless signatures; a key needs none")
 	case t.Key == "" && ((t.Identity == "") == (t.IdentityRegexp == "") || t.Issuer == ""):
 		return fmt.Errorf("give --key cosign.pub, or --certificate-identity (or --certificate-identity-regexp) and --certificate-oidc-issuer for keyless signatures")
 	}
@@ -399,26 +397,29 @@ var trustedRoot = func() (root.TrustedMaterial, error) {
 	return tr, nil
 }
 
-// verifier is how signatures are checked: cosign's CheckOpts. With a key
-// there is no transparency log (key-based signing here does not upload to
-// Rekor); keyless signatures need the trusted root, the SCT and the log
-// entry, all checked offline from what is stored beside the image.
+// verifier is how signatures are checked: cosign's CheckOpts, all
+// checked offline from what is stored beside the image. Keyless signatures
+// need the trusted root, the SCT and the Rekor entry. With a key alone
+// there is no transparency log to check (as cosign's
+// --insecure-ignore-tlog); a key with --trusted-root requires each
+// signature's Rekor entry too, checked against that root's logs.
 func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
 	v := &verifier{opts: opts}
+	var tm root.TrustedMaterial
+	if t.TrustedRoot != "" {
+		data, err := fsutil.ReadFile(t.TrustedRoot, maxTrustedRoot)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-root: %w", err)
+		}
+		if tm, err = root.NewTrustedRootFromJSON(data); err != nil {
+			return nil, fmt.Errorf("--trusted-root %s: not a Sigstore trusted root: %w", t.TrustedRoot, err)
+		}
+	}
 	if t.Key == "" {
-		var tm root.TrustedMaterial
-		if t.TrustedRoot != "" {
-			data, err := fsutil.ReadFile(t.TrustedRoot, maxTrustedRoot)
-			if err != nil {
-				return nil, fmt.Errorf("--trusted-root: %w", err)
-			}
-			if tm, err = root.NewTrustedRootFromJSON(data); err != nil {
-				return nil, fmt.Errorf("--trusted-root %s: not a Sigstore trusted root: %w", t.TrustedRoot, err)
-			}
-		} else {
+		if tm == nil {
 			var err error
 			if tm, err = trustedRoot(); err != nil {
 				return nil, fmt.Errorf("keyless verification needs the Sigstore trusted root: %w", err)
@@ -443,7 +444,7 @@ func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Key, err)
 	}
-	v.co = &cosign.CheckOpts{SigVerifier: sv, IgnoreTlog: true, Offline: true}
+	v.co = &cosign.CheckOpts{SigVerifier: sv, IgnoreTlog: tm == nil, TrustedMaterial: tm, Offline: true}
 	return v, nil
 }
 
