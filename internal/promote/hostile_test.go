@@ -187,6 +187,7 @@ func TestUnsignedBlobsAreNotRead(t *testing.T) {
 // and total size are bounded before any is read.
 func TestSignatureLayersBounded(t *testing.T) {
 	e := newEnv(t)
+	e.signer.WithFormat(sign.FormatLegacy) // the .sig tag alone carries the signature
 	d := e.push("staging/doris-be:2.1.8", "2.1.8", e.signer, clean)
 	sig := e.tag("staging/doris-be:" + strings.Replace(d.String(), ":", "-", 1) + ".sig")
 	l := static.NewLayer([]byte("x"), types.MediaType("application/vnd.dev.cosign.simplesigning.v1+json"))

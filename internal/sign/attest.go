@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -25,6 +26,12 @@ type statement struct {
 	PredicateType string          `json:"predicateType"`
 	Subject       []subject       `json:"subject"`
 	Predicate     json.RawMessage `json:"predicate"`
+	// Time is when a transparency log (or timestamp authority) the
+	// verification trusted says the signature existed; zero without one.
+	Time time.Time `json:"-"`
+	// created is a bundle's referrer creation time: unsigned, it orders
+	// bundles only where nothing signed does.
+	created time.Time
 }
 
 type subject struct {
@@ -86,27 +93,23 @@ type Statement struct {
 	// Format is the form it was stored and verified in: a Sigstore bundle
 	// (an OCI referrer) or cosign's legacy .att tag.
 	Format string `json:"-"`
+	// Time is its verified time from a transparency log (zero without one).
+	Time    time.Time `json:"-"`
+	created time.Time
 }
 
 // verifyAttestations returns the statements attached to d, in either
 // format, whose signature verifies with trust and whose subject is d: the
-// legacy .att tag's first, then the bundles', oldest first. It also says
-// which predicate types are attached to d in which form (checkedBundle,
-// checkedLegacy), verified or not (read from the unverified envelopes and
-// annotations), so that an altered attestation is told apart from a
-// missing one.
-func verifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ...remote.Option) ([]Statement, map[string]map[string]bool, error) {
+// legacy .att tag's first, then the bundles'. It also says which
+// predicate types are attached to d in either form, verified or not (read
+// from the unverified envelopes and annotations), so that an altered
+// attestation is told apart from a missing one.
+func verifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ...remote.Option) ([]Statement, map[string]bool, error) {
 	v, err := trust.verifier(ctx, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
-	attached := map[string]map[string]bool{}
-	attach := func(typ, form string) {
-		if attached[typ] == nil {
-			attached[typ] = map[string]bool{}
-		}
-		attached[typ][form] = true
-	}
+	attached := map[string]bool{}
 	// Nothing attached at all is "missing", not a verification failure.
 	list, err := readLayers(ctx, d, attSuffix, opts)
 	if err != nil {
@@ -114,7 +117,7 @@ func verifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ..
 	}
 	for _, a := range list {
 		if st, err := statementOf(a.Payload); err == nil {
-			attach(st.PredicateType, checkedLegacy)
+			attached[st.PredicateType] = true
 		}
 	}
 	var out []Statement
@@ -128,17 +131,18 @@ func verifyAttestations(ctx context.Context, d name.Digest, trust Trust, opts ..
 	}
 	bs, err := readBundles(ctx, d, opts)
 	if err != nil {
-		// Unreadable referrers verify nothing; the legacy tag still may.
-		errs = append(errs, err)
+		// A bundle referrer that cannot be read could be the one that
+		// counts: nothing is judged without it.
+		return nil, attached, err
 	}
 	bsts, battached, err := v.verifiedBundleAttestations(ctx, d, bs)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	for t := range battached {
-		attach(t, checkedBundle)
+		attached[t] = true
 	}
-	out = append(out, statements(newestReplaced(bsts), checkedBundle)...)
+	out = append(out, statements(bsts, checkedBundle)...)
 	if len(out) == 0 && len(errs) > 0 {
 		return nil, attached, errors.Join(errs...)
 	}
@@ -152,37 +156,17 @@ func statements(sts []statement, format string) []Statement {
 		if len(st.Subject) > 0 {
 			sub = "sha256:" + st.Subject[0].Digest["sha256"]
 		}
-		out = append(out, Statement{PredicateType: st.PredicateType, Subject: sub, Predicate: st.Predicate, Format: format})
+		out = append(out, Statement{PredicateType: st.PredicateType, Subject: sub, Predicate: st.Predicate, Format: format, Time: st.Time, created: st.created})
 	}
 	return out
 }
 
 // replaced are the predicate types of which an image carries one
-// attestation, the newest (dorisarm attests them with Attest, which
-// replaces the legacy tag's); others accumulate (AttestAdd: promotion
-// records). In the bundle format, where nothing is removed, only the
-// newest of a replaced type is read.
+// attestation (dorisarm attests them with Attest, which replaces the legacy
+// tag's); others accumulate (AttestAdd: promotion records). Bundles are
+// never removed, so an image can carry several of a replaced type: see
+// attestationChecks for which one counts.
 var replaced = map[string]bool{PredicateSPDX: true, PredicateSLSA1: true, PredicateScan: true}
-
-// newestReplaced drops from sts (oldest first) each statement of a
-// replaced type that a later one of its type follows (a bundle that did not
-// say its type in its annotations).
-func newestReplaced(sts []statement) []statement {
-	var out []statement
-	for i, st := range sts {
-		later := false
-		for _, n := range sts[i+1:] {
-			if replaced[st.PredicateType] && n.PredicateType == st.PredicateType {
-				later = true
-				break
-			}
-		}
-		if !later {
-			out = append(out, st)
-		}
-	}
-	return out
-}
 
 // dedupe drops a statement that a later one repeats (the same statement
 // signed in both formats), keeping the later.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
@@ -109,13 +108,12 @@ func makeBundle(pub signature.PublicKeyProvider, st, env, signer []byte, entry *
 }
 
 // writeBundle stores b beside d as cosign does
-// (ociremote.WriteAttestationNewBundleFormat): a referrer manifest with the
-// bundle media type as its artifact type, the bundle as its one layer and
-// the predicate type in its annotations; registries without the referrers
-// API get go-containerregistry's sha256-<hex> tag fallback. Its creation
-// time has nanoseconds (cosign's has seconds): of the attestations of one
-// predicate type that replace each other, the newest is the one that
-// counts, and one build attests several times a second.
+// (ociremote.WriteAttestationNewBundleFormat, whose parts it calls): a
+// referrer manifest with the bundle media type as its artifact type, the
+// empty config, the bundle as its one layer and the predicate type in its
+// annotations; registries without the referrers API get
+// go-containerregistry's sha256-<hex> tag fallback. Its creation time is
+// informative only: it is not signed, and verification never orders by it.
 func writeBundle(ctx context.Context, d name.Digest, b []byte, predicateType string, opts []remote.Option) error {
 	mt, err := sgbundle.MediaTypeString("0.3")
 	if err != nil {
@@ -131,25 +129,36 @@ func writeBundle(ctx context.Context, d name.Digest, b []byte, predicateType str
 
 // storedBundle is one Sigstore bundle read from a referrer of a manifest.
 type storedBundle struct {
-	Manifest      v1.Hash // the referrer manifest's digest
-	Created       string  // its org.opencontainers.image.created (unsigned: orders, never decides)
-	PredicateType string  // as its annotation says (unsigned: for "attached but does not verify")
+	Manifest      v1.Hash   // the referrer manifest's digest
+	PredicateType string    // as its annotation says (unsigned: only for "attached but does not verify")
+	Created       time.Time // its creation time annotation (unsigned: see chooseStatement)
 	Bundle        *sgbundle.Bundle
 	Err           error // not a bundle sigstore-go reads
 }
 
 // Bounds of what is read of a manifest's referrers: their count (one per
-// signature or attestation; re-signing adds one) and, as for the legacy
-// tags, each bundle's and all bundles' bytes.
-const maxReferrers = maxLayerCount
+// signature or attestation; re-signing adds one), each referrer manifest
+// (a config, a layer, a subject and three annotations: well under 4 KiB)
+// and, as for the legacy tags, each bundle's and all bundles' bytes.
+const (
+	maxReferrers        = maxLayerCount
+	maxReferrerManifest = 64 << 10
+)
 
-const annCreated = "org.opencontainers.image.created"
-const annBundlePredicate = "dev.sigstore.bundle.predicateType"
+const (
+	annBundlePredicate = "dev.sigstore.bundle.predicateType"
+	annCreated         = "org.opencontainers.image.created"
+)
 
-// readBundles reads the Sigstore bundles stored as referrers of d, oldest
-// first; none if there are none. Each referrer manifest is read by digest
-// and must name d as its subject, hold one layer of a bundle media type
-// within the size bounds, and that layer is checked against its digest.
+// emptyConfig is the OCI empty descriptor a referrer's config must be: the
+// two bytes {} (a promotion copies the config too, and nothing verifies it).
+var emptyConfig = v1.Hash{Algorithm: "sha256", Hex: "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"}
+
+// readBundles reads the Sigstore bundles stored as referrers of d; none if
+// there are none. Each referrer manifest is read by digest, bounded, and
+// must name d as its subject, have the empty config and hold one layer of a
+// bundle media type within the size bounds, read whole and checked against
+// its size and digest.
 func readBundles(ctx context.Context, d name.Digest, opts []remote.Option) ([]storedBundle, error) {
 	ro := append([]remote.Option{remote.WithContext(ctx)}, opts...)
 	idx, err := remote.Referrers(d, ro...)
@@ -181,21 +190,34 @@ func readBundles(ctx context.Context, d name.Digest, opts []remote.Option) ([]st
 		if read++; read > maxReferrers {
 			return nil, fmt.Errorf("%s: more than %d Sigstore bundles refer to it, more than the signatures of one image are", d, maxReferrers)
 		}
+		if m.Size > maxReferrerManifest || m.Size < 0 {
+			return nil, fmt.Errorf("the referrer %s of %s: a %d-byte manifest, more than a Sigstore bundle's referrer is", m.Digest, d, m.Size)
+		}
 		img, err := remote.Image(d.Context().Digest(m.Digest.String()), ro...)
 		if err != nil {
 			return nil, fmt.Errorf("the referrer %s of %s: %w", m.Digest, d, err)
+		}
+		raw, err := img.RawManifest()
+		if err != nil {
+			return nil, fmt.Errorf("the referrer %s of %s: %w", m.Digest, d, err)
+		}
+		if len(raw) > maxReferrerManifest {
+			return nil, fmt.Errorf("the referrer %s of %s: a %d-byte manifest, more than a Sigstore bundle's referrer is", m.Digest, d, len(raw))
 		}
 		mf, err := img.Manifest()
 		if err != nil {
 			return nil, fmt.Errorf("the referrer %s of %s: %w", m.Digest, d, err)
 		}
-		if !holdsBundle(img, mf) {
+		if !holdsBundle(raw, mf) {
 			continue
 		}
 		// The referrers list is not signed: a manifest listed there must
 		// itself say it is about d.
 		if mf.Subject == nil || mf.Subject.Digest != want {
 			return nil, fmt.Errorf("the referrer %s of %s names another subject: the registry's referrers list is wrong", m.Digest, d)
+		}
+		if mf.Config.Digest != emptyConfig || mf.Config.Size != 2 {
+			return nil, fmt.Errorf("the referrer %s of %s: its config is %s (%d bytes), not the empty descriptor a Sigstore bundle's referrer has", m.Digest, d, mf.Config.Digest, mf.Config.Size)
 		}
 		if len(mf.Layers) != 1 {
 			return nil, fmt.Errorf("the referrer %s of %s: %d layers, a Sigstore bundle referrer has one", m.Digest, d, len(mf.Layers))
@@ -207,27 +229,21 @@ func readBundles(ctx context.Context, d name.Digest, opts []remote.Option) ([]st
 		if total += desc.Size; total > maxLayers {
 			return nil, fmt.Errorf("%s: Sigstore bundles of more than %d MiB in all, more than the signatures of one image hold", d, maxLayers>>20)
 		}
-		raw, err := readLayer(img, desc.Digest)
+		b, err := readBlob(img, desc)
 		if err != nil {
 			return nil, fmt.Errorf("the referrer %s of %s: %w", m.Digest, d, err)
 		}
-		sb := storedBundle{Manifest: m.Digest, Created: mf.Annotations[annCreated], PredicateType: mf.Annotations[annBundlePredicate]}
-		b := &sgbundle.Bundle{}
-		if err := b.UnmarshalJSON(raw); err != nil {
+		sb := storedBundle{Manifest: m.Digest, PredicateType: mf.Annotations[annBundlePredicate]}
+		sb.Created, _ = time.Parse(time.RFC3339Nano, mf.Annotations[annCreated])
+		bundle := &sgbundle.Bundle{}
+		if err := bundle.UnmarshalJSON(b); err != nil {
 			sb.Err = fmt.Errorf("the referrer %s is not a Sigstore bundle: %w", m.Digest, err)
 		} else {
-			sb.Bundle = b
+			sb.Bundle = bundle
 		}
 		out = append(out, sb)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return created(out[i]).Before(created(out[j])) })
 	return out, nil
-}
-
-// created is when b says it was made (the zero time if it does not).
-func created(b storedBundle) time.Time {
-	t, _ := time.Parse(time.RFC3339Nano, b.Created)
-	return t
 }
 
 func isBundleType(t string) bool {
@@ -237,13 +253,9 @@ func isBundleType(t string) bool {
 // mediaEmpty is the OCI empty descriptor's media type (a referrer's config).
 const mediaEmpty = "application/vnd.oci.empty.v1+json"
 
-// holdsBundle says whether the referrer img (manifest mf) is a Sigstore
-// bundle: its artifact type, or its layers' media type, says so.
-func holdsBundle(img v1.Image, mf *v1.Manifest) bool {
-	raw, err := img.RawManifest()
-	if err != nil {
-		return false
-	}
+// holdsBundle says whether the referrer manifest (raw, parsed mf) is a
+// Sigstore bundle's: its artifact type, or its layers' media type, says so.
+func holdsBundle(raw []byte, mf *v1.Manifest) bool {
 	var at struct {
 		ArtifactType string `json:"artifactType"`
 	}
@@ -258,10 +270,15 @@ func holdsBundle(img v1.Image, mf *v1.Manifest) bool {
 	return false
 }
 
-// readLayer reads the layer of img with digest h, bounded, checked against
-// its digest as it is read.
-func readLayer(img v1.Image, h v1.Hash) ([]byte, error) {
-	l, err := img.LayerByDigest(h)
+// readBlob reads the blob desc names from img's repository: exactly
+// desc.Size bytes, whose SHA-256 must be desc.Digest. (It does not go
+// through img.LayerByDigest, which takes the first descriptor with the
+// digest, a config's perhaps, with another size.)
+func readBlob(img v1.Image, desc v1.Descriptor) ([]byte, error) {
+	if desc.Digest.Algorithm != "sha256" {
+		return nil, fmt.Errorf("a blob digest of algorithm %q, not sha256", desc.Digest.Algorithm)
+	}
+	l, err := img.LayerByDigest(desc.Digest)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +287,17 @@ func readLayer(img v1.Image, h v1.Hash) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	return io.ReadAll(io.LimitReader(rc, maxLayer))
+	b, err := io.ReadAll(io.LimitReader(rc, desc.Size+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) != desc.Size {
+		return nil, fmt.Errorf("the blob %s holds more or fewer bytes than the %d its descriptor says", desc.Digest, desc.Size)
+	}
+	if h := sha256Hex(b); h != desc.Digest.Hex {
+		return nil, fmt.Errorf("the blob %s has digest sha256:%s", desc.Digest, h)
+	}
+	return b, nil
 }
 
 // referrerKey is the context key of a ReferrerFunc.
@@ -315,7 +342,8 @@ func (v *verifier) verifyBundle(ctx context.Context, d name.Digest, b *sgbundle.
 	if err != nil {
 		return st, err
 	}
-	if _, err := cosign.VerifyNewBundle(ctx, v.bundleOpts(), verify.WithArtifactDigest(h.Algorithm, digest), b); err != nil {
+	res, err := cosign.VerifyNewBundle(ctx, v.bundleOpts(), verify.WithArtifactDigest(h.Algorithm, digest), b)
+	if err != nil {
 		return st, err
 	}
 	env := b.GetDsseEnvelope()
@@ -328,6 +356,12 @@ func (v *verifier) verifyBundle(ctx context.Context, d name.Digest, b *sgbundle.
 	if err := json.Unmarshal(env.Payload, &st); err != nil {
 		return st, fmt.Errorf("the bundle's payload is not an in-toto statement: %w", err)
 	}
+	// The latest time a trusted log or timestamp authority vouches for.
+	for _, t := range res.VerifiedTimestamps {
+		if t.Timestamp.After(st.Time) {
+			st.Time = t.Timestamp
+		}
+	}
 	return st, nil
 }
 
@@ -335,7 +369,7 @@ func (v *verifier) verifyBundle(ctx context.Context, d name.Digest, b *sgbundle.
 // cosign/sign/v1) of d that verifies; errNoMatch when none does.
 func (v *verifier) verifiedBundleSignature(ctx context.Context, d name.Digest, bs []storedBundle) (*storedBundle, error) {
 	nm := &errNoMatch{what: "bundle signatures"}
-	for i := len(bs) - 1; i >= 0; i-- { // newest first
+	for i := range bs {
 		b := bs[i]
 		// The annotation is unsigned: trusting it can only make a
 		// signature be missed (refused), never accepted.
@@ -361,24 +395,17 @@ func (v *verifier) verifiedBundleSignature(ctx context.Context, d name.Digest, b
 }
 
 // verifiedBundleAttestations are the statements of d's bundles that verify
-// and are not signatures, oldest first, with the types attached at all. Of
-// a replaced type (see replaced) only the newest bundle counts, verified or
-// not, as only the newest is left in the legacy tag.
+// and are not signatures, with the predicate types attached at all (from
+// the unsigned annotations: only to tell "altered" from "missing"). Every
+// bundle is verified; which of several of one type counts is
+// attestationChecks' to say, from what verified, never from the registry's
+// order or annotations.
 func (v *verifier) verifiedBundleAttestations(ctx context.Context, d name.Digest, bs []storedBundle) ([]statement, map[string]bool, error) {
 	attached := map[string]bool{}
-	newest := map[string]int{}
-	for i, b := range bs {
-		if replaced[b.PredicateType] {
-			newest[b.PredicateType] = i
-		}
-	}
 	nm := &errNoMatch{what: "bundle attestations"}
 	var out []statement
-	for i, b := range bs {
+	for _, b := range bs {
 		if b.PredicateType == ctypes.CosignSignPredicateType {
-			continue
-		}
-		if replaced[b.PredicateType] && newest[b.PredicateType] != i {
 			continue
 		}
 		if b.PredicateType != "" {
@@ -401,6 +428,7 @@ func (v *verifier) verifiedBundleAttestations(ctx context.Context, d name.Digest
 			continue
 		}
 		reportReferrer(ctx, d, b.Manifest)
+		st.created = b.Created
 		out = append(out, st)
 	}
 	if len(out) == 0 && len(attached) > 0 {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -156,7 +157,7 @@ func TestBundleAsCosignStoresIt(t *testing.T) {
 		if mf.Subject == nil || mf.Subject.Digest.String() != d.DigestStr() || len(mf.Layers) != 1 {
 			t.Fatalf("referrer %s: %+v", r.Digest, mf)
 		}
-		raw, err := readLayer(img, mf.Layers[0].Digest)
+		raw, err := readBlob(img, mf.Layers[0])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,54 +209,104 @@ func TestNewestBundleCounts(t *testing.T) {
 	if err := other.Attest(ctx, d, PredicateSPDX, []byte(`{"spdxVersion":"SPDX-2.3"}`)); err != nil {
 		t.Fatal(err)
 	}
+	// Another key's bundle is not the release's: it is not what counts.
 	checks, _, _ = attestationChecks(ctx, []name.Digest{d}, Trust{Key: pub})
-	if c := checks[0]; c.OK || !strings.Contains(c.Why, "does not verify") {
-		t.Errorf("a newer SPDX bundle by another key: ok=%v %q", c.OK, c.Why)
+	if c := checks[0]; !c.OK || !slices.Equal(c.Formats, []string{checkedBundle}) {
+		t.Errorf("a newer SPDX bundle by another key beside the release's: ok=%v %q %v", c.OK, c.Why, c.Formats)
 	}
 }
 
-// A bundle whose payload was edited fails the check of its type even though
-// the legacy tag's attestation of that type is good; a signature is good in
-// either form.
+// A newer scan logged in Rekor wins over an older one by the log's time,
+// whatever order the registry lists them in or their referrers claim.
+func TestLoggedTimeOrders(t *testing.T) {
+	older := Statement{PredicateType: PredicateScan, Predicate: json.RawMessage(`{"summary":{"clean":false,"violations":1}}`), Format: checkedBundle, Time: time.Unix(1000, 0), created: time.Unix(3000, 0)}
+	newer := Statement{PredicateType: PredicateScan, Predicate: json.RawMessage(`{"summary":{"clean":true}}`), Format: checkedBundle, Time: time.Unix(2000, 0), created: time.Unix(1, 0)}
+	for _, order := range [][]Statement{{older, newer}, {newer, older}} {
+		chosen, why := chooseStatement(PredicateScan, order, nil, "")
+		if why != "" || len(chosen) != 1 || string(chosen[0].Predicate) != string(newer.Predicate) {
+			t.Errorf("chose %+v (%q), want the one the log says is newer", chosen, why)
+		}
+	}
+	// Without the log's time, the referrers' (unsigned) creation orders
+	// bundles; a legacy tag and a bundle that differ are refused.
+	older.Time, newer.Time = time.Time{}, time.Time{}
+	if chosen, why := chooseStatement(PredicateScan, []Statement{newer, older}, nil, ""); why == "" || len(chosen) != 1 {
+		t.Errorf("unlogged: chose %+v (%q), want the later-created dirty scan refused", chosen, why)
+	}
+	legacy := newer
+	legacy.Format = checkedLegacy
+	if _, why := chooseStatement(PredicateScan, []Statement{legacy, {PredicateType: PredicateScan, Predicate: json.RawMessage(`{"summary":{"clean":true},"x":1}`), Format: checkedBundle}}, nil, ""); !strings.Contains(why, "say different things") {
+		t.Errorf("a bundle and a legacy tag that differ: %q", why)
+	}
+}
+
+// A bundle whose payload was edited does not verify: beside the genuine
+// ones it does not count, and alone it is reported as altered.
 func TestEditedBundle(t *testing.T) {
 	d := pushBuildImage(t, registryHost(t))
 	s, pub := keySigner(t, FormatBoth)
 	signAndAttest(t, s, d)
 	ctx := context.Background()
-	for _, r := range referrersOf(t, d) {
-		if r.Annotations[annBundlePredicate] != PredicateSPDX {
-			continue
-		}
-		img, _ := remote.Image(d.Context().Digest(r.Digest.String()))
-		mf, _ := img.Manifest()
-		raw, _ := readLayer(img, mf.Layers[0].Digest)
-		b := &sgbundle.Bundle{}
-		if err := b.UnmarshalJSON(raw); err != nil {
+	edit := func(d name.Digest, b []byte) {
+		t.Helper()
+		sb := &sgbundle.Bundle{}
+		if err := sb.UnmarshalJSON(b); err != nil {
 			t.Fatal(err)
 		}
-		env := b.GetDsseEnvelope()
+		env := sb.GetDsseEnvelope()
 		env.Payload = bytes.Replace(env.Payload, []byte("SPDX-2.3"), []byte("SPDX-9.9"), 1)
-		edited, err := b.MarshalJSON()
+		edited, err := sb.MarshalJSON()
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Stored as a new referrer, newer than the good one.
 		if err := writeBundle(ctx, d, edited, PredicateSPDX, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	checks, _, err := attestationChecks(ctx, []name.Digest{d}, Trust{Key: pub})
+	for _, r := range referrersOf(t, d) {
+		if r.Annotations[annBundlePredicate] == PredicateSPDX {
+			img, _ := remote.Image(d.Context().Digest(r.Digest.String()))
+			mf, _ := img.Manifest()
+			raw, _ := readBlob(img, mf.Layers[0])
+			edit(d, raw) // a newer referrer than the genuine one
+		}
+	}
+	checks, sts, err := attestationChecks(ctx, []name.Digest{d}, Trust{Key: pub})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range checks {
-		spdx := strings.Contains(c.What, PredicateSPDX)
-		switch {
-		case spdx && (c.OK || !strings.Contains(c.Why, "the Sigstore bundle attestation is attached, but its signature does not verify")):
-			t.Errorf("edited SPDX bundle: ok=%v %q", c.OK, c.Why)
-		case !spdx && !c.OK:
-			t.Errorf("untouched %s: %s", c.What, c.Why)
+		if !c.OK || len(c.Formats) != 2 {
+			t.Errorf("%s beside an edited bundle: ok=%v %q %v", c.What, c.OK, c.Why, c.Formats)
 		}
+	}
+	for _, st := range sts[d.DigestStr()] {
+		if bytes.Contains(st.Predicate, []byte("SPDX-9.9")) {
+			t.Error("the edited statement is among the verified ones")
+		}
+	}
+	// Only an edited SPDX bundle: altered, not missing.
+	e := pushBuildImage(t, registryHost(t))
+	bs, _ := keySigner(t, FormatBundle)
+	bs.sv = s.sv
+	for _, typ := range []string{PredicateScan, PredicateSLSA1} {
+		if err := bs.Attest(ctx, e, typ, []byte(releasePredicates[typ])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := newStatement(e, PredicateSPDX, []byte(releasePredicates[PredicateSPDX]))
+	env, entry, pem, err := bs.envelope(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := makeBundle(bs.sv, st, env, pem, entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(e, b)
+	checks, _, _ = attestationChecks(ctx, []name.Digest{e}, Trust{Key: pub})
+	if c := checks[0]; c.OK || !strings.Contains(c.Why, "attached, but its signature does not verify") {
+		t.Errorf("only an edited SPDX bundle: ok=%v %q", c.OK, c.Why)
 	}
 }
 
@@ -355,6 +406,39 @@ func TestReferrersThatLie(t *testing.T) {
 	if _, err := readBundles(ctx, e, nil); err == nil || !strings.Contains(err.Error(), "more than a signature holds") {
 		t.Errorf("a bundle of %d bytes: %v", maxLayer+1, err)
 	}
+	// A config that aliases the layer's digest with another size (the
+	// layer would be read by the config's descriptor), and a manifest
+	// swollen with annotations: refused before any bundle is read.
+	for want, m := range map[string]v1.Manifest{
+		"not the empty descriptor": {Config: v1.Descriptor{MediaType: mediaEmpty, Digest: sd, Size: 1 << 40}, Layers: []v1.Descriptor{{MediaType: mt, Digest: sd, Size: 2}}},
+		"more than a Sigstore bundle's referrer is": {Config: v1.Descriptor{MediaType: mediaEmpty, Digest: emptyConfig, Size: 2}, Layers: []v1.Descriptor{{MediaType: mt, Digest: sd, Size: 2}},
+			Annotations: map[string]string{annCreated: strings.Repeat("9", maxReferrerManifest)}},
+	} {
+		f := host + "/doris/f" + strings.ReplaceAll(want[:8], " ", "")
+		fref, _ := name.ParseReference(f + ":1")
+		img := buildImage(t)
+		if err := remote.Write(fref, img); err != nil {
+			t.Fatal(err)
+		}
+		fd, _ := img.Digest()
+		fdig := fref.Context().Digest(fd.String())
+		if err := remote.WriteLayer(fdig.Context(), small); err != nil {
+			t.Fatal(err)
+		}
+		m.SchemaVersion, m.MediaType = 2, types.OCIManifestSchema1
+		m.Subject = &v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: fd, Size: 1}
+		raw, _ := json.Marshal(struct {
+			v1.Manifest
+			ArtifactType string `json:"artifactType"`
+		}{m, string(mt)})
+		rd, _, _ := v1.SHA256(bytes.NewReader(raw))
+		if err := remote.Put(fdig.Context().Digest(rd.String()), rawManifest(raw)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readBundles(ctx, fdig, nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a referrer that is %s: %v", want, err)
+		}
+	}
 }
 
 // rawManifest is an OCI manifest's bytes, to put as they are.
@@ -422,6 +506,14 @@ func TestKeySignedWithRekor(t *testing.T) {
 	}
 	if res, err := VerifyRelease(context.Background(), e, Trust{Key: pub}, false); err != nil || !res.Signatures[0].OK || !res.Attestations[0].OK {
 		t.Errorf("unlogged signatures with the key alone: %+v %v", res, err)
+	}
+	// Signed again with the log: an unlogged bundle signature is not taken
+	// for the logged one asked for.
+	if _, err := s.Sign(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := VerifyRelease(context.Background(), e, withLog, true); err != nil || !res.Signatures[0].OK || !slices.Contains(res.Signatures[0].Formats, checkedBundle) {
+		t.Errorf("re-signed with the log: %+v %v", res, err)
 	}
 	ls, err := readLayers(context.Background(), d, sigSuffix, nil)
 	if err != nil || len(ls) != 1 || ls[0].Annotations[annBundle] == "" {

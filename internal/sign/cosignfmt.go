@@ -3,7 +3,6 @@ package sign
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -81,13 +80,6 @@ func readLayers(ctx context.Context, d name.Digest, suffix string, opts []remote
 	if err != nil {
 		return nil, err
 	}
-	if f, ok := ctx.Value(companionKey{}).(CompanionFunc); ok {
-		h, err := img.Digest()
-		if err != nil {
-			return nil, err
-		}
-		f(sigTag(d, suffix), h)
-	}
 	m, err := img.Manifest()
 	if err != nil {
 		return nil, err
@@ -108,20 +100,19 @@ func readLayers(ctx context.Context, d name.Digest, suffix string, opts []remote
 	}
 	var out []layer
 	for _, desc := range m.Layers {
-		l, err := img.LayerByDigest(desc.Digest)
-		if err != nil {
-			return nil, err
-		}
-		rc, err := l.Compressed() // checked against its digest as it is read
-		if err != nil {
-			return nil, err
-		}
-		b, err := io.ReadAll(io.LimitReader(rc, maxLayer))
-		rc.Close()
+		b, err := readBlob(img, desc) // its size and digest checked
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", sigTag(d, suffix), err)
 		}
 		out = append(out, layer{Payload: b, MediaType: desc.MediaType, Annotations: desc.Annotations})
+	}
+	// Reported once read whole within the bounds: a promotion copies it.
+	if f, ok := ctx.Value(companionKey{}).(CompanionFunc); ok {
+		h, err := img.Digest()
+		if err != nil {
+			return nil, err
+		}
+		f(sigTag(d, suffix), h)
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -306,10 +307,22 @@ func TestIndexAttestationsVerify(t *testing.T) {
 	if err != nil || len(res.Attestations) != 9 {
 		t.Fatalf("VerifyRelease: %v, %v", res, err)
 	}
-	r.attestIndex(t, r.other, r.ix()) // replaces the good ones (one per type)
+	r.attestIndex(t, r.other, r.ix()) // replaces the good ones in the legacy tag (one per type)
+	for typ, c := range r.indexChecks(t) {
+		// The release's bundles are still there: they, not the other key's, count.
+		if !c.OK || !slices.Equal(c.Formats, []string{checkedBundle}) {
+			t.Errorf("index attested with another key, %s: ok=%v %q %v, want the release's bundle", typ, c.OK, c.Why, c.Formats)
+		}
+	}
+	// With the legacy tag alone, another key's attestations replace the release's.
+	r = newRelease(t, "2.1.8")
+	r.s.WithFormat(FormatLegacy)
+	r.other.WithFormat(FormatLegacy)
+	r.attestIndex(t, r.s, r.ix())
+	r.attestIndex(t, r.other, r.ix())
 	for typ, c := range r.indexChecks(t) {
 		if c.OK || !strings.Contains(c.Why, "no matching attestations") {
-			t.Errorf("index attested with another key, %s: ok=%v %q", typ, c.OK, c.Why)
+			t.Errorf("index attested with another key, legacy tag only, %s: ok=%v %q", typ, c.OK, c.Why)
 		}
 	}
 }
@@ -319,6 +332,7 @@ func TestIndexAttestationsVerify(t *testing.T) {
 // the others still verify.
 func TestIndexAttestationAltered(t *testing.T) {
 	r := newRelease(t, "2.1.8")
+	r.s.WithFormat(FormatLegacy) // the legacy tag alone (an edited bundle: TestEditedBundle)
 	r.attestIndex(t, r.s, r.ix())
 	// Claim the x86_64 platform is a kunpeng920 build.
 	editAttestation(t, r.index, PredicateSLSA1, `"target":"x86_64"`, `"target":"kunpeng920"`)

@@ -1,6 +1,7 @@
 package sign
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,62 +46,98 @@ func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts 
 			continue // an image of the user's, or an index of such images
 		}
 		sts, attached, verr := verifyAttestations(ctx, d, trust, opts...)
-		if verr == nil {
-			verified[d.DigestStr()] = dedupe(sts)
-		}
-		// Of each predicate type, the newest that verified in each form:
-		// every one of them must pass the policy (a bundle and a legacy tag
-		// that say different things fail, whichever is right).
-		newest := map[string]map[string]Statement{}
+		byType := map[string][]Statement{}
 		for _, st := range sts {
-			if st.Subject != d.DigestStr() {
-				continue
+			if st.Subject == d.DigestStr() {
+				byType[st.PredicateType] = append(byType[st.PredicateType], st)
 			}
-			if newest[st.PredicateType] == nil {
-				newest[st.PredicateType] = map[string]Statement{}
+		}
+		var kept []Statement // what the checks stand on, for Statements
+		for _, st := range sts {
+			if !replaced[st.PredicateType] {
+				kept = append(kept, st)
 			}
-			newest[st.PredicateType][st.Format] = st
 		}
 		for _, typ := range []string{PredicateSPDX, PredicateSLSA1, PredicateScan} {
 			c := Check{What: fmt.Sprintf("attestation %s of %s", typ, d)}
-			forms := newest[typ]
-			unverified := ""
-			for _, f := range []string{checkedBundle, checkedLegacy} {
-				if _, ok := forms[f]; attached[typ][f] && !ok && unverified == "" {
-					unverified = f
-				}
-			}
+			cands := byType[typ]
 			switch {
 			case verr != nil:
 				c.Why = verr.Error()
-			case len(forms) == 0 && unverified != "":
+			case len(cands) == 0 && attached[typ]:
 				c.Why = "attached, but its signature does not verify: it was altered or signed with another key"
-			case len(forms) == 0:
+			case len(cands) == 0:
 				c.Why = "missing (sign it with dorisarm sign --build)"
-			case unverified != "":
-				// One form verifies, the other holds only an attestation
-				// that does not: someone altered or replaced it.
-				c.Why = "the " + unverified + " attestation is attached, but its signature does not verify: it was altered or signed with another key"
 			default:
-				c.OK = true
-				for _, f := range []string{checkedBundle, checkedLegacy} {
-					st, ok := forms[f]
-					if !ok {
-						continue
-					}
-					c.Formats = append(c.Formats, f)
-					if why := predicateProblem(typ, st, platforms, tree); why != "" && c.OK {
-						c.OK, c.Why = false, why
-						if len(forms) > 1 {
-							c.Why = "the " + f + " attestation: " + why
-						}
-					}
+				chosen, why := chooseStatement(typ, cands, platforms, tree)
+				c.OK, c.Why = why == "", why
+				for _, st := range chosen {
+					c.Formats = append(c.Formats, st.Format)
 				}
+				kept = append(kept, chosen...) // verified, whatever the policy says of them
 			}
 			checks = append(checks, c)
 		}
+		if verr == nil {
+			verified[d.DigestStr()] = dedupe(kept)
+		}
 	}
 	return checks, verified, nil
+}
+
+// chooseStatement picks, of the verified statements of replaced type typ
+// about one manifest, the ones its check stands on, and says what is wrong
+// with them ("" when nothing is). The legacy tag holds one of a type (each
+// Attest replaces it); bundles are never removed, so there may be several,
+// and the newest counts: the latest a transparency log vouches for when
+// each carries a log's time (ties, and bundles without one, by the
+// referrer's unsigned creation time). Without a log nothing signed says
+// which is newest: a registry can then present an older genuine
+// attestation in either form, as it can by moving a legacy tag back. Of
+// the two forms the later by the log counts; where they cannot be ordered
+// so, each must pass the policy and they must say the same.
+func chooseStatement(typ string, cands []Statement, platforms map[string]indexEntry, tree string) ([]Statement, string) {
+	var perForm []Statement
+	var bundle *Statement
+	for i, st := range cands {
+		switch {
+		case st.Format == checkedLegacy:
+			perForm = append(perForm, st) // the tag's one
+		case bundle == nil || newer(st, *bundle):
+			bundle = &cands[i]
+		}
+	}
+	if bundle != nil {
+		perForm = append([]Statement{*bundle}, perForm...)
+	}
+	if len(perForm) == 2 && !perForm[0].Time.IsZero() && !perForm[1].Time.IsZero() && !perForm[0].Time.Equal(perForm[1].Time) {
+		if perForm[1].Time.After(perForm[0].Time) {
+			perForm = perForm[1:]
+		} else {
+			perForm = perForm[:1]
+		}
+	}
+	for _, st := range perForm {
+		if why := predicateProblem(typ, st, platforms, tree); why != "" {
+			if len(perForm) > 1 {
+				why = "the " + st.Format + " attestation: " + why
+			}
+			return perForm, why
+		}
+	}
+	if len(perForm) == 2 && !bytes.Equal(perForm[0].Predicate, perForm[1].Predicate) {
+		return perForm, "its Sigstore bundle and its legacy .att tag say different things, and no transparency log's time tells which is newer: attest again (with --rekor-url, and verify with --trusted-root, the log's time decides)"
+	}
+	return perForm, ""
+}
+
+// newer reports whether bundle statement a is newer than b: by the log's
+// time where both have one, else (and on a tie) by the referrers' creation.
+func newer(a, b Statement) bool {
+	if !a.Time.IsZero() && !b.Time.IsZero() && !a.Time.Equal(b.Time) {
+		return a.Time.After(b.Time)
+	}
+	return !a.created.Before(b.created)
 }
 
 // predicateProblem is what is wrong with st, a verified statement of type

@@ -169,7 +169,8 @@ func (s *Signer) signOne(ctx context.Context, d name.Digest) error {
 func (s *Signer) signBundle(ctx context.Context, d name.Digest) error {
 	if bs, err := readBundles(ctx, d, s.opts); err == nil && len(bs) > 0 {
 		v := &verifier{co: &cosign.CheckOpts{SigVerifier: s.sv, IgnoreTlog: true, Offline: true}}
-		if _, err := v.verifiedBundleSignature(ctx, d, bs); err == nil {
+		// With a log, only a signature that was logged is the same one.
+		if b, err := v.verifiedBundleSignature(ctx, d, bs); err == nil && (s.rekor == nil || b.Bundle.HasInclusionProof()) {
 			return nil
 		}
 	}

@@ -38,6 +38,9 @@ func TestEditedAttestationPayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The legacy tag alone: a bundle beside it would still verify (see
+	// TestEditedBundle for the bundle's own case).
+	s = s.WithFormat(FormatLegacy)
 	ctx := context.Background()
 	for typ, p := range map[string]string{PredicateScan: `{"summary":{"clean":true}}`, PredicateSPDX: `{"spdxVersion":"SPDX-2.3"}`, PredicateSLSA1: `{"buildDefinition":{}}`} {
 		if err := s.Attest(ctx, d, typ, []byte(p)); err != nil {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -105,8 +106,13 @@ func (v *verifier) verifiedSignature(ctx context.Context, d name.Digest) (who st
 			}
 		}
 	}
+	// Any one signature that verifies is enough (cosign's rule): an
+	// unreadable form beside a verified one is no reason to refuse.
 	ls, err := readLayers(ctx, d, sigSuffix, v.opts)
 	if err != nil {
+		if len(formats) > 0 {
+			return who, formats, nil
+		}
 		return "", nil, err
 	}
 	for _, l := range ls {
@@ -261,7 +267,7 @@ func (v *verifier) verifyAttestation(ctx context.Context, h v1.Hash, l layer, co
 	if err != nil {
 		return st, err
 	}
-	checked, _, err := cosign.VerifyImageAttestation(ctx, one, h, co)
+	checked, logged, err := cosign.VerifyImageAttestation(ctx, one, h, co)
 	if err != nil {
 		// cosign says "no matching attestations: WHY" of its one; the
 		// caller says that of them all.
@@ -277,7 +283,16 @@ func (v *verifier) verifyAttestation(ctx context.Context, h v1.Hash, l layer, co
 	if err != nil {
 		return st, err
 	}
-	return statementOf(pl)
+	if st, err = statementOf(pl); err != nil {
+		return st, err
+	}
+	// The log's time, when cosign checked the Rekor bundle.
+	if logged {
+		if rb, err := checked[0].Bundle(); err == nil && rb != nil {
+			st.Time = time.Unix(rb.Payload.IntegratedTime, 0)
+		}
+	}
+	return st, nil
 }
 
 // statementOf reads the in-toto statement inside an attestation (a DSSE
