@@ -35,8 +35,8 @@ import (
 // inclusion proof) stored as the one layer of an OCI 1.1 referrer manifest
 // whose subject is the signed manifest. A signature is an in-toto statement
 // of predicate type https://sigstore.dev/cosign/sign/v1 about the digest.
-// Writing is cosign's (cbundle.MakeNewBundle,
-// ociremote.WriteAttestationNewBundleFormat), verification is cosign's
+// Writing is cosign's (cbundle.MakeNewBundle, ociremote.WriteReferrer as
+// its WriteAttestationNewBundleFormat calls it), verification is cosign's
 // (cosign.VerifyNewBundle over sigstore-go's verifier); what is dorisarm's
 // is the bounded read of the referrers.
 
@@ -113,7 +113,8 @@ func makeBundle(pub signature.PublicKeyProvider, st, env, signer []byte, entry *
 // empty config, the bundle as its one layer and the predicate type in its
 // annotations; registries without the referrers API get
 // go-containerregistry's sha256-<hex> tag fallback. Its creation time is
-// informative only: it is not signed, and verification never orders by it.
+// not signed: it orders bundles only where no transparency log's time does
+// (see chooseStatement).
 func writeBundle(ctx context.Context, d name.Digest, b []byte, predicateType string, opts []remote.Option) error {
 	mt, err := sgbundle.MediaTypeString("0.3")
 	if err != nil {
