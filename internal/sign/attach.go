@@ -11,11 +11,13 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	cbundle "github.com/sigstore/cosign/v2/pkg/cosign/bundle"
 	cosignremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci"
 	ocimutate "github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	ocistatic "github.com/sigstore/cosign/v2/pkg/oci/static"
+	"github.com/sigstore/rekor/pkg/generated/models"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
 )
@@ -57,6 +59,46 @@ func attestationLayer(envelope []byte, predicateType string, keyless map[string]
 		ann[k] = v
 	}
 	return layer{Payload: envelope, MediaType: mediaDSSE, Annotations: ann}
+}
+
+// withLogEntry adds e, the Rekor entry of l's signature, to l as cosign
+// stores it (its Rekor bundle); l as it is when e is nil (not logged).
+func withLogEntry(l layer, e *models.LogEntryAnon) (layer, error) {
+	if e == nil {
+		return l, nil
+	}
+	js, err := json.Marshal(cbundle.EntryToBundle(e))
+	if err != nil {
+		return l, err
+	}
+	l.Annotations[annBundle] = string(js)
+	return l, nil
+}
+
+// storeAttestation stores env, the DSSE envelope of the statement st
+// signed by sv (signerPEM: its certificate, or its key) and logged as e (nil:
+// not logged), in the formats f asks for: a Sigstore bundle, and the legacy
+// .att layer legacy makes of it (with replace, replacing those of its
+// predicate type). Both forms store the one envelope and log entry.
+func storeAttestation(ctx context.Context, d name.Digest, f Format, sv signature.PublicKeyProvider, st, env, signerPEM []byte, e *models.LogEntryAnon,
+	predicateType string, replace bool, legacy func(layer) (layer, error), opts []remote.Option) error {
+	if f.bundle() {
+		b, err := makeBundle(sv, st, env, signerPEM, e)
+		if err != nil {
+			return err
+		}
+		if err := writeBundle(ctx, d, b, predicateType, opts); err != nil {
+			return err
+		}
+	}
+	if !f.legacy() {
+		return nil
+	}
+	l, err := legacy(attestationLayer(env, predicateType, nil))
+	if err != nil {
+		return err
+	}
+	return writeAttestation(ctx, d, l, predicateType, replace, opts)
 }
 
 // staticOf is l as a cosign signature to attach: its payload, its

@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	cbundle "github.com/sigstore/cosign/v2/pkg/cosign/bundle"
 )
 
 // Predicate types dorisarm attests with: the first two are the ones the
@@ -61,28 +60,8 @@ func (s *Signer) attest(ctx context.Context, d name.Digest, predicateType string
 	if err != nil {
 		return err
 	}
-	// Both formats store the one envelope (and log entry).
-	if s.format.bundle() {
-		b, err := makeBundle(s.sv, st, env, pub, e)
-		if err != nil {
-			return err
-		}
-		if err := writeBundle(ctx, d, b, predicateType, s.opts); err != nil {
-			return err
-		}
-	}
-	if !s.format.legacy() {
-		return nil
-	}
-	l := attestationLayer(env, predicateType, nil)
-	if e != nil {
-		js, err := json.Marshal(cbundle.EntryToBundle(e))
-		if err != nil {
-			return err
-		}
-		l.Annotations[annBundle] = string(js)
-	}
-	return writeAttestation(ctx, d, l, predicateType, replace, s.opts)
+	return storeAttestation(ctx, d, s.format, s.sv, st, env, pub, e, predicateType, replace,
+		func(l layer) (layer, error) { return withLogEntry(l, e) }, s.opts)
 }
 
 // Statement is a verified attestation's statement.

@@ -272,9 +272,10 @@ func holdsBundle(raw []byte, mf *v1.Manifest) bool {
 }
 
 // readBlob reads the blob desc names from img's repository: exactly
-// desc.Size bytes, whose SHA-256 must be desc.Digest. (It does not go
-// through img.LayerByDigest, which takes the first descriptor with the
-// digest, a config's perhaps, with another size.)
+// desc.Size bytes, whose SHA-256 must be desc.Digest, both checked here:
+// img.LayerByDigest takes the first descriptor with the digest (a config's
+// perhaps, of another size), and its reader checks the digest only at the
+// end of what that descriptor says.
 func readBlob(img v1.Image, desc v1.Descriptor) ([]byte, error) {
 	if desc.Digest.Algorithm != "sha256" {
 		return nil, fmt.Errorf("a blob digest of algorithm %q, not sha256", desc.Digest.Algorithm)
@@ -366,15 +367,20 @@ func (v *verifier) verifyBundle(ctx context.Context, d name.Digest, b *sgbundle.
 	return st, nil
 }
 
-// verifiedBundleSignature is the first bundle signature (predicate type
-// cosign/sign/v1) of d that verifies; errNoMatch when none does.
-func (v *verifier) verifiedBundleSignature(ctx context.Context, d name.Digest, bs []storedBundle) (*storedBundle, error) {
-	nm := &errNoMatch{what: "bundle signatures"}
-	for i := range bs {
-		b := bs[i]
-		// The annotation is unsigned: trusting it can only make a
-		// signature be missed (refused), never accepted.
-		if b.PredicateType != "" && b.PredicateType != ctypes.CosignSignPredicateType {
+// verifiedBundles verifies, of bs, the bundles that may be signatures
+// (sigs: predicate type cosign/sign/v1) or else attestations, and keeps
+// those whose verified statement is of that kind and, where the referrer is
+// annotated, of the annotated type. The annotation is unsigned: it can only
+// make a bundle be skipped, never accepted. With first it stops at the
+// first kept. Each kept one is reported for promotion (see WithReferrers);
+// nm says why the others did not verify.
+func (v *verifier) verifiedBundles(ctx context.Context, d name.Digest, bs []storedBundle, sigs, first bool) (kept []int, sts []statement, nm *errNoMatch) {
+	nm = &errNoMatch{what: "bundle attestations"}
+	if sigs {
+		nm.what = "bundle signatures"
+	}
+	for i, b := range bs {
+		if b.PredicateType != "" && (b.PredicateType == ctypes.CosignSignPredicateType) != sigs {
 			continue
 		}
 		if b.Err != nil {
@@ -386,13 +392,31 @@ func (v *verifier) verifiedBundleSignature(ctx context.Context, d name.Digest, b
 			nm.add(err)
 			continue
 		}
-		if st.PredicateType != ctypes.CosignSignPredicateType {
-			continue // an attestation about d, not a signature
+		if (st.PredicateType == ctypes.CosignSignPredicateType) != sigs {
+			continue // the other kind
+		}
+		if b.PredicateType != "" && st.PredicateType != b.PredicateType {
+			nm.add(fmt.Errorf("the referrer %s is annotated as a %s attestation but signs a %s statement", b.Manifest, b.PredicateType, st.PredicateType))
+			continue
 		}
 		reportReferrer(ctx, d, b.Manifest)
-		return &bs[i], nil
+		st.created = b.Created
+		kept, sts = append(kept, i), append(sts, st)
+		if first {
+			break
+		}
 	}
-	return nil, nm
+	return kept, sts, nm
+}
+
+// verifiedBundleSignature is the first bundle signature (predicate type
+// cosign/sign/v1) of d that verifies; errNoMatch when none does.
+func (v *verifier) verifiedBundleSignature(ctx context.Context, d name.Digest, bs []storedBundle) (*storedBundle, error) {
+	kept, _, nm := v.verifiedBundles(ctx, d, bs, true, true)
+	if len(kept) == 0 {
+		return nil, nm
+	}
+	return &bs[kept[0]], nil
 }
 
 // verifiedBundleAttestations are the statements of d's bundles that verify
@@ -403,35 +427,12 @@ func (v *verifier) verifiedBundleSignature(ctx context.Context, d name.Digest, b
 // order or annotations.
 func (v *verifier) verifiedBundleAttestations(ctx context.Context, d name.Digest, bs []storedBundle) ([]statement, map[string]bool, error) {
 	attached := map[string]bool{}
-	nm := &errNoMatch{what: "bundle attestations"}
-	var out []statement
 	for _, b := range bs {
-		if b.PredicateType == ctypes.CosignSignPredicateType {
-			continue
-		}
-		if b.PredicateType != "" {
+		if b.PredicateType != "" && b.PredicateType != ctypes.CosignSignPredicateType {
 			attached[b.PredicateType] = true
 		}
-		if b.Err != nil {
-			nm.add(b.Err)
-			continue
-		}
-		st, err := v.verifyBundle(ctx, d, b.Bundle)
-		if err != nil {
-			nm.add(err)
-			continue
-		}
-		if st.PredicateType == ctypes.CosignSignPredicateType {
-			continue
-		}
-		if b.PredicateType != "" && st.PredicateType != b.PredicateType {
-			nm.add(fmt.Errorf("the referrer %s is annotated as a %s attestation but signs a %s statement", b.Manifest, b.PredicateType, st.PredicateType))
-			continue
-		}
-		reportReferrer(ctx, d, b.Manifest)
-		st.created = b.Created
-		out = append(out, st)
 	}
+	_, out, nm := v.verifiedBundles(ctx, d, bs, false, false)
 	if len(out) == 0 && len(attached) > 0 {
 		return nil, attached, nm
 	}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	cbundle "github.com/sigstore/cosign/v2/pkg/cosign/bundle"
 	ctypes "github.com/sigstore/cosign/v2/pkg/types"
 	fulcioapi "github.com/sigstore/fulcio/pkg/api"
 	"github.com/sigstore/rekor/pkg/generated/models"
@@ -233,23 +232,8 @@ func (s *KeylessSigner) Attest(ctx context.Context, d name.Digest, predicateType
 	if err != nil {
 		return fmt.Errorf("attesting %s: %w", d, err)
 	}
-	if s.format.bundle() {
-		b, err := makeBundle(s.key, st, env, s.certs.CertPEM, e)
-		if err != nil {
-			return err
-		}
-		if err := writeBundle(ctx, d, b, predicateType, s.opts); err != nil {
-			return err
-		}
-	}
-	if !s.format.legacy() {
-		return nil
-	}
-	l, err := s.layer(attestationLayer(env, predicateType, nil), e)
-	if err != nil {
-		return err
-	}
-	return writeAttestation(ctx, d, l, predicateType, true, s.opts)
+	return storeAttestation(ctx, d, s.format, s.key, st, env, s.certs.CertPEM, e, predicateType, true,
+		func(l layer) (layer, error) { return s.layer(l, e) }, s.opts)
 }
 
 // WithFormat makes s write f's signature formats (the default: both).
@@ -261,14 +245,9 @@ func (s *KeylessSigner) WithFormat(f Format) *KeylessSigner {
 // layer adds what cosign stores beside a keyless signature: the
 // certificate, its chain and the Rekor bundle of e.
 func (s *KeylessSigner) layer(l layer, e *models.LogEntryAnon) (layer, error) {
-	js, err := json.Marshal(cbundle.EntryToBundle(e))
-	if err != nil {
-		return l, err
-	}
 	l.Annotations[annCertificate] = string(s.certs.CertPEM)
 	l.Annotations[annChain] = string(s.certs.ChainPEM)
-	l.Annotations[annBundle] = string(js)
-	return l, nil
+	return withLogEntry(l, e)
 }
 
 // tokenSubject is the identity Fulcio certifies for an OIDC token's claims

@@ -11,7 +11,6 @@ package sign
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -22,7 +21,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
-	cbundle "github.com/sigstore/cosign/v2/pkg/cosign/bundle"
 	cosignremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
 	ctypes "github.com/sigstore/cosign/v2/pkg/types"
 	"github.com/sigstore/rekor/pkg/generated/models"
@@ -153,11 +151,9 @@ func (s *Signer) signOne(ctx context.Context, d name.Digest) error {
 		if err != nil {
 			return err
 		}
-		js, err := json.Marshal(cbundle.EntryToBundle(e))
-		if err != nil {
+		if l, err = withLogEntry(l, e); err != nil {
 			return err
 		}
-		l.Annotations[annBundle] = string(js)
 	}
 	// Signed before by this key: cosign's duplicate check keeps one.
 	return writeSignature(ctx, d, l, s.opts, cosignremote.NewDupeDetector(s.sv))
