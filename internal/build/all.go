@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/plan"
@@ -40,41 +41,94 @@ func (o Outcome) String() string {
 		o.Dir, o.Target, o.Compiler, o.Steps, o.CacheHits, o.CacheSteps, rate, o.Seconds)
 }
 
-// RunAll builds every input in turn. A failed cell does not stop the
+// RunAll builds every input. Cells run at once within the --jobs budget
+// (Share): each running cell gets an equal part of Options.Jobs for its
+// steps. Steps that do not depend on the target (fetch, unpack, the Doris
+// patches) have one cache key in every cell: the first cell to reach one
+// makes it, the others wait and restore it. A failed cell does not stop the
 // others: it is an outcome, and the returned error (a failed gate) names
 // every failed target. An interruption stops everything. done is called
-// after each cell.
+// after each cell, one call at a time; the outcomes are in the inputs'
+// order.
 func RunAll(ctx context.Context, ins []Input, opts Options, done func(Outcome)) ([]Outcome, error) {
-	outs := []Outcome{}
-	var failed []string
-	for _, in := range ins {
-		c := in.Plan.Cell
-		o := Outcome{Target: c.Target, Doris: c.Doris, Dir: Dir(opts.Out, c.Doris, c.Target)}
-		rec, err := Run(ctx, in, opts)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return outs, fault.Gatef("interrupted; the cache keeps every finished step, run again to resume")
-		case err != nil:
-			o.State, o.Error = "failed", err.Error()
-			failed = append(failed, c.Target)
-		default:
-			o.State = "built"
-			if rec.UpToDate {
-				o.State = "up to date"
+	cells, jobs := Share(opts.Jobs, len(ins))
+	opts.Jobs = jobs
+	outs := make([]Outcome, len(ins))
+	finished := make([]bool, len(ins))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, cells)
+start:
+	for i, in := range ins {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			break start
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			o, ok := runCell(ctx, in, opts)
+			mu.Lock()
+			defer mu.Unlock()
+			outs[i], finished[i] = o, ok
+			if ok && done != nil {
+				done(o)
 			}
-			o.Compiler = rec.Compiler.Name + " " + rec.Compiler.Version
-			o.Steps, o.Seconds = len(rec.Steps), rec.Seconds
-			o.CacheHits, o.CacheSteps = len(rec.Cache.Hits), len(rec.Cache.Hits)+len(rec.Cache.Misses)
+		}()
+	}
+	wg.Wait()
+	got := []Outcome{}
+	var failed []string
+	for i, o := range outs {
+		if !finished[i] {
+			continue
 		}
-		outs = append(outs, o)
-		if done != nil {
-			done(o)
+		got = append(got, o)
+		if o.State == "failed" {
+			failed = append(failed, o.Target)
 		}
+	}
+	if ctx.Err() != nil {
+		return got, fault.Gatef("interrupted; the cache keeps every finished step, run again to resume")
 	}
 	if len(failed) > 0 {
-		return outs, fault.Gatef("build failed for %s", strings.Join(failed, ", "))
+		return got, fault.Gatef("build failed for %s", strings.Join(failed, ", "))
 	}
-	return outs, nil
+	return got, nil
+}
+
+// Share divides a --jobs budget among n cells: how many run at once, and
+// the jobs each of them gives its steps (at least one). A budget under one
+// is the default, 2.
+func Share(budget, n int) (cells, jobs int) {
+	if budget <= 0 {
+		budget = 2
+	}
+	cells = min(max(n, 1), budget)
+	return cells, max(budget/cells, 1)
+}
+
+// runCell builds one cell; ok is false when the build was interrupted.
+func runCell(ctx context.Context, in Input, opts Options) (o Outcome, ok bool) {
+	c := in.Plan.Cell
+	o = Outcome{Target: c.Target, Doris: c.Doris, Dir: Dir(opts.Out, c.Doris, c.Target)}
+	rec, err := Run(ctx, in, opts)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return o, false
+	case err != nil:
+		o.State, o.Error = "failed", err.Error()
+	default:
+		o.State = "built"
+		if rec.UpToDate {
+			o.State = "up to date"
+		}
+		o.Compiler = rec.Compiler.Name + " " + rec.Compiler.Version
+		o.Steps, o.Seconds = len(rec.Steps), rec.Seconds
+		o.CacheHits, o.CacheSteps = len(rec.Cache.Hits), len(rec.Cache.Hits)+len(rec.Cache.Misses)
+	}
+	return o, true
 }
 
 // Inputs pair each planned cell of req with its scan policy: what RunAll

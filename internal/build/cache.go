@@ -421,7 +421,24 @@ func (c *Cache) Put(m Meta, tree string, changed []string) error {
 }
 
 // Init creates the cache directories.
-func (c *Cache) Init() error { return os.MkdirAll(filepath.Join(c.Dir, "steps"), 0o755) }
+func (c *Cache) Init() error {
+	for _, d := range []string{"steps", "locks"} {
+		if err := os.MkdirAll(filepath.Join(c.Dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockKey holds key's lock until unlock is called: one step at a time,
+// across the goroutines and processes that use the cache, looks a key up
+// and makes its entry. wait is called once if another holds it.
+func (c *Cache) lockKey(ctx context.Context, key string, wait func()) (unlock func(), err error) {
+	if !validKey(key) {
+		return nil, fmt.Errorf("invalid cache key %q", key)
+	}
+	return lockWork(ctx, filepath.Join(c.Dir, "locks", key+".lock"), wait)
+}
 
 // Entry is one cached step, for pruning and listing.
 type Entry struct {

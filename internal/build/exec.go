@@ -22,6 +22,9 @@ type Command struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// CPU, when set, has the program's user and system time added to it
+	// (its own children's included, as far as it waited for them).
+	CPU *time.Duration
 }
 
 // Exec runs a command to its end. A program that ran and failed returns an
@@ -72,6 +75,9 @@ func runProcess(ctx context.Context, c Command, iso *syscall.SysProcAttr) error 
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	err := cmd.Run()
+	if c.CPU != nil && cmd.ProcessState != nil {
+		*c.CPU += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
 	if err != nil && iso != nil && cmd.Process == nil {
 		// Start failed: the namespace could not be made here.
 		return fmt.Errorf("step %s: %w: %v", c.Step, errNoIsolation, err)

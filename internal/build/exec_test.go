@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestStepsRunWithNoNetwork: a command RunProcess starts sees no network
@@ -65,5 +66,29 @@ func TestDownloadNamesURL(t *testing.T) {
 	err = RunProcess(context.Background(), Command{Step: "build:be", Path: "sh", Args: []string{"-c", "echo 'see https://example.org/docs'; exit 2"}, Stdout: &log, Stderr: &log})
 	if err == nil || errors.As(err, &d) {
 		t.Errorf("a plain failure: %v", err)
+	}
+}
+
+// TestCommandCPU: RunProcess adds the CPU time of the program and of the
+// children it waited for to Command.CPU (per command, so cells running at
+// once each count their own).
+func TestCommandCPU(t *testing.T) {
+	var cpu time.Duration
+	spin := `i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done`
+	for range 2 {
+		// The work is done by a child of sh -c's shell: it counts once waited for.
+		if err := RunProcess(context.Background(), Command{Step: "x", Path: "sh", Args: []string{"-c", "sh -c '" + spin + "'"}, CPU: &cpu}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var one time.Duration
+	if err := RunProcess(context.Background(), Command{Step: "x", Path: "sh", Args: []string{"-c", spin}, CPU: &one}); err != nil {
+		t.Fatal(err)
+	}
+	if one <= 0 || cpu < one {
+		t.Errorf("CPU of one spin %v, of two (in a child) %v: want both counted, the two at least the one", one, cpu)
+	}
+	if err := RunProcess(context.Background(), Command{Step: "x", Path: "true"}); err != nil {
+		t.Fatalf("a command without CPU: %v", err)
 	}
 }

@@ -75,6 +75,20 @@ func (p *Progress) Step(target string, i int, id string, cached bool, d time.Dur
 	p.line("%s [%d/%d] %s %s %.1fs", target, i+1, p.total[target], id, how, d.Seconds())
 }
 
+// Wait says a step waits for another build (another target of this one,
+// or another process) that is making the same cache entry.
+func (p *Progress) Wait(target string, i int, id string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.line("%s [%d/%d] %s waits for another build making the same step", target, i+1, p.total[target], id)
+	if p.TTY {
+		fmt.Fprintln(p.W)
+	}
+}
+
 // UpToDate says a target's published build is current.
 func (p *Progress) UpToDate(target string) {
 	if p == nil {

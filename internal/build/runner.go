@@ -109,6 +109,9 @@ type runner struct {
 	// partial publishes to PartialDir: some packages of a --keep-going
 	// build failed.
 	partial bool
+	// cpu is the user and system time of the programs the running step
+	// started (a cell runs one step at a time).
+	cpu time.Duration
 }
 
 // Run builds one cell and publishes it to Out; it returns the build record.
@@ -406,6 +409,17 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 	target := r.in.Plan.Cell.Target
 	cacheable := s.Kind.Cacheable()
 	if cacheable {
+		// One build at a time makes a key's result (cells of one build run
+		// at once and share their target-free steps; other processes may
+		// use the cache too): the others wait, then restore it.
+		unlock, err := r.cache.lockKey(ctx, s.Key, func() { r.opts.Progress.Wait(target, i, s.ID) })
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%s: %s interrupted: %w", target, s.ID, ctx.Err())
+			}
+			return err
+		}
+		defer unlock()
 		m, ok := r.cache.Get(s.Key)
 		pulled := r.prefetched[s.Key]
 		if !ok && r.opts.CacheFrom != nil {
@@ -458,9 +472,9 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 		return err
 	}
 	logPath := filepath.Join(r.logs, strings.NewReplacer(":", "_", "/", "_").Replace(s.ID)+".log")
-	cpu0 := childCPU()
+	r.cpu = 0
 	err = r.execute(ctx, s, logPath)
-	cpu := childCPU() - cpu0
+	cpu := r.cpu.Seconds()
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %s interrupted: %w", target, s.ID, ctx.Err())
@@ -492,18 +506,6 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 	r.rec.Steps[len(r.rec.Steps)-1].CPUSeconds = cpu
 	r.opts.Progress.Step(target, i, s.ID, false, time.Since(t0))
 	return nil
-}
-
-// childCPU is the user and system time, in seconds, of this process's
-// children that have ended and been waited for (their own children
-// included, as each was waited for). A cell's steps run one at a time, so
-// the difference across a step is what its programs used.
-func childCPU() float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error {
@@ -625,7 +627,7 @@ func (r *runner) command(ctx context.Context, s plan.Step, argv []string, env []
 // run runs one program of step through Options.Exec, logging it.
 func (r *runner) run(ctx context.Context, step, name string, args, env []string, dir string, log io.Writer) error {
 	fmt.Fprintf(log, "$ %s %s\n", name, strings.Join(args, " "))
-	return r.opts.Exec(ctx, Command{Step: step, Path: name, Args: args, Env: env, Dir: dir, Stdout: log, Stderr: log})
+	return r.opts.Exec(ctx, Command{Step: step, Path: name, Args: args, Env: env, Dir: dir, Stdout: log, Stderr: log, CPU: &r.cpu})
 }
 
 // fetch copies an archive from the mirror into the tree's source directory

@@ -220,7 +220,7 @@ func (r *runner) unpack(ctx context.Context, s plan.Step, log io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(log, "$ patch %s < %s\n", strings.Join(args, " "), tp.File)
-		err = r.opts.Exec(ctx, Command{Step: s.ID, Path: "patch", Args: append([]string{"--batch", "--forward"}, args...), Dir: dest, Stdin: fh, Stdout: log, Stderr: log})
+		err = r.opts.Exec(ctx, Command{Step: s.ID, Path: "patch", Args: append([]string{"--batch", "--forward"}, args...), Dir: dest, Stdin: fh, Stdout: log, Stderr: log, CPU: &r.cpu})
 		fh.Close()
 		if err != nil {
 			return fmt.Errorf("the tree's own %s does not apply to %s: %w (see the log)", tp.File, source, err)

@@ -1,0 +1,135 @@
+package build
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dorisarm/dorisarm/internal/sample"
+)
+
+func TestShare(t *testing.T) {
+	for _, c := range []struct{ budget, n, cells, jobs int }{
+		{2, 3, 2, 1}, {64, 3, 3, 21}, {1, 3, 1, 1}, {8, 1, 1, 8}, {0, 1, 1, 2}, {4, 0, 1, 4}, {3, 2, 2, 1},
+	} {
+		if cells, jobs := Share(c.budget, c.n); cells != c.cells || jobs != c.jobs {
+			t.Errorf("Share(%d, %d) = %d cells × %d jobs, want %d × %d", c.budget, c.n, cells, jobs, c.cells, c.jobs)
+		}
+	}
+}
+
+// rendezvous holds the first package step of the first n cells to reach
+// one until n of them are in one at once: the test fails unless cells
+// really run at the same time (a serial RunAll would wait out the
+// timeout with one cell inside).
+type rendezvous struct {
+	mu      sync.Mutex
+	n       int
+	arrived map[string]bool
+	all     chan struct{}
+	met     bool
+}
+
+func (r *rendezvous) wait(cell string) {
+	r.mu.Lock()
+	if r.arrived[cell] || len(r.arrived) >= r.n {
+		r.mu.Unlock()
+		return
+	}
+	r.arrived[cell] = true
+	if len(r.arrived) == r.n {
+		close(r.all)
+	}
+	r.mu.Unlock()
+	select {
+	case <-r.all:
+		r.mu.Lock()
+		r.met = true
+		r.mu.Unlock()
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// TestRunAllSharesTargetFreeSteps: three targets with a budget of two
+// jobs run two cells at once, one job each; every step whose key does
+// not depend on the target (fetch, unpack, the tree's patches) runs in
+// exactly one cell and is restored from the cache in the others, and each
+// cell's own steps run in that cell.
+func TestRunAllSharesTargetFreeSteps(t *testing.T) {
+	t.Parallel()
+	targets := []string{"kunpeng920", "graviton3", "generic-armv8"}
+	out, cache := t.TempDir(), t.TempDir()
+	rv := &rendezvous{n: 2, arrived: map[string]bool{}, all: make(chan struct{})}
+	fx := &fakeExec{}
+	exec := func(ctx context.Context, c Command) error {
+		if strings.HasPrefix(c.Step, "thirdparty:") {
+			// c.Dir is the cell's tree: <cache>/work/<target>-<doris>/src/...
+			rel, _ := filepath.Rel(filepath.Join(cache, "work"), c.Dir)
+			rv.wait(strings.SplitN(rel, string(filepath.Separator), 2)[0])
+		}
+		return fx.exec(ctx, c)
+	}
+	var ins []Input
+	users := map[string][]string{} // cache key → the cells whose plans have it
+	keyOf := map[string]string{}   // target + step → key
+	for _, tg := range targets {
+		in := fastInput(t, tg, "")
+		ins = append(ins, in)
+		for _, s := range in.Plan.Steps {
+			if s.Kind.Cacheable() {
+				users[s.Key] = append(users[s.Key], tg)
+				keyOf[tg+" "+s.ID] = s.Key
+			}
+		}
+	}
+	var shared []string
+	for tg := range keyOf {
+		if len(users[keyOf[tg]]) > 1 {
+			shared = append(shared, tg)
+		}
+	}
+	slices.Sort(shared)
+	if !slices.ContainsFunc(shared, func(s string) bool { return strings.Contains(s, " unpack:") }) {
+		t.Fatalf("no unpack step has one key in two cells (shared: %v): nothing to share", shared)
+	}
+	var done []string
+	outs, err := RunAll(context.Background(), ins, Options{Out: out, Cache: cache, Jobs: 2, Exec: exec}, func(o Outcome) {
+		done = append(done, o.Target)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rv.met {
+		t.Error("no two cells ran a package step at the same time: the cells ran one after another")
+	}
+	if len(outs) != len(targets) || len(done) != len(targets) {
+		t.Fatalf("%d outcomes, %d done calls, want %d", len(outs), len(done), len(targets))
+	}
+	ran := map[string][]string{} // cache key → the cells whose record says its step ran
+	for i, o := range outs {
+		if o.Target != targets[i] || o.State != "built" {
+			t.Errorf("outcome %d: %s %s (%s), want %s built", i, o.Target, o.State, o.Error, targets[i])
+		}
+		rec, err := Verify(Dir(out, sample.Version, o.Target))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Jobs != 1 {
+			t.Errorf("%s: the record says %d jobs; the budget of 2 over two cells at once is 1 each", o.Target, rec.Jobs)
+		}
+		for _, id := range rec.Cache.Misses {
+			k := keyOf[o.Target+" "+id]
+			ran[k] = append(ran[k], o.Target)
+		}
+	}
+	for k, cells := range users {
+		if len(ran[k]) != 1 {
+			t.Errorf("the step of key %s (in %v) ran in %v: want exactly one cell", k[:12], cells, ran[k])
+		}
+	}
+	t.Logf("steps with a key two cells share, each run once: %v", shared)
+}
