@@ -113,6 +113,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 	cmd.Flags().StringVar(&opts.Out, "out", "out", "where builds are published: <out>/<doris>/<target>/")
 	cmd.Flags().StringVar(&opts.Cache, "cache", defaultCacheDir(), "the step cache and work directories ($DORISARM_CACHE)")
 	cmd.Flags().IntVar(&opts.Jobs, "jobs", 2, "the build's CPU budget: targets build at once, up to this many, and split it for their steps' parallel jobs (make -j)")
+	cmd.Flags().IntVar(&opts.PackagesAtOnce, "packages-at-once", 0, "third-party packages built at once in a target (default: --jobs; 1 builds them one after another, as Doris's script does)")
 	cmd.Flags().StringVar(&opts.Mirror, "mirror", "", "third-party archive mirror: DIR, file:// or http(s):// (default: the recipe's)")
 	cmd.Flags().StringVar(&allowFile, "allow", "", "reviewed scan exceptions")
 	cmd.Flags().BoolVar(&opts.StrictVersions, "strict-versions", false, "fail a package whose unpacked source declares another version than vars.sh (or the recipe) names for it; a warning in the build record otherwise")

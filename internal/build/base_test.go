@@ -132,8 +132,8 @@ func TestHostEnvGate(t *testing.T) {
 // lib64/lib64 -> lib64 on the second run: the package check removes links
 // that loop, and keeps the rest.
 func TestInstalledLoopLinksRemoved(t *testing.T) {
-	src := t.TempDir()
-	r := &runner{src: src, in: Input{Recipe: &recipe.Recipe{Thirdparty: recipe.Thirdparty{Install: "thirdparty/installed"}}}}
+	work := t.TempDir()
+	r := &runner{work: work, src: filepath.Join(work, "src"), in: Input{Recipe: &recipe.Recipe{Thirdparty: recipe.Thirdparty{Install: "thirdparty/installed"}}}}
 	inst := r.installDir()
 	if err := os.MkdirAll(filepath.Join(inst, "lib64"), 0o755); err != nil {
 		t.Fatal(err)

@@ -196,28 +196,36 @@ func (c *Cache) Discard(key string) error {
 // link and deleted path in it; only then does it change the tree. Any
 // problem found before the tree changed is a *CorruptError.
 func (c *Cache) Restore(key, tree string, m *Meta) error {
+	_, err := c.RestoreFiles(key, tree, m)
+	return err
+}
+
+// RestoreFiles is Restore that also returns the entry's paths (relative,
+// slash-separated, as Put was given them).
+func (c *Cache) RestoreFiles(key, tree string, m *Meta) ([]string, error) {
 	f, err := os.Open(filepath.Join(c.entry(key), "files.tar"))
 	if err != nil {
-		return &CorruptError{Key: key, Reason: err.Error()}
+		return nil, &CorruptError{Key: key, Reason: err.Error()}
 	}
 	defer f.Close()
 	root, err := os.OpenRoot(tree)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer root.Close()
-	if err := checkEntry(f, m, root); err != nil {
-		return &CorruptError{Key: key, Reason: err.Error()}
+	names, err := checkEntry(f, m, root)
+	if err != nil {
+		return nil, &CorruptError{Key: key, Reason: err.Error()}
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
+		return nil, err
 	}
 	for _, d := range m.Deleted {
 		if err := root.RemoveAll(filepath.FromSlash(d)); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return untar(io.LimitReader(f, m.TarSize), root)
+	return names, untar(io.LimitReader(f, m.TarSize), root)
 }
 
 // checkEntry reads files.tar once: its sha256 and size must be m's, and
@@ -226,7 +234,12 @@ func (c *Cache) Restore(key, tree string, m *Meta) error {
 // it will be once the entry is applied to the tree under root (resolved
 // through its links and the entry's, not lexically). m's deleted paths must
 // be clean relative names too.
-func checkEntry(f *os.File, m *Meta, root *os.Root) error {
+func checkEntry(f *os.File, m *Meta, root *os.Root) (names []string, err error) {
+	err = checkEntryNames(f, m, root, &names)
+	return names, err
+}
+
+func checkEntryNames(f *os.File, m *Meta, root *os.Root, names *[]string) error {
 	if !strings.HasPrefix(m.TarSHA256, "sha256:") {
 		return fmt.Errorf("meta.json records no digest of files.tar (an entry from an older dorisarm)")
 	}
@@ -252,6 +265,9 @@ func checkEntry(f *os.File, m *Meta, root *os.Root) error {
 			return err
 		}
 		name := strings.TrimSuffix(hdr.Name, "/")
+		if hdr.Typeflag == tar.TypeDir || hdr.Typeflag == tar.TypeReg || hdr.Typeflag == tar.TypeCont || hdr.Typeflag == tar.TypeSymlink {
+			*names = append(*names, name)
+		}
 		switch hdr.Typeflag {
 		case tar.TypeSymlink:
 			target := hdr.Linkname

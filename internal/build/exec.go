@@ -7,6 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -25,6 +28,29 @@ type Command struct {
 	// CPU, when set, has the program's user and system time added to it
 	// (its own children's included, as far as it waited for them).
 	CPU *time.Duration
+	// Bind, when set, is a directory the program sees at another path: a
+	// package step's own tree, seen where the cell's tree is, so that the
+	// paths it records (prefixes in .pc, .la and CMake files) are the
+	// cell's.
+	Bind *Bind
+}
+
+// Bind shows the directory From at the path To (a bind mount in a mount
+// namespace of the command's own).
+type Bind struct{ From, To string }
+
+// Outside is where path p, as the command sees it, is on this machine.
+func (c Command) Outside(p string) string {
+	if c.Bind == nil {
+		return p
+	}
+	if p == c.Bind.To {
+		return c.Bind.From
+	}
+	if rest, ok := strings.CutPrefix(p, c.Bind.To+string(filepath.Separator)); ok {
+		return filepath.Join(c.Bind.From, rest)
+	}
+	return p
 }
 
 // Exec runs a command to its end. A program that ran and failed returns an
@@ -39,6 +65,13 @@ type Exec func(ctx context.Context, c Command) error
 // namespace can be had the command does not run: the error says why.
 // A command that fails names the URLs its log shows it tried to download.
 func RunProcess(ctx context.Context, c Command) error {
+	if c.Bind != nil {
+		ns, err := MountIsolation()
+		if err != nil {
+			return fmt.Errorf("step %s: %w", c.Step, err)
+		}
+		return runProcess(ctx, ns.wrap(c), ns.attr)
+	}
 	iso, err := Isolation()
 	if err != nil {
 		return fmt.Errorf("step %s: %w", c.Step, err)
@@ -50,6 +83,9 @@ func RunProcess(ctx context.Context, c Command) error {
 // a build that must download during its steps (a user's explicit choice,
 // to be recorded as such).
 func RunProcessWithNetwork(ctx context.Context, c Command) error {
+	if c.Bind != nil {
+		return fmt.Errorf("step %s: a package tree is shown at the cell's path only with build isolation (RunProcess)", c.Step)
+	}
 	return runProcess(ctx, c, nil)
 }
 
@@ -185,4 +221,94 @@ func joinTries(t []string) string {
 		s += x
 	}
 	return s
+}
+
+// mountNS is how a command is shown a tree at another path: a mount
+// namespace (with the network namespace Isolation gives), in which a
+// small shell makes every mount private, binds the tree and then runs the
+// command.
+type mountNS struct {
+	attr        *syscall.SysProcAttr
+	sh, mount   string
+	description string
+}
+
+var (
+	mountOnce sync.Once
+	mountIso  *mountNS
+	mountErr  error
+)
+
+// mountScript makes the namespace's mounts private (nothing reaches the
+// build machine's), binds $1 at $2, enters $3 and runs the rest.
+const mountScript = `"$0" --make-rprivate / && "$0" --bind -- "$1" "$2" || { echo "dorisarm: cannot show $1 at $2 in the step's mount namespace" >&2; exit 126; }
+cd -- "$3" || exit 126
+shift 3
+exec "$@"`
+
+func (ns *mountNS) wrap(c Command) Command {
+	w := c
+	w.Path = ns.sh
+	w.Args = append([]string{"-c", mountScript, ns.mount, c.Bind.From, c.Bind.To, c.Dir, c.Path}, c.Args...)
+	return w
+}
+
+// MountIsolation is Isolation with a mount namespace of the command's own,
+// for package steps that build in a tree of their own: as root directly;
+// otherwise in a user namespace that maps the user to root in it (a bind
+// mount needs CAP_SYS_ADMIN there, which a non-root user loses at exec).
+// An error says why where neither works.
+func MountIsolation() (*mountNS, error) {
+	mountOnce.Do(func() { mountIso, mountErr = probeMount() })
+	return mountIso, mountErr
+}
+
+func probeMount() (*mountNS, error) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		return nil, fmt.Errorf("%w: no sh to set up a package step's mount namespace", errNoIsolation)
+	}
+	mount, err := exec.LookPath("mount")
+	if err != nil {
+		return nil, fmt.Errorf("%w: no mount program (util-linux) to show a package step its own tree", errNoIsolation)
+	}
+	probe, err := os.MkdirTemp("", "dorisarm-mount-probe-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(probe)
+	from, to := filepath.Join(probe, "from"), filepath.Join(probe, "to")
+	os.Mkdir(from, 0o755)
+	os.Mkdir(to, 0o755)
+	if err := os.WriteFile(filepath.Join(from, "seen"), nil, 0o644); err != nil {
+		return nil, err
+	}
+	var tries []string
+	uid, gid := os.Getuid(), os.Getgid()
+	var cands []*syscall.SysProcAttr
+	if os.Geteuid() == 0 {
+		cands = append(cands, &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS})
+	}
+	cands = append(cands, &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWNS,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
+	})
+	for _, attr := range cands {
+		ns := &mountNS{attr: attr, sh: sh, mount: mount, description: describeIsolation(attr) + " with a mount namespace"}
+		var out strings.Builder
+		c := ns.wrap(Command{Path: "test", Args: []string{"-e", "seen"}, Dir: to, Bind: &Bind{From: from, To: to}})
+		cmd := exec.Command(c.Path, c.Args...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr, cmd.SysProcAttr = c.Dir, &out, &out, attr
+		if err := cmd.Run(); err != nil {
+			tries = append(tries, fmt.Sprintf("%s: %v %s", ns.description, err, strings.TrimSpace(out.String())))
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(to, "seen")); err == nil {
+			return nil, fmt.Errorf("%w: the probe's bind mount reached the build machine's mounts", errNoIsolation)
+		}
+		return ns, nil
+	}
+	return nil, fmt.Errorf("%w: a package step builds in a tree of its own, shown at the cell's path in a mount namespace, and none can be made here (%s); run dorisarm as root or with CAP_SYS_ADMIN (a Dagger exec: InsecureRootCapabilities), or allow unprivileged user namespaces",
+		errNoIsolation, joinTries(tries))
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +92,35 @@ func TestCommandCPU(t *testing.T) {
 	}
 	if err := RunProcess(context.Background(), Command{Step: "x", Path: "true"}); err != nil {
 		t.Fatalf("a command without CPU: %v", err)
+	}
+}
+
+// TestBindShowsTreeAtPath: a command given a Bind sees the package tree at
+// the cell's path, writes there into the package tree, and the build
+// machine's mounts never change (the cell's directory keeps its own files).
+func TestBindShowsTreeAtPath(t *testing.T) {
+	cell, pkg := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(cell, "cell-file"), []byte("cell"), 0o644)
+	os.WriteFile(filepath.Join(pkg, "pkg-file"), []byte("pkg"), 0o644)
+	var out bytes.Buffer
+	c := Command{Step: "thirdparty:X", Path: "sh", Args: []string{"-c", `pwd; ls; echo made > "$PWD/made"; ls /proc/self/net/dev >/dev/null`},
+		Dir: cell, Stdout: &out, Stderr: &out, Bind: &Bind{From: pkg, To: cell}}
+	if err := RunProcess(context.Background(), c); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if got := strings.Fields(out.String()); !slices.Equal(got, []string{cell, "pkg-file"}) {
+		t.Errorf("the command saw %q, want its working directory %s holding the package tree's pkg-file", got, cell)
+	}
+	if _, err := os.Stat(filepath.Join(pkg, "made")); err != nil {
+		t.Errorf("what the command wrote at the cell's path is not in the package tree: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(cell, "made")); err == nil {
+		t.Error("the command wrote into the cell's own directory")
+	}
+	if c.Outside(filepath.Join(cell, "a", "b")) != filepath.Join(pkg, "a", "b") || c.Outside(cell+"x") != cell+"x" {
+		t.Errorf("Outside maps wrongly: %s, %s", c.Outside(filepath.Join(cell, "a", "b")), c.Outside(cell+"x"))
+	}
+	if err := RunProcessWithNetwork(context.Background(), c); err == nil {
+		t.Error("RunProcessWithNetwork ran a command with a Bind it cannot honour")
 	}
 }

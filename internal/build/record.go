@@ -168,15 +168,6 @@ func newRecord(in Input) *Record {
 	return r
 }
 
-func (r *Record) addStep(s plan.Step, cached bool, d time.Duration) {
-	r.Steps = append(r.Steps, StepRecord{ID: s.ID, Key: s.Key, Cached: cached, Seconds: d.Seconds(), Needs: s.Needs})
-	if cached {
-		r.Cache.Hits = append(r.Cache.Hits, s.ID)
-	} else if s.Kind.Cacheable() {
-		r.Cache.Misses = append(r.Cache.Misses, s.ID)
-	}
-}
-
 func (r *Record) addArchive(entry, name string, sum source.LockEntry) {
 	for i := range r.Packages {
 		if r.Packages[i].Entry == entry {

@@ -27,11 +27,14 @@ import (
 
 // Options control a build.
 type Options struct {
-	Out        string // builds land in <Out>/<doris>/<target>/
-	Cache      string // the step cache and work directories
-	Jobs       int    // parallel jobs inside a step (make -j)
-	Mirror     string // where third-party archives come from (dir, file:// or http(s)://)
-	PGOProfile string // a profile collected elsewhere (the plan then skips training)
+	Out   string // builds land in <Out>/<doris>/<target>/
+	Cache string // the step cache and work directories
+	Jobs  int    // the CPU budget: parallel jobs of a step (make -j), packages at once
+	// PackagesAtOnce caps how many package builds run at once (Jobs when
+	// 0): 1 builds them one after another, as Doris's own script does.
+	PackagesAtOnce int
+	Mirror         string // where third-party archives come from (dir, file:// or http(s)://)
+	PGOProfile     string // a profile collected elsewhere (the plan then skips training)
 	// StrictVersions fails a package whose unpacked source declares another
 	// version than the tree names for it (a warning otherwise).
 	StrictVersions bool
@@ -73,7 +76,10 @@ type StepError struct {
 	Target, Step, Log, Tail string
 	// First are the first lines of the log that say what went wrong.
 	First []string
-	Err   error
+	// Missing are files the log names that a package the step does not
+	// declare installed (an undeclared dependency, likely).
+	Missing []string
+	Err     error
 }
 
 func (e *StepError) Error() string {
@@ -81,6 +87,10 @@ func (e *StepError) Error() string {
 	fmt.Fprintf(&b, "%s: step %s failed: %v", e.Target, e.Step, e.Err)
 	if len(e.First) > 0 {
 		fmt.Fprintf(&b, "\n--- first errors in %s ---\n%s", e.Log, strings.Join(e.First, "\n"))
+	}
+	if len(e.Missing) > 0 {
+		fmt.Fprintf(&b, "\n--- the log names files of packages %s does not declare (add them to the recipe's thirdparty.deps) ---\n%s",
+			e.Step, strings.Join(e.Missing, "\n"))
 	}
 	fmt.Fprintf(&b, "\n--- last lines of %s ---\n%s", e.Log, e.Tail)
 	return b.String()
@@ -109,10 +119,49 @@ type runner struct {
 	// partial publishes to PartialDir: some packages of a --keep-going
 	// build failed.
 	partial bool
-	// cpu is the user and system time of the programs the running step
-	// started (a cell runs one step at a time).
+	// cpu is the user and system time of the programs the step started
+	// (each step runs in a copy of the runner of its own).
 	cpu time.Duration
+	// shared is what a cell's steps running at once share.
+	shared *cellState
+	// tree is a package step's own tree (pkgs/<PACKAGE> in the work
+	// directory), laid out by layout just before the step runs; "" for a
+	// step in the cell's tree.
+	tree   string
+	layout func() error
+	// changed and deleted are the step's result: the paths (relative to
+	// its tree) it made or changed, and those it removed.
+	changed, deleted []string
 }
+
+// cellState is what the steps of one cell, running at once, share.
+type cellState struct {
+	mu sync.Mutex // rec, files, owner
+	// treeMu guards the cell's tree: a step in it holds it; a package
+	// step reads its inputs from it under a read lock and merges its
+	// result under the lock.
+	treeMu sync.RWMutex
+	// files are the paths (relative to the work directory) each finished
+	// step's result put in the cell's tree.
+	files map[string][]string
+	// owner is the package that installed each path of the install tree.
+	owner map[string]string
+	// index is each step's place in the plan: the record lists steps in it.
+	index map[string]int
+}
+
+// root is the directory the step's result is relative to: its own tree
+// for a package step, the cell's work directory otherwise.
+func (r *runner) root() string {
+	if r.tree != "" {
+		return r.tree
+	}
+	return r.work
+}
+
+// srcDir is where the step's copy of the tree is on this machine (the
+// step's command sees it at r.src).
+func (r *runner) srcDir() string { return filepath.Join(r.root(), "src") }
 
 // Run builds one cell and publishes it to Out; it returns the build record.
 func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
@@ -155,7 +204,16 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	r.ltoCache = filepath.Join(r.work, "lto-cache")
 	r.rec = newRecord(in)
 	r.rec.Jobs = opts.Jobs
-	r.warn = func(s string) { r.rec.Warnings = append(r.rec.Warnings, s); opts.Progress.Warn(p.Cell.Target, s) }
+	r.shared = &cellState{files: map[string][]string{}, owner: map[string]string{}, index: map[string]int{}}
+	for i, s := range p.Steps {
+		r.shared.index[s.ID] = i
+	}
+	r.warn = func(s string) {
+		r.shared.mu.Lock()
+		r.rec.Warnings = append(r.rec.Warnings, s)
+		r.shared.mu.Unlock()
+		opts.Progress.Warn(p.Cell.Target, s)
+	}
 	for _, w := range p.Warnings {
 		r.warn(w)
 	}
@@ -196,35 +254,10 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	r.prefetch(ctx)
 	opts.Progress.Begin(p.Cell.Target, len(p.Steps))
 	pe := &PackagesError{Target: p.Cell.Target}
-	blocked := map[string]string{} // step → the failed package it waits for
-	built := 0                     // package build steps that succeeded
-	for i, s := range p.Steps {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if opts.KeepGoing {
-			if why := blockedBy(s, blocked); why != "" {
-				blocked[s.ID] = why
-				if s.Kind == plan.KindThirdparty {
-					pe.Skipped = append(pe.Skipped, strings.TrimPrefix(s.ID, "thirdparty:")+" (needs "+why+")")
-				}
-				continue
-			}
-		}
-		err := r.step(ctx, i, s)
-		if err == nil && s.Kind == plan.KindThirdparty {
-			built++
-		}
-		if err != nil {
-			if opts.KeepGoing && ctx.Err() == nil && isPackageStep(s) {
-				pkg := s.ID[strings.Index(s.ID, ":")+1:]
-				pe.Failed = append(pe.Failed, PackageFailure{Package: pkg, Step: s.ID, Err: err})
-				blocked[s.ID] = pkg
-				continue
-			}
-			opts.Progress.End(p.Cell.Target, false)
-			return nil, err
-		}
+	built, err := r.runSteps(ctx, pe)
+	if err != nil {
+		opts.Progress.End(p.Cell.Target, false)
+		return nil, err
 	}
 	if len(pe.Failed) > 0 {
 		// A third-party-only build publishes the packages that built, as
@@ -436,7 +469,9 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 			}
 		}
 		if ok {
-			err := r.cache.Restore(s.Key, r.work, m)
+			var err error
+			r.changed, err = r.cache.RestoreFiles(s.Key, r.root(), m)
+			r.deleted = m.Deleted
 			var ce *CorruptError
 			switch {
 			case errors.As(err, &ce):
@@ -454,20 +489,26 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 					}
 				}
 				if pulled != nil {
+					r.shared.mu.Lock()
 					r.rec.Cache.Pulled = append(r.rec.Cache.Pulled, PulledStep{Step: s.ID, RemoteEntry: *pulled})
+					r.shared.mu.Unlock()
 				} else {
 					r.push(ctx, s)
 				}
-				r.rec.addStep(s, true, time.Since(t0))
-				r.rec.Steps[len(r.rec.Steps)-1].RanSeconds = m.Seconds
-				r.rec.Steps[len(r.rec.Steps)-1].RanCPUSeconds = m.CPUSeconds
+				r.addStep(StepRecord{ID: s.ID, Key: s.Key, Cached: true, Seconds: time.Since(t0).Seconds(), Needs: s.Needs,
+					RanSeconds: m.Seconds, RanCPUSeconds: m.CPUSeconds}, s.Kind.Cacheable())
 				r.opts.Progress.Step(target, i, s.ID, true, time.Since(t0))
 				return nil
 			}
 		}
 	}
 	r.opts.Progress.Start(target, i, s.ID)
-	before, err := takeSnapshot(r.work, map[string]bool{"logs": true, "toolchain": true, "lto-cache": true})
+	if r.layout != nil {
+		if err := r.layout(); err != nil {
+			return fmt.Errorf("%s: laying out the tree of %s: %w", target, s.ID, err)
+		}
+	}
+	before, err := takeSnapshot(r.root(), notResults)
 	if err != nil {
 		return err
 	}
@@ -485,13 +526,15 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 		}
 		return &StepError{Target: target, Step: s.ID, Log: logPath, First: firstErrors(logPath, 5), Tail: tail(logPath, 50), Err: err}
 	}
-	if cacheable {
-		after, err := takeSnapshot(r.work, map[string]bool{"logs": true, "toolchain": true, "lto-cache": true})
+	if cacheable || s.Kind == plan.KindBase {
+		after, err := takeSnapshot(r.root(), notResults)
 		if err != nil {
 			return err
 		}
-		changed, deleted := diff(before, after)
-		err = r.cache.Put(Meta{Key: s.Key, Step: s.ID, Deleted: deleted, Seconds: time.Since(t0).Seconds(), CPUSeconds: cpu}, r.work, changed)
+		r.changed, r.deleted = diff(before, after)
+	}
+	if cacheable {
+		err = r.cache.Put(Meta{Key: s.Key, Step: s.ID, Deleted: r.deleted, Seconds: time.Since(t0).Seconds(), CPUSeconds: cpu}, r.root(), r.changed)
 		var ue *UncacheableError
 		switch {
 		case errors.As(err, &ue):
@@ -502,10 +545,32 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 			r.push(ctx, s)
 		}
 	}
-	r.rec.addStep(s, false, time.Since(t0))
-	r.rec.Steps[len(r.rec.Steps)-1].CPUSeconds = cpu
+	r.addStep(StepRecord{ID: s.ID, Key: s.Key, Seconds: time.Since(t0).Seconds(), Needs: s.Needs, CPUSeconds: cpu}, s.Kind.Cacheable())
 	r.opts.Progress.Step(target, i, s.ID, false, time.Since(t0))
 	return nil
+}
+
+// notResults are the work directory's parts no step's result holds.
+var notResults = map[string]bool{"logs": true, "toolchain": true, "lto-cache": true, pkgsDir: true}
+
+// addStep records a finished step, keeping the record's lists in the
+// plan's order whatever order steps finish in.
+func (r *runner) addStep(sr StepRecord, cacheable bool) {
+	sh := r.shared
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	rec := r.rec
+	rec.Steps = append(rec.Steps, sr)
+	switch {
+	case sr.Cached:
+		rec.Cache.Hits = append(rec.Cache.Hits, sr.ID)
+	case cacheable:
+		rec.Cache.Misses = append(rec.Cache.Misses, sr.ID)
+	}
+	byPlan := func(a, b string) int { return sh.index[a] - sh.index[b] }
+	slices.SortStableFunc(rec.Steps, func(a, b StepRecord) int { return byPlan(a.ID, b.ID) })
+	slices.SortStableFunc(rec.Cache.Hits, byPlan)
+	slices.SortStableFunc(rec.Cache.Misses, byPlan)
 }
 
 func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error {
@@ -528,7 +593,7 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		}
 		return r.command(ctx, s, s.Command, r.env(s), log)
 	case plan.KindThirdparty:
-		before, err := takeSnapshot(r.installDir(), nil)
+		before, err := takeSnapshot(r.hostInstallDir(), nil)
 		if err != nil && !os.IsNotExist(err) {
 			return err
 		}
@@ -539,9 +604,10 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		if err == nil {
 			err = r.checkInstalled(s, before, log)
 		}
-		if err != nil {
+		if err != nil && r.tree == "" {
 			// What a failed package installed must not reach the
-			// packages after it (--keep-going) or a partial build.
+			// packages after it (--keep-going) or a partial build. (A
+			// package's own tree is dropped whole.)
 			r.dropInstalled(before, log)
 		}
 		return err
@@ -627,7 +693,12 @@ func (r *runner) command(ctx context.Context, s plan.Step, argv []string, env []
 // run runs one program of step through Options.Exec, logging it.
 func (r *runner) run(ctx context.Context, step, name string, args, env []string, dir string, log io.Writer) error {
 	fmt.Fprintf(log, "$ %s %s\n", name, strings.Join(args, " "))
-	return r.opts.Exec(ctx, Command{Step: step, Path: name, Args: args, Env: env, Dir: dir, Stdout: log, Stderr: log, CPU: &r.cpu})
+	c := Command{Step: step, Path: name, Args: args, Env: env, Dir: dir, Stdout: log, Stderr: log, CPU: &r.cpu}
+	if r.tree != "" {
+		// A package step sees its own tree where the cell's is.
+		c.Bind = &Bind{From: r.srcDir(), To: r.src}
+	}
+	return r.opts.Exec(ctx, c)
 }
 
 // fetch copies an archive from the mirror into the tree's source directory
@@ -674,7 +745,9 @@ func (r *runner) fetch(s plan.Step, log io.Writer) error {
 		fmt.Fprintln(log, "warning: "+warning)
 	}
 	fmt.Fprintf(log, "fetched %s from %s: %d bytes, md5 %s, sha256 %s\n", name, mirror, sum.Size, hex.EncodeToString(h.Sum(nil)), sum.SHA256)
+	r.shared.mu.Lock()
 	r.rec.addArchive(pkg.Entry, name, sum)
+	r.shared.mu.Unlock()
 	return os.Rename(tmp, dst)
 }
 
@@ -735,7 +808,9 @@ func (r *runner) push(ctx context.Context, s plan.Step) {
 		r.warn(fmt.Sprintf("%s: %v", s.ID, err))
 		return
 	}
+	r.shared.mu.Lock()
 	r.rec.Cache.Pushed++
+	r.shared.mu.Unlock()
 }
 
 // prefetch pulls, a few at a time, every cacheable step the local cache

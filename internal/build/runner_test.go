@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -40,6 +42,15 @@ type fakeExec struct {
 	// absLink makes each package also install an absolute link to its
 	// library, as bzip2's install does (bzcmp -> $PREFIX/bin/bzdiff).
 	absLink bool
+	// sees makes a package's library list the install tree's files it
+	// saw when it started (what a configure that probes would find).
+	sees bool
+	// needs are files (relative to the tree) a package step reads: it
+	// fails, as a compiler would, when one is not there.
+	needs map[string]string
+	// common makes every package also install include/common.h: with its
+	// own content ("own"), or the same in all ("same").
+	common string
 }
 
 func (f *fakeExec) exec(ctx context.Context, c Command) error {
@@ -59,8 +70,10 @@ func (f *fakeExec) exec(ctx context.Context, c Command) error {
 		<-ctx.Done()
 		return ctx.Err()
 	}
+	// A package step's command sees its own tree at c.Dir (a bind mount
+	// under RunProcess): its files are at c.Outside(c.Dir) here.
 	write := func(rel, content string) error {
-		p := filepath.Join(c.Dir, filepath.FromSlash(rel))
+		p := filepath.Join(c.Outside(c.Dir), filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
@@ -75,11 +88,40 @@ func (f *fakeExec) exec(ctx context.Context, c Command) error {
 		return nil
 	case strings.HasPrefix(c.Step, "thirdparty:"):
 		pkg := strings.ToLower(strings.TrimPrefix(c.Step, "thirdparty:"))
+		inst := filepath.Join(c.Outside(c.Dir), "thirdparty", "installed")
+		if need, ok := f.needs[c.Step]; ok {
+			if _, err := os.Stat(filepath.Join(c.Outside(c.Dir), filepath.FromSlash(need))); err != nil {
+				fmt.Fprintf(c.Stderr, "src/%s.c:1:10: fatal error: %s: No such file or directory\n", pkg, path.Base(need))
+				return errors.New("exit status 1")
+			}
+		}
+		if f.sees {
+			var seen []string
+			filepath.WalkDir(inst, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					rel, _ := filepath.Rel(inst, p)
+					seen = append(seen, rel)
+				}
+				return nil
+			})
+			// What it saw is its output (not the -j it was given).
+			made = fmt.Sprintf("%s saw %q\n", c.Step, seen)
+		}
+		switch f.common {
+		case "own":
+			if err := write("thirdparty/installed/include/common.h", "by "+pkg+"\n"); err != nil {
+				return err
+			}
+		case "same":
+			if err := write("thirdparty/installed/include/common.h", "shared\n"); err != nil {
+				return err
+			}
+		}
 		lib := "thirdparty/installed/lib/lib" + pkg + ".a.txt"
 		if err := write(lib, made); err != nil || !f.absLink {
 			return err
 		}
-		return os.Symlink(filepath.Join(c.Dir, lib), filepath.Join(c.Dir, "thirdparty/installed/lib/lib"+pkg+"-abs.a.txt"))
+		return os.Symlink(filepath.Join(c.Dir, lib), filepath.Join(c.Outside(c.Dir), "thirdparty/installed/lib/lib"+pkg+"-abs.a.txt"))
 	case c.Step == "build:be:instrument":
 		return write("be/build/doris_be", made)
 	case c.Step == "build:be":

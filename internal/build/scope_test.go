@@ -70,7 +70,7 @@ func TestThirdpartyBuildShipsScope(t *testing.T) {
 	run := func(c Command) error {
 		switch c.Step {
 		case "thirdparty:OPENSSL":
-			inst := filepath.Join(c.Dir, "thirdparty", "installed")
+			inst := filepath.Join(c.Outside(c.Dir), "thirdparty", "installed")
 			return errors.Join(place(cli, filepath.Join(inst, "bin", "openssl")),
 				place(archive, filepath.Join(inst, "lib", "libcrypto.a")),
 				place(libssl, filepath.Join(inst, "lib", "libssl.so.3")))

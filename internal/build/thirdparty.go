@@ -126,7 +126,7 @@ func (r *runner) publishPartial(ctx context.Context, pe *PackagesError) (string,
 // added to it (what was there before is kept; a file the step changed in
 // place stays changed, and the log says so).
 func (r *runner) dropInstalled(before snapshot, log io.Writer) {
-	after, err := takeSnapshot(r.installDir(), nil)
+	after, err := takeSnapshot(r.hostInstallDir(), nil)
 	if err != nil {
 		return
 	}
@@ -138,7 +138,7 @@ func (r *runner) dropInstalled(before snapshot, log io.Writer) {
 			kept++
 			continue
 		}
-		if os.Remove(filepath.Join(r.installDir(), filepath.FromSlash(c))) == nil {
+		if os.Remove(filepath.Join(r.hostInstallDir(), filepath.FromSlash(c))) == nil {
 			removed++
 		}
 	}
@@ -174,8 +174,15 @@ func blockedBy(s plan.Step, blocked map[string]string) string {
 	return ""
 }
 
+// installDir is the install tree as steps see it (in the cell's tree).
 func (r *runner) installDir() string {
 	return filepath.Join(r.src, filepath.FromSlash(r.in.Recipe.Thirdparty.Install))
+}
+
+// hostInstallDir is where the step's install tree is on this machine: in
+// its own tree for a package step.
+func (r *runner) hostInstallDir() string {
+	return filepath.Join(r.srcDir(), filepath.FromSlash(r.in.Recipe.Thirdparty.Install))
 }
 
 // unpack is dorisarm's own unpack of one package: the verified archive into
@@ -293,7 +300,7 @@ func (r *runner) versionWarnings() error {
 // another machine: a package that fell back to a host tool (a Makefile's
 // CC=gcc, an unprefixed ld) is caught where it happened, naming it.
 func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) error {
-	after, err := takeSnapshot(r.installDir(), nil)
+	after, err := takeSnapshot(r.hostInstallDir(), nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		return r.saveFlags(s, &scan.Report{}, log) // it installed nothing
 	}
@@ -303,7 +310,7 @@ func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) err
 	changed, _ := diff(before, after)
 	var paths []string
 	for _, c := range changed {
-		p := filepath.Join(r.installDir(), filepath.FromSlash(c))
+		p := filepath.Join(r.hostInstallDir(), filepath.FromSlash(c))
 		st, err := os.Lstat(p)
 		if err == nil && st.Mode()&fs.ModeSymlink != 0 {
 			if err := r.relink(p, c, log); err != nil {
@@ -333,7 +340,7 @@ func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) err
 	// checks apply to what the build ships (the scan step's globs).
 	pol := r.in.Policy
 	if sc := r.in.Plan.Step("scan"); sc != nil && sc.Inputs.Scan != nil && pol != nil {
-		if pol, err = pol.WithShipsUnder(r.src, sc.Inputs.Scan.Ships); err != nil {
+		if pol, err = pol.WithShipsUnder(r.srcDir(), sc.Inputs.Scan.Ships); err != nil {
 			return err
 		}
 	}
@@ -347,7 +354,7 @@ func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) err
 	var foreign []string
 	for _, f := range rep.Findings {
 		if f.Kind == scan.KindForeignArch {
-			rel, _ := filepath.Rel(r.src, f.Path)
+			rel, _ := filepath.Rel(r.srcDir(), f.Path)
 			if rel == "" || strings.HasPrefix(rel, "..") {
 				rel = f.Path
 			}
@@ -379,7 +386,12 @@ func (r *runner) relink(p, name string, log io.Writer) error {
 	if !strings.HasPrefix(filepath.Clean(target), root) {
 		return nil
 	}
-	rel, err := filepath.Rel(filepath.Dir(p), filepath.Clean(target))
+	// The link as the step saw it: in the cell's tree.
+	seen := p
+	if rest, ok := strings.CutPrefix(p, r.srcDir()+string(filepath.Separator)); ok {
+		seen = filepath.Join(r.src, rest)
+	}
+	rel, err := filepath.Rel(filepath.Dir(seen), filepath.Clean(target))
 	if err != nil {
 		return nil
 	}
@@ -413,7 +425,7 @@ const flagsDir = "flag-readback"
 // compiled with, and what the scan found in them, for the build record.
 func (r *runner) saveFlags(s plan.Step, rep *scan.Report, log io.Writer) error {
 	pkg := strings.TrimPrefix(s.ID, "thirdparty:")
-	dir := filepath.Join(r.work, flagsDir)
+	dir := filepath.Join(r.root(), flagsDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

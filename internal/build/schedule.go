@@ -1,0 +1,547 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/dorisarm/dorisarm/internal/plan"
+)
+
+// pkgsDir holds the package steps' own trees in a cell's work directory.
+const pkgsDir = "pkgs"
+
+// Step states in runSteps.
+const (
+	pending = iota
+	running
+	finished
+	dropped // failed, or blocked by a failed package (--keep-going)
+)
+
+// runSteps runs a cell's plan. Package builds (thirdparty steps) run at
+// once, as many as the --jobs budget, each in a tree of its own that holds
+// the tree's third-party scripts, its sources and the installs of exactly
+// the packages it needs (packageStep). Every other step runs in the cell's
+// tree, one at a time and in the plan's order: fetch, unpack and patch
+// steps as soon as the steps before them in that order are done, the
+// steps after the packages (BE, FE, collect, scan) once every step before
+// them is. It returns how many package builds succeeded.
+func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int, err error) {
+	p := r.in.Plan
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	type result struct {
+		i   int
+		err error
+	}
+	results := make(chan result)
+	state := make([]int, len(p.Steps))
+	index := r.shared.index
+	blocked := map[string]string{} // step → the failed package it waits for
+	var first error
+	nRunning, nPackages, treeBusy := 0, 0, false
+	atOnce := r.opts.Jobs
+	if r.opts.PackagesAtOnce > 0 {
+		atOnce = r.opts.PackagesAtOnce
+	}
+	needsDone := func(s plan.Step) bool {
+		for _, n := range s.Needs {
+			if j, ok := index[n]; ok && state[j] != finished {
+				return false
+			}
+		}
+		return true
+	}
+	start := func() {
+		treeOrder := true // no earlier step in the cell's tree is still to come
+		allBefore := true // no earlier step at all is
+		for i, s := range p.Steps {
+			if state[i] == running {
+				allBefore = false
+			}
+			if state[i] != pending {
+				continue
+			}
+			if why := blockedBy(s, blocked); why != "" {
+				blocked[s.ID] = why
+				state[i] = dropped
+				if s.Kind == plan.KindThirdparty {
+					pe.Skipped = append(pe.Skipped, strings.TrimPrefix(s.ID, "thirdparty:")+" (needs "+why+")")
+				}
+				continue
+			}
+			if s.Kind == plan.KindThirdparty {
+				if needsDone(s) && nPackages < atOnce {
+					// A share of the budget: the whole of it for a package
+					// that starts alone, less beside others.
+					jobs := max(1, r.opts.Jobs/(nPackages+1))
+					state[i] = running
+					nRunning++
+					nPackages++
+					go func() { results <- result{i, r.packageStep(ctx, i, s, jobs)} }()
+				}
+				allBefore = false
+				continue
+			}
+			early := s.Kind == plan.KindFetch || s.Kind == plan.KindUnpack || s.Kind == plan.KindPatch ||
+				s.Kind == plan.KindPatchTree || s.Kind == plan.KindBase
+			if treeBusy || !treeOrder || !needsDone(s) || (!early && !allBefore) {
+				treeOrder, allBefore = false, false
+				continue
+			}
+			state[i] = running
+			nRunning++
+			treeBusy = true
+			treeOrder, allBefore = false, false
+			go func() { results <- result{i, r.treeStep(ctx, i, s)} }()
+		}
+	}
+	for {
+		if first == nil && ctx.Err() == nil {
+			start()
+		}
+		if nRunning == 0 {
+			break
+		}
+		res := <-results
+		nRunning--
+		s := p.Steps[res.i]
+		if s.Kind == plan.KindThirdparty {
+			nPackages--
+		} else {
+			treeBusy = false
+		}
+		switch {
+		case res.err == nil:
+			state[res.i] = finished
+			if s.Kind == plan.KindThirdparty {
+				built++
+			}
+		case r.opts.KeepGoing && parent.Err() == nil && isPackageStep(s):
+			pkg := s.ID[strings.Index(s.ID, ":")+1:]
+			pe.Failed = append(pe.Failed, PackageFailure{Package: pkg, Step: s.ID, Err: res.err})
+			blocked[s.ID] = pkg
+			state[res.i] = dropped
+		default:
+			state[res.i] = dropped
+			if first == nil {
+				first = res.err
+				cancel() // the steps running now stop; their errors are not the cause
+			}
+		}
+	}
+	if first != nil {
+		return built, first
+	}
+	if err := parent.Err(); err != nil {
+		return built, err
+	}
+	for i, st := range state {
+		if st == pending {
+			return built, fmt.Errorf("%s: step %s could not start: it waits for %v", p.Cell.Target, p.Steps[i].ID, p.Steps[i].Needs)
+		}
+	}
+	slices.SortStableFunc(pe.Failed, func(a, b PackageFailure) int { return index[a.Step] - index[b.Step] })
+	return built, nil
+}
+
+// treeStep runs a step in the cell's tree, holding it, and keeps the
+// paths its result has for the package steps that need it.
+func (r *runner) treeStep(ctx context.Context, i int, s plan.Step) error {
+	r.shared.treeMu.Lock()
+	defer r.shared.treeMu.Unlock()
+	sr := *r
+	sr.cpu, sr.changed, sr.deleted = 0, nil, nil
+	if err := sr.step(ctx, i, s); err != nil {
+		return err
+	}
+	r.shared.mu.Lock()
+	r.shared.files[s.ID] = sr.changed
+	r.shared.mu.Unlock()
+	return nil
+}
+
+// packageStep builds one package in its own tree, pkgs/<PACKAGE>, seen by
+// its programs at the cell tree's path: its cached result comes back into
+// that tree, or the tree is laid out with exactly what the step's key
+// covers (layOut) and the package built in it. The result is then merged
+// into the cell's tree, where a path another package installed with other
+// bytes is a conflict naming both.
+func (r *runner) packageStep(ctx context.Context, i int, s plan.Step, jobs int) error {
+	pkg := strings.TrimPrefix(s.ID, "thirdparty:")
+	pr := *r
+	pr.opts.Jobs = jobs
+	pr.cpu, pr.changed, pr.deleted = 0, nil, nil
+	pr.tree = filepath.Join(r.work, pkgsDir, pkg)
+	pr.layout = func() error { return r.layOut(pr.tree, s) }
+	if err := os.RemoveAll(pr.tree); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(pr.tree, 0o755); err != nil {
+		return err
+	}
+	defer os.RemoveAll(pr.tree)
+	if err := pr.step(ctx, i, s); err != nil {
+		var se *StepError
+		if errors.As(err, &se) {
+			se.Missing = r.undeclared(s, append(slices.Clone(se.First), se.Tail))
+		}
+		return err
+	}
+	return r.merge(s, pr.tree, pr.changed, pr.deleted)
+}
+
+// undeclared names the files a failed package step's log mentions that a
+// package it does not need installed in this build: the likely missing
+// deps entries, as "libz.a: ZLIB installs it".
+func (r *runner) undeclared(s plan.Step, lines []string) []string {
+	_, installs := r.inputsOf(s)
+	declared := map[string]bool{strings.TrimPrefix(s.ID, "thirdparty:"): true}
+	for _, id := range installs {
+		declared[strings.TrimPrefix(id, "thirdparty:")] = true
+	}
+	text := strings.Join(lines, "\n")
+	r.shared.mu.Lock()
+	defer r.shared.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for rel, pkg := range r.shared.owner {
+		base := path.Base(rel)
+		if declared[pkg] || len(base) < 3 || !mentions(text, base) {
+			continue
+		}
+		hint := fmt.Sprintf("%s: %s installs it", base, pkg)
+		if !seen[hint] {
+			seen[hint] = true
+			out = append(out, hint)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// mentions reports whether text has name as a whole word (not inside a
+// longer file name).
+func mentions(text, name string) bool {
+	word := func(c byte) bool {
+		return c == '_' || c == '-' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	for i := 0; ; {
+		j := strings.Index(text[i:], name)
+		if j < 0 {
+			return false
+		}
+		at, end := i+j, i+j+len(name)
+		if (at == 0 || !word(text[at-1])) && (end == len(text) || !word(text[end]) || text[end] == '.' && (end+1 == len(text) || !word(text[end+1]))) {
+			return true
+		}
+		i = at + 1
+	}
+}
+
+// inputsOf are the steps whose results a package step's tree holds:
+// sources (its own fetch, unpack and patch steps, and those of sources it
+// reads, RAGEL for HYPERSCAN) whole, and installs (the packages it needs,
+// transitively, and a prebuilt base) for their install tree only.
+func (r *runner) inputsOf(s plan.Step) (sources, installs []string) {
+	p := r.in.Plan
+	seen := map[string]bool{}
+	var visit func(id string, viaPackage bool)
+	visit = func(id string, viaPackage bool) {
+		key := fmt.Sprint(id, viaPackage)
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		st := p.Step(id)
+		if st == nil {
+			return
+		}
+		switch st.Kind {
+		case plan.KindThirdparty:
+			if id != s.ID {
+				installs = append(installs, id)
+			}
+			viaPackage = id != s.ID
+		case plan.KindBase:
+			installs = append(installs, id)
+		case plan.KindFetch, plan.KindUnpack, plan.KindPatch:
+			if viaPackage {
+				return // another package's sources: not this one's input
+			}
+			sources = append(sources, id)
+		default:
+			return // the tree's own patches: in the scripts copied
+		}
+		for _, n := range st.Needs {
+			visit(n, viaPackage)
+		}
+	}
+	visit(s.ID, false)
+	slices.Sort(sources)
+	slices.Sort(installs)
+	return slices.Compact(sources), slices.Compact(installs)
+}
+
+// layOut makes a package step's tree: the tree's third-party scripts and
+// the files outside them its scripts read (the recipe's reads), all of
+// them part of the step's key, and inputsOf's results as the cell's tree
+// has them.
+func (r *runner) layOut(tree string, s plan.Step) error {
+	r.shared.treeMu.RLock()
+	defer r.shared.treeMu.RUnlock()
+	tp := r.in.Recipe.Thirdparty
+	tpDir := path.Dir(tp.Vars)
+	var ignore []string
+	for _, d := range []string{tp.SrcDir, tp.Install} {
+		if rel, ok := strings.CutPrefix(d, tpDir+"/"); ok {
+			ignore = append(ignore, rel)
+		}
+	}
+	if err := copyTree(filepath.Join(r.src, filepath.FromSlash(tpDir)), filepath.Join(tree, "src", filepath.FromSlash(tpDir)), ignore); err != nil {
+		return err
+	}
+	for _, rd := range tp.Reads {
+		from := filepath.Join(r.src, filepath.FromSlash(rd))
+		if _, err := os.Lstat(from); errors.Is(err, fs.ErrNotExist) {
+			continue // absent is what the key says
+		}
+		if err := copyPaths(r.src, filepath.Join(tree, "src"), []string{rd}); err != nil {
+			return err
+		}
+	}
+	sources, installs := r.inputsOf(s)
+	install := "src/" + tp.Install
+	r.shared.mu.Lock()
+	var paths []string
+	for _, id := range sources {
+		paths = append(paths, r.shared.files[id]...)
+	}
+	for _, id := range installs {
+		for _, f := range r.shared.files[id] {
+			if f == install || strings.HasPrefix(f, install+"/") {
+				paths = append(paths, f)
+			}
+		}
+	}
+	r.shared.mu.Unlock()
+	if err := os.MkdirAll(filepath.Join(tree, filepath.FromSlash(install)), 0o755); err != nil {
+		return err
+	}
+	return copyPaths(r.work, tree, paths)
+}
+
+// copyPaths copies the listed paths (relative, slash-separated; a
+// directory stands for itself only) from one root to another, parents
+// first, keeping modes, times and links as they are.
+func copyPaths(from, to string, rels []string) error {
+	rels = slices.Clone(rels)
+	sort.Strings(rels)
+	for _, rel := range slices.Compact(rels) {
+		src := filepath.Join(from, filepath.FromSlash(rel))
+		dst := filepath.Join(to, filepath.FromSlash(rel))
+		st, err := os.Lstat(src)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed by a later step's result
+		}
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		switch {
+		case st.IsDir():
+			if err := os.MkdirAll(dst, st.Mode().Perm()|0o700); err != nil {
+				return err
+			}
+		case st.Mode()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(src)
+			if err != nil {
+				return err
+			}
+			os.Remove(dst)
+			if err := os.Symlink(link, dst); err != nil {
+				return err
+			}
+		case st.Mode().IsRegular():
+			in, err := os.Open(src)
+			if err != nil {
+				return err
+			}
+			err = writeFile(dst, in, st.Mode().Perm(), st.ModTime())
+			in.Close()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ConflictError is two packages installing one path with different bytes.
+type ConflictError struct {
+	Target, Path string
+	Packages     [2]string // the one installed first, the one after
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s: packages %s and %s both install %s, with different contents: one of them must not (a recipe env or patch that turns it off), or they must be one package",
+		e.Target, e.Packages[0], e.Packages[1], e.Path)
+}
+
+// merge moves a package step's result from its tree into the cell's. A
+// path of the install tree another package of this build installed is a
+// *ConflictError unless the bytes (or the link) are the same; nothing is
+// moved then.
+func (r *runner) merge(s plan.Step, tree string, changed, deleted []string) error {
+	pkg := strings.TrimPrefix(s.ID, "thirdparty:")
+	install := "src/" + r.in.Recipe.Thirdparty.Install + "/"
+	r.shared.treeMu.Lock()
+	defer r.shared.treeMu.Unlock()
+	r.shared.mu.Lock()
+	defer r.shared.mu.Unlock()
+	owner := r.shared.owner
+	conflict := func(rel string) error {
+		return &ConflictError{Target: r.in.Plan.Cell.Target, Path: strings.TrimPrefix(rel, "src/"), Packages: [2]string{owner[rel], pkg}}
+	}
+	for _, d := range deleted {
+		for rel, o := range owner {
+			if o != pkg && (rel == d || strings.HasPrefix(rel, d+"/")) {
+				return conflict(rel)
+			}
+		}
+	}
+	for _, rel := range changed {
+		if o, ok := owner[rel]; ok && o != pkg {
+			same, err := sameEntry(filepath.Join(tree, filepath.FromSlash(rel)), filepath.Join(r.work, filepath.FromSlash(rel)))
+			if err != nil {
+				return err
+			}
+			if !same {
+				return conflict(rel)
+			}
+		}
+	}
+	for _, d := range deleted {
+		if err := os.RemoveAll(filepath.Join(r.work, filepath.FromSlash(d))); err != nil {
+			return err
+		}
+	}
+	sorted := slices.Clone(changed)
+	sort.Strings(sorted)
+	for _, rel := range sorted {
+		src := filepath.Join(tree, filepath.FromSlash(rel))
+		dst := filepath.Join(r.work, filepath.FromSlash(rel))
+		st, err := os.Lstat(src)
+		if err != nil {
+			return err
+		}
+		if st.IsDir() {
+			if dt, err := os.Lstat(dst); err == nil && !dt.IsDir() {
+				if err := os.Remove(dst); err != nil {
+					return err
+				}
+			}
+			if err := os.MkdirAll(dst, st.Mode().Perm()|0o700); err != nil {
+				return err
+			}
+			if err := os.Chmod(dst, st.Mode().Perm()); err != nil {
+				return err
+			}
+		} else {
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return err
+			}
+			if dt, err := os.Lstat(dst); err == nil && dt.IsDir() {
+				if err := os.RemoveAll(dst); err != nil {
+					return err
+				}
+			}
+			if err := os.Rename(src, dst); err != nil {
+				return err
+			}
+		}
+		if strings.HasPrefix(rel, install) {
+			if _, ok := owner[rel]; !ok {
+				owner[rel] = pkg
+			}
+		}
+	}
+	// Directory times last: moving files into them changed them.
+	for i := len(sorted) - 1; i >= 0; i-- {
+		rel := sorted[i]
+		if st, err := os.Lstat(filepath.Join(tree, filepath.FromSlash(rel))); err == nil && st.IsDir() {
+			os.Chtimes(filepath.Join(r.work, filepath.FromSlash(rel)), st.ModTime(), st.ModTime())
+		}
+	}
+	r.shared.files[s.ID] = changed
+	return nil
+}
+
+// sameEntry reports whether two paths hold the same file: the same bytes,
+// or links with the same target, or both directories.
+func sameEntry(a, b string) (bool, error) {
+	sa, err := os.Lstat(a)
+	if err != nil {
+		return false, err
+	}
+	sb, err := os.Lstat(b)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case sa.IsDir() || sb.IsDir():
+		return sa.IsDir() && sb.IsDir(), nil
+	case sa.Mode()&fs.ModeSymlink != 0 || sb.Mode()&fs.ModeSymlink != 0:
+		la, ea := os.Readlink(a)
+		lb, eb := os.Readlink(b)
+		return ea == nil && eb == nil && la == lb, nil
+	case sa.Size() != sb.Size():
+		return false, nil
+	}
+	return sameBytes(a, b)
+}
+
+func sameBytes(a, b string) (bool, error) {
+	fa, err := os.Open(a)
+	if err != nil {
+		return false, err
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, ea := io.ReadFull(fa, ba)
+		nb, eb := io.ReadFull(fb, bb)
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false, nil
+		}
+		if ea == io.EOF || ea == io.ErrUnexpectedEOF {
+			return eb == io.EOF || eb == io.ErrUnexpectedEOF, nil
+		}
+		if ea != nil {
+			return false, ea
+		}
+		if eb != nil {
+			return false, eb
+		}
+	}
+}
