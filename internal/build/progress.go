@@ -3,6 +3,8 @@ package build
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -16,11 +18,13 @@ type Progress struct {
 	total map[string]int
 	hits  map[string]int
 	start map[string]time.Time
+	// running are each target's steps running now, in the order they started.
+	running map[string][]string
 }
 
 // NewProgress makes a reporter.
 func NewProgress(w io.Writer, tty bool) *Progress {
-	return &Progress{W: w, TTY: tty, total: map[string]int{}, hits: map[string]int{}, start: map[string]time.Time{}}
+	return &Progress{W: w, TTY: tty, total: map[string]int{}, hits: map[string]int{}, start: map[string]time.Time{}, running: map[string][]string{}}
 }
 
 func (p *Progress) line(format string, a ...any) {
@@ -51,9 +55,19 @@ func (p *Progress) Start(target string, i int, id string) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.TTY {
-		p.line("%s [%d/%d] %s  %.0fs  cache hits %d", target, i+1, p.total[target], id, time.Since(p.start[target]).Seconds(), p.hits[target])
+	if p.running == nil {
+		p.running = map[string][]string{}
 	}
+	p.running[target] = append(p.running[target], id)
+	also := ""
+	if n := len(p.running[target]); n > 1 {
+		also = fmt.Sprintf(" (running: %s)", strings.Join(p.running[target], ", "))
+	}
+	if p.TTY {
+		p.line("%s [%d/%d] %s  %.0fs  cache hits %d%s", target, i+1, p.total[target], id, time.Since(p.start[target]).Seconds(), p.hits[target], also)
+		return
+	}
+	p.line("%s [%d/%d] %s started%s", target, i+1, p.total[target], id, also)
 }
 
 // Step says a step finished (ran or came from the cache).
@@ -63,6 +77,9 @@ func (p *Progress) Step(target string, i int, id string, cached bool, d time.Dur
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if i := slices.Index(p.running[target], id); i >= 0 {
+		p.running[target] = slices.Delete(p.running[target], i, i+1)
+	}
 	how := "ran"
 	if cached {
 		how = "cached"
