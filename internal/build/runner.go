@@ -79,7 +79,9 @@ type StepError struct {
 	// Missing are files the log names that a package the step does not
 	// declare installed (an undeclared dependency, likely).
 	Missing []string
-	Err     error
+	// Tree is the package's own tree, kept after it failed.
+	Tree string
+	Err  error
 }
 
 func (e *StepError) Error() string {
@@ -93,6 +95,9 @@ func (e *StepError) Error() string {
 			e.Step, strings.Join(e.Missing, "\n"))
 	}
 	fmt.Fprintf(&b, "\n--- last lines of %s ---\n%s", e.Log, e.Tail)
+	if e.Tree != "" {
+		fmt.Fprintf(&b, "\n(the package's build tree is kept in %s; its programs saw it at the cell's tree)", e.Tree)
+	}
 	return b.String()
 }
 

@@ -190,14 +190,17 @@ func (r *runner) packageStep(ctx context.Context, i int, s plan.Step, jobs int) 
 	if err := os.MkdirAll(pr.tree, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(pr.tree)
 	if err := pr.step(ctx, i, s); err != nil {
+		// The tree stays for a look at what failed (the next build of the
+		// package starts it afresh).
 		var se *StepError
 		if errors.As(err, &se) {
 			se.Missing = r.undeclared(s, append(slices.Clone(se.First), se.Tail))
+			se.Tree = pr.tree
 		}
 		return err
 	}
+	defer os.RemoveAll(pr.tree)
 	return r.merge(s, pr.tree, pr.changed, pr.deleted)
 }
 
