@@ -20,6 +20,8 @@ type Progress struct {
 	start map[string]time.Time
 	// running are each target's steps running now, in the order they started.
 	running map[string][]string
+	// eta is each target's estimate of the time left, as shown.
+	eta map[string]string
 }
 
 // NewProgress makes a reporter.
@@ -86,10 +88,33 @@ func (p *Progress) Step(target string, i int, id string, cached bool, d time.Dur
 		p.hits[target]++
 	}
 	if p.TTY {
-		p.line("%s [%d/%d] %s %s  %.0fs  cache hits %d", target, i+1, p.total[target], id, how, time.Since(p.start[target]).Seconds(), p.hits[target])
+		p.line("%s [%d/%d] %s %s  %.0fs  cache hits %d%s", target, i+1, p.total[target], id, how, time.Since(p.start[target]).Seconds(), p.hits[target], p.eta[target])
 		return
 	}
-	p.line("%s [%d/%d] %s %s %.1fs", target, i+1, p.total[target], id, how, d.Seconds())
+	p.line("%s [%d/%d] %s %s %.1fs%s", target, i+1, p.total[target], id, how, d.Seconds(), p.eta[target])
+}
+
+// ETA sets a target's estimate of the time left (simulated from the
+// recorded times of its steps' last runs); unknown steps were never timed,
+// so the estimate is a lower bound then.
+func (p *Progress) ETA(target string, seconds float64, unknown int) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.eta == nil {
+		p.eta = map[string]string{}
+	}
+	left := (time.Duration(seconds) * time.Second).Round(time.Second)
+	switch {
+	case seconds <= 0 && unknown > 0:
+		p.eta[target] = ""
+	case unknown > 0:
+		p.eta[target] = fmt.Sprintf("  (at least %s left; %d steps never timed)", left, unknown)
+	default:
+		p.eta[target] = fmt.Sprintf("  (about %s left)", left)
+	}
 }
 
 // Wait says a step waits for another build (another target of this one,

@@ -2,6 +2,7 @@ package build
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,9 +63,12 @@ func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int,
 		}
 		return true
 	}
+	model := r.etaModel()
+	prio := model.priorities(p)
 	start := func() {
 		treeOrder := true // no earlier step in the cell's tree is still to come
 		allBefore := true // no earlier step at all is
+		var ready []int   // package steps that can start
 		for i, s := range p.Steps {
 			if state[i] == running {
 				allBefore = false
@@ -81,14 +85,8 @@ func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int,
 				continue
 			}
 			if s.Kind == plan.KindThirdparty {
-				if needsDone(s) && nPackages < atOnce {
-					// A share of the budget: the whole of it for a package
-					// that starts alone, less beside others.
-					jobs := max(1, r.opts.Jobs/(nPackages+1))
-					state[i] = running
-					nRunning++
-					nPackages++
-					go func() { results <- result{i, r.packageStep(ctx, i, s, jobs)} }()
+				if needsDone(s) {
+					ready = append(ready, i)
 				}
 				allBefore = false
 				continue
@@ -104,6 +102,21 @@ func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int,
 			treeBusy = true
 			treeOrder, allBefore = false, false
 			go func() { results <- result{i, r.treeStep(ctx, i, s)} }()
+		}
+		// The packages on the longest chain first: a package others wait
+		// for starts before one nothing waits for.
+		slices.SortStableFunc(ready, func(a, b int) int { return cmp.Compare(prio[b], prio[a]) })
+		for _, i := range ready {
+			if nPackages >= atOnce {
+				break
+			}
+			s := p.Steps[i]
+			state[i] = running
+			nRunning++
+			nPackages++
+			// Each package may use the whole budget (make -j): while one
+			// configures or links on one core, another compiles.
+			go func() { results <- result{i, r.packageStep(ctx, i, s, r.opts.Jobs)} }()
 		}
 	}
 	for {
@@ -139,6 +152,11 @@ func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int,
 				cancel() // the steps running now stop; their errors are not the cause
 			}
 		}
+		secs, unknown := model.eta(func(id string) bool {
+			j, ok := index[id]
+			return ok && (state[j] == finished || state[j] == dropped)
+		})
+		r.opts.Progress.ETA(p.Cell.Target, secs, unknown)
 	}
 	if first != nil {
 		return built, first

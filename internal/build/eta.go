@@ -1,0 +1,130 @@
+package build
+
+import (
+	"path/filepath"
+
+	"github.com/dorisarm/dorisarm/internal/plan"
+
+	"github.com/dorisarm/dorisarm/internal/simulate"
+)
+
+// etaModel is what each step of a cell's plan is expected to take: a step
+// in the cache next to nothing, others what the last published build of
+// the cell (or its partial build) recorded for them. Steps neither says
+// anything about are unknown.
+type etaModel struct {
+	steps   []simulate.Step
+	known   map[string]bool
+	cores   int
+	planned int
+}
+
+func (r *runner) etaModel() *etaModel {
+	p := r.in.Plan
+	prev := map[string]StepRecord{}
+	jobs := map[string]int{}
+	dir := Dir(r.opts.Out, p.Cell.Doris, p.Cell.Target)
+	for _, d := range []string{dir + PartialSuffix, dir} { // the full build's, where both are
+		rec, err := ReadRecord(filepath.Join(d, RecordFile))
+		if err != nil {
+			continue
+		}
+		for _, s := range rec.Steps {
+			prev[s.ID] = s
+			jobs[s.ID] = rec.Jobs
+		}
+	}
+	m := &etaModel{known: map[string]bool{}, cores: r.opts.Jobs, planned: len(p.Steps)}
+	for _, s := range p.Steps {
+		st := simulate.Step{ID: s.ID, Needs: s.Needs, Jobs: r.opts.Jobs}
+		if s.Kind.Cacheable() {
+			if _, ok := r.cache.Get(s.Key); ok {
+				st.Wall, m.known[s.ID] = 0.1, true
+				m.steps = append(m.steps, st)
+				continue
+			}
+		}
+		if ps, ok := prev[s.ID]; ok {
+			st.Wall, st.CPU, st.Jobs = ps.Seconds, ps.CPUSeconds, max(jobs[s.ID], 1)
+			if ps.Cached {
+				st.Wall, st.CPU = ps.RanSeconds, ps.RanCPUSeconds
+			}
+			m.known[s.ID] = st.Wall > 0
+		}
+		m.steps = append(m.steps, st)
+	}
+	return m
+}
+
+// eta is the simulated time the steps not yet done take on the cell's
+// budget, and how many of them no earlier build timed (counted as
+// nothing: the estimate is then a lower bound).
+func (m *etaModel) eta(done func(id string) bool) (seconds float64, unknown int) {
+	var rest []simulate.Step
+	left := map[string]bool{}
+	for _, s := range m.steps {
+		if !done(s.ID) {
+			left[s.ID] = true
+		}
+	}
+	for _, s := range m.steps {
+		if !left[s.ID] {
+			continue
+		}
+		if !m.known[s.ID] {
+			unknown++
+		}
+		t := s
+		t.Needs = nil
+		for _, n := range s.Needs {
+			if left[n] {
+				t.Needs = append(t.Needs, n)
+			}
+		}
+		rest = append(rest, t)
+	}
+	res, err := simulate.Run(rest, max(m.cores, 1))
+	if err != nil {
+		return 0, len(rest)
+	}
+	return res.Makespan, unknown
+}
+
+// priorities are each step's longest chain of work to the end of the plan
+// (the step's own expected time, or one second for a package step no
+// build timed, plus the longest chain of the steps that need it).
+func (m *etaModel) priorities(p *plan.Plan) []float64 {
+	index := make(map[string]int, len(p.Steps))
+	for i, s := range p.Steps {
+		index[s.ID] = i
+	}
+	users := make([][]int, len(p.Steps))
+	for i, s := range p.Steps {
+		for _, n := range s.Needs {
+			if j, ok := index[n]; ok {
+				users[j] = append(users[j], i)
+			}
+		}
+	}
+	wall := map[string]float64{}
+	for _, s := range m.steps {
+		if m.known[s.ID] {
+			wall[s.ID] = s.Wall
+		}
+	}
+	prio := make([]float64, len(p.Steps))
+	// The plan is in a topological order: users come after what they need.
+	for i := len(p.Steps) - 1; i >= 0; i-- {
+		s := p.Steps[i]
+		w, ok := wall[s.ID]
+		if !ok && s.Kind == plan.KindThirdparty {
+			w = 1
+		}
+		var after float64
+		for _, u := range users[i] {
+			after = max(after, prio[u])
+		}
+		prio[i] = w + after
+	}
+	return prio
+}
