@@ -66,9 +66,10 @@ func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int,
 	model := r.etaModel()
 	prio := model.priorities(p)
 	start := func() {
-		treeOrder := true // no earlier step in the cell's tree is still to come
-		allBefore := true // no earlier step at all is
+		allBefore := true // no earlier step is still to come
+		lateOrder := true // no earlier step after the packages is
 		var ready []int   // package steps that can start
+		var early []int   // fetch, unpack and patch steps that can start
 		for i, s := range p.Steps {
 			if state[i] == running {
 				allBefore = false
@@ -84,23 +85,37 @@ func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int,
 				}
 				continue
 			}
-			if s.Kind == plan.KindThirdparty {
+			switch s.Kind {
+			case plan.KindThirdparty:
 				if needsDone(s) {
 					ready = append(ready, i)
 				}
-				allBefore = false
-				continue
+			case plan.KindFetch, plan.KindUnpack, plan.KindPatch, plan.KindPatchTree, plan.KindBase:
+				// Each touches its own part of the tree: any order that
+				// keeps their needs will do.
+				if needsDone(s) {
+					early = append(early, i)
+				}
+			default:
+				// BE, FE, PGO, collect, scan: in the plan's order, once
+				// every step before them is done.
+				if lateOrder && allBefore && !treeBusy && needsDone(s) {
+					state[i] = running
+					nRunning++
+					treeBusy = true
+					go func() { results <- result{i, r.treeStep(ctx, i, s)} }()
+				}
+				lateOrder = false
 			}
-			early := s.Kind == plan.KindFetch || s.Kind == plan.KindUnpack || s.Kind == plan.KindPatch ||
-				s.Kind == plan.KindPatchTree || s.Kind == plan.KindBase
-			if treeBusy || !treeOrder || !needsDone(s) || (!early && !allBefore) {
-				treeOrder, allBefore = false, false
-				continue
-			}
+			allBefore = false
+		}
+		if !treeBusy && len(early) > 0 {
+			// The one whose package is on the longest chain first.
+			i := slices.MaxFunc(early, func(a, b int) int { return cmp.Or(cmp.Compare(prio[a], prio[b]), cmp.Compare(b, a)) })
+			s := p.Steps[i]
 			state[i] = running
 			nRunning++
 			treeBusy = true
-			treeOrder, allBefore = false, false
 			go func() { results <- result{i, r.treeStep(ctx, i, s)} }()
 		}
 		// The packages on the longest chain first: a package others wait
