@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +29,7 @@ type setup struct {
 	patches          string // patch dir (default: the recipe's)
 	tree             string // source tree (default: the sample)
 	recipe           func(*recipe.Recipe)
+	packages         []string // --packages (default: the whole sample)
 }
 
 // need skips a test that builds the sample with real compilers and qemu
@@ -51,7 +54,7 @@ func input(t *testing.T, s setup) Input {
 		s.recipe(in.Recipe)
 	}
 	cell, tc := in.Toolchain(t, s.target, s.compiler)
-	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version, Series: in.Series, Toolchain: tc, Lock: in.Lock,
+	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version, Series: in.Series, Toolchain: tc, Lock: in.Lock, Packages: s.packages,
 		// The sysroot path is tested end to end by the CLI and the demo; these tests build against this machine's libraries.
 		SysrootWaiver: "unit test of the runner"})
 	if err != nil {
@@ -476,6 +479,49 @@ func TestConcurrentBuildsShareOut(t *testing.T) {
 	for _, e := range ents {
 		if e.Name() != "2.1.8" {
 			t.Errorf("left in --out: %s", e.Name())
+		}
+	}
+}
+
+// TestRealPackagesSameBytesAnyOrder: built with the real cross compiler,
+// a package's install is byte-identical whether the build has the other
+// packages or not, and whether they build one at a time or at once (each
+// build from an empty cache at the same path, so that only what the
+// package saw can differ).
+func TestRealPackagesSameBytesAnyOrder(t *testing.T) {
+	need(t)
+	const target = "kunpeng920"
+	cache := filepath.Join(t.TempDir(), "cache")
+	builds := []struct {
+		packages []string
+		atOnce   int
+	}{
+		{[]string{"openssl", "bitshuffle", "simdprobe", "minilz"}, 1},
+		{[]string{"minilz", "simdprobe", "openssl", "bitshuffle"}, 2},
+		{[]string{"bitshuffle"}, 2},
+	}
+	var first map[string]string
+	for i, b := range builds {
+		if err := os.RemoveAll(cache); err != nil {
+			t.Fatal(err)
+		}
+		in := input(t, setup{target: target, compiler: "clang", packages: b.packages})
+		out := t.TempDir()
+		if _, err := Run(context.Background(), in, Options{Out: out, Cache: cache, Jobs: 2, PackagesAtOnce: b.atOnce}); err != nil {
+			t.Fatalf("build %d (%v): %v", i, b.packages, err)
+		}
+		got := installed(t, out, target)
+		if got["lib/libbitshuffle.a"] == "" {
+			t.Fatalf("build %d installed no libbitshuffle.a: %v", i, slices.Collect(maps.Keys(got)))
+		}
+		if first == nil {
+			first = got
+			continue
+		}
+		for f, data := range got {
+			if data != first[f] {
+				t.Errorf("build %d (%v, %d at once): %s differs from the first build's", i, b.packages, b.atOnce, f)
+			}
 		}
 	}
 }
