@@ -1,6 +1,9 @@
 package build
 
 import (
+	"encoding/json"
+	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/dorisarm/dorisarm/internal/plan"
@@ -32,6 +35,15 @@ func (r *runner) etaModel() *etaModel {
 		for _, s := range rec.Steps {
 			prev[s.ID] = s
 			jobs[s.ID] = rec.Jobs
+		}
+	}
+	// Steps the published build did not run (a key changed since) may
+	// have run in an earlier build of the cell: its work directory keeps
+	// the last time of each step by name.
+	for id, t := range r.loadTimes() {
+		if _, ok := prev[id]; !ok {
+			prev[id] = StepRecord{ID: id, Seconds: t.Wall, CPUSeconds: t.CPU}
+			jobs[id] = t.Jobs
 		}
 	}
 	m := &etaModel{known: map[string]bool{}, cores: r.opts.Jobs, planned: len(p.Steps)}
@@ -127,4 +139,55 @@ func (m *etaModel) priorities(p *plan.Plan) []float64 {
 		prio[i] = w + after
 	}
 	return prio
+}
+
+// stepTime is how long a step last ran in a cell's work directory.
+type stepTime struct {
+	Wall float64 `json:"wall"`
+	CPU  float64 `json:"cpu,omitempty"`
+	Jobs int     `json:"jobs"`
+}
+
+// timesFile keeps the last run time of each step of a cell, by step name,
+// across builds whose keys changed (the cell's work lock guards it).
+const timesFile = "step-times.json"
+
+// maxTimes bounds the times file read back.
+const maxTimes = 4 << 20
+
+func (r *runner) loadTimes() map[string]stepTime {
+	f, err := os.Open(filepath.Join(r.work, timesFile))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var t map[string]stepTime
+	if json.NewDecoder(io.LimitReader(f, maxTimes)).Decode(&t) != nil {
+		return nil
+	}
+	return t
+}
+
+// saveTimes adds the steps this build ran to the cell's times file. It is
+// an estimate's input only: a failure to write it is ignored.
+func (r *runner) saveTimes() {
+	t := r.loadTimes()
+	if t == nil {
+		t = map[string]stepTime{}
+	}
+	r.shared.mu.Lock()
+	for _, s := range r.rec.Steps {
+		if !s.Cached && s.Seconds > 0 {
+			t[s.ID] = stepTime{Wall: s.Seconds, CPU: s.CPUSeconds, Jobs: r.rec.Jobs}
+		}
+	}
+	r.shared.mu.Unlock()
+	data, err := json.Marshal(t)
+	if err != nil || len(data) > maxTimes {
+		return
+	}
+	tmp := filepath.Join(r.work, timesFile+".tmp")
+	if os.WriteFile(tmp, data, 0o644) == nil {
+		os.Rename(tmp, filepath.Join(r.work, timesFile))
+	}
 }

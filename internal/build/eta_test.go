@@ -1,6 +1,9 @@
 package build
 
 import (
+	"bytes"
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/dorisarm/dorisarm/internal/plan"
@@ -50,5 +53,29 @@ func TestPrioritiesAndETA(t *testing.T) {
 	}
 	if _, unknown := untimed.eta(none); unknown != 4 {
 		t.Errorf("untimed: %d unknown steps, want 4", unknown)
+	}
+}
+
+// TestTimesOutliveKeys: a build whose keys changed (a patch edited) and
+// that publishes elsewhere still knows how long its steps took last time:
+// the cell's work directory keeps them by step name. The first build knew
+// nothing, and estimated nothing.
+func TestTimesOutliveKeys(t *testing.T) {
+	t.Parallel()
+	const target = "kunpeng920"
+	cache := t.TempDir()
+	var first, second bytes.Buffer
+	fx := &fakeExec{}
+	if _, err := Run(context.Background(), fastInput(t, target, ""), Options{Out: t.TempDir(), Cache: cache, Exec: fx.exec, Progress: NewProgress(&first, false)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), fastInput(t, target, editedPatches(t)), Options{Out: t.TempDir(), Cache: cache, Exec: fx.exec, Progress: NewProgress(&second, false)}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(first.String(), "left)") {
+		t.Errorf("the first build's progress estimates a time left, with no step ever timed:\n%s", first.String())
+	}
+	if strings.Contains(second.String(), "never timed") || !strings.Contains(second.String(), "left)") {
+		t.Errorf("the second build's progress:\n%s\nwant every step timed", second.String())
 	}
 }

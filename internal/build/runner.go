@@ -556,7 +556,7 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 }
 
 // notResults are the work directory's parts no step's result holds.
-var notResults = map[string]bool{"logs": true, "toolchain": true, "lto-cache": true, pkgsDir: true}
+var notResults = map[string]bool{"logs": true, "toolchain": true, "lto-cache": true, pkgsDir: true, timesFile: true}
 
 // addStep records a finished step, keeping the record's lists in the
 // plan's order whatever order steps finish in.

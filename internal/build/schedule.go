@@ -65,6 +65,7 @@ func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int,
 	}
 	model := r.etaModel()
 	prio := model.priorities(p)
+	defer r.saveTimes()
 	start := func() {
 		allBefore := true // no earlier step is still to come
 		lateOrder := true // no earlier step after the packages is
