@@ -576,6 +576,7 @@ func (r *runner) addStep(sr StepRecord, cacheable bool) {
 	slices.SortStableFunc(rec.Steps, func(a, b StepRecord) int { return byPlan(a.ID, b.ID) })
 	slices.SortStableFunc(rec.Cache.Hits, byPlan)
 	slices.SortStableFunc(rec.Cache.Misses, byPlan)
+	slices.SortStableFunc(rec.Cache.Pulled, func(a, b PulledStep) int { return byPlan(a.Step, b.Step) })
 }
 
 func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error {

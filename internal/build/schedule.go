@@ -182,7 +182,13 @@ func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int,
 	}
 	for i, st := range state {
 		if st == pending {
-			return built, fmt.Errorf("%s: step %s could not start: it waits for %v", p.Cell.Target, p.Steps[i].ID, p.Steps[i].Needs)
+			var waits []string
+			for _, n := range p.Steps[i].Needs {
+				if j, ok := index[n]; ok && state[j] != finished {
+					waits = append(waits, n)
+				}
+			}
+			return built, fmt.Errorf("%s: step %s could not start: it waits for %v, which did not finish (a bug in the plan's order: report it)", p.Cell.Target, p.Steps[i].ID, waits)
 		}
 	}
 	slices.SortStableFunc(pe.Failed, func(a, b PackageFailure) int { return index[a.Step] - index[b.Step] })
@@ -437,36 +443,122 @@ func (e *ConflictError) Error() string {
 		e.Target, e.Packages[0], e.Packages[1], e.Path)
 }
 
-// merge moves a package step's result from its tree into the cell's. A
-// path of the install tree another package of this build installed is a
-// *ConflictError unless the bytes (or the link) are the same; nothing is
-// moved then.
+// merge moves a package step's result from its tree into the cell's. It
+// checks the whole result first and moves nothing when anything is wrong:
+//   - a package may change only the tree's source directory, the install
+//     tree and its own flag read-back (the rest of the tree is what other
+//     packages' trees are made from, and their keys do not cover it);
+//   - a path another package of this build installed, with other bytes
+//     (or another link target), or a directory holding another package's
+//     files that the result would replace, is a *ConflictError naming both;
+//   - every directory a moved path goes through must be a real directory
+//     in the cell's tree (never a link another package made, or a file);
+//   - a link must stay in the tree.
 func (r *runner) merge(s plan.Step, tree string, changed, deleted []string) error {
 	pkg := strings.TrimPrefix(s.ID, "thirdparty:")
-	install := "src/" + r.in.Recipe.Thirdparty.Install + "/"
+	tp := r.in.Recipe.Thirdparty
+	install := "src/" + tp.Install
+	under := func(rel, dir string) bool { return rel == dir || strings.HasPrefix(rel, dir+"/") }
 	r.shared.treeMu.Lock()
 	defer r.shared.treeMu.Unlock()
 	r.shared.mu.Lock()
 	defer r.shared.mu.Unlock()
 	owner := r.shared.owner
-	conflict := func(rel string) error {
-		return &ConflictError{Target: r.in.Plan.Cell.Target, Path: strings.TrimPrefix(rel, "src/"), Packages: [2]string{owner[rel], pkg}}
+	var outside []string
+	for _, rel := range slices.Concat(changed, deleted) {
+		if !under(rel, "src/"+tp.SrcDir) && !under(rel, install) && !under(rel, flagsDir) {
+			outside = append(outside, strings.TrimPrefix(rel, "src/"))
+		}
+	}
+	if len(outside) > 0 {
+		sort.Strings(outside)
+		if len(outside) > 10 {
+			outside = append(outside[:10], fmt.Sprintf("… and %d more", len(outside)-10))
+		}
+		return fmt.Errorf("%s: package %s changed files outside %s and %s, which every package's tree is made from (and no key covers what a package leaves there):\n  %s",
+			r.in.Plan.Cell.Target, pkg, tp.SrcDir, tp.Install, strings.Join(outside, "\n  "))
+	}
+	conflict := func(rel, other string) error {
+		if other == "" {
+			other = "(the tree itself)"
+		}
+		return &ConflictError{Target: r.in.Plan.Cell.Target, Path: strings.TrimPrefix(rel, "src/"), Packages: [2]string{other, pkg}}
+	}
+	// ownedUnder is a path at or below rel that another package installed.
+	ownedUnder := func(rel string) (string, bool) {
+		for p, o := range owner {
+			if o != pkg && under(p, rel) {
+				return p, true
+			}
+		}
+		return "", false
+	}
+	// realParents checks that every directory above rel in the cell's tree
+	// is a directory or not there yet.
+	realParents := func(rel string) error {
+		parts := strings.Split(rel, "/")
+		for n := 1; n < len(parts); n++ {
+			p := strings.Join(parts[:n], "/")
+			st, err := os.Lstat(filepath.Join(r.work, filepath.FromSlash(p)))
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if !st.IsDir() {
+				return conflict(p, owner[p])
+			}
+		}
+		return nil
 	}
 	for _, d := range deleted {
-		for rel, o := range owner {
-			if o != pkg && (rel == d || strings.HasPrefix(rel, d+"/")) {
-				return conflict(rel)
-			}
+		if err := realParents(d); err != nil {
+			return err
+		}
+		if p, ok := ownedUnder(d); ok {
+			return conflict(p, owner[p])
 		}
 	}
 	for _, rel := range changed {
+		if err := realParents(rel); err != nil {
+			return err
+		}
+		src := filepath.Join(tree, filepath.FromSlash(rel))
+		dst := filepath.Join(r.work, filepath.FromSlash(rel))
+		st, err := os.Lstat(src)
+		if err != nil {
+			return err
+		}
+		if st.Mode()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(src)
+			if err != nil {
+				return err
+			}
+			if err := checkLink(rel, target); err != nil {
+				return fmt.Errorf("%s: package %s installed the link %s -> %s, which %v", r.in.Plan.Cell.Target, pkg, strings.TrimPrefix(rel, "src/"), target, err)
+			}
+		}
+		dt, err := os.Lstat(dst)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
 		if o, ok := owner[rel]; ok && o != pkg {
-			same, err := sameEntry(filepath.Join(tree, filepath.FromSlash(rel)), filepath.Join(r.work, filepath.FromSlash(rel)))
+			same, err := sameEntry(src, dst)
 			if err != nil {
 				return err
 			}
 			if !same {
-				return conflict(rel)
+				return conflict(rel, o)
+			}
+		}
+		if dt.IsDir() && !st.IsDir() {
+			// The result replaces a directory: not one with another's files.
+			if p, ok := ownedUnder(rel); ok {
+				return conflict(p, owner[p])
 			}
 		}
 	}
@@ -484,8 +576,9 @@ func (r *runner) merge(s plan.Step, tree string, changed, deleted []string) erro
 		if err != nil {
 			return err
 		}
+		dt, dstErr := os.Lstat(dst)
 		if st.IsDir() {
-			if dt, err := os.Lstat(dst); err == nil && !dt.IsDir() {
+			if dstErr == nil && !dt.IsDir() {
 				if err := os.Remove(dst); err != nil {
 					return err
 				}
@@ -500,7 +593,7 @@ func (r *runner) merge(s plan.Step, tree string, changed, deleted []string) erro
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 				return err
 			}
-			if dt, err := os.Lstat(dst); err == nil && dt.IsDir() {
+			if dstErr == nil && dt.IsDir() {
 				if err := os.RemoveAll(dst); err != nil {
 					return err
 				}
@@ -509,7 +602,7 @@ func (r *runner) merge(s plan.Step, tree string, changed, deleted []string) erro
 				return err
 			}
 		}
-		if strings.HasPrefix(rel, install) {
+		if under(rel, install) {
 			if _, ok := owner[rel]; !ok {
 				owner[rel] = pkg
 			}

@@ -389,13 +389,41 @@ func Make(in Inputs) (*Plan, error) {
 			if dp, ok := findPackage(pkgs, d); ok && dp.Build != "" {
 				needs = append(needs, "thirdparty:"+d)
 			} else if ok {
-				// Sources another package's build reads (RAGEL for HYPERSCAN).
+				// Sources another package's build reads (RAGEL for HYPERSCAN),
+				// patched: its last step, once the loop has made them all.
 				needs = append(needs, "unpack:"+d)
 			}
 		}
 		p.Steps = append(p.Steps, Step{ID: "thirdparty:" + pk.Entry, Kind: KindThirdparty, Phase: PhaseThirdparty,
 			Command: bcmd, Env: env, Needs: needs, Inputs: StepInputs{Build: &BuildInputs{Scripts: p.Source.Scripts}}})
 		allThirdparty = append(allThirdparty, "thirdparty:"+pk.Entry)
+	}
+	// A package that reads another's sources needs them patched: the
+	// source package's last step, not its unpack.
+	lastOf := map[string]string{}
+	for _, st := range p.Steps {
+		switch st.Kind {
+		case KindUnpack:
+			lastOf[st.ID] = st.ID
+		case KindPatch:
+			if len(st.Needs) == 1 {
+				for u, last := range lastOf {
+					if last == st.Needs[0] {
+						lastOf[u] = st.ID
+					}
+				}
+			}
+		}
+	}
+	for i := range p.Steps {
+		if p.Steps[i].Kind != KindThirdparty {
+			continue
+		}
+		for j, n := range p.Steps[i].Needs {
+			if last, ok := lastOf[n]; ok && strings.HasPrefix(n, "unpack:") && last != n {
+				p.Steps[i].Needs[j] = last
+			}
+		}
 	}
 	// Dependencies may be declared after their dependents in TP_ARCHIVES: order topologically.
 	if err := p.orderSteps(); err != nil {

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -115,5 +116,31 @@ func TestJemallocHugePageFromTargetOS(t *testing.T) {
 		if !slices.ContainsFunc(p.Patches, func(a PatchRef) bool { return strings.Contains(a.ID, "0006-jemalloc-lg-hugepage") }) {
 			t.Errorf("%s: patch 0006-jemalloc-lg-hugepage not in the plan", target)
 		}
+	}
+}
+
+// TestSourceDepsNeedTheirPatches: a package that reads another package's
+// sources (RAGEL for HYPERSCAN) needs them patched: it needs the source
+// package's last patch step, not its unpack (run at once, it could start
+// between the two and see half of it). Here bitshuffle, which has a
+// patch for kunpeng920, is made a source-only dependency of lz4.
+func TestSourceDepsNeedTheirPatches(t *testing.T) {
+	in := corpusInputs(t, "kunpeng920", []string{"lz4"}, nil)
+	r := *in.Recipe
+	r.Thirdparty.BuildNames = maps.Clone(r.Thirdparty.BuildNames)
+	r.Thirdparty.BuildNames["BITSHUFFLE"] = []string{}
+	r.Thirdparty.Deps = maps.Clone(r.Thirdparty.Deps)
+	r.Thirdparty.Deps["LZ4"] = []string{"BITSHUFFLE"}
+	in.Recipe = &r
+	p, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Step("patch:bitshuffle") == nil {
+		t.Fatal("no patch:bitshuffle in the plan: the test needs a source package with a patch")
+	}
+	needs := p.Step("thirdparty:LZ4").Needs
+	if !slices.Contains(needs, "patch:bitshuffle") || slices.Contains(needs, "unpack:BITSHUFFLE") {
+		t.Errorf("thirdparty:LZ4 needs %v: want patch:bitshuffle, not unpack:BITSHUFFLE", needs)
 	}
 }
