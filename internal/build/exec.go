@@ -36,8 +36,9 @@ type Command struct {
 }
 
 // Bind shows the directory From at the path To (a bind mount in a mount
-// namespace of the command's own).
-type Bind struct{ From, To string }
+// namespace of the command's own), and an empty directory at Hide, when
+// set (the other packages' trees, beside From).
+type Bind struct{ From, To, Hide string }
 
 // Outside is where path p, as the command sees it, is on this machine.
 func (c Command) Outside(p string) string {
@@ -242,14 +243,15 @@ var (
 // mountScript makes the namespace's mounts private (nothing reaches the
 // build machine's), binds $1 at $2, enters $3 and runs the rest.
 const mountScript = `"$0" --make-rprivate / && "$0" --bind -- "$1" "$2" || { echo "dorisarm: cannot show $1 at $2 in the step's mount namespace" >&2; exit 126; }
+if [ -n "$4" ]; then "$0" -t tmpfs -o size=64k,mode=0555 dorisarm-hidden "$4" || { echo "dorisarm: cannot hide $4 in the step's mount namespace" >&2; exit 126; }; fi
 cd -- "$3" || exit 126
-shift 3
+shift 4
 exec "$@"`
 
 func (ns *mountNS) wrap(c Command) Command {
 	w := c
 	w.Path = ns.sh
-	w.Args = append([]string{"-c", mountScript, ns.mount, c.Bind.From, c.Bind.To, c.Dir, c.Path}, c.Args...)
+	w.Args = append([]string{"-c", mountScript, ns.mount, c.Bind.From, c.Bind.To, c.Dir, c.Bind.Hide, c.Path}, c.Args...)
 	return w
 }
 

@@ -99,17 +99,27 @@ func TestCommandCPU(t *testing.T) {
 // the cell's path, writes there into the package tree, and the build
 // machine's mounts never change (the cell's directory keeps its own files).
 func TestBindShowsTreeAtPath(t *testing.T) {
-	cell, pkg := t.TempDir(), t.TempDir()
+	// As a cell lays them out: the package's tree among the others'.
+	cell, pkgs := t.TempDir(), t.TempDir()
+	pkg := filepath.Join(pkgs, "X")
+	os.Mkdir(pkg, 0o755)
 	os.WriteFile(filepath.Join(cell, "cell-file"), []byte("cell"), 0o644)
 	os.WriteFile(filepath.Join(pkg, "pkg-file"), []byte("pkg"), 0o644)
 	var out bytes.Buffer
-	c := Command{Step: "thirdparty:X", Path: "sh", Args: []string{"-c", `pwd; ls; echo made > "$PWD/made"; ls /proc/self/net/dev >/dev/null`},
-		Dir: cell, Stdout: &out, Stderr: &out, Bind: &Bind{From: pkg, To: cell}}
+	// The other packages' trees (being built) are hidden.
+	others := filepath.Join(pkgs, "Y")
+	os.MkdirAll(others, 0o755)
+	os.WriteFile(filepath.Join(others, "other-file"), nil, 0o644)
+	c := Command{Step: "thirdparty:X", Path: "sh", Args: []string{"-c", `pwd; ls; echo made > "$PWD/made"; ls /proc/self/net/dev >/dev/null; ls "$0"`, pkgs},
+		Dir: cell, Stdout: &out, Stderr: &out, Bind: &Bind{From: pkg, To: cell, Hide: pkgs}}
 	if err := RunProcess(context.Background(), c); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	if got := strings.Fields(out.String()); !slices.Equal(got, []string{cell, "pkg-file"}) {
-		t.Errorf("the command saw %q, want its working directory %s holding the package tree's pkg-file", got, cell)
+		t.Errorf("the command saw %q, want its working directory %s holding the package tree's pkg-file, and nothing of the hidden directory", got, cell)
+	}
+	if _, err := os.Stat(filepath.Join(others, "other-file")); err != nil {
+		t.Errorf("hiding a directory in the step's namespace changed it outside: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(pkg, "made")); err != nil {
 		t.Errorf("what the command wrote at the cell's path is not in the package tree: %v", err)

@@ -702,7 +702,7 @@ func (r *runner) run(ctx context.Context, step, name string, args, env []string,
 	c := Command{Step: step, Path: name, Args: args, Env: env, Dir: dir, Stdout: log, Stderr: log, CPU: &r.cpu}
 	if r.tree != "" {
 		// A package step sees its own tree where the cell's is.
-		c.Bind = &Bind{From: r.srcDir(), To: r.src}
+		c.Bind = &Bind{From: r.srcDir(), To: r.src, Hide: filepath.Join(r.work, pkgsDir)}
 	}
 	return r.opts.Exec(ctx, c)
 }
