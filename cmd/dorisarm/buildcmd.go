@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -90,14 +91,70 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			opts.Progress = build.NewProgress(g.stderr, isTerminal(os.Stderr))
-			outs, err := build.RunAll(ctx, ins, opts, func(o build.Outcome) {
+			forced := o.req.Compiler
+			report := func(o build.Outcome) {
 				switch {
+				case o.State == "failed" && o.Rejected != "" && forced == "":
+					// said below, when it is planned again
 				case o.State == "failed":
 					fmt.Fprintln(g.stderr, "dorisarm: "+o.Error)
 				case format == "text":
 					fmt.Fprintln(g.stdout, o.String())
 				}
-			})
+			}
+			outs, err := build.RunAll(ctx, ins, opts, report)
+			// A compiler the toolchain step rejected (it cannot link for
+			// the target OS's sysroot: remembered) is replaced by the
+			// target's next one: those targets are planned and built again.
+			for round := 0; err != nil && ctx.Err() == nil && forced == "" && round < 3; round++ {
+				var again []string
+				for _, out := range outs {
+					if out.Rejected != "" {
+						fmt.Fprintf(g.stderr, "dorisarm: %s: %s cannot build for its sysroot; planning it again with its next compiler:\n  %s\n",
+							out.Target, out.Rejected, strings.ReplaceAll(out.Error, "\n", "\n  "))
+						again = append(again, out.Target)
+					}
+				}
+				if len(again) == 0 {
+					break
+				}
+				retry := *o
+				retry.req.Targets = strings.Join(again, ",")
+				ps, req, perr := makePlanned(cmd.Context(), g, &retry)
+				if perr != nil {
+					return perr
+				}
+				ins, perr := build.Inputs(req, ps)
+				if perr != nil {
+					return perr
+				}
+				more, rerr := build.RunAll(ctx, ins, opts, report)
+				for _, m := range more {
+					for i := range outs {
+						if outs[i].Target == m.Target {
+							outs[i] = m
+						}
+					}
+				}
+				err = rerr
+				if ctx.Err() == nil {
+					var failed []string
+					for _, out := range outs {
+						if out.State == "failed" {
+							failed = append(failed, out.Target)
+						}
+					}
+					err = nil
+					if len(failed) > 0 {
+						err = fault.Gatef("build failed for %s", strings.Join(failed, ", "))
+					}
+				}
+			}
+			for _, out := range outs {
+				if out.State == "failed" && out.Rejected != "" && forced == "" {
+					fmt.Fprintln(g.stderr, "dorisarm: "+out.Error)
+				}
+			}
 			if cacheMax > 0 && ctx.Err() == nil {
 				if _, perr := (&build.Cache{Dir: opts.Cache}).Prune(cacheMax); perr != nil {
 					return errors.Join(err, perr)

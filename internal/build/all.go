@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -23,6 +24,9 @@ type Outcome struct {
 	CacheSteps int     `json:"cache_steps"`
 	Seconds    float64 `json:"seconds"`
 	Error      string  `json:"error,omitempty"`
+	// Rejected is the compiler the toolchain step found unable to build
+	// for the sysroot: planning again takes the target's next one.
+	Rejected string `json:"-"`
 }
 
 // String is the outcome as build prints it.
@@ -119,6 +123,10 @@ func runCell(ctx context.Context, in Input, opts Options) (o Outcome, ok bool) {
 		return o, false
 	case err != nil:
 		o.State, o.Error = "failed", err.Error()
+		var rej *CompilerRejected
+		if errors.As(err, &rej) {
+			o.Rejected = rej.Compiler
+		}
 	default:
 		o.State = "built"
 		if rec.UpToDate {
@@ -144,7 +152,8 @@ func Inputs(req *plan.Request, ps []plan.Planned) ([]Input, error) {
 		if err != nil {
 			return nil, fault.Input(err)
 		}
-		ins = append(ins, Input{Plan: p.Plan, Recipe: req.Recipe, Tree: req.Tree, Series: p.Series, TC: p.Toolchain, Lock: p.Lock, Policy: pol})
+		ins = append(ins, Input{Plan: p.Plan, Recipe: req.Recipe, Tree: req.Tree, Series: p.Series, TC: p.Toolchain, Lock: p.Lock, Policy: pol,
+			MakeSysroot: p.MakeSysroot, ProbeCache: p.ProbeCache})
 	}
 	return ins, nil
 }

@@ -177,7 +177,8 @@ func (r *runner) saveTimes() {
 	}
 	r.shared.mu.Lock()
 	for _, s := range r.rec.Steps {
-		if !s.Cached && s.Seconds > 0 {
+		// A sysroot or toolchain step found in its store still took its time.
+		if (!s.Cached || r.isSetup(s.ID)) && s.Seconds > 0 {
 			t[s.ID] = stepTime{Wall: s.Seconds, CPU: s.CPUSeconds, Jobs: r.rec.Jobs}
 		}
 	}
@@ -190,4 +191,14 @@ func (r *runner) saveTimes() {
 	if os.WriteFile(tmp, data, 0o644) == nil {
 		os.Rename(tmp, filepath.Join(r.work, timesFile))
 	}
+}
+
+// isSetup says whether a step of the plan is a sysroot or toolchain step.
+func (r *runner) isSetup(id string) bool {
+	i, ok := r.shared.index[id]
+	if !ok {
+		return false
+	}
+	k := r.in.Plan.Steps[i].Kind
+	return k == plan.KindSysroot || k == plan.KindToolchain
 }

@@ -94,6 +94,19 @@ func (p *Progress) Step(target string, i int, id string, cached bool, d time.Dur
 	p.line("%s [%d/%d] %s %s %.1fs%s", target, i+1, p.total[target], id, how, d.Seconds(), p.eta[target])
 }
 
+// Failed says a step stopped with an error: it no longer runs.
+func (p *Progress) Failed(target string, i int, id string, d time.Duration) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := slices.Index(p.running[target], id); i >= 0 {
+		p.running[target] = slices.Delete(p.running[target], i, i+1)
+	}
+	p.line("%s [%d/%d] %s failed after %.1fs", target, i+1, p.total[target], id, d.Seconds())
+}
+
 // ETA sets a target's estimate of the time left (simulated from the
 // recorded times of its steps' last runs); unknown steps were never timed,
 // so the estimate is a lower bound then.

@@ -69,6 +69,12 @@ type Input struct {
 	TC     *toolchain.Toolchain
 	Lock   *source.Lock
 	Policy *scan.Policy
+	// MakeSysroot is the plan's sysroot step (plan.Planned.MakeSysroot);
+	// ProbeCache keeps the toolchain step's verdicts.
+	// When MakeSysroot is nil, the caller made the sysroot (TC.Sysroot.Path)
+	// and checked the compiler against it.
+	MakeSysroot func(context.Context) (*toolchain.Sysroot, error)
+	ProbeCache  string
 }
 
 // StepError is a failed step, with where its log is.
@@ -102,6 +108,20 @@ func (e *StepError) Error() string {
 }
 
 func (e *StepError) Unwrap() error { return e.Err }
+
+// CompilerRejected is a toolchain step whose compiler cannot build for the
+// sysroot. The verdict is remembered, so planning again takes the target's
+// next compiler (build does that by itself unless --compiler forced one).
+type CompilerRejected struct {
+	Compiler string
+	Err      error
+}
+
+func (e *CompilerRejected) Error() string {
+	return fmt.Sprintf("%v\n(the verdict is remembered: the next plan skips %s and takes the target's next compiler, or pass --compiler NAME)", e.Err, e.Compiler)
+}
+
+func (e *CompilerRejected) Unwrap() error { return e.Err }
 
 // ErrGate is a build that ran but does not fit its target (smoke run or scan).
 var ErrGate = errors.New("build does not fit its target")
@@ -153,6 +173,9 @@ type cellState struct {
 	owner map[string]string
 	// index is each step's place in the plan: the record lists steps in it.
 	index map[string]int
+	// sysrootMu guards the toolchain's sysroot paths, which the sysroot
+	// step sets while fetch and unpack steps may run.
+	sysrootMu sync.RWMutex
 }
 
 // root is the directory the step's result is relative to: its own tree
@@ -306,9 +329,26 @@ func (r *runner) prepare() error {
 			return err
 		}
 	}
-	tc := r.in.TC
 	r.hostPath = os.Getenv("PATH")
 	r.shims = map[string]toolchain.Shim{}
+	if r.opts.PGOProfile != "" && r.in.Plan.Cell.PGO && len(r.in.Plan.Only) == 0 {
+		if st := r.in.Plan.Step("build:" + r.in.Recipe.PGO.Step); st != nil && st.Inputs.Build != nil {
+			r.rec.PGOProfile = st.Inputs.Build.Profile
+		}
+		if r.in.TC.Compiler.Dialect == "clang" {
+			return copyFile(r.opts.PGOProfile, r.profile)
+		}
+		// GCC: the .gcda directory of a -fprofile-generate run, in the profile directory.
+		return copyTree(r.opts.PGOProfile, r.profileDir, nil)
+	}
+	return nil
+}
+
+// prepareToolchain lays out the compiler homes of the plan's phases
+// (wrappers, the CMake toolchain file, the exec shim): the toolchain
+// step's work, once the sysroot is made.
+func (r *runner) prepareToolchain() error {
+	tc := r.in.TC
 	for phase := range r.in.Plan.Phases {
 		o := toolchain.FlagOptions{Phase: toolchain.Release, LTOCache: r.ltoCache}
 		switch phase {
@@ -344,19 +384,80 @@ func (r *runner) prepare() error {
 		if r.shims[phase], err = tc.ExecShim(w, ""); err != nil {
 			return err
 		}
-		r.rec.Flags[phase] = r.placeholders(f.Compile())
-	}
-	if r.opts.PGOProfile != "" && r.in.Plan.Cell.PGO && len(r.in.Plan.Only) == 0 {
-		if st := r.in.Plan.Step("build:" + r.in.Recipe.PGO.Step); st != nil && st.Inputs.Build != nil {
-			r.rec.PGOProfile = st.Inputs.Build.Profile
-		}
-		if tc.Compiler.Dialect == "clang" {
-			return copyFile(r.opts.PGOProfile, r.profile)
-		}
-		// GCC: the .gcda directory of a -fprofile-generate run, in the profile directory.
-		return copyTree(r.opts.PGOProfile, r.profileDir, nil)
+		flags := r.placeholders(f.Compile())
+		r.shared.mu.Lock()
+		r.rec.Flags[phase] = flags
+		r.shared.mu.Unlock()
 	}
 	return nil
+}
+
+// setupStep runs a sysroot or toolchain step: they keep their results in
+// stores of their own (the sysroot cache, the probe verdicts), so a step
+// found there is recorded as cached.
+func (r *runner) setupStep(ctx context.Context, i int, s plan.Step) error {
+	target := r.in.Plan.Cell.Target
+	t0 := time.Now()
+	r.opts.Progress.Start(target, i, s.ID)
+	var cached bool
+	var err error
+	switch s.Kind {
+	case plan.KindSysroot:
+		cached, err = r.makeSysroot(ctx, s)
+	case plan.KindToolchain:
+		cached, err = r.checkToolchain()
+	default:
+		err = fmt.Errorf("not a setup step (kind %s)", s.Kind)
+	}
+	if err != nil {
+		r.opts.Progress.Failed(target, i, s.ID, time.Since(t0))
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %s interrupted: %w", target, s.ID, ctx.Err())
+		}
+		return fmt.Errorf("%s: step %s failed: %w", target, s.ID, err)
+	}
+	r.addStep(StepRecord{ID: s.ID, Key: s.Key, Cached: cached, Seconds: time.Since(t0).Seconds(), Needs: s.Needs}, false)
+	r.opts.Progress.Step(target, i, s.ID, cached, time.Since(t0))
+	return nil
+}
+
+// makeSysroot makes (or finds) the sysroot the plan names by its key.
+func (r *runner) makeSysroot(ctx context.Context, s plan.Step) (bool, error) {
+	sr := r.in.TC.Sysroot
+	if sr == nil {
+		return false, fmt.Errorf("the plan has a sysroot step but the toolchain no sysroot: plan again")
+	}
+	if r.in.MakeSysroot == nil {
+		if sr.Path != "" { // made by the caller
+			return true, nil
+		}
+		return false, fmt.Errorf("nothing here makes sysroot %s: plan again", sr.Name)
+	}
+	made, err := r.in.MakeSysroot(ctx)
+	if err != nil {
+		return false, err
+	}
+	if made.Key != s.Inputs.Sysroot.Key {
+		return false, fmt.Errorf("sysroot %s is %s now, not %s as planned (matrix.yaml or the binutils changed): plan again", sr.Name, made.Key, s.Inputs.Sysroot.Key)
+	}
+	r.shared.sysrootMu.Lock()
+	sr.Path, sr.RunPath, sr.Digest, sr.Glibc, sr.Source = made.Path, made.RunPath, made.Digest, made.Glibc, made.Source
+	r.shared.sysrootMu.Unlock()
+	return made.Cached, nil
+}
+
+// checkToolchain checks the compiler against the made sysroot (a verdict
+// the probe cache holds is not checked again) and lays out its homes.
+func (r *runner) checkToolchain() (bool, error) {
+	tc := r.in.TC
+	cached := false
+	if tc.Sysroot != nil && r.in.MakeSysroot != nil {
+		var err error
+		if cached, err = tc.CheckSysroot(r.in.ProbeCache); err != nil {
+			return false, &CompilerRejected{Compiler: tc.Compiler.Name, Err: err}
+		}
+	}
+	return cached, r.prepareToolchain()
 }
 
 // expand substitutes the plan's placeholders.
@@ -416,6 +517,8 @@ func (r *runner) env(s plan.Step) []string {
 }
 
 func (r *runner) sysrootRunPath() string {
+	r.shared.sysrootMu.RLock()
+	defer r.shared.sysrootMu.RUnlock()
 	if sr := r.in.TC.Sysroot; sr != nil {
 		return sr.RunPath
 	}
@@ -423,6 +526,8 @@ func (r *runner) sysrootRunPath() string {
 }
 
 func (r *runner) sysrootPath() string {
+	r.shared.sysrootMu.RLock()
+	defer r.shared.sysrootMu.RUnlock()
 	if sr := r.in.TC.Sysroot; sr != nil {
 		return sr.Path
 	}
@@ -522,6 +627,7 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 	err = r.execute(ctx, s, logPath)
 	cpu := r.cpu.Seconds()
 	if err != nil {
+		r.opts.Progress.Failed(target, i, s.ID, time.Since(t0))
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %s interrupted: %w", target, s.ID, ctx.Err())
 		}
@@ -567,7 +673,7 @@ func (r *runner) addStep(sr StepRecord, cacheable bool) {
 	rec := r.rec
 	rec.Steps = append(rec.Steps, sr)
 	switch {
-	case sr.Cached:
+	case sr.Cached && cacheable:
 		rec.Cache.Hits = append(rec.Cache.Hits, sr.ID)
 	case cacheable:
 		rec.Cache.Misses = append(rec.Cache.Misses, sr.ID)

@@ -29,7 +29,8 @@ const (
 	dropped // failed, or blocked by a failed package (--keep-going)
 )
 
-// runSteps runs a cell's plan. Package builds (thirdparty steps) run at
+// runSteps runs a cell's plan. The sysroot and toolchain steps run outside
+// the tree, beside the fetch, unpack and patch steps. Package builds (thirdparty steps) run at
 // once, as many as the --jobs budget, each in a tree of its own that holds
 // the tree's third-party scripts, its sources and the installs of exactly
 // the packages it needs (packageStep). Every other step runs in the cell's
@@ -50,7 +51,7 @@ func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int,
 	index := r.shared.index
 	blocked := map[string]string{} // step → the failed package it waits for
 	var first error
-	nRunning, nPackages, treeBusy := 0, 0, false
+	nRunning, nPackages, treeBusy, setupBusy := 0, 0, false, false
 	atOnce := r.opts.Jobs
 	if r.opts.PackagesAtOnce > 0 {
 		atOnce = r.opts.PackagesAtOnce
@@ -87,6 +88,14 @@ func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int,
 				continue
 			}
 			switch s.Kind {
+			case plan.KindSysroot, plan.KindToolchain:
+				// Outside the tree: beside fetch, unpack and patch steps.
+				if !setupBusy && needsDone(s) {
+					state[i] = running
+					nRunning++
+					setupBusy = true
+					go func() { results <- result{i, r.setupStep(ctx, i, s)} }()
+				}
 			case plan.KindThirdparty:
 				if needsDone(s) {
 					ready = append(ready, i)
@@ -145,9 +154,12 @@ func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int,
 		res := <-results
 		nRunning--
 		s := p.Steps[res.i]
-		if s.Kind == plan.KindThirdparty {
+		switch s.Kind {
+		case plan.KindThirdparty:
 			nPackages--
-		} else {
+		case plan.KindSysroot, plan.KindToolchain:
+			setupBusy = false
+		default:
 			treeBusy = false
 		}
 		switch {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dorisarm/dorisarm/internal/memo"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/source"
 )
@@ -98,7 +99,10 @@ type BuildToolInfo struct {
 // ResolveBuildTools finds each of the recipe's build tools on this machine's
 // PATH: its content digest and the version it reports. A missing tool is
 // recorded, not an error: only a build that reaches a BE step needs it.
-func ResolveBuildTools(ctx context.Context, r *recipe.Recipe) []BuildToolInfo {
+//
+// What a tool answers to its version argument is remembered in m by the
+// digest of its binary.
+func ResolveBuildTools(ctx context.Context, r *recipe.Recipe, m memo.Dir) []BuildToolInfo {
 	var out []BuildToolInfo
 	for _, name := range slices.Sorted(maps.Keys(r.BuildTools)) {
 		bt := r.BuildTools[name]
@@ -116,7 +120,7 @@ func ResolveBuildTools(ctx context.Context, r *recipe.Recipe) []BuildToolInfo {
 			info.Missing = fmt.Sprintf("reading %s: %v", path, err)
 		}
 		if bt.Version != "" && bt.Match != "" && info.Missing == "" {
-			info.Version, err = toolVersion(ctx, path, bt.Version, bt.Match)
+			info.Version, err = toolVersion(ctx, m, path, info.Digest, bt.Version, bt.Match)
 			if err != nil {
 				info.Missing = err.Error()
 			}
@@ -146,19 +150,21 @@ func FindBuildTool(t BuildToolInfo) (string, error) {
 	return path, nil
 }
 
-func toolVersion(ctx context.Context, path, arg, match string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, path, arg).CombinedOutput()
+func toolVersion(ctx context.Context, m memo.Dir, path, digest, arg, match string) (string, error) {
+	out, err := m.Output(memo.Key("version", digest, arg), func() ([]byte, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return exec.CommandContext(ctx, path, arg).CombinedOutput()
+	})
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %v", path, arg, err)
 	}
-	m := regexp.MustCompile(match).FindSubmatch(out)
-	if m == nil {
+	got := regexp.MustCompile(match).FindSubmatch(out)
+	if got == nil {
 		first, _, _ := strings.Cut(string(out), "\n")
 		return "", fmt.Errorf("%s %s printed %q, which does not match %q", path, arg, first, match)
 	}
-	return string(m[1]), nil
+	return string(got[1]), nil
 }
 
 // buildToolWarnings says where a cross build's BE would run a code

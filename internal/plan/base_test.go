@@ -256,7 +256,7 @@ func TestResolveBuildTools(t *testing.T) {
 	if err := os.Symlink(prog, filepath.Join(dir, "badmatch")); err != nil {
 		t.Fatal(err)
 	}
-	got := ResolveBuildTools(context.Background(), r)
+	got := ResolveBuildTools(context.Background(), r, "")
 	if len(got) != 3 {
 		t.Fatalf("%+v", got)
 	}

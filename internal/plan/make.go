@@ -12,6 +12,7 @@ import (
 	goversion "github.com/hashicorp/go-version"
 
 	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/memo"
 	"github.com/dorisarm/dorisarm/internal/patch"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/source"
@@ -34,6 +35,8 @@ type Inputs struct {
 	// Packages, when set, limits the plan to these third-party packages and
 	// what they depend on (no BE, no FE).
 	Packages []string
+	// Memo remembers what the tree's scripts answered (vars.sh) by content.
+	Memo memo.Dir
 	// SysrootWaiver is the user's reason for building without the target
 	// OS's sysroot (the toolchain then has none).
 	SysrootWaiver string
@@ -119,7 +122,7 @@ func Make(in Inputs) (*Plan, error) {
 
 	// Packages, as the tree declares them for the target machine, with the
 	// build function and the tree's own patches its scripts give each.
-	pkgs, err := source.ReadPackages(in.Tree, r, c.ISA.Name)
+	pkgs, err := source.ReadPackagesMemo(in.Tree, r, c.ISA.Name, in.Memo)
 	if err != nil {
 		return nil, err
 	}
@@ -573,11 +576,49 @@ func Make(in Inputs) (*Plan, error) {
 	scanStep.Command = append(scanStep.Command, OUT)
 	p.Steps = append(p.Steps, scanStep)
 
+	if err := p.addSetup(tc); err != nil {
+		return nil, err
+	}
 	if err := p.computeKeys(); err != nil {
 		return nil, err
 	}
 	sort.Strings(p.Warnings)
 	return p, nil
+}
+
+// addSetup puts the steps that make what compiling needs first: the
+// target OS's sysroot (unless waived) and the compiler's check against it,
+// which also lays out the compiler wrappers. Every step that runs the
+// compiler, the tree's scripts or a target program needs them; fetching,
+// dorisarm's own unpacking and patching do not, and run beside them.
+func (p *Plan) addSetup(tc *toolchain.Toolchain) error {
+	var setup []Step
+	var needs []string
+	if sr := tc.Sysroot; sr != nil {
+		id := "sysroot:" + sr.Name
+		setup = append(setup, Step{ID: id, Kind: KindSysroot, Inputs: StepInputs{Sysroot: &SysrootInputs{Name: sr.Name, Key: sr.Key}}})
+		needs = []string{id}
+	}
+	in := &ToolchainInputs{Compiler: tc.Identity.Name, Digest: tc.Identity.Digest}
+	if tc.Sysroot != nil {
+		var err error
+		if in.Probe, err = tc.ProbeKey(); err != nil {
+			return err
+		}
+	}
+	tcID := "toolchain:" + tc.Identity.Name
+	setup = append(setup, Step{ID: tcID, Kind: KindToolchain, Needs: needs, Inputs: StepInputs{Toolchain: in}})
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		switch {
+		case s.Kind == KindFetch, s.Kind == KindPatch, s.Kind == KindPatchTree, s.Kind == KindBase,
+			s.Kind == KindUnpack && len(s.Command) == 0:
+			continue
+		}
+		s.Needs = append([]string{tcID}, s.Needs...)
+	}
+	p.Steps = append(setup, p.Steps...)
+	return nil
 }
 
 // checkLibstdcxx says why a plan that compiles the tree's own code against

@@ -27,7 +27,7 @@ func treeFacts(in Inputs, pkgs []source.Package) error {
 	if r.Thirdparty.PatchesFrom == "" {
 		return nil
 	}
-	tp, err := source.ReadTreePatches(in.Tree, r, r.Thirdparty.PatchesFrom, in.Cell.ISA.Name)
+	tp, err := source.ReadTreePatchesMemo(in.Tree, r, r.Thirdparty.PatchesFrom, in.Cell.ISA.Name, in.Memo)
 	if err != nil {
 		return err
 	}

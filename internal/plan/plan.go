@@ -179,7 +179,7 @@ func (p *Plan) computeKeys() error {
 			material.Cache = p.Toolchain.CMakeCache
 			material.CrossEnv = toolchain.CrossEnvVersion
 			if sr := p.Cell.Sysroot; sr != nil {
-				material.Sysroot = sr.Digest
+				material.Sysroot = sr.Key
 			} else {
 				material.Sysroot = "waived: " + p.Cell.SysrootWaiver
 			}

@@ -244,17 +244,20 @@ func TestNoSysrootNeedsAWaiver(t *testing.T) {
 	}
 }
 
-// The sysroot's digest is part of every compile step's key: another sysroot
-// (another Debian point release, another cap) rebuilds, the same one does not.
-func TestSysrootDigestInKeys(t *testing.T) {
+// The sysroot's key (the digest of its spec: the image digest, or the
+// suite, pinned packages and mirror, and the cap) is part of every compile
+// step's key: another sysroot rebuilds, the same one does not; fetching
+// does not depend on it. The made tree's path and content are not in the
+// plan: the build's sysroot step makes it.
+func TestSysrootKeyInKeys(t *testing.T) {
 	f := load(t, "")
 	cell, _ := f.Matrix.Cell("2.1", "graviton3")
 	tc, err := toolchain.Resolve(f.Matrix, cell, toolchain.Options{})
 	if err != nil {
 		t.Skip(err)
 	}
-	keys := func(digest string) *Plan {
-		tc.Sysroot = &toolchain.Sysroot{Name: "debian-11-arm64", Path: "/nonexistent", RunPath: "/nonexistent", Digest: digest, Glibc: "2.31"}
+	keys := func(key string) *Plan {
+		tc.Sysroot = &toolchain.Sysroot{Name: "debian-11-arm64", Path: "/nonexistent", RunPath: "/nonexistent", Key: key}
 		p, err := Make(Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "2.1.8", Series: f.Series, Toolchain: tc, Lock: f.Lock})
 		if err != nil {
 			t.Fatal(err)
@@ -263,7 +266,7 @@ func TestSysrootDigestInKeys(t *testing.T) {
 	}
 	a, a2, b := keys("sha256:aaaa"), keys("sha256:aaaa"), keys("sha256:bbbb")
 	for _, s := range a.Steps {
-		compiles := s.Kind == KindThirdparty || s.Kind == KindBuild
+		compiles := s.Kind == KindThirdparty || s.Kind == KindBuild || s.Kind == KindSysroot || s.Kind == KindToolchain
 		if a2.Step(s.ID).Key != s.Key {
 			t.Errorf("%s: the same sysroot gave another key", s.ID)
 		}

@@ -46,7 +46,9 @@ func (p *Plan) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "plan %s/%s  doris %s  cpu %s  os %s (glibc %s, %dK pages)\n", c.Series, c.Target, c.Doris, c.CPU, c.OS, c.Glibc, c.PageSize/1024)
 	id := p.Toolchain.Compiler
 	fmt.Fprintf(w, "  compiler  %s %s (%s)\n", id.Name, id.Version, id.Banner)
-	if sr := c.Sysroot; sr != nil {
+	if sr := c.Sysroot; sr != nil && sr.Digest == "" {
+		fmt.Fprintf(w, "  sysroot   %s: for %s (glibc %s), key %s; the build's sysroot step makes it\n", sr.Name, c.OS, c.Glibc, ShortDigest(sr.Key))
+	} else if sr != nil {
 		fmt.Fprintf(w, "  sysroot   %s: glibc %s (%s's is %s), %s, %s\n", sr.Name, sr.Glibc, c.OS, c.Glibc, ShortDigest(sr.Digest), sr.Source)
 	} else {
 		fmt.Fprintf(w, "  sysroot   none, WAIVED: %s\n", c.SysrootWaiver)

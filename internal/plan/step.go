@@ -24,12 +24,22 @@ const (
 	KindMerge      Kind = "pgo-merge"       // merge raw profiles; no inputs
 	KindCollect    Kind = "collect"         // copy the outputs into $OUT; inputs: Collect
 	KindScan       Kind = "scan"            // scan $OUT with the target's policy; no inputs
+	KindSysroot    Kind = "sysroot"         // make (or find) the target OS's sysroot; inputs: Sysroot
+	KindToolchain  Kind = "toolchain"       // check the compiler against the sysroot, lay out its wrappers; inputs: Toolchain
 )
 
 // Cacheable reports whether the runner keeps a step of this kind's result
 // in the step cache (collect and scan make the published build itself).
 // A base is copied again each time: caching it would only copy it twice.
-func (k Kind) Cacheable() bool { return k != KindCollect && k != KindScan && k != KindBase }
+// Sysroot and toolchain steps keep their results in stores of their own
+// (the sysroot cache, the probe verdicts), keyed as the plan says.
+func (k Kind) Cacheable() bool {
+	switch k {
+	case KindCollect, KindScan, KindBase, KindSysroot, KindToolchain:
+		return false
+	}
+	return true
+}
 
 // StepInputs are what a step reads besides its command, environment and
 // needs. Exactly the field its kind names is set; all of it is part of the
@@ -43,6 +53,25 @@ type StepInputs struct {
 	Train   *TrainInputs   `json:"train,omitempty"`
 	Collect *CollectInputs `json:"collect,omitempty"`
 	Scan    *ScanInputs    `json:"scan,omitempty"`
+	// Sysroot and Toolchain are the setup steps' inputs.
+	Sysroot   *SysrootInputs   `json:"sysroot,omitempty"`
+	Toolchain *ToolchainInputs `json:"toolchain,omitempty"`
+}
+
+// SysrootInputs name the target OS's sysroot by its spec's key (what it is
+// made from), not by a path or the made tree.
+type SysrootInputs struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+}
+
+// ToolchainInputs are the compiler, by the digests of its binaries, and
+// the key of its check against the sysroot ("" when the sysroot is
+// waived: nothing is checked).
+type ToolchainInputs struct {
+	Compiler string `json:"compiler"`
+	Digest   string `json:"digest"`
+	Probe    string `json:"probe,omitempty"`
 }
 
 // FetchInputs name one archive and what vouches for it.
@@ -157,6 +186,10 @@ func (s *Step) Validate() error {
 		ok = in.Collect != nil
 	case KindMerge, KindScan:
 		ok = true
+	case KindSysroot:
+		ok = in.Sysroot != nil && in.Sysroot.Key != ""
+	case KindToolchain:
+		ok = in.Toolchain != nil && in.Toolchain.Digest != ""
 	default:
 		return fmt.Errorf("step %s: unknown kind %q (plan schema %d knows %s); plan again with this dorisarm", s.ID, s.Kind, Schema, strings.Join(kindNames(), ", "))
 	}
@@ -168,7 +201,7 @@ func (s *Step) Validate() error {
 
 func kindNames() []string {
 	var out []string
-	for _, k := range []Kind{KindPatchTree, KindFetch, KindUnpack, KindPatch, KindBase, KindThirdparty, KindBuild, KindTrain, KindMerge, KindCollect, KindScan} {
+	for _, k := range []Kind{KindSysroot, KindToolchain, KindPatchTree, KindFetch, KindUnpack, KindPatch, KindBase, KindThirdparty, KindBuild, KindTrain, KindMerge, KindCollect, KindScan} {
 		out = append(out, string(k))
 	}
 	return out

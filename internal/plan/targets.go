@@ -12,6 +12,7 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/memo"
 	"github.com/dorisarm/dorisarm/internal/patch"
 	"github.com/dorisarm/dorisarm/internal/pgo"
 	"github.com/dorisarm/dorisarm/internal/recipe"
@@ -58,6 +59,11 @@ type Planned struct {
 	Toolchain *toolchain.Toolchain
 	Series    *patch.Series
 	Lock      *source.Lock
+	// MakeSysroot makes (or finds) the sysroot the plan knows by its key:
+	// the plan's sysroot step. Nil when the sysroot is waived.
+	MakeSysroot func(context.Context) (*toolchain.Sysroot, error)
+	// ProbeCache keeps the verdicts of the toolchain step's check.
+	ProbeCache string
 }
 
 // ForTargets plans req's tree for each of its targets: the Doris series of
@@ -110,7 +116,7 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 	var tools []BuildToolInfo
 	var hostEnv []HostEnvInfo
 	if len(req.Packages) == 0 || req.Slice != nil {
-		tools, hostEnv = ResolveBuildTools(ctx, r), ResolveHostEnv(r)
+		tools, hostEnv = ResolveBuildTools(ctx, r, memoDir(req.SysrootCache)), ResolveHostEnv(r)
 	}
 	var out []Planned
 	for _, t := range targets {
@@ -118,15 +124,21 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 		if err != nil {
 			return nil, fault.Input(err)
 		}
-		sr, err := Sysroot(ctx, m, cell, req.SysrootCache, req.SysrootWaiver, req.Registry)
+		// The sysroot by its key: made by the build's sysroot step, not here.
+		sr, err := SysrootKey(ctx, m, cell, req.SysrootCache, req.SysrootWaiver, req.Registry)
 		if err != nil {
 			return nil, err
 		}
 		probes := ""
+		var makeSysroot func(context.Context) (*toolchain.Sysroot, error)
 		if sr != nil {
 			probes = filepath.Join(req.SysrootCache, "sysroots", ".probes")
+			cell, cache, ro := cell, req.SysrootCache, req.Registry
+			makeSysroot = func(ctx context.Context) (*toolchain.Sysroot, error) {
+				return Sysroot(ctx, m, cell, cache, "", ro)
+			}
 		}
-		tc, err := toolchain.Resolve(m, cell, toolchain.Options{Compiler: req.Compiler, Sysroot: sr, ProbeCache: probes})
+		tc, err := toolchain.Resolve(m, cell, toolchain.Options{Compiler: req.Compiler, Sysroot: sr, ProbeCache: probes, Memo: memoDir(req.SysrootCache)})
 		if err != nil {
 			var miss *toolchain.MissingError
 			if errors.As(err, &miss) {
@@ -140,7 +152,7 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 				return nil, fault.Inputf("--pgo-profile for %s (%s %s): %w", t, tc.Compiler.Name, tc.Identity.Version, err)
 			}
 		}
-		p, err := Make(Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: req.Tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock,
+		p, err := Make(Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: req.Tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock, Memo: memoDir(req.SysrootCache),
 			Profile: profile, Packages: req.Packages, SysrootWaiver: req.SysrootWaiver, Slice: req.Slice,
 			Base: base, BuildTools: tools, HostEnv: hostEnv})
 		if err != nil {
@@ -149,7 +161,7 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 		if trunkNote != "" {
 			p.Warnings = append([]string{trunkNote}, p.Warnings...)
 		}
-		out = append(out, Planned{Plan: p, Toolchain: tc, Series: ps, Lock: lock})
+		out = append(out, Planned{Plan: p, Toolchain: tc, Series: ps, Lock: lock, MakeSysroot: makeSysroot, ProbeCache: probes})
 	}
 	return out, nil
 }
@@ -204,33 +216,72 @@ func profileDigest(path string) (string, error) {
 	return d, nil
 }
 
-// Sysroot makes (or finds under cacheDir) the sysroot of a cell's target
-// OS: the matrix's sysroot for its ISA, capped at the OS's glibc; an image
-// sysroot is pulled for the ISA's platform through ro. It returns nil with
-// no error when the sysroot is waived.
-func Sysroot(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, waiver string, ro registry.Options) (*toolchain.Sysroot, error) {
+// memoDir is where planning remembers what programs answered (a
+// compiler's --version, a tree's vars.sh), beside the sysroots.
+func memoDir(cacheDir string) memo.Dir {
+	if cacheDir == "" {
+		return ""
+	}
+	return memo.Dir(filepath.Join(cacheDir, "memo"))
+}
+
+// sysrootSpec is the sysroot spec of a cell's target OS and how to reach
+// it; ok is false when the sysroot is waived.
+func sysrootSpec(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, waiver string, ro registry.Options) (spec sysroot.Spec, abs string, opts []sysroot.Option, ok bool, err error) {
 	if waiver != "" {
-		return nil, nil
+		return spec, "", nil, false, nil
 	}
 	name := cell.OS.Sysroot[cell.ISA.Name]
 	if name == "" {
-		return nil, fault.Inputf("target %s: %s has no sysroot for %s (oses.%s.sysroot in %s): add one, or pass --waive-sysroot REASON to link against this machine's libraries (the waiver and its reason are recorded, and the glibc gate is waived)",
+		return spec, "", nil, false, fault.Inputf("target %s: %s has no sysroot for %s (oses.%s.sysroot in %s): add one, or pass --waive-sysroot REASON to link against this machine's libraries (the waiver and its reason are recorded, and the glibc gate is waived)",
 			cell.Target.Name, cell.OS.ID, cell.ISA.Name, cell.OS.ID, m.File)
 	}
 	// apt and the unpacker run in other directories: the cache path must be absolute.
-	abs, err := filepath.Abs(cacheDir)
-	if err != nil {
-		return nil, err
+	if abs, err = filepath.Abs(cacheDir); err != nil {
+		return spec, "", nil, false, err
 	}
 	sr := m.Sysroots[name]
-	spec := sysroot.Spec{Name: name, Image: sr.Image, Digest: sr.Digest, Glibc: cell.OS.Glibc, Triple: sr.Triple}
+	spec = sysroot.Spec{Name: name, Image: sr.Image, Digest: sr.Digest, Glibc: cell.OS.Glibc, Triple: sr.Triple}
 	if d := sr.Debian; d != nil {
 		spec.Debian = &sysroot.DebianSpec{Suite: d.Suite, Arch: d.Arch, Packages: d.Packages, Mirror: d.Mirror}
 	}
-	opts := []sysroot.Option{sysroot.WithRemoteOptions(ro.Remote(ctx)...),
+	opts = []sysroot.Option{sysroot.WithRemoteOptions(ro.Remote(ctx)...), sysroot.WithMemo(memoDir(abs)),
 		sysroot.WithPlatform(v1.Platform{OS: cell.ISA.OCI.OS, Architecture: cell.ISA.OCI.Architecture, Variant: cell.ISA.OCI.Variant})}
 	if ro.Insecure {
 		opts = append(opts, sysroot.WithInsecure())
+	}
+	return spec, abs, opts, true, nil
+}
+
+// SysrootKey is the sysroot of a cell's target OS as a plan knows it: by
+// the key of its spec, without making it. It returns nil with no error
+// when the sysroot is waived.
+func SysrootKey(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, waiver string, ro registry.Options) (*toolchain.Sysroot, error) {
+	spec, abs, opts, ok, err := sysrootSpec(ctx, m, cell, cacheDir, waiver, ro)
+	if err != nil || !ok {
+		return nil, err
+	}
+	key, err := sysroot.Key(ctx, spec, abs, opts...)
+	if err != nil {
+		return nil, fault.Inputf("target %s: sysroot %s for %s: %w\n(check sysroots.%s in %s, or pass --waive-sysroot REASON to build against this machine's libraries, recorded as a waiver)",
+			cell.Target.Name, spec.Name, cell.OS.ID, err, spec.Name, m.File)
+	}
+	return &toolchain.Sysroot{Name: spec.Name, Key: key}, nil
+}
+
+// Sysroot makes (or finds under cacheDir) the sysroot of a cell's target
+// OS: the matrix's sysroot for its ISA, capped at the OS's glibc; an image
+// sysroot is pulled for the ISA's platform through ro. It returns nil with
+// no error when the sysroot is waived. A build's sysroot step runs it.
+func Sysroot(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, waiver string, ro registry.Options) (*toolchain.Sysroot, error) {
+	spec, abs, opts, ok, err := sysrootSpec(ctx, m, cell, cacheDir, waiver, ro)
+	if err != nil || !ok {
+		return nil, err
+	}
+	name := spec.Name
+	key, err := sysroot.Key(ctx, spec, abs, opts...)
+	if err != nil {
+		return nil, fault.Inputf("target %s: sysroot %s: %w", cell.Target.Name, name, err)
 	}
 	got, err := sysroot.Ensure(ctx, spec, abs, opts...)
 	if err != nil {
@@ -247,5 +298,5 @@ func Sysroot(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, 
 		}
 		run = base.Path
 	}
-	return &toolchain.Sysroot{Name: name, Path: got.Path, RunPath: run, Digest: got.Digest, Glibc: got.Glibc, Source: got.Source}, nil
+	return &toolchain.Sysroot{Name: name, Key: key, Path: got.Path, RunPath: run, Digest: got.Digest, Glibc: got.Glibc, Source: got.Source, Cached: got.Cached}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/dorisarm/dorisarm/internal/fsutil"
+	"github.com/dorisarm/dorisarm/internal/memo"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 )
 
@@ -110,6 +111,12 @@ PATH="$DORISARM_EMPTY"
 // first line that sets PATCHED_MARK) with vars.sh sourced for machine and
 // every command recorded instead of run.
 func ReadTreePatches(tree string, r *recipe.Recipe, script, machine string) (*TreePatches, error) {
+	return ReadTreePatchesMemo(tree, r, script, machine, "")
+}
+
+// ReadTreePatchesMemo is ReadTreePatches with what the recorder printed
+// remembered in m (see ReadPackagesMemo).
+func ReadTreePatchesMemo(tree string, r *recipe.Recipe, script, machine string, m memo.Dir) (*TreePatches, error) {
 	absTree, err := filepath.Abs(tree)
 	if err != nil {
 		return nil, err
@@ -131,33 +138,43 @@ func ReadTreePatches(tree string, r *recipe.Recipe, script, machine string) (*Tr
 		return nil, fmt.Errorf("%s: no patch section found (no line sets PATCHED_MARK); set thirdparty.patches_from in the recipe to the script that patches the packages, or use thirdparty.unpack", scriptPath)
 	}
 	section := strings.Join(lines[start:], "\n")
-	tmp, err := os.MkdirTemp("", "dorisarm-patches-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	empty := filepath.Join(tmp, "empty")
-	work := filepath.Join(tmp, "work")
-	os.MkdirAll(empty, 0o755)
-	os.MkdirAll(work, 0o755)
-	out := filepath.Join(tmp, "out")
+	vars := filepath.Join(absTree, r.Thirdparty.Vars)
 	readlink, err := exec.LookPath("readlink")
 	if err != nil {
 		return nil, err
 	}
-	vars := filepath.Join(absTree, r.Thirdparty.Vars)
-	cmd := exec.Command("bash", "-c", patchRecorder+section)
-	cmd.Dir = work
-	cmd.Env = []string{"LC_ALL=C", "HOME=" + tmp, "PATH=" + os.Getenv("PATH"),
-		"DORISARM_MACHINE=" + machine, "DORISARM_TP_DIR=" + filepath.Dir(vars), "DORISARM_TREE=" + absTree,
-		"DORISARM_VARS=" + vars, "DORISARM_OUT=" + out, "DORISARM_EMPTY=" + empty, "DORISARM_READLINK=" + readlink}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: reading its patch section failed: %w: %s", scriptPath, err, strings.TrimSpace(stderr.String()))
+	key, err := scriptKey(m, absTree, r, "patches", patchRecorder+section, machine, absTree, readlink)
+	if err != nil {
+		return nil, err
 	}
-	raw, err := os.ReadFile(out)
-	if err != nil && !os.IsNotExist(err) {
+	raw, err := m.Output(key, func() ([]byte, error) {
+		tmp, err := os.MkdirTemp("", "dorisarm-patches-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		empty := filepath.Join(tmp, "empty")
+		work := filepath.Join(tmp, "work")
+		os.MkdirAll(empty, 0o755)
+		os.MkdirAll(work, 0o755)
+		out := filepath.Join(tmp, "out")
+		cmd := exec.Command("bash", "-c", patchRecorder+section)
+		cmd.Dir = work
+		cmd.Env = []string{"LC_ALL=C", "HOME=" + tmp, "PATH=" + os.Getenv("PATH"),
+			"DORISARM_MACHINE=" + machine, "DORISARM_TP_DIR=" + filepath.Dir(vars), "DORISARM_TREE=" + absTree,
+			"DORISARM_VARS=" + vars, "DORISARM_OUT=" + out, "DORISARM_EMPTY=" + empty, "DORISARM_READLINK=" + readlink}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("%s: reading its patch section failed: %w: %s", scriptPath, err, strings.TrimSpace(stderr.String()))
+		}
+		raw, err := os.ReadFile(out)
+		if os.IsNotExist(err) {
+			return []byte{}, nil
+		}
+		return raw, err
+	})
+	if err != nil {
 		return nil, err
 	}
 	tp := &TreePatches{BySource: map[string][]DorisPatch{}, Other: map[string][]string{}}

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/dorisarm/dorisarm/internal/fsutil"
+	"github.com/dorisarm/dorisarm/internal/memo"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 )
 
@@ -36,6 +37,37 @@ type Package struct {
 	Unsupported []string `json:"unsupported,omitempty"`
 }
 
+// scriptKey is the memo key of running bash with script over a tree's
+// third-party scripts: bash's bytes, the script, its arguments, and every
+// file of the directory vars.sh is in (its scripts and patches; not the
+// source and install directories), by content and name. With no memo
+// there is nothing to key.
+func scriptKey(m memo.Dir, tree string, r *recipe.Recipe, what, script string, args ...string) (string, error) {
+	if m == "" {
+		return "", nil
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		return "", err
+	}
+	bashSum, err := FileDigest(bash)
+	if err != nil {
+		return "", err
+	}
+	tpDir := filepath.Join(tree, filepath.Dir(r.Thirdparty.Vars))
+	var ignore []string
+	for _, d := range []string{r.Thirdparty.SrcDir, r.Thirdparty.Install} {
+		if rel, err := filepath.Rel(filepath.Dir(r.Thirdparty.Vars), d); err == nil && !strings.HasPrefix(rel, "..") {
+			ignore = append(ignore, rel)
+		}
+	}
+	scripts, err := TreeDigest(tpDir, ignore)
+	if err != nil {
+		return "", err
+	}
+	return memo.Key(append([]string{what, bashSum, os.Getenv("PATH"), script, scripts}, args...)...), nil
+}
+
 // varsScript sources vars.sh with uname answering for the target machine, so
 // the tree's own arch switches (vectorscan for hyperscan on aarch64) decide,
 // then prints each package's variables NUL-separated.
@@ -54,6 +86,13 @@ done
 // ReadPackages evaluates the tree's vars.sh for a target machine (uname -m
 // value such as aarch64 or x86_64) and returns its packages in list order.
 func ReadPackages(tree string, r *recipe.Recipe, machine string) ([]Package, error) {
+	return ReadPackagesMemo(tree, r, machine, "")
+}
+
+// ReadPackagesMemo is ReadPackages with what bash printed remembered in m,
+// by the digests of bash and of the files next to vars.sh (what it can
+// source), so reading a tree seen before starts no process.
+func ReadPackagesMemo(tree string, r *recipe.Recipe, machine string, m memo.Dir) ([]Package, error) {
 	vars := filepath.Join(tree, r.Thirdparty.Vars)
 	if st, err := os.Stat(vars); err != nil {
 		return nil, fmt.Errorf("%s: %w (is --source a Doris-style tree?)", vars, err)
@@ -61,24 +100,30 @@ func ReadPackages(tree string, r *recipe.Recipe, machine string) ([]Package, err
 		return nil, fmt.Errorf("%s: not a regular file (is --source a Doris-style tree?)", vars)
 	}
 	absVars, _ := filepath.Abs(vars)
-	out, err := os.CreateTemp("", "dorisarm-vars-*")
+	key, err := scriptKey(m, tree, r, "vars", varsScript, machine, absVars, r.Thirdparty.List)
 	if err != nil {
 		return nil, err
 	}
-	out.Close()
-	defer os.Remove(out.Name())
-	cmd := exec.Command("bash", "-c", varsScript)
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"), "LC_ALL=C", "HOME=" + os.TempDir(),
-		"DORISARM_MACHINE=" + machine, "DORISARM_TP_DIR=" + filepath.Dir(absVars),
-		"DORISARM_VARS=" + absVars, "DORISARM_LIST=" + r.Thirdparty.List, "DORISARM_OUT=" + out.Name(),
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: sourcing it failed: %w: %s", vars, err, strings.TrimSpace(stderr.String()))
-	}
-	raw, err := os.ReadFile(out.Name())
+	raw, err := m.Output(key, func() ([]byte, error) {
+		out, err := os.CreateTemp("", "dorisarm-vars-*")
+		if err != nil {
+			return nil, err
+		}
+		out.Close()
+		defer os.Remove(out.Name())
+		cmd := exec.Command("bash", "-c", varsScript)
+		cmd.Env = []string{
+			"PATH=" + os.Getenv("PATH"), "LC_ALL=C", "HOME=" + os.TempDir(),
+			"DORISARM_MACHINE=" + machine, "DORISARM_TP_DIR=" + filepath.Dir(absVars),
+			"DORISARM_VARS=" + absVars, "DORISARM_LIST=" + r.Thirdparty.List, "DORISARM_OUT=" + out.Name(),
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("%s: sourcing it failed: %w: %s", vars, err, strings.TrimSpace(stderr.String()))
+		}
+		return os.ReadFile(out.Name())
+	})
 	if err != nil {
 		return nil, err
 	}

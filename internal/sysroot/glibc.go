@@ -1,13 +1,17 @@
 package sysroot
 
 import (
+	"github.com/dorisarm/dorisarm/internal/memo"
 	"github.com/dorisarm/dorisarm/internal/unpack"
 
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -91,10 +95,17 @@ func sameTriple(a, b string) bool {
 
 // identity is what identifies the tools' output: the first lines of their
 // --version. It is part of the cache key of a Spec with a glibc ceiling.
-func (t Tools) identity(ctx context.Context) (string, error) {
+// A memo answers for a binary it has seen (by content digest).
+func (t Tools) identity(ctx context.Context, m memo.Dir) (string, error) {
 	var ids []string
 	for _, tool := range []string{t.As, t.Ld} {
-		out, err := exec.CommandContext(ctx, tool, "--version").Output()
+		sum, err := fileDigest(tool)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", tool, err)
+		}
+		out, err := m.Output(memo.Key("version", sum, "--version"), func() ([]byte, error) {
+			return exec.CommandContext(ctx, tool, "--version").Output()
+		})
 		if err != nil {
 			return "", fmt.Errorf("%s --version: %w", tool, err)
 		}
@@ -102,6 +113,24 @@ func (t Tools) identity(ctx context.Context) (string, error) {
 		ids = append(ids, strings.TrimSpace(first))
 	}
 	return strings.Join(ids, "; "), nil
+}
+
+// fileDigest is the sha256 of the file a path resolves to.
+func fileDigest(p string) (string, error) {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // stubFormat is part of the cache key of a Spec with a glibc ceiling: bump it

@@ -34,6 +34,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/dorisarm/dorisarm/internal/fsutil"
+	"github.com/dorisarm/dorisarm/internal/memo"
 )
 
 // Spec says where a target OS's sysroot comes from. Exactly one of Image and
@@ -147,7 +148,12 @@ type options struct {
 	maxEntries int64
 	keep       []string
 	aptDir     string
+	memo       memo.Dir
 }
+
+// WithMemo remembers the binutils' --version answers (part of the key of a
+// spec with a glibc ceiling) in dir, by the digests of their binaries.
+func WithMemo(dir memo.Dir) Option { return func(o *options) { o.memo = dir } }
 
 // WithRemoteOptions passes options (auth, transport, ...) to go-containerregistry.
 func WithRemoteOptions(o ...remote.Option) Option {
@@ -224,6 +230,39 @@ type indexRecord struct {
 // Ensure returns the sysroot s describes, building it under cacheDir unless
 // it is there already.
 func Ensure(ctx context.Context, s Spec, cacheDir string, opts ...Option) (*Sysroot, error) {
+	pr, err := prepare(ctx, s, cacheDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return pr.ensure(ctx)
+}
+
+// Key is the cache key of the sysroot s names, computed without making it:
+// the spec (image digest, or suite, architecture, package list and mirror),
+// the unpacking rules and, with a glibc ceiling, the binutils that make the
+// stubs. Ensure finds a made tree under this key; a plan keys the steps
+// that compile against the sysroot by it.
+func Key(ctx context.Context, s Spec, cacheDir string, opts ...Option) (string, error) {
+	pr, err := prepare(ctx, s, cacheDir, opts)
+	if err != nil {
+		return "", err
+	}
+	return "sha256:" + pr.key, nil
+}
+
+// prepared is a Spec checked and keyed, ready to be made.
+type prepared struct {
+	s        Spec
+	o        options
+	src      source
+	tools    Tools
+	limit    *glibcKey
+	keyDoc   []byte
+	key      string
+	cacheDir string
+}
+
+func prepare(ctx context.Context, s Spec, cacheDir string, opts []Option) (*prepared, error) {
 	o := options{
 		platform:   v1.Platform{OS: "linux", Architecture: "arm64"},
 		maxBytes:   DefaultMaxBytes,
@@ -280,7 +319,7 @@ func Ensure(ctx context.Context, s Spec, cacheDir string, opts ...Option) (*Sysr
 		if tools, err = ToolsFor(s.Triple); err != nil {
 			return nil, fmt.Errorf("%s: %w; they make the stubs for the glibc ceiling in %s.glibc", s.label(), err, s.where())
 		}
-		id, err := tools.identity(ctx)
+		id, err := tools.identity(ctx, o.memo)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.label(), err)
 		}
@@ -297,8 +336,11 @@ func Ensure(ctx context.Context, s Spec, cacheDir string, opts ...Option) (*Sysr
 		return nil, err
 	}
 	sum := sha256.Sum256(keyDoc)
-	key := hex.EncodeToString(sum[:])
+	return &prepared{s: s, o: o, src: src, tools: tools, limit: limit, keyDoc: keyDoc, key: hex.EncodeToString(sum[:]), cacheDir: cacheDir}, nil
+}
 
+func (pr *prepared) ensure(ctx context.Context) (*Sysroot, error) {
+	s, o, src, tools, limit, keyDoc, key, cacheDir := pr.s, pr.o, pr.src, pr.tools, pr.limit, pr.keyDoc, pr.key, pr.cacheDir
 	store := filepath.Join(cacheDir, "sysroots")
 	if rec, ok := readIndex(store, key); ok {
 		return finish(s, store, rec, true)

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-version"
@@ -16,15 +18,23 @@ import (
 
 // Sysroot is the target OS's headers and libraries a cell's builds use
 // instead of the build machine's (internal/sysroot makes them).
+//
+// A plan knows a sysroot by its Key (the digest of its spec: the image
+// digest or the Debian suite, packages and mirror, and the tools that cap
+// its glibc); the build's sysroot step makes it and fills in the rest.
 type Sysroot struct {
 	Name string `json:"name"`
+	// Key is what the steps that compile against it are keyed by.
+	Key  string `json:"key"`
 	Path string `json:"-"`
 	// RunPath is the same libraries uncapped (real glibc), where target
 	// programs run under qemu; Path when the sysroot is not capped.
 	RunPath string `json:"-"`
-	Digest  string `json:"digest"`
-	Glibc   string `json:"glibc"`  // the newest glibc symbol version it defines
-	Source  string `json:"source"` // where it came from
+	Digest  string `json:"digest,omitempty"` // the made tree's content
+	Glibc   string `json:"glibc,omitempty"`  // the newest glibc symbol version it defines
+	Source  string `json:"source,omitempty"` // where it came from
+	// Cached is true when the sysroot step found the tree made.
+	Cached bool `json:"-"`
 }
 
 // Placeholders for the sysroot's paths in plans.
@@ -97,30 +107,64 @@ func (tc *Toolchain) checkSysroot() error {
 	return nil
 }
 
-// checkSysrootCached is checkSysroot remembered in dir (when set): a
-// marker named by the digest of everything the check depends on (the C++
-// compiler binary, its flags, the sysroot's digest, the glibc ceiling and
-// the probe program) records a pass. Failures are not remembered.
-func (tc *Toolchain) checkSysrootCached(dir string) error {
-	if dir == "" {
-		return tc.checkSysroot()
-	}
-	f, err := tc.Flags(FlagOptions{NoLTO: true})
+// ProbeKey is the digest of everything the sysroot check depends on: the
+// C++ compiler binary, its flags, the sysroot's key, the glibc ceiling and
+// the probe program. The build's probe step is keyed by it.
+func (tc *Toolchain) ProbeKey() (string, error) {
+	// Where the compiler and its tools are installed is not part of it:
+	// the flags name them by placeholders, and their bytes count.
+	f, err := tc.Flags(FlagOptions{NoLTO: true, Sysroot: SysrootPlaceholder, ToolHome: "$TOOLCHAIN"})
 	if err != nil {
-		return err
+		return "", err
 	}
-	bin, err := binaryDigest(tc.CXX)
-	if err != nil {
-		return tc.checkSysroot()
+	bin := tc.Identity.Tools["c++"] // Resolve sets it
+	if bin == "" {
+		bin = "path " + tc.CXX // a toolchain made by hand
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "cxx %s %s\nflags %q %q\nsysroot %s %s\nglibc %s\n%s", tc.CXX, bin, f.Compile(), f.LinkFor(true), tc.Sysroot.Digest, tc.Sysroot.Path, tc.Cell.OS.Glibc, probeProgram)
-	base := filepath.Join(dir, hex.EncodeToString(h.Sum(nil)))
-	if _, err := os.Stat(base + ".ok"); err == nil {
+	fmt.Fprintf(h, "cxx %s\nflags %q %q\nsysroot %s\nglibc %s\n%s", bin, f.Compile(), f.LinkFor(true), tc.Sysroot.Key, tc.Cell.OS.Glibc, probeProgram)
+	for _, role := range slices.Sorted(maps.Keys(tc.Identity.Tools)) {
+		fmt.Fprintf(h, "\ntool %s %s", role, tc.Identity.Tools[role])
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// knownSysrootFailure is the failure the sysroot check of this compiler,
+// flags and sysroot left in dir, if any: planning skips such a compiler
+// without running anything.
+func (tc *Toolchain) knownSysrootFailure(dir string) error {
+	if dir == "" || tc.Sysroot == nil {
 		return nil
 	}
-	if why, err := os.ReadFile(base + ".fail"); err == nil && len(why) > 0 {
+	key, err := tc.ProbeKey()
+	if err != nil {
+		return nil // the build's probe step says what is wrong
+	}
+	if why, err := os.ReadFile(filepath.Join(dir, key+".fail")); err == nil && len(why) > 0 {
 		return errors.New(string(why))
+	}
+	return nil
+}
+
+// CheckSysroot runs the sysroot check (the made sysroot must be in
+// tc.Sysroot.Path) unless dir remembers its verdict, and remembers it. It
+// says whether the verdict came from dir. A failure is remembered too: the
+// same compiler, flags and sysroot fail the same way, and the next plan
+// skips the compiler.
+func (tc *Toolchain) CheckSysroot(dir string) (cached bool, err error) {
+	if dir == "" {
+		return false, tc.checkSysroot()
+	}
+	key, err := tc.ProbeKey()
+	if err != nil {
+		return false, err
+	}
+	base := filepath.Join(dir, key)
+	if _, err := os.Stat(base + ".ok"); err == nil {
+		return true, nil
+	}
+	if why, err := os.ReadFile(base + ".fail"); err == nil && len(why) > 0 {
+		return true, errors.New(string(why))
 	}
 	err = tc.checkSysroot()
 	var pf *probeFailure
@@ -131,12 +175,11 @@ func (tc *Toolchain) checkSysrootCached(dir string) error {
 			os.WriteFile(base+".ok", nil, 0o644)
 		}
 	case errors.As(err, &pf):
-		// The same compiler, flags and sysroot fail the same way.
 		if os.MkdirAll(dir, 0o755) == nil {
 			os.WriteFile(base+".fail", []byte(err.Error()), 0o644)
 		}
 	}
-	return err
+	return false, err
 }
 
 // probeFailure is the probe built, or not, with a verdict that only

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-version"
 
 	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/memo"
 	"github.com/dorisarm/dorisarm/internal/source"
 )
 
@@ -85,8 +86,13 @@ type Options struct {
 	Sysroot *Sysroot
 	// ProbeCache, when set, is a directory that remembers which compiler
 	// (by binary digest) passed the sysroot check with which flags against
-	// which sysroot (by digest), so the check runs once per machine.
+	// which sysroot (by key), so the check runs once per machine. Resolve
+	// only reads it: a compiler it remembers failing is skipped; the check
+	// itself is a step of the build (CheckSysroot).
 	ProbeCache string
+	// Memo remembers each compiler's --version by the digest of its binary,
+	// so resolving a compiler seen before starts no process.
+	Memo memo.Dir
 }
 
 // Resolve picks the first installed compiler from the cell's target list
@@ -112,7 +118,7 @@ func Resolve(m *matrix.Matrix, cell matrix.Cell, opts Options) (*Toolchain, erro
 	miss := &MissingError{Target: cell.Target.Name}
 	for _, n := range names {
 		cc := m.Compilers[n]
-		tc, err := probe(cell, cc, getenv)
+		tc, err := probe(cell, cc, getenv, opts.Memo)
 		if err != nil {
 			miss.Tried = append(miss.Tried, err.Error())
 			continue
@@ -120,7 +126,7 @@ func Resolve(m *matrix.Matrix, cell matrix.Cell, opts Options) (*Toolchain, erro
 		tc.Host = m.ISAs[HostISA()]
 		if opts.Sysroot != nil {
 			tc.Sysroot = opts.Sysroot
-			if err := tc.checkSysrootCached(opts.ProbeCache); err != nil {
+			if err := tc.knownSysrootFailure(opts.ProbeCache); err != nil {
 				miss.Tried = append(miss.Tried, err.Error())
 				continue
 			}
@@ -133,7 +139,7 @@ func Resolve(m *matrix.Matrix, cell matrix.Cell, opts Options) (*Toolchain, erro
 	return nil, miss
 }
 
-func probe(cell matrix.Cell, cc *matrix.Compiler, getenv func(string) string) (*Toolchain, error) {
+func probe(cell matrix.Cell, cc *matrix.Compiler, getenv func(string) string, m memo.Dir) (*Toolchain, error) {
 	home := cc.Home
 	if cc.HomeEnv != "" && getenv(cc.HomeEnv) != "" {
 		home = getenv(cc.HomeEnv)
@@ -160,7 +166,7 @@ func probe(cell matrix.Cell, cc *matrix.Compiler, getenv func(string) string) (*
 		}
 		tc.Tools[role] = p
 	}
-	id, err := identify(tc.CC)
+	id, err := identify(tc.CC, m)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cc.Name, err)
 	}
@@ -210,8 +216,16 @@ func installHint(cc *matrix.Compiler, isa string) string {
 
 var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(\d+\.\d+(?:\.\d+)?)\b`) })
 
-func identify(cc string) (Identity, error) {
-	out, err := exec.Command(cc, "--version").Output()
+// identify reads a compiler's version from its --version banner, which
+// depends on its binary alone: the memo answers for a binary it has seen.
+func identify(cc string, m memo.Dir) (Identity, error) {
+	digest, err := binaryDigest(cc)
+	if err != nil {
+		return Identity{}, err
+	}
+	out, err := m.Output(memo.Key("version", digest, "--version"), func() ([]byte, error) {
+		return exec.Command(cc, "--version").Output()
+	})
 	if err != nil {
 		return Identity{}, fmt.Errorf("%s --version failed: %w", cc, err)
 	}
@@ -231,9 +245,7 @@ func identify(cc string) (Identity, error) {
 	if id.Version == "" {
 		return Identity{}, fmt.Errorf("cannot read a version from %q", id.Banner)
 	}
-	if id.Digest, err = binaryDigest(cc); err != nil {
-		return Identity{}, err
-	}
+	id.Digest = digest
 	return id, nil
 }
 
