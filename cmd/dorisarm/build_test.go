@@ -29,7 +29,9 @@ func TestBuildCommand(t *testing.T) {
 	needBuildTools(t)
 	dir := t.TempDir()
 	out, cache := filepath.Join(dir, "out"), filepath.Join(dir, "cache")
-	stdout, stderr, code := run(t, "build", "--target", "graviton2", "--out", out, "--cache", cache)
+	// clang: Debian's gcc 12 cannot link for the OS's glibc, and a cold
+	// build that finds it out plans again (its fetches then come from the cache).
+	stdout, stderr, code := run(t, "build", "--target", "graviton2", "--compiler", "clang", "--out", out, "--cache", cache)
 	if code != 0 {
 		t.Fatalf("build: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -50,12 +52,12 @@ func TestBuildCommand(t *testing.T) {
 	}
 	checkSimulate(t, pub)
 
-	stdout, stderr, code = run(t, "build", "--target", "graviton2", "--out", out, "--cache", cache)
+	stdout, stderr, code = run(t, "build", "--target", "graviton2", "--compiler", "clang", "--out", out, "--cache", cache)
 	if code != 0 || !strings.Contains(stdout, "up to date") {
 		t.Fatalf("rebuild: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	// The same no-op rebuild as JSON: one entry per target, nothing else on stdout.
-	stdout, stderr, code = run(t, "build", "--target", "graviton2", "--out", out, "--cache", cache, "-o", "json")
+	stdout, stderr, code = run(t, "build", "--target", "graviton2", "--compiler", "clang", "--out", out, "--cache", cache, "-o", "json")
 	var outs []struct {
 		Target, Dir, State string
 		CacheSteps         int `json:"cache_steps"`

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -104,57 +105,9 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			}
 			outs, err := build.RunAll(ctx, ins, opts, report)
 			// A compiler the toolchain step rejected (it cannot link for
-			// the target OS's sysroot: remembered) is replaced by the
-			// target's next one: those targets are planned and built again.
-			for round := 0; err != nil && ctx.Err() == nil && forced == "" && round < 3; round++ {
-				var again []string
-				for _, out := range outs {
-					if out.Rejected != "" {
-						fmt.Fprintf(g.stderr, "dorisarm: %s: %s cannot build for its sysroot; planning it again with its next compiler:\n  %s\n",
-							out.Target, out.Rejected, strings.ReplaceAll(out.Error, "\n", "\n  "))
-						again = append(again, out.Target)
-					}
-				}
-				if len(again) == 0 {
-					break
-				}
-				retry := *o
-				retry.req.Targets = strings.Join(again, ",")
-				ps, req, perr := makePlanned(cmd.Context(), g, &retry)
-				if perr != nil {
-					return perr
-				}
-				ins, perr := build.Inputs(req, ps)
-				if perr != nil {
-					return perr
-				}
-				more, rerr := build.RunAll(ctx, ins, opts, report)
-				for _, m := range more {
-					for i := range outs {
-						if outs[i].Target == m.Target {
-							outs[i] = m
-						}
-					}
-				}
-				err = rerr
-				if ctx.Err() == nil {
-					var failed []string
-					for _, out := range outs {
-						if out.State == "failed" {
-							failed = append(failed, out.Target)
-						}
-					}
-					err = nil
-					if len(failed) > 0 {
-						err = fault.Gatef("build failed for %s", strings.Join(failed, ", "))
-					}
-				}
-			}
-			for _, out := range outs {
-				if out.State == "failed" && out.Rejected != "" && forced == "" {
-					fmt.Fprintln(g.stderr, "dorisarm: "+out.Error)
-				}
-			}
+			// the target OS's sysroot; the verdict is remembered, so the
+			// plan skips it now) is replaced by the target's next one.
+			outs, err = replanRejected(ctx, g, o, opts, outs, err, forced, report)
 			if cacheMax > 0 && ctx.Err() == nil {
 				if _, perr := (&build.Cache{Dir: opts.Cache}).Prune(cacheMax); perr != nil {
 					return errors.Join(err, perr)
@@ -208,4 +161,75 @@ func newCacheCmd(g *globals) *cobra.Command {
 	cmd.PersistentFlags().StringVar(&dir, "cache", defaultCacheDir(), "the cache directory")
 	cmd.AddCommand(prune, newCachePushCmd(g, &dir), newCachePullCmd(g, &dir))
 	return cmd
+}
+
+// replanRejected plans and builds again, each on its own, the targets whose
+// compiler the toolchain step rejected, until none is rejected or a
+// target has no compiler left. A target that cannot be planned again is a
+// failed outcome; the others keep theirs.
+func replanRejected(ctx context.Context, g *globals, o *planOptions, opts build.Options, outs []build.Outcome, err error,
+	forced string, report func(build.Outcome)) ([]build.Outcome, error) {
+	if forced != "" {
+		return outs, err
+	}
+	tried := map[string]map[string]bool{} // target → compilers rejected in this build
+	for changed := true; changed && ctx.Err() == nil; {
+		changed = false
+		for i := range outs {
+			out := outs[i]
+			if out.State != "failed" || out.Rejected == "" || ctx.Err() != nil {
+				continue
+			}
+			if tried[out.Target] == nil {
+				tried[out.Target] = map[string]bool{}
+			}
+			tried[out.Target][out.Rejected] = true
+			fmt.Fprintf(g.stderr, "dorisarm: %s: %s cannot build for its sysroot; planning it again with its next compiler:\n  %s\n",
+				out.Target, out.Rejected, strings.ReplaceAll(out.Error, "\n", "\n  "))
+			retry := *o
+			retry.req.Targets = out.Target
+			again := build.Outcome{Target: out.Target, Doris: out.Doris, Dir: out.Dir, State: "failed"}
+			ps, req, perr := makePlanned(ctx, g, &retry)
+			var ins []build.Input
+			if perr == nil {
+				if tc := ps[0].Toolchain; tried[out.Target][tc.Compiler.Name] {
+					perr = fmt.Errorf("the plan took %s again, which this build found unable to build for the sysroot", tc.Compiler.Name)
+				} else {
+					ins, perr = build.Inputs(req, ps)
+				}
+			}
+			if perr != nil {
+				again.Error = fmt.Sprintf("%s: planning again after %s was rejected: %v", out.Target, out.Rejected, perr)
+				fmt.Fprintln(g.stderr, "dorisarm: "+again.Error)
+				outs[i] = again
+				continue
+			}
+			more, _ := build.RunAll(ctx, ins, opts, report)
+			if len(more) == 1 {
+				outs[i] = more[0]
+				changed = outs[i].Rejected != ""
+			} else {
+				again.Error = out.Target + ": interrupted"
+				outs[i] = again
+			}
+		}
+	}
+	for _, out := range outs {
+		if out.State == "failed" && out.Rejected != "" {
+			fmt.Fprintln(g.stderr, "dorisarm: "+out.Error)
+		}
+	}
+	if ctx.Err() != nil {
+		return outs, fault.Gatef("interrupted; the cache keeps every finished step, run again to resume")
+	}
+	var failed []string
+	for _, out := range outs {
+		if out.State == "failed" {
+			failed = append(failed, out.Target)
+		}
+	}
+	if len(failed) > 0 {
+		return outs, fault.Gatef("build failed for %s", strings.Join(failed, ", "))
+	}
+	return outs, nil
 }

@@ -69,7 +69,7 @@ func TestRegistryCache(t *testing.T) {
 	}
 	build := func(cache, out string, extra ...string) cacheRecord {
 		t.Helper()
-		args := append([]string{"build", "--target", "graviton2", "--out", filepath.Join(dir, out), "--cache", filepath.Join(dir, cache)}, extra...)
+		args := append([]string{"build", "--target", "graviton2", "--compiler", "clang", "--out", filepath.Join(dir, out), "--cache", filepath.Join(dir, cache)}, extra...)
 		if stdout, errOut, code := run(t, args...); code != 0 {
 			t.Fatalf("%v: exit %d\n%s%s", args, code, stdout, errOut)
 		}

@@ -61,6 +61,11 @@ type Meta struct {
 	// step, whose empty directories can steer a configure (grpc's empty
 	// submodule directories), such an entry is a miss.
 	Dirs bool `json:"dirs,omitempty"`
+	// Sysroot is the content digest of the sysroot the step compiled
+	// against. Keys name a sysroot by its spec; an unpinned Debian spec
+	// made on another machine (or after the suite moved) can hold other
+	// packages, and such an entry is a miss.
+	Sysroot string `json:"sysroot,omitempty"`
 }
 
 // maxMeta bounds meta.json: it lists deleted paths, never file contents.

@@ -107,6 +107,18 @@ func (p *Progress) Failed(target string, i int, id string, d time.Duration) {
 	p.line("%s [%d/%d] %s failed after %.1fs", target, i+1, p.total[target], id, d.Seconds())
 }
 
+// Stop says a step was stopped (the build is ending): it no longer runs.
+func (p *Progress) Stop(target, id string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := slices.Index(p.running[target], id); i >= 0 {
+		p.running[target] = slices.Delete(p.running[target], i, i+1)
+	}
+}
+
 // ETA sets a target's estimate of the time left (simulated from the
 // recorded times of its steps' last runs); unknown steps were never timed,
 // so the estimate is a lower bound then.

@@ -117,9 +117,7 @@ type CompilerRejected struct {
 	Err      error
 }
 
-func (e *CompilerRejected) Error() string {
-	return fmt.Sprintf("%v\n(the verdict is remembered: the next plan skips %s and takes the target's next compiler, or pass --compiler NAME)", e.Err, e.Compiler)
-}
+func (e *CompilerRejected) Error() string { return e.Err.Error() }
 
 func (e *CompilerRejected) Unwrap() error { return e.Err }
 
@@ -405,15 +403,16 @@ func (r *runner) setupStep(ctx context.Context, i int, s plan.Step) error {
 	case plan.KindSysroot:
 		cached, err = r.makeSysroot(ctx, s)
 	case plan.KindToolchain:
-		cached, err = r.checkToolchain()
+		cached, err = r.checkToolchain(ctx)
 	default:
 		err = fmt.Errorf("not a setup step (kind %s)", s.Kind)
 	}
 	if err != nil {
-		r.opts.Progress.Failed(target, i, s.ID, time.Since(t0))
 		if ctx.Err() != nil {
+			r.opts.Progress.Stop(target, s.ID)
 			return fmt.Errorf("%s: %s interrupted: %w", target, s.ID, ctx.Err())
 		}
+		r.opts.Progress.Failed(target, i, s.ID, time.Since(t0))
 		return fmt.Errorf("%s: step %s failed: %w", target, s.ID, err)
 	}
 	r.addStep(StepRecord{ID: s.ID, Key: s.Key, Cached: cached, Seconds: time.Since(t0).Seconds(), Needs: s.Needs}, false)
@@ -438,7 +437,7 @@ func (r *runner) makeSysroot(ctx context.Context, s plan.Step) (bool, error) {
 		return false, err
 	}
 	if made.Key != s.Inputs.Sysroot.Key {
-		return false, fmt.Errorf("sysroot %s is %s now, not %s as planned (matrix.yaml or the binutils changed): plan again", sr.Name, made.Key, s.Inputs.Sysroot.Key)
+		return false, fmt.Errorf("sysroot %s is keyed %s now, not %s as planned (the binutils that cap its glibc changed since the plan was made): plan again", sr.Name, made.Key, s.Inputs.Sysroot.Key)
 	}
 	r.shared.sysrootMu.Lock()
 	sr.Path, sr.RunPath, sr.Digest, sr.Glibc, sr.Source = made.Path, made.RunPath, made.Digest, made.Glibc, made.Source
@@ -448,13 +447,17 @@ func (r *runner) makeSysroot(ctx context.Context, s plan.Step) (bool, error) {
 
 // checkToolchain checks the compiler against the made sysroot (a verdict
 // the probe cache holds is not checked again) and lays out its homes.
-func (r *runner) checkToolchain() (bool, error) {
+func (r *runner) checkToolchain(ctx context.Context) (bool, error) {
 	tc := r.in.TC
 	cached := false
 	if tc.Sysroot != nil && r.in.MakeSysroot != nil {
 		var err error
-		if cached, err = tc.CheckSysroot(r.in.ProbeCache); err != nil {
-			return false, &CompilerRejected{Compiler: tc.Compiler.Name, Err: err}
+		if cached, err = tc.CheckSysroot(ctx, r.in.ProbeCache); err != nil {
+			var rej *toolchain.Rejected
+			if errors.As(err, &rej) && rej.Verdict != "" {
+				return false, &CompilerRejected{Compiler: tc.Compiler.Name, Err: err}
+			}
+			return false, err
 		}
 	}
 	return cached, r.prepareToolchain()
@@ -509,7 +512,7 @@ func (r *runner) env(s plan.Step) []string {
 	for _, e := range s.Env {
 		env = append(env, r.expand(e, s.Phase))
 	}
-	if s.Kind == plan.KindThirdparty || s.Kind == plan.KindBuild || s.Kind == plan.KindUnpack {
+	if s.Kind == plan.KindThirdparty || s.Kind == plan.KindBuild {
 		// Steps that build; a training run is a target program already under qemu.
 		env = append(env, r.shim(s).Env...)
 	}
@@ -521,6 +524,21 @@ func (r *runner) sysrootRunPath() string {
 	defer r.shared.sysrootMu.RUnlock()
 	if sr := r.in.TC.Sysroot; sr != nil {
 		return sr.RunPath
+	}
+	return ""
+}
+
+// sysrootDigest is the made sysroot's content digest for a step that
+// compiles against it (it needs the toolchain step); "" otherwise.
+func (r *runner) sysrootDigest(s plan.Step) string {
+	switch s.Kind {
+	case plan.KindFetch, plan.KindUnpack, plan.KindPatch, plan.KindPatchTree, plan.KindBase:
+		return ""
+	}
+	r.shared.sysrootMu.RLock()
+	defer r.shared.sysrootMu.RUnlock()
+	if sr := r.in.TC.Sysroot; sr != nil {
+		return sr.Digest
 	}
 	return ""
 }
@@ -578,6 +596,14 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 				}
 			}
 		}
+		if sr := r.sysrootDigest(s); ok && m.Sysroot != "" && sr != "" && m.Sysroot != sr {
+			r.warn(fmt.Sprintf("%s: its cache entry was built against sysroot %s, this build's %s is %s (the same spec made from other packages: another machine, or the suite moved; pin the packages or set the sysroot's digest in matrix.yaml); running the step again",
+				s.ID, plan.ShortDigest(m.Sysroot), r.in.TC.Sysroot.Name, plan.ShortDigest(sr)))
+			if derr := r.cache.Discard(s.Key); derr != nil {
+				return fmt.Errorf("%s: discarding the cache entry of %s: %w", target, s.ID, derr)
+			}
+			ok, pulled = false, nil
+		}
 		if ok {
 			var err error
 			r.changed, err = r.cache.RestoreFiles(s.Key, r.root(), m)
@@ -627,7 +653,9 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 	err = r.execute(ctx, s, logPath)
 	cpu := r.cpu.Seconds()
 	if err != nil {
-		r.opts.Progress.Failed(target, i, s.ID, time.Since(t0))
+		if ctx.Err() == nil {
+			r.opts.Progress.Failed(target, i, s.ID, time.Since(t0))
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %s interrupted: %w", target, s.ID, ctx.Err())
 		}
@@ -645,7 +673,8 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 		r.changed, r.deleted = diff(before, after)
 	}
 	if cacheable {
-		err = r.cache.Put(Meta{Key: s.Key, Step: s.ID, Deleted: r.deleted, Seconds: time.Since(t0).Seconds(), CPUSeconds: cpu}, r.root(), r.changed)
+		err = r.cache.Put(Meta{Key: s.Key, Step: s.ID, Deleted: r.deleted, Seconds: time.Since(t0).Seconds(), CPUSeconds: cpu,
+			Sysroot: r.sysrootDigest(s)}, r.root(), r.changed)
 		var ue *UncacheableError
 		switch {
 		case errors.As(err, &ue):

@@ -726,3 +726,35 @@ func closure(p *plan.Plan, step string) (needs, users map[string]bool) {
 	}
 	return needs, users
 }
+
+// A cache entry records the content of the sysroot its step compiled
+// against: keys name the sysroot by its spec, and an entry built against
+// other content under the same spec (another machine's apt, a suite that
+// moved) is not restored; the step runs again and the build says why.
+func TestEntryBuiltAgainstOtherSysrootIsAMiss(t *testing.T) {
+	t.Parallel()
+	cache, dir := t.TempDir(), t.TempDir()
+	build := func(digest string) (*fakeExec, *Record) {
+		t.Helper()
+		in := fastInput(t, "kunpeng920", "")
+		in.TC.Sysroot = &toolchain.Sysroot{Name: "test", Key: "sha256:spec", Path: dir, RunPath: dir, Digest: digest}
+		fx := &fakeExec{}
+		rec, err := Run(context.Background(), in, Options{Out: t.TempDir(), Cache: cache, Exec: fx.exec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fx, rec
+	}
+	build("sha256:aaaa")
+	fx, rec := build("sha256:bbbb")
+	if !slices.Contains(fx.ran, "thirdparty:BITSHUFFLE") || !strings.Contains(strings.Join(rec.Warnings, "\n"), "was built against sysroot sha256:aaaa") {
+		t.Errorf("an entry built against another sysroot was restored: ran %v, warnings %v", fx.ran, rec.Warnings)
+	}
+	if slices.Contains(rec.Cache.Hits, "thirdparty:BITSHUFFLE") || !slices.Contains(rec.Cache.Hits, "unpack:BITSHUFFLE") {
+		t.Errorf("hits %v: want the unpack (no sysroot) restored, the package built again", rec.Cache.Hits)
+	}
+	fx, _ = build("sha256:bbbb")
+	if slices.Contains(fx.ran, "thirdparty:BITSHUFFLE") {
+		t.Errorf("the entry rebuilt against this sysroot was not restored: ran %v", fx.ran)
+	}
+}

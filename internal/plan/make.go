@@ -589,8 +589,8 @@ func Make(in Inputs) (*Plan, error) {
 // addSetup puts the steps that make what compiling needs first: the
 // target OS's sysroot (unless waived) and the compiler's check against it,
 // which also lays out the compiler wrappers. Every step that runs the
-// compiler, the tree's scripts or a target program needs them; fetching,
-// dorisarm's own unpacking and patching do not, and run beside them.
+// compiler or a target program needs them; fetching, unpacking and
+// patching do not, keep keys free of the target, and run beside them.
 func (p *Plan) addSetup(tc *toolchain.Toolchain) error {
 	var setup []Step
 	var needs []string
@@ -610,9 +610,11 @@ func (p *Plan) addSetup(tc *toolchain.Toolchain) error {
 	setup = append(setup, Step{ID: tcID, Kind: KindToolchain, Needs: needs, Inputs: StepInputs{Toolchain: in}})
 	for i := range p.Steps {
 		s := &p.Steps[i]
-		switch {
-		case s.Kind == KindFetch, s.Kind == KindPatch, s.Kind == KindPatchTree, s.Kind == KindBase,
-			s.Kind == KindUnpack && len(s.Command) == 0:
+		switch s.Kind {
+		case KindFetch, KindUnpack, KindPatch, KindPatchTree, KindBase:
+			// Target-free: shared by every cell whose tree and archives are
+			// the same (an unpack command is the tree's own script, not a
+			// compile).
 			continue
 		}
 		s.Needs = append([]string{tcID}, s.Needs...)

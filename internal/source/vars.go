@@ -38,21 +38,26 @@ type Package struct {
 }
 
 // scriptKey is the memo key of running bash with script over a tree's
-// third-party scripts: bash's bytes, the script, its arguments, and every
-// file of the directory vars.sh is in (its scripts and patches; not the
-// source and install directories), by content and name. With no memo
-// there is nothing to key.
+// third-party scripts: bash's bytes, the script, its arguments, vars.sh's
+// content (through a link) and every file of the directory vars.sh is in
+// (its scripts and patches; not the source and install directories), by
+// content and name. With no memo, or when something cannot be read, there
+// is no key ("") and bash runs.
 func scriptKey(m memo.Dir, tree string, r *recipe.Recipe, what, script string, args ...string) (string, error) {
 	if m == "" {
 		return "", nil
 	}
 	bash, err := exec.LookPath("bash")
 	if err != nil {
-		return "", err
+		return "", nil
 	}
 	bashSum, err := FileDigest(bash)
 	if err != nil {
-		return "", err
+		return "", nil
+	}
+	varsSum, err := FileDigest(filepath.Join(tree, r.Thirdparty.Vars))
+	if err != nil {
+		return "", nil
 	}
 	tpDir := filepath.Join(tree, filepath.Dir(r.Thirdparty.Vars))
 	var ignore []string
@@ -63,9 +68,9 @@ func scriptKey(m memo.Dir, tree string, r *recipe.Recipe, what, script string, a
 	}
 	scripts, err := TreeDigest(tpDir, ignore)
 	if err != nil {
-		return "", err
+		return "", nil
 	}
-	return memo.Key(append([]string{what, bashSum, os.Getenv("PATH"), script, scripts}, args...)...), nil
+	return memo.Key(append([]string{what, bashSum, os.Getenv("PATH"), script, varsSum, scripts}, args...)...), nil
 }
 
 // varsScript sources vars.sh with uname answering for the target machine, so

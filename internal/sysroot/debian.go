@@ -108,13 +108,16 @@ func newDebianSource(s Spec, o *options) (*debianSource, error) {
 	return src, nil
 }
 
+// key is what the spec says, not where this machine fetches it: a spec
+// without a mirror takes the machine's apt mirror, a copy of the same
+// archive, which must not make two machines' keys differ.
 func (s *debianSource) key() any {
 	return struct {
 		Suite    string   `json:"suite"`
 		Arch     string   `json:"arch"`
 		Packages []string `json:"packages"`
 		Mirror   string   `json:"mirror"`
-	}{s.suite, s.arch, s.packages, s.mirror.URI}
+	}{s.suite, s.arch, s.packages, s.spec.Debian.Mirror}
 }
 
 func (s *debianSource) fill(ctx context.Context, u *unpacker, work string) (filled, error) {

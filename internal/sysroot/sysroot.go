@@ -29,6 +29,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -349,6 +351,19 @@ func (pr *prepared) ensure(ctx context.Context) (*Sysroot, error) {
 	if err := os.MkdirAll(store, 0o755); err != nil {
 		return nil, fmt.Errorf("%s: cache: %w", s.label(), err)
 	}
+	// One maker per key: builds of several targets at once (in this
+	// process or others) that need the same sysroot wait for the first.
+	if err := os.MkdirAll(filepath.Join(store, "index"), 0o755); err != nil {
+		return nil, fmt.Errorf("%s: cache: %w", s.label(), err)
+	}
+	unlock, err := lockKey(ctx, filepath.Join(store, "index", key+".lock"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.label(), err)
+	}
+	defer unlock()
+	if rec, ok := readIndex(store, key); ok {
+		return finish(s, store, rec, true)
+	}
 	fsutil.RemoveStale(store, ".build-") // what a killed dorisarm was making
 	tmp, err := fsutil.MkdirTempOwned(store, ".build-")
 	if err != nil {
@@ -487,4 +502,28 @@ func sortedCopy(s []string) []string {
 	c := append([]string(nil), s...)
 	sort.Strings(c)
 	return c
+}
+
+// lockKey takes an exclusive flock on path, waiting until ctx is done.
+func lockKey(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

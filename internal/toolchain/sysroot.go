@@ -1,6 +1,8 @@
 package toolchain
 
 import (
+	"cmp"
+	"context"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
@@ -14,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-version"
+
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 )
 
 // Sysroot is the target OS's headers and libraries a cell's builds use
@@ -76,7 +80,7 @@ int main(int argc, char **argv) {
 // as Debian ships it fails here: its libstdc++.a and libgcc_eh.a were built
 // against glibc 2.36 and need __libc_single_threaded (2.32), _dl_find_object
 // (2.35) and arc4random (2.36), and its own crt files come first.
-func (tc *Toolchain) checkSysroot() error {
+func (tc *Toolchain) checkSysroot(ctx context.Context) error {
 	dir, err := os.MkdirTemp("", "dorisarm-sysroot-probe-")
 	if err != nil {
 		return err
@@ -92,7 +96,14 @@ func (tc *Toolchain) checkSysroot() error {
 	}
 	out := filepath.Join(dir, "probe")
 	args := append(append(append([]string{}, f.Compile()...), "-O1", "-pthread", src, "-o", out), f.LinkFor(true)...)
-	if b, err := exec.Command(tc.CXX, args...).CombinedOutput(); err != nil {
+	if b, err := exec.CommandContext(ctx, tc.CXX, args...).CombinedOutput(); err != nil {
+		// Only the compiler's own answer is a verdict: it ran to its end
+		// and said no. A signal (Ctrl-C reaches the whole process group),
+		// a cancelled build or a failed start says nothing about it.
+		var ee *exec.ExitError
+		if ctx.Err() != nil || !errors.As(err, &ee) || !ee.Exited() {
+			return fmt.Errorf("running %s for the sysroot check: %w", tc.CXX, cmp.Or(ctx.Err(), err))
+		}
 		return &probeFailure{fmt.Sprintf("%s cannot link C++ against sysroot %s (glibc %s): %s", tc.Compiler.Name, tc.Sysroot.Name, tc.Sysroot.Glibc, firstLines(string(b), 4))}
 	}
 	need, sym, err := maxGlibc(out)
@@ -140,8 +151,9 @@ func (tc *Toolchain) knownSysrootFailure(dir string) error {
 	if err != nil {
 		return nil // the build's probe step says what is wrong
 	}
-	if why, err := os.ReadFile(filepath.Join(dir, key+".fail")); err == nil && len(why) > 0 {
-		return errors.New(string(why))
+	f := filepath.Join(dir, key+".fail")
+	if why, err := os.ReadFile(f); err == nil && len(why) > 0 {
+		return &Rejected{Compiler: tc.Compiler.Name, Why: string(why), Verdict: f}
 	}
 	return nil
 }
@@ -151,9 +163,13 @@ func (tc *Toolchain) knownSysrootFailure(dir string) error {
 // says whether the verdict came from dir. A failure is remembered too: the
 // same compiler, flags and sysroot fail the same way, and the next plan
 // skips the compiler.
-func (tc *Toolchain) CheckSysroot(dir string) (cached bool, err error) {
+//
+// A failure it did not remember (an interrupted check, a compiler that
+// could not start) is returned as it is; a remembered one as a
+// *Rejected.
+func (tc *Toolchain) CheckSysroot(ctx context.Context, dir string) (cached bool, err error) {
 	if dir == "" {
-		return false, tc.checkSysroot()
+		return false, tc.checkSysroot(ctx)
 	}
 	key, err := tc.ProbeKey()
 	if err != nil {
@@ -164,9 +180,9 @@ func (tc *Toolchain) CheckSysroot(dir string) (cached bool, err error) {
 		return true, nil
 	}
 	if why, err := os.ReadFile(base + ".fail"); err == nil && len(why) > 0 {
-		return true, errors.New(string(why))
+		return true, &Rejected{Compiler: tc.Compiler.Name, Why: string(why), Verdict: base + ".fail"}
 	}
-	err = tc.checkSysroot()
+	err = tc.checkSysroot(ctx)
 	var pf *probeFailure
 	switch {
 	case err == nil:
@@ -175,11 +191,29 @@ func (tc *Toolchain) CheckSysroot(dir string) (cached bool, err error) {
 			os.WriteFile(base+".ok", nil, 0o644)
 		}
 	case errors.As(err, &pf):
-		if os.MkdirAll(dir, 0o755) == nil {
-			os.WriteFile(base+".fail", []byte(err.Error()), 0o644)
+		rej := &Rejected{Compiler: tc.Compiler.Name, Why: err.Error()}
+		if werr := os.MkdirAll(dir, 0o755); werr == nil {
+			if werr = fsutil.WriteFileAtomic(base+".fail", []byte(err.Error()), 0o644); werr == nil {
+				rej.Verdict = base + ".fail"
+			}
 		}
+		return false, rej
 	}
 	return false, err
+}
+
+// Rejected is a compiler the sysroot check found unable to build for the
+// sysroot. Verdict is the file that remembers it ("" when it could not be
+// written): planning skips the compiler while it is there.
+type Rejected struct {
+	Compiler, Why, Verdict string
+}
+
+func (e *Rejected) Error() string {
+	if e.Verdict == "" {
+		return e.Why + " (the verdict could not be remembered: the sysroot cache is not writable)"
+	}
+	return fmt.Sprintf("%s\n(remembered in %s: plans skip %s for this target while that file is there; remove it to check again)", e.Why, e.Verdict, e.Compiler)
 }
 
 // probeFailure is the probe built, or not, with a verdict that only
