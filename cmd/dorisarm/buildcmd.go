@@ -103,6 +103,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 					fmt.Fprintln(g.stdout, o.String())
 				}
 			}
+			opts.Pulls = &build.Pulls{} // shared with the attempts below
 			outs, err := build.RunAll(ctx, ins, opts, report)
 			// A compiler the toolchain step rejected (it cannot link for
 			// the target OS's sysroot; the verdict is remembered, so the

@@ -136,7 +136,7 @@ func TestRegistryCache(t *testing.T) {
 	}
 	rec := readRecord(t, filepath.Join(dir, "out-d"), "graviton2")
 	if len(rec.Cache.Misses) == 0 || len(rec.Cache.Misses)+len(rec.Cache.Pulled) != len(cold.Cache.Misses) {
-		t.Errorf("after the altered entry: misses %v, pulled %v", rec.Cache.Misses, rec.Cache.Pulled)
+		t.Errorf("after the altered entry: misses %v, pulled %v; cold misses %v hits %v; d hits %v", rec.Cache.Misses, rec.Cache.Pulled, cold.Cache.Misses, cold.Cache.Hits, rec.Cache.Hits)
 	}
 	for i := range rec.Outputs {
 		if rec.Outputs[i] != cold.Outputs[i] {

@@ -56,6 +56,9 @@ func (o Outcome) String() string {
 // order.
 func RunAll(ctx context.Context, ins []Input, opts Options, done func(Outcome)) ([]Outcome, error) {
 	cells, jobs := Share(opts.Jobs, len(ins))
+	if opts.Pulls == nil {
+		opts.Pulls = &Pulls{}
+	}
 	opts.Jobs = jobs
 	outs := make([]Outcome, len(ins))
 	finished := make([]bool, len(ins))

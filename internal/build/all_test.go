@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -132,4 +133,102 @@ func TestRunAllSharesTargetFreeSteps(t *testing.T) {
 		}
 	}
 	t.Logf("steps with a key two cells share, each run once: %v", shared)
+}
+
+// dirRemote is a remote cache that serves the entries of another local
+// cache, as cacheoci would after verifying them, and counts its pulls.
+type dirRemote struct {
+	from  *Cache
+	mu    sync.Mutex
+	pulls map[string]int
+}
+
+func (d *dirRemote) Pull(ctx context.Context, c *Cache, key string) (*RemoteEntry, error) {
+	src := d.from.EntryDir(key)
+	if _, err := os.Stat(filepath.Join(src, "meta.json")); err != nil {
+		return nil, nil
+	}
+	tmp, err := c.TempDir()
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"meta.json", "files.tar"} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+		if err == nil {
+			if err := os.WriteFile(filepath.Join(tmp, name), b, 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := c.Adopt(key, tmp); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.pulls[key]++
+	d.mu.Unlock()
+	return &RemoteEntry{Artifact: "registry.test/cache@sha256:" + key[len(key)-64:], Signer: "key sha256:test"}, nil
+}
+
+func (d *dirRemote) Push(context.Context, *Cache, string) error { return nil }
+
+// TestPulledProvenanceAcrossCells: two targets built from a remote cache
+// share their target-free steps. One cell pulls such a step and the
+// other then finds it in the local cache; both records must still say it
+// came from the registry, under whose signature, not from this machine
+// (a later attempt at a target, planned again after a rejected compiler,
+// shares the same log: buildcmd hands one Pulls to every RunAll).
+func TestPulledProvenanceAcrossCells(t *testing.T) {
+	t.Parallel()
+	targets := []string{"kunpeng920", "graviton3"}
+	var ins []Input
+	for _, tg := range targets {
+		ins = append(ins, fastInput(t, tg, ""))
+	}
+	fx := &fakeExec{}
+	filled := t.TempDir()
+	if _, err := RunAll(context.Background(), ins, Options{Out: t.TempDir(), Cache: filled, Jobs: 2, Exec: fx.exec}, nil); err != nil {
+		t.Fatal(err)
+	}
+	remote := &dirRemote{from: &Cache{Dir: filled}, pulls: map[string]int{}}
+	out := t.TempDir()
+	outs, err := RunAll(context.Background(), ins, Options{Out: out, Cache: t.TempDir(), Jobs: 2, Exec: fx.exec, CacheFrom: remote}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sharedSeen := false
+	for _, o := range outs {
+		rec, err := Verify(Dir(out, sample.Version, o.Target))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pulled := map[string]bool{}
+		for _, p := range rec.Cache.Pulled {
+			if !strings.HasPrefix(p.Artifact, "registry.test/cache@sha256:") || p.Signer != "key sha256:test" {
+				t.Errorf("%s: %s recorded as pulled from %q signed by %q", o.Target, p.Step, p.Artifact, p.Signer)
+			}
+			pulled[p.Step] = true
+		}
+		if len(rec.Cache.Misses) != 0 {
+			t.Errorf("%s: misses %v with every entry in the remote", o.Target, rec.Cache.Misses)
+		}
+		for _, id := range rec.Cache.Hits {
+			if !pulled[id] {
+				t.Errorf("%s: %s is a hit the record does not trace to the registry it came from", o.Target, id)
+			}
+			if strings.HasPrefix(id, "unpack:") {
+				sharedSeen = true
+			}
+		}
+	}
+	if !sharedSeen {
+		t.Fatal("no unpack step among the hits: nothing shared to check")
+	}
+	for k, n := range remote.pulls {
+		if n != 1 {
+			t.Errorf("entry %s pulled %d times", k[:12], n)
+		}
+	}
 }

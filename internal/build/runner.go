@@ -48,8 +48,13 @@ type Options struct {
 	// before it runs; CacheTo is where step results are offered (both an
 	// OCI registry repository, see internal/cacheoci). Either may be nil.
 	CacheFrom, CacheTo RemoteCache
-	Allow              []scan.Exception
-	NoScan             bool // skip the scan gate (reported as skipped in the record)
+	// Pulls remembers what this build restored from CacheFrom; RunAll
+	// makes one when nil. Give the same one to every RunAll of a build
+	// (a target planned again keeps the provenance of what its first
+	// attempt pulled).
+	Pulls  *Pulls
+	Allow  []scan.Exception
+	NoScan bool // skip the scan gate (reported as skipped in the record)
 	// RequireTargetFlags makes the scan gate fail on lost tuning and
 	// unrecorded flags (scan.Options.RequireTargetFlags).
 	RequireTargetFlags bool
@@ -130,8 +135,7 @@ type runner struct {
 	opts                Options
 	cache               *Cache
 	work, src, logs     string
-	stage               string                  // this build's staging directory in Out
-	prefetched          map[string]*RemoteEntry // step keys pulled from CacheFrom before the steps ran
+	stage               string // this build's staging directory in Out
 	profileDir, profile string
 	ltoCache            string
 	homes               map[string]*toolchain.Wrappers
@@ -582,9 +586,9 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 		}
 		defer unlock()
 		m, ok := r.cache.Get(s.Key)
-		pulled := r.prefetched[s.Key]
+		pulled := r.opts.Pulls.get(s.Key)
 		if !ok && r.opts.CacheFrom != nil {
-			got, err := r.opts.CacheFrom.Pull(ctx, r.cache, s.Key)
+			got, err := r.opts.Pulls.pull(s.Key, func() (*RemoteEntry, error) { return r.opts.CacheFrom.Pull(ctx, r.cache, s.Key) })
 			switch {
 			case ctx.Err() != nil:
 				return fmt.Errorf("%s: %s interrupted: %w", target, s.ID, ctx.Err())
@@ -602,6 +606,7 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 			if derr := r.cache.Discard(s.Key); derr != nil {
 				return fmt.Errorf("%s: discarding the cache entry of %s: %w", target, s.ID, derr)
 			}
+			r.opts.Pulls.drop(s.Key)
 			ok, pulled = false, nil
 		}
 		if ok {
@@ -616,6 +621,7 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 				if derr := r.cache.Discard(s.Key); derr != nil {
 					return fmt.Errorf("%s: discarding the corrupt cache entry of %s: %w", target, s.ID, derr)
 				}
+				r.opts.Pulls.drop(s.Key)
 			case err != nil:
 				return fmt.Errorf("%s: restoring %s from the cache: %w", target, s.ID, err)
 			default:
@@ -959,7 +965,6 @@ func (r *runner) push(ctx context.Context, s plan.Step) {
 // the registry's round trips). What fails here is tried again, and warned
 // about, when its step comes.
 func (r *runner) prefetch(ctx context.Context) {
-	r.prefetched = map[string]*RemoteEntry{}
 	if r.opts.CacheFrom == nil {
 		return
 	}
@@ -972,7 +977,6 @@ func (r *runner) prefetch(ctx context.Context) {
 			keys = append(keys, s.Key)
 		}
 	}
-	var mu sync.Mutex
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	for _, k := range keys {
@@ -980,12 +984,85 @@ func (r *runner) prefetch(ctx context.Context) {
 		sem <- struct{}{}
 		go func(k string) {
 			defer func() { <-sem; wg.Done() }()
-			if got, err := r.opts.CacheFrom.Pull(ctx, r.cache, k); got != nil && err == nil {
-				mu.Lock()
-				r.prefetched[k] = got
-				mu.Unlock()
-			}
+			r.opts.Pulls.pull(k, func() (*RemoteEntry, error) { return r.opts.CacheFrom.Pull(ctx, r.cache, k) })
 		}(k)
 	}
 	wg.Wait()
+}
+
+// Pulls remembers, by step key, the entries a build restored from its
+// remote cache, so that a cell (or a later attempt at a target) that
+// finds such an entry in the local cache records where its bytes came
+// from and whose signature vouched for them, not a local hit. The zero
+// value is ready; a nil *Pulls remembers nothing.
+type Pulls struct {
+	mu       sync.Mutex
+	m        map[string]*RemoteEntry
+	inflight map[string]chan struct{}
+}
+
+// pull runs fn, the pull of key, unless this build pulled key already or
+// is pulling it now (cells sharing a target-free step would each fetch
+// the same bytes): then it waits for that pull and returns its entry.
+func (p *Pulls) pull(key string, fn func() (*RemoteEntry, error)) (*RemoteEntry, error) {
+	if p == nil {
+		return fn()
+	}
+	p.mu.Lock()
+	if e, ok := p.m[key]; ok {
+		p.mu.Unlock()
+		return e, nil
+	}
+	if wait, ok := p.inflight[key]; ok {
+		p.mu.Unlock()
+		<-wait
+		return p.get(key), nil
+	}
+	if p.inflight == nil {
+		p.inflight = map[string]chan struct{}{}
+	}
+	done := make(chan struct{})
+	p.inflight[key] = done
+	p.mu.Unlock()
+	e, err := fn()
+	if e != nil && err == nil {
+		p.add(key, e)
+	}
+	p.mu.Lock()
+	delete(p.inflight, key)
+	p.mu.Unlock()
+	close(done)
+	return e, err
+}
+
+func (p *Pulls) add(key string, e *RemoteEntry) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]*RemoteEntry{}
+	}
+	p.m[key] = e
+}
+
+func (p *Pulls) get(key string) *RemoteEntry {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[key]
+}
+
+// drop forgets a key whose entry was discarded: what the step makes
+// instead is this machine's own.
+func (p *Pulls) drop(key string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, key)
 }
