@@ -192,8 +192,26 @@ type Compiler struct {
 	Cross    string              `yaml:"cross"`
 	Tools    map[string]string   `yaml:"tools"`
 	Packages map[string][]string `yaml:"packages"`
+	// Identity is what, beyond the driver binary, makes the compiler.
+	Identity CompilerIdentity `yaml:"identity"`
 	Pos      datafile.Pos
 	Keys     datafile.Keys
+}
+
+// CompilerIdentity names the parts of a compiler outside its driver whose
+// bytes decide what it makes: they join the driver's digest in every
+// compile step's cache key and in the key its --version is remembered by.
+type CompilerIdentity struct {
+	// Programs the driver runs, found by asking it (-print-prog-name=NAME):
+	// GCC's cc1, cc1plus, lto1.
+	Programs []string `yaml:"programs"`
+	// Libs are globs over the names of the shared libraries (DT_NEEDED,
+	// transitively) the driver and those programs load: clang's
+	// libclang-cpp and libLLVM, GCC's GMP, MPFR, MPC and ISL. The C
+	// library and the C++ runtime the compiler itself runs on are left out
+	// on purpose: a security update of libc does not change the code a
+	// compiler makes.
+	Libs []string `yaml:"libs"`
 }
 
 // DorisRange is a Doris release series.

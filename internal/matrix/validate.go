@@ -3,6 +3,7 @@ package matrix
 import (
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 
@@ -263,6 +264,16 @@ func (m *Matrix) checkCompiler(c *checker, cc *Compiler) {
 	for isa := range cc.Packages {
 		if _, ok := m.ISAs[isa]; !ok {
 			c.fail(cc.Keys.At("packages", cc.Pos), "compiler %s: packages for unknown isa %q", n, isa)
+		}
+	}
+	for _, p := range cc.Identity.Programs {
+		if p == "" || strings.ContainsAny(p, "/ \t\n") || strings.HasPrefix(p, "-") {
+			c.fail(cc.Keys.At("identity", cc.Pos), "compiler %s: identity.programs: %q is not a program name (a bare name the driver finds, as cc1plus)", n, p)
+		}
+	}
+	for _, g := range cc.Identity.Libs {
+		if _, err := path.Match(g, ""); err != nil || g == "" || strings.Contains(g, "/") {
+			c.fail(cc.Keys.At("identity", cc.Pos), "compiler %s: identity.libs: %q is not a library name glob (as libLLVM-*.so*, no directory)", n, g)
 		}
 	}
 }

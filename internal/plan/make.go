@@ -599,7 +599,7 @@ func (p *Plan) addSetup(tc *toolchain.Toolchain) error {
 		setup = append(setup, Step{ID: id, Kind: KindSysroot, Inputs: StepInputs{Sysroot: &SysrootInputs{Name: sr.Name, Key: sr.Key}}})
 		needs = []string{id}
 	}
-	in := &ToolchainInputs{Compiler: tc.Identity.Name, Digest: tc.Identity.Digest}
+	in := &ToolchainInputs{Compiler: tc.Identity.Name, Digest: tc.Identity.Digest, Parts: tc.Identity.Parts}
 	if tc.Sysroot != nil {
 		var err error
 		if in.Probe, err = tc.ProbeKey(); err != nil {

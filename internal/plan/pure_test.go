@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -31,6 +32,41 @@ func fakeClang(t *testing.T, cc *matrix.Compiler, extra string) string {
 		}
 		if err := os.WriteFile(filepath.Join(bin, n), []byte(body), 0o755); err != nil {
 			t.Fatal(err)
+		}
+	}
+	return home
+}
+
+// fakeLauncherClang is a clang installation like Debian's clang-16: an
+// ELF launcher (cc) whose code and banner are in lib/libclang-cpp.so.16,
+// found through RUNPATH $ORIGIN/../lib. libNote varies the library's
+// bytes, not the launcher's.
+func fakeLauncherClang(t *testing.T, cc *matrix.Compiler, libNote string) string {
+	t.Helper()
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no host C compiler (cc) to make the fake compiler with")
+	}
+	home := fakeClang(t, cc, "")
+	lib := filepath.Join(home, "lib")
+	src := t.TempDir()
+	files := map[string]string{
+		"lib.c":  `const char *banner(void) { return "Debian clang version 16.0.6 (15~deb12u1)"; } const char *note = "` + libNote + `";`,
+		"main.c": "#include <stdio.h>\nextern const char *banner(void);\nint main(void) { puts(banner()); return 0; }\n",
+	}
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(src, n), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(lib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"-shared", "-fPIC", "-Wl,-soname,libclang-cpp.so.16", "-o", filepath.Join(lib, "libclang-cpp.so.16"), filepath.Join(src, "lib.c")},
+		{"-o", filepath.Join(home, "bin", cc.CC), filepath.Join(src, "main.c"), "-L" + lib, "-l:libclang-cpp.so.16", "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib"},
+	} {
+		if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
+			t.Fatalf("cc %v: %v\n%s", args, err, out)
 		}
 	}
 	return home
@@ -87,6 +123,14 @@ func TestPlanKeysFollowDigests(t *testing.T) {
 		}
 	}
 	checkChanged(t, "another compiler binary", a, b, usersOf(a, compiles))
+
+	// The launcher's bytes stay; the library holding the compiler changes.
+	a = planFor(fakeLauncherClang(t, cc, "first build"))
+	b = planFor(fakeLauncherClang(t, cc, "second build"))
+	if a.Toolchain.Compiler.Digest != b.Toolchain.Compiler.Digest {
+		t.Fatal("the two launchers differ: the test shows nothing")
+	}
+	checkChanged(t, "another libclang-cpp under the same launcher", a, b, usersOf(a, compiles))
 
 	home := fakeClang(t, cc, "")
 	a = planFor(home)

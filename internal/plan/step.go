@@ -69,9 +69,10 @@ type SysrootInputs struct {
 // the key of its check against the sysroot ("" when the sysroot is
 // waived: nothing is checked).
 type ToolchainInputs struct {
-	Compiler string `json:"compiler"`
-	Digest   string `json:"digest"`
-	Probe    string `json:"probe,omitempty"`
+	Compiler string            `json:"compiler"`
+	Digest   string            `json:"digest"`
+	Parts    map[string]string `json:"parts,omitempty"` // toolchain.Identity.Parts
+	Probe    string            `json:"probe,omitempty"`
 }
 
 // FetchInputs name one archive and what vouches for it.

@@ -137,6 +137,9 @@ func (tc *Toolchain) ProbeKey() (string, error) {
 	for _, role := range slices.Sorted(maps.Keys(tc.Identity.Tools)) {
 		fmt.Fprintf(h, "\ntool %s %s", role, tc.Identity.Tools[role])
 	}
+	for _, part := range slices.Sorted(maps.Keys(tc.Identity.Parts)) {
+		fmt.Fprintf(h, "\npart %s %s", part, tc.Identity.Parts[part])
+	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 

@@ -19,7 +19,6 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/memo"
-	"github.com/dorisarm/dorisarm/internal/source"
 )
 
 // HostISA is the ISA of the machine dorisarm runs on, in matrix.yaml's names.
@@ -44,6 +43,11 @@ type Identity struct {
 	// Tools are the sha256 of the C++ driver and of each tool (ar, ld, ...)
 	// by role: part of every compile step's cache key.
 	Tools map[string]string `json:"tools,omitempty"`
+	// Parts are the digests of what beyond the driver makes the compiler
+	// (matrix compilers.NAME.identity): "lib libLLVM-16.so.1",
+	// "program cc1plus" (or "absent"). Named, not located: where the
+	// compiler is installed does not change what it makes.
+	Parts map[string]string `json:"parts,omitempty"`
 }
 
 // Toolchain is a resolved compiler installation for one cell.
@@ -166,18 +170,18 @@ func probe(cell matrix.Cell, cc *matrix.Compiler, getenv func(string) string, m 
 		}
 		tc.Tools[role] = p
 	}
-	id, err := identify(tc.CC, m)
+	id, err := identify(tc.CC, cc.Identity, m)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cc.Name, err)
 	}
 	id.Name, id.Dialect = cc.Name, cc.Dialect
 	id.Tools = map[string]string{}
 	for role, p := range tc.Tools {
-		if id.Tools[role], err = binaryDigest(p); err != nil {
+		if id.Tools[role], err = statDigest(p, m); err != nil {
 			return nil, fmt.Errorf("%s: %w", cc.Name, err)
 		}
 	}
-	if id.Tools["c++"], err = binaryDigest(tc.CXX); err != nil {
+	if id.Tools["c++"], err = statDigest(tc.CXX, m); err != nil {
 		return nil, fmt.Errorf("%s: %w", cc.Name, err)
 	}
 	tc.Identity = id
@@ -217,13 +221,19 @@ func installHint(cc *matrix.Compiler, isa string) string {
 var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(\d+\.\d+(?:\.\d+)?)\b`) })
 
 // identify reads a compiler's version from its --version banner, which
-// depends on its binary alone: the memo answers for a binary it has seen.
-func identify(cc string, m memo.Dir) (Identity, error) {
-	digest, err := binaryDigest(cc)
+// depends on its driver and the libraries it loads (clang's banner is in
+// libclang-cpp), and finds its parts: the memo answers for a compiler it
+// has seen.
+func identify(cc string, parts matrix.CompilerIdentity, m memo.Dir) (Identity, error) {
+	digest, err := statDigest(cc, m)
 	if err != nil {
 		return Identity{}, err
 	}
-	out, err := m.Output(memo.Key("version", digest, "--version"), func() ([]byte, error) {
+	libs, all, err := compilerParts(cc, digest, parts, m)
+	if err != nil {
+		return Identity{}, err
+	}
+	out, err := m.Output(memo.Key(append([]string{"version", digest, "--version"}, flatten(libs)...)...), func() ([]byte, error) {
 		return exec.Command(cc, "--version").Output()
 	})
 	if err != nil {
@@ -246,16 +256,10 @@ func identify(cc string, m memo.Dir) (Identity, error) {
 		return Identity{}, fmt.Errorf("cannot read a version from %q", id.Banner)
 	}
 	id.Digest = digest
-	return id, nil
-}
-
-// binaryDigest is the sha256 of the file a tool's path resolves to.
-func binaryDigest(p string) (string, error) {
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", err
+	if len(all) > 0 {
+		id.Parts = all
 	}
-	return source.FileDigest(real)
+	return id, nil
 }
 
 // ErrNoPGO is returned when profile flags are asked of a target without PGO.

@@ -1,0 +1,281 @@
+package toolchain
+
+import (
+	"bufio"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/memo"
+	"github.com/dorisarm/dorisarm/internal/source"
+)
+
+// A compiler is more than its driver: Debian's clang-16 is a small launcher
+// whose code (and version string) is in libclang-cpp.so.16 and
+// libLLVM-16.so.1; GCC's driver runs cc1, cc1plus and lto1, which load GMP,
+// MPFR, MPC and ISL. matrix.yaml says, per compiler, which of these count
+// (compilers.NAME.identity); their bytes join the driver's in the identity,
+// so an upgraded libLLVM is another compiler to every cache key.
+
+// maxObjects bounds the shared-library closure walked for one program.
+const maxObjects = 512
+
+// statDigest is the content digest of the file p resolves to, remembered
+// in m by the file's identity and change times (device, inode, size,
+// mtime, ctime: a write to the file changes ctime), so a plan on a warm
+// machine does not read 190 MB of compiler libraries again.
+func statDigest(p string, m memo.Dir) (string, error) {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.Mode().IsRegular() {
+		return source.FileDigest(real)
+	}
+	key := memo.Key("file-digest", real,
+		fmt.Sprint(st.Dev), fmt.Sprint(st.Ino), fmt.Sprint(st.Size),
+		fmt.Sprint(st.Mtim.Nano()), fmt.Sprint(st.Ctim.Nano()))
+	if b, ok := m.Get(key); ok && validDigest(string(b)) {
+		return string(b), nil
+	}
+	d, err := source.FileDigest(real)
+	if err != nil {
+		return "", err
+	}
+	m.Put(key, []byte(d))
+	return d, nil
+}
+
+func validDigest(s string) bool {
+	h, ok := strings.CutPrefix(s, "sha256:")
+	if !ok || len(h) != 64 {
+		return false
+	}
+	for _, c := range h {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// libraryDirs are the dynamic loader's default search directories on this
+// machine: /etc/ld.so.conf (with its includes) then the built-in ones.
+func libraryDirs() []string {
+	var dirs []string
+	seen := map[string]bool{}
+	add := func(d string) {
+		if d != "" && !seen[d] {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	var read func(file string, depth int)
+	read = func(file string, depth int) {
+		if depth > 8 {
+			return
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for n := 0; sc.Scan() && n < 10000; n++ {
+			line, _, _ := strings.Cut(sc.Text(), "#")
+			line = strings.TrimSpace(line)
+			if rest, ok := strings.CutPrefix(line, "include "); ok {
+				pat := strings.TrimSpace(rest)
+				if !filepath.IsAbs(pat) {
+					pat = filepath.Join(filepath.Dir(file), pat)
+				}
+				ms, _ := filepath.Glob(pat)
+				slices.Sort(ms)
+				for _, m := range ms {
+					read(m, depth+1)
+				}
+				continue
+			}
+			if filepath.IsAbs(line) {
+				add(filepath.Clean(line))
+			}
+		}
+	}
+	read("/etc/ld.so.conf", 0)
+	for _, d := range []string{"/lib64", "/usr/lib64", "/lib", "/usr/lib"} {
+		add(d)
+	}
+	return dirs
+}
+
+// sharedClosure returns the shared libraries prog loads, directly or
+// through each other, by DT_NEEDED name → the file the loader would pick
+// (RUNPATH/RPATH with $ORIGIN, then the default directories). A library
+// it cannot find is left out: the program could not run either, and the
+// compiler's own check fails loudly.
+func sharedClosure(prog string, dirs []string) (map[string]string, error) {
+	found := map[string]string{}
+	queue := []string{prog}
+	for len(queue) > 0 {
+		obj := queue[0]
+		queue = queue[1:]
+		f, err := elf.Open(obj)
+		switch {
+		case err != nil && obj == prog && errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("%s: %w", prog, err)
+		case err != nil && obj == prog:
+			return found, nil // not ELF (a script, a wrapper): no libraries of its own to name
+		case err != nil:
+			continue
+		}
+		needed, _ := f.ImportedLibraries()
+		var search []string
+		origin := filepath.Dir(obj)
+		for _, tag := range []elf.DynTag{elf.DT_RUNPATH, elf.DT_RPATH} {
+			vals, _ := f.DynString(tag)
+			for _, v := range vals {
+				for _, d := range strings.Split(v, ":") {
+					d = strings.ReplaceAll(strings.ReplaceAll(d, "${ORIGIN}", origin), "$ORIGIN", origin)
+					if filepath.IsAbs(d) {
+						search = append(search, d)
+					}
+				}
+			}
+			if len(search) > 0 {
+				break // RUNPATH, when present, replaces RPATH
+			}
+		}
+		f.Close()
+		for _, name := range needed {
+			if _, ok := found[name]; ok || strings.Contains(name, "/") {
+				continue
+			}
+			for _, d := range append(search, dirs...) {
+				p := filepath.Join(d, name)
+				if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+					real, err := filepath.EvalSymlinks(p)
+					if err != nil {
+						break
+					}
+					found[name] = real
+					if len(found) > maxObjects {
+						return nil, fmt.Errorf("%s loads more than %d shared libraries", prog, maxObjects)
+					}
+					queue = append(queue, real)
+					break
+				}
+			}
+		}
+	}
+	return found, nil
+}
+
+// libParts adds to parts the libraries of prog's closure whose names match
+// the compiler's identity.libs, as "lib NAME" → content digest.
+func libParts(parts map[string]string, prog string, globs []string, dirs []string, m memo.Dir) error {
+	if len(globs) == 0 {
+		return nil
+	}
+	libs, err := sharedClosure(prog, dirs)
+	if err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(libs)) {
+		if !slices.ContainsFunc(globs, func(g string) bool { ok, _ := path.Match(g, name); return ok }) {
+			continue
+		}
+		d, err := statDigest(libs[name], m)
+		if err != nil {
+			return err
+		}
+		parts["lib "+name] = d
+	}
+	return nil
+}
+
+// compilerParts finds the compiler's parts beyond the driver (see the top
+// of this file). The libraries come from reading ELF files; the programs'
+// paths from the driver itself (-print-prog-name=), remembered by the
+// digests of the driver and its libraries, so only a new compiler runs.
+// A program the driver does not find is recorded as absent: installing it
+// later changes the identity too.
+func compilerParts(driver, driverDigest string, id matrix.CompilerIdentity, m memo.Dir) (libs, parts map[string]string, err error) {
+	libs, parts = map[string]string{}, map[string]string{}
+	dirs := libraryDirs()
+	if err := libParts(libs, driver, id.Libs, dirs, m); err != nil {
+		return nil, nil, err
+	}
+	for k, v := range libs {
+		parts[k] = v
+	}
+	for _, name := range id.Programs {
+		p, err := progName(driver, driverDigest, libs, name, m)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !filepath.IsAbs(p) {
+			parts["program "+name] = "absent"
+			continue
+		}
+		d, err := statDigest(p, m)
+		if errors.Is(err, os.ErrNotExist) {
+			parts["program "+name] = "absent"
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		parts["program "+name] = d
+		if err := libParts(parts, p, id.Libs, dirs, m); err != nil {
+			return nil, nil, err
+		}
+	}
+	return libs, parts, nil
+}
+
+// progName asks the driver where a program it runs is. A path is
+// remembered by the digests of the driver and its libraries (built into
+// the driver, it moves only with a new compiler); "not found" (GCC prints
+// the bare name) is not, since installing the program changes the answer.
+func progName(driver, driverDigest string, libs map[string]string, name string, m memo.Dir) (string, error) {
+	key := memo.Key(append([]string{"print-prog-name", driverDigest, name}, flatten(libs)...)...)
+	if b, ok := m.Get(key); ok && filepath.IsAbs(string(b)) {
+		return string(b), nil
+	}
+	out, err := exec.Command(driver, "-print-prog-name="+name).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return "", fmt.Errorf("%s -print-prog-name=%s: %w", driver, name, err)
+	}
+	p := strings.TrimSpace(string(out))
+	if filepath.IsAbs(p) {
+		m.Put(key, []byte(p))
+	}
+	return p, nil
+}
+
+// flatten lists a map as sorted "k=v" strings, for memo keys.
+func flatten(m map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, k+"="+m[k])
+	}
+	return out
+}

@@ -1,0 +1,196 @@
+package toolchain
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/matrix"
+	"github.com/dorisarm/dorisarm/internal/memo"
+)
+
+// A compiler shaped like Debian's clang-16 and GCC at once: a driver whose
+// --version banner is in a shared library it loads through RUNPATH
+// $ORIGIN/../lib (clang's is in libclang-cpp), and which names a program
+// in ../libexec when asked -print-prog-name= (GCC's cc1plus), or the bare
+// name when there is none, as GCC does.
+const fakeDriverC = `#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <libgen.h>
+extern const char *fake_banner(void);
+int main(int argc, char **argv) {
+	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+		printf("%s\n", fake_banner());
+		return 0;
+	}
+	if (argc > 1 && strncmp(argv[1], "-print-prog-name=", 17) == 0) {
+		char self[4096], path[8192];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+		if (n < 0) return 1;
+		self[n] = 0;
+		snprintf(path, sizeof path, "%s/../libexec/%s", dirname(self), argv[1] + 17);
+		puts(access(path, X_OK) == 0 ? path : argv[1] + 17);
+		return 0;
+	}
+	return 2;
+}
+`
+
+func fakeBannerLib(t *testing.T, dir, version string) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "banner.c")
+	if err := os.WriteFile(src, []byte(`const char *fake_banner(void) { return "Fake clang version `+version+`"; }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Written beside and renamed over, as a package upgrade does.
+	tmp := filepath.Join(dir, ".libfakecc.so.1.new")
+	if out, err := exec.Command("cc", "-shared", "-fPIC", "-Wl,-soname,libfakecc.so.1", "-o", tmp, src).CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "libfakecc.so.1")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fakeCompiler(t *testing.T) (home string) {
+	t.Helper()
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no host C compiler (cc) to make the fake compiler with")
+	}
+	home = t.TempDir()
+	for _, d := range []string{"bin", "lib", "libexec"} {
+		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fakeBannerLib(t, filepath.Join(home, "lib"), "16.0.6")
+	src := filepath.Join(t.TempDir(), "driver.c")
+	if err := os.WriteFile(src, []byte(fakeDriverC), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lib := filepath.Join(home, "lib")
+	if out, err := exec.Command("cc", "-o", filepath.Join(home, "bin", "fakecc"), src, "-L"+lib, "-l:libfakecc.so.1",
+		"-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(home, "libexec", "cc1plus"), []byte("#!/bin/sh\n# compiler proper, first build\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+// TestIdentityFollowsCompilerParts: the identity of a compiler whose
+// version and code are in a shared library changes when the library does
+// (an upgrade of libclang-cpp under an unchanged launcher), its --version
+// is read again instead of answered from the memo, and a program the
+// driver runs counts with its bytes, or as absent.
+func TestIdentityFollowsCompilerParts(t *testing.T) {
+	home := fakeCompiler(t)
+	driver := filepath.Join(home, "bin", "fakecc")
+	parts := matrix.CompilerIdentity{Programs: []string{"cc1plus", "lto1"}, Libs: []string{"libfakecc.so*"}}
+	m := memo.Dir(t.TempDir())
+
+	a, err := identify(driver, parts, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Version != "16.0.6" {
+		t.Fatalf("version %q from banner %q, want 16.0.6", a.Version, a.Banner)
+	}
+	if !validDigest(a.Parts["lib libfakecc.so.1"]) || !validDigest(a.Parts["program cc1plus"]) || a.Parts["program lto1"] != "absent" {
+		t.Fatalf("parts %v: want the library and cc1plus by digest, lto1 absent", a.Parts)
+	}
+	for k := range a.Parts {
+		if strings.Contains(k, "libc.so") {
+			t.Errorf("part %s: the C library the compiler runs on is not part of it", k)
+		}
+	}
+
+	// The launcher's bytes stay; the library under it is upgraded.
+	fakeBannerLib(t, filepath.Join(home, "lib"), "16.0.7")
+	b, err := identify(driver, parts, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Digest != a.Digest {
+		t.Fatal("the driver changed: the test shows nothing")
+	}
+	if b.Version != "16.0.7" {
+		t.Errorf("after the library's upgrade the version is %q (banner %q): the memo answered for the old compiler", b.Version, b.Banner)
+	}
+	if b.Parts["lib libfakecc.so.1"] == a.Parts["lib libfakecc.so.1"] {
+		t.Error("the upgraded library kept its digest in the identity")
+	}
+
+	// The compiler proper changes; then the driver finds an lto1.
+	if err := os.WriteFile(filepath.Join(home, "libexec", "cc1plus"), []byte("#!/bin/sh\n# compiler proper, second build\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := identify(driver, parts, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Parts["program cc1plus"] == b.Parts["program cc1plus"] {
+		t.Error("a rewritten cc1plus kept its digest in the identity (the stat memo answered for old bytes)")
+	}
+	if err := os.WriteFile(filepath.Join(home, "libexec", "lto1"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := identify(driver, parts, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "Not found" is not remembered: the driver finds the program now.
+	if !validDigest(d.Parts["program lto1"]) {
+		t.Errorf("lto1, installed, recorded as %q", d.Parts["program lto1"])
+	}
+
+	// Without a memo, the same answers.
+	e, err := identify(driver, parts, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Version != "16.0.7" || e.Parts["program cc1plus"] != c.Parts["program cc1plus"] || e.Parts["lib libfakecc.so.1"] != b.Parts["lib libfakecc.so.1"] {
+		t.Errorf("without a memo: %s %v", e.Version, e.Parts)
+	}
+}
+
+// TestScriptDriverHasNoLibraries: a driver that is a script (a wrapper)
+// has no shared libraries of its own; its identity is its bytes.
+func TestScriptDriverHasNoLibraries(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "cc")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\necho 'clang version 16.0.6'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id, err := identify(p, matrix.CompilerIdentity{Libs: []string{"libLLVM*"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(id.Parts) != 0 || id.Version != "16.0.6" {
+		t.Errorf("identity %+v", id)
+	}
+}
+
+// TestRealClangParts: on this machine's Debian clang-16 the launcher's
+// libraries are found where the loader finds them (libclang-cpp through
+// RUNPATH $ORIGIN/../lib, libLLVM in the multiarch directory).
+func TestRealClangParts(t *testing.T) {
+	p, err := exec.LookPath("clang-16")
+	if err != nil {
+		t.Skip("clang-16 not installed (scripts/install-deps.sh installs it)")
+	}
+	id, err := identify(p, matrix.CompilerIdentity{Libs: []string{"libclang-cpp.so*", "libLLVM*.so*"}}, memo.Dir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for k := range id.Parts {
+		names = append(names, k)
+	}
+	if !strings.Contains(strings.Join(names, " "), "lib libclang-cpp.so") || !strings.Contains(strings.Join(names, " "), "lib libLLVM") {
+		t.Errorf("clang-16's parts %v: want libclang-cpp and libLLVM", names)
+	}
+}
