@@ -1,0 +1,157 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/sample"
+	"github.com/dorisarm/dorisarm/internal/scan"
+	"github.com/dorisarm/dorisarm/internal/toolchain"
+)
+
+// sysrootInput is fastInput with a sysroot, so the plan starts with the
+// sysroot and toolchain steps: make counts the sysroot step's calls and
+// makes a sysroot keyed key (an empty directory; the fake exec compiles
+// nothing against it).
+func sysrootInput(t *testing.T, target string, made *atomic.Int32, key string, fail error) (Input, string) {
+	t.Helper()
+	in := sample.Load(t, repo, "", "")
+	cell, tc := in.NoCompilerToolchain(t, target, "gcc")
+	tc.Sysroot = &toolchain.Sysroot{Name: "test-sysroot", Key: "sha256:" + strings.Repeat("a", 64)}
+	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version,
+		Series: in.Series, Toolchain: tc, Lock: in.Lock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Steps[0].Kind != plan.KindSysroot || p.Steps[1].Kind != plan.KindToolchain {
+		t.Fatalf("the plan starts %s, %s: want the sysroot and toolchain steps", p.Steps[0].ID, p.Steps[1].ID)
+	}
+	pol, err := scan.PolicyFor(in.Matrix, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if key == "" {
+		key = tc.Sysroot.Key
+	}
+	probes := t.TempDir()
+	return Input{Plan: p, Recipe: in.Recipe, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol,
+		ProbeCache: probes,
+		MakeSysroot: func(ctx context.Context) (*toolchain.Sysroot, error) {
+			n := made.Add(1)
+			if fail != nil {
+				return nil, fail
+			}
+			return &toolchain.Sysroot{Name: "test-sysroot", Key: key, Path: dir, RunPath: dir, Digest: "sha256:" + strings.Repeat("b", 64), Cached: n > 1}, nil
+		}}, probes
+}
+
+// verdict plants the toolchain step's remembered verdict for in's compiler.
+func verdict(t *testing.T, in Input, probes, suffix, why string) {
+	t.Helper()
+	k, err := in.TC.ProbeKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(probes, k+suffix), []byte(why), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSetupSteps: the sysroot step makes the sysroot through the plan's
+// maker and the toolchain step finds its remembered verdict; both are in
+// the record, ahead of every step that compiles. A remembered "no" makes
+// the cell a rejected outcome naming the compiler before any package runs;
+// a sysroot that fails to be made, or comes out keyed other than planned,
+// fails its step and nothing after it runs.
+func TestSetupSteps(t *testing.T) {
+	t.Parallel()
+	const target = "graviton3"
+
+	t.Run("made and checked", func(t *testing.T) {
+		var made atomic.Int32
+		in, probes := sysrootInput(t, target, &made, "", nil)
+		verdict(t, in, probes, ".ok", "")
+		out, cache := t.TempDir(), t.TempDir()
+		fx := &fakeExec{}
+		outs, err := RunAll(context.Background(), []Input{in}, Options{Out: out, Cache: cache, Jobs: 1, Exec: fx.exec}, nil)
+		if err != nil || len(outs) != 1 || outs[0].State != "built" {
+			t.Fatalf("build: %v %+v", err, outs)
+		}
+		if made.Load() != 1 {
+			t.Errorf("the sysroot was made %d times, want once", made.Load())
+		}
+		rec, err := Verify(Dir(out, sample.Version, target))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, s := range rec.Steps {
+			ids = append(ids, s.ID)
+		}
+		if len(ids) < 3 || ids[0] != "sysroot:test-sysroot" || ids[1] != "toolchain:gcc" {
+			t.Errorf("record steps start %v: want the sysroot and toolchain steps first", ids[:min(3, len(ids))])
+		}
+		if !rec.Steps[1].Cached {
+			t.Error("the toolchain step ran with its verdict remembered")
+		}
+		if slices.Contains(rec.Cache.Hits, "toolchain:gcc") || slices.Contains(rec.Cache.Misses, "sysroot:test-sysroot") {
+			t.Errorf("setup steps counted as step-cache hits or misses: %+v", rec.Cache)
+		}
+		if w, _ := filepath.Glob(filepath.Join(cache, "work", "*", "toolchain", "*", "bin")); len(w) == 0 {
+			t.Error("the toolchain step laid out no compiler wrappers")
+		}
+	})
+
+	t.Run("rejected", func(t *testing.T) {
+		var made atomic.Int32
+		in, probes := sysrootInput(t, target, &made, "", nil)
+		verdict(t, in, probes, ".fail", "gcc links against a newer glibc (planted)")
+		fx := &fakeExec{}
+		outs, _ := RunAll(context.Background(), []Input{in}, Options{Out: t.TempDir(), Cache: t.TempDir(), Jobs: 1, Exec: fx.exec}, nil)
+		if len(outs) != 1 || outs[0].State != "failed" || outs[0].Rejected != "gcc" || !strings.Contains(outs[0].Error, "(planted)") {
+			t.Fatalf("outcomes %+v: want gcc rejected with its reason", outs)
+		}
+		for _, s := range fx.ran {
+			if strings.HasPrefix(s, "thirdparty:") || strings.HasPrefix(s, "build:") {
+				t.Errorf("%s ran with the compiler rejected", s)
+			}
+		}
+	})
+
+	for _, tc := range []struct {
+		name, key string
+		fail      error
+		want      string
+	}{
+		{"not made", "", errors.New("debootstrap: mirror unreachable"), "mirror unreachable"},
+		{"keyed otherwise", "sha256:" + strings.Repeat("c", 64), nil, "plan again"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var made atomic.Int32
+			in, _ := sysrootInput(t, target, &made, tc.key, tc.fail)
+			fx := &fakeExec{}
+			out := t.TempDir()
+			outs, _ := RunAll(context.Background(), []Input{in}, Options{Out: out, Cache: t.TempDir(), Jobs: 1, Exec: fx.exec}, nil)
+			if len(outs) != 1 || outs[0].State != "failed" || outs[0].Rejected != "" ||
+				!strings.Contains(outs[0].Error, "sysroot:test-sysroot") || !strings.Contains(outs[0].Error, tc.want) {
+				t.Fatalf("outcomes %+v: want the sysroot step failed with %q", outs, tc.want)
+			}
+			for _, s := range fx.ran {
+				if !strings.HasPrefix(s, "unpack:") && !strings.HasPrefix(s, "fetch:") && !strings.HasPrefix(s, "patch") {
+					t.Errorf("%s ran after the sysroot step failed", s)
+				}
+			}
+			if _, err := os.Stat(Dir(out, sample.Version, target)); err == nil {
+				t.Error("a build whose sysroot failed was published")
+			}
+		})
+	}
+}
