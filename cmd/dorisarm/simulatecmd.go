@@ -29,7 +29,8 @@ package list built in parts, merge) and replays their steps on machines with
 the --cores given: each step's wall and CPU time, measured at the build's
 --jobs, says how much of it is serial (Amdahl's law); steps run as soon as
 the steps they need have ended, longest remaining path first, each on the
-cores it uses at better than 50% efficiency.
+cores it uses at better than 50% efficiency (the last one ready on all that
+are free, as make -j uses a budget nothing else wants).
 
 It prints, per machine, the simulated makespan; the critical path (the
 longest chain of steps, each on all the cores: no schedule is shorter); the

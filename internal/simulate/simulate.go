@@ -8,7 +8,7 @@
 // cores busy is almost all parallel (a compile), one that kept 1.0 busy is
 // serial (a configure script, a link). The scheduler is list scheduling by
 // longest remaining path; a step gets the cores it can use at better than
-// 50% efficiency, or what is free.
+// 50% efficiency, and the last ready one all that are free.
 package simulate
 
 import (
@@ -217,7 +217,13 @@ func schedule(steps []Step, g *graph, rest []float64, cores int) float64 {
 		for len(ready) > 0 && free > 0 {
 			n := ready[0]
 			ready = ready[1:]
+			// The cores it uses well; the last ready step also takes the
+			// rest, as make -j does with a budget nothing else wants
+			// (idle cores shorten no step).
 			k := min(free, steps[n].Useful(cores))
+			if len(ready) == 0 {
+				k = free
+			}
 			free -= k
 			running = append(running, run{n, now + steps[n].Time(k), k})
 		}

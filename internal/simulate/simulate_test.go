@@ -88,6 +88,27 @@ func TestSchedule(t *testing.T) {
 	}
 }
 
+// TestLoneStepTakesIdleCores: a chain of mostly parallel steps (a ninth
+// serial: nine cores at better than 50% efficiency) with nothing beside it
+// runs each step on all 64 cores, as make -j64 would with the budget to
+// itself: the makespan is the critical path, not the nine-core time.
+func TestLoneStepTakesIdleCores(t *testing.T) {
+	steps := []Step{
+		{ID: "configure", Wall: 10, CPU: 18, Jobs: 2},
+		{ID: "compile", Needs: []string{"configure"}, Wall: 10, CPU: 18, Jobs: 2},
+	}
+	if u := steps[0].Useful(64); u != 9 {
+		t.Fatalf("useful cores %d, want 9: the profile does not say what the test is about", u)
+	}
+	r, err := Run(steps, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(r.Makespan, r.CriticalPath) || !near(r.CriticalPath, 2*steps[0].Time(64)) {
+		t.Errorf("makespan %v critical path %v, want both %v", r.Makespan, r.CriticalPath, 2*steps[0].Time(64))
+	}
+}
+
 // TestBadProfiles: a missing step, a cycle, a duplicate, a NaN, no cores.
 func TestBadProfiles(t *testing.T) {
 	for want, steps := range map[string][]Step{
