@@ -393,7 +393,23 @@ func (r *runner) layOut(tree string, s plan.Step) error {
 	if err := os.MkdirAll(filepath.Join(tree, filepath.FromSlash(install)), 0o755); err != nil {
 		return err
 	}
-	return copyPaths(r.work, tree, paths)
+	if err := copyPaths(r.work, tree, paths); err != nil {
+		return err
+	}
+	if b := s.Inputs.Build; b != nil {
+		for _, d := range b.InstallDirs {
+			dir := filepath.Join(tree, filepath.FromSlash(install), filepath.FromSlash(d))
+			if !strings.HasPrefix(dir, filepath.Join(tree, filepath.FromSlash(install))+string(filepath.Separator)) {
+				return fmt.Errorf("install dir %q is outside the install tree", d)
+			}
+			// Links in the install tree stay in it (merge checks every
+			// package's result), so MkdirAll cannot leave it.
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("making %s of the install tree: %w", d, err)
+			}
+		}
+	}
+	return nil
 }
 
 // copyPaths copies the listed paths (relative, slash-separated; a

@@ -155,3 +155,65 @@ func TestSetupSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestInstallDirsInEveryPackageTree: the recipe's thirdparty.install_dirs
+// are in the install tree of every package's own tree when its build
+// starts (Doris's build_libdivide copies into installed/include without
+// making it), and they are part of the package steps' keys.
+func TestInstallDirsInEveryPackageTree(t *testing.T) {
+	t.Parallel()
+	const target = "graviton3"
+	planWith := func(dirs []string) Input {
+		in := sample.Load(t, repo, "", "")
+		in.Recipe.Thirdparty.InstallDirs = dirs
+		cell, tc := in.NoCompilerToolchain(t, target, "gcc")
+		p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version,
+			Series: in.Series, Toolchain: tc, Lock: in.Lock, SysrootWaiver: "install dirs test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol, err := scan.PolicyFor(in.Matrix, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Input{Plan: p, Recipe: in.Recipe, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol}
+	}
+	without, with := planWith(nil), planWith([]string{"include", "share/doc"})
+	pkgs := 0
+	for _, s := range with.Plan.Steps {
+		if s.Kind != plan.KindThirdparty {
+			continue
+		}
+		pkgs++
+		if o := without.Plan.Step(s.ID); o == nil || o.Key == s.Key {
+			t.Errorf("%s: the install dirs do not change its key", s.ID)
+		}
+	}
+	if pkgs < 2 {
+		t.Fatalf("%d package steps: nothing to check", pkgs)
+	}
+	fx := &fakeExec{}
+	var seen atomic.Int32
+	exec := func(ctx context.Context, c Command) error {
+		if strings.HasPrefix(c.Step, "thirdparty:") {
+			if c.Bind == nil {
+				t.Errorf("%s ran without a tree of its own", c.Step)
+			} else {
+				seen.Add(1)
+				for _, d := range []string{"include", "share/doc"} {
+					if st, err := os.Stat(filepath.Join(c.Bind.From, "thirdparty", "installed", d)); err != nil || !st.IsDir() {
+						t.Errorf("%s: installed/%s is not in its tree: %v", c.Step, d, err)
+					}
+				}
+			}
+		}
+		return fx.exec(ctx, c)
+	}
+	outs, err := RunAll(context.Background(), []Input{with}, Options{Out: t.TempDir(), Cache: t.TempDir(), Jobs: 2, Exec: exec}, nil)
+	if err != nil || outs[0].State != "built" {
+		t.Fatalf("build: %v %+v", err, outs)
+	}
+	if int(seen.Load()) != pkgs {
+		t.Errorf("%d of %d package steps checked", seen.Load(), pkgs)
+	}
+}

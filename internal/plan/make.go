@@ -398,7 +398,7 @@ func Make(in Inputs) (*Plan, error) {
 			}
 		}
 		p.Steps = append(p.Steps, Step{ID: "thirdparty:" + pk.Entry, Kind: KindThirdparty, Phase: PhaseThirdparty,
-			Command: bcmd, Env: env, Needs: needs, Inputs: StepInputs{Build: &BuildInputs{Scripts: p.Source.Scripts}}})
+			Command: bcmd, Env: env, Needs: needs, Inputs: StepInputs{Build: &BuildInputs{Scripts: p.Source.Scripts, InstallDirs: r.Thirdparty.InstallDirs}}})
 		allThirdparty = append(allThirdparty, "thirdparty:"+pk.Entry)
 	}
 	// A package that reads another's sources needs them patched: the

@@ -124,6 +124,9 @@ type PatchInput struct {
 type BuildInputs struct {
 	Tree    string `json:"tree,omitempty"`    // build: the tree's digest
 	Scripts string `json:"scripts,omitempty"` // thirdparty: the third-party scripts' digest
+	// InstallDirs are the directories of the install tree a package's tree
+	// starts with (the recipe's thirdparty.install_dirs).
+	InstallDirs []string `json:"install_dirs,omitempty"`
 	Profile string `json:"profile,omitempty"` // a PGO profile collected elsewhere
 	// Tools are the build machine's programs that stand in the tree while
 	// the step runs (a cross build's BE: the recipe's build_tools).

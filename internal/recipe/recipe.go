@@ -137,10 +137,15 @@ type Thirdparty struct {
 	// Reads are files outside the third-party directory its scripts read
 	// (Doris's build-thirdparty.sh sources env.sh and custom_env.sh): part
 	// of every third-party step's cache key, present or not.
-	Reads    []string                     `yaml:"reads"`
-	Deps     map[string][]string          `yaml:"deps" shape:"is keyed by package (a vars.sh entry), each the list of packages it links against: GLOG: [GFLAGS]"`
-	Env      map[string]map[string]string `yaml:"env" shape:"is keyed by package (a vars.sh entry), then by variable: GLOG: {CFLAGS: -O2}"`
-	Versions map[string]string            `yaml:"versions" shape:"is keyed by package (a vars.sh entry), each the version it is: OPENSSL: 1.1.1s"`
+	Reads []string `yaml:"reads"`
+	// InstallDirs are directories under install_dir every package's tree
+	// starts with, as Doris's script has them by the time it builds the
+	// package: some packages copy into installed/include without making it
+	// (libdivide, xxhash), relying on a package built before them.
+	InstallDirs []string                     `yaml:"install_dirs"`
+	Deps        map[string][]string          `yaml:"deps" shape:"is keyed by package (a vars.sh entry), each the list of packages it links against: GLOG: [GFLAGS]"`
+	Env         map[string]map[string]string `yaml:"env" shape:"is keyed by package (a vars.sh entry), then by variable: GLOG: {CFLAGS: -O2}"`
+	Versions    map[string]string            `yaml:"versions" shape:"is keyed by package (a vars.sh entry), each the version it is: OPENSSL: 1.1.1s"`
 	// VersionFiles say where a package's unpacked source declares its
 	// version when its build system does not in the usual places
 	// (CMakeLists.txt project(), configure.ac AC_INIT, configure, meson.build).
@@ -345,6 +350,11 @@ func (r *Recipe) validate() error {
 	}{{"vars", tp.Vars != ""}, {"list", tp.List != ""}, {"unpack or patches_from", len(tp.Unpack) > 0 || tp.PatchesFrom != ""}, {"build", len(tp.Build) > 0}, {"source_dir", tp.SrcDir != ""}, {"install_dir", tp.Install != ""}} {
 		if !kv.ok {
 			fail(r.Keys.At("thirdparty", r.Pos), "recipe %s: thirdparty.%s is required", r.Name, kv.key)
+		}
+	}
+	for _, d := range tp.InstallDirs {
+		if d == "" || path.IsAbs(d) || path.Clean(d) != d || d == "." || d == ".." || strings.HasPrefix(d, "../") {
+			fail(tp.Keys.At("install_dirs", tp.Pos), "recipe %s: thirdparty.install_dirs: %q is not a clean relative path under install_dir (as include)", r.Name, d)
 		}
 	}
 	if len(tp.Unpack) > 0 && tp.PatchesFrom != "" {
