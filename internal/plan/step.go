@@ -127,7 +127,7 @@ type BuildInputs struct {
 	// InstallDirs are the directories of the install tree a package's tree
 	// starts with (the recipe's thirdparty.install_dirs).
 	InstallDirs []string `json:"install_dirs,omitempty"`
-	Profile string `json:"profile,omitempty"` // a PGO profile collected elsewhere
+	Profile     string   `json:"profile,omitempty"` // a PGO profile collected elsewhere
 	// Tools are the build machine's programs that stand in the tree while
 	// the step runs (a cross build's BE: the recipe's build_tools).
 	Tools []BuildToolInfo `json:"build_tools,omitempty"`
