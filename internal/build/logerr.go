@@ -14,9 +14,10 @@ import (
 
 // errorLine matches the lines of a build log that say what went wrong:
 // compiler and linker diagnostics, CMake and autoconf errors, make's and
-// ninja's failure lines, a missing file or program.
+// ninja's failure lines, a missing file or program, a file tool (cp,
+// install, mkdir) refused.
 var errorLine = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)(^|[\s:])(fatal )?error[:!]|CMake Error|configure: error|undefined reference to|cannot find -l|No such file or directory|command not found|^FAILED: |\*\*\* .*Error [0-9]+|Segmentation fault`)
+	return regexp.MustCompile(`(?i)(^|[\s:])(fatal )?error[:!]|CMake Error|configure: error|undefined reference to|cannot find -l|No such file or directory|: Not a directory|cannot create (regular file|directory|symbolic link)|Permission denied|No space left on device|command not found|^FAILED: |\*\*\* .*Error [0-9]+|Segmentation fault`)
 })
 
 // maxLogLine bounds one quoted log line.

@@ -43,6 +43,13 @@ func TestFirstErrors(t *testing.T) {
 	if got := firstErrors(log, 1); len(got) != 1 || got[0] != want[0] {
 		t.Errorf("n=1: %q", got)
 	}
+	// Doris's build_libdivide in a tree without installed/include: cp
+	// says why, in words no compiler uses.
+	cp := filepath.Join(t.TempDir(), "libdivide.log")
+	os.WriteFile(cp, []byte("===== begin build libdivide-5.0\ncp: cannot create regular file '/t/installed/include/': Not a directory\n"), 0o644)
+	if got := firstErrors(cp, 5); len(got) != 1 || !strings.Contains(got[0], "line 2: cp: cannot create regular file") {
+		t.Errorf("cp's refusal: %q", got)
+	}
 	if got := firstErrors(filepath.Join(t.TempDir(), "none"), 5); got != nil {
 		t.Errorf("no log: %q", got)
 	}
