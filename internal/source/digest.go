@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // TreeDigest hashes a directory by content: every regular file's path
@@ -67,6 +68,17 @@ func TreeDigest(dir string, ignore []string) (string, error) {
 		io.WriteString(h, e.line+"\n")
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ValidDigest reports whether d is a content digest as FileDigest writes
+// it: "sha256:" and 64 lower-case hex digits.
+func ValidDigest(d string) bool {
+	h, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(h) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil && strings.ToLower(h) == h
 }
 
 // FileDigest is a file's content digest, "sha256:<hex>".

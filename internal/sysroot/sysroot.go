@@ -37,6 +37,7 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/memo"
+	digests "github.com/dorisarm/dorisarm/internal/source"
 )
 
 // Spec says where a target OS's sysroot comes from. Exactly one of Image and
@@ -287,7 +288,7 @@ func prepare(ctx context.Context, s Spec, cacheDir string, opts []Option) (*prep
 			return nil, fmt.Errorf("%s: keep pattern %q is not a clean relative path pattern (DefaultKeep)", s.label(), k)
 		}
 	}
-	if s.Digest != "" && !validDigest(s.Digest) {
+	if s.Digest != "" && !digests.ValidDigest(s.Digest) {
 		return nil, fmt.Errorf("%s: digest %q is not sha256:<64 hex digits>; fix %s.digest", s.label(), s.Digest, s.where())
 	}
 	var src source
@@ -449,7 +450,7 @@ func finish(s Spec, store string, rec indexRecord, cached bool) (*Sysroot, error
 func readIndex(store, key string) (indexRecord, bool) {
 	var rec indexRecord
 	b, err := os.ReadFile(filepath.Join(store, "index", key+".json"))
-	if err != nil || json.Unmarshal(b, &rec) != nil || !validDigest(rec.Digest) {
+	if err != nil || json.Unmarshal(b, &rec) != nil || !digests.ValidDigest(rec.Digest) {
 		return rec, false
 	}
 	fi, err := os.Stat(filepath.Join(store, "sha256-"+strings.TrimPrefix(rec.Digest, "sha256:")))
@@ -487,15 +488,6 @@ func writeIndex(store, key string, rec indexRecord) error {
 		os.Remove(f.Name())
 	}
 	return werr
-}
-
-func validDigest(d string) bool {
-	h, ok := strings.CutPrefix(d, "sha256:")
-	if !ok || len(h) != 64 {
-		return false
-	}
-	_, err := hex.DecodeString(h)
-	return err == nil && strings.ToLower(h) == h
 }
 
 func sortedCopy(s []string) []string {

@@ -49,7 +49,7 @@ func statDigest(p string, m memo.Dir) (string, error) {
 	key := memo.Key("file-digest", real,
 		fmt.Sprint(st.Dev), fmt.Sprint(st.Ino), fmt.Sprint(st.Size),
 		fmt.Sprint(st.Mtim.Nano()), fmt.Sprint(st.Ctim.Nano()))
-	if b, ok := m.Get(key); ok && validDigest(string(b)) {
+	if b, ok := m.Get(key); ok && source.ValidDigest(string(b)) {
 		return string(b), nil
 	}
 	d, err := source.FileDigest(real)
@@ -58,19 +58,6 @@ func statDigest(p string, m memo.Dir) (string, error) {
 	}
 	m.Put(key, []byte(d))
 	return d, nil
-}
-
-func validDigest(s string) bool {
-	h, ok := strings.CutPrefix(s, "sha256:")
-	if !ok || len(h) != 64 {
-		return false
-	}
-	for _, c := range h {
-		if !strings.ContainsRune("0123456789abcdef", c) {
-			return false
-		}
-	}
-	return true
 }
 
 // libraryDirs are the dynamic loader's default search directories on this

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/memo"
+	"github.com/dorisarm/dorisarm/internal/source"
 )
 
 // A compiler shaped like Debian's clang-16 and GCC at once: a driver whose
@@ -100,7 +101,7 @@ func TestIdentityFollowsCompilerParts(t *testing.T) {
 	if a.Version != "16.0.6" {
 		t.Fatalf("version %q from banner %q, want 16.0.6", a.Version, a.Banner)
 	}
-	if !validDigest(a.Parts["lib libfakecc.so.1"]) || !validDigest(a.Parts["program cc1plus"]) || a.Parts["program lto1"] != "absent" {
+	if !source.ValidDigest(a.Parts["lib libfakecc.so.1"]) || !source.ValidDigest(a.Parts["program cc1plus"]) || a.Parts["program lto1"] != "absent" {
 		t.Fatalf("parts %v: want the library and cc1plus by digest, lto1 absent", a.Parts)
 	}
 	for k := range a.Parts {
@@ -144,7 +145,7 @@ func TestIdentityFollowsCompilerParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// "Not found" is not remembered: the driver finds the program now.
-	if !validDigest(d.Parts["program lto1"]) {
+	if !source.ValidDigest(d.Parts["program lto1"]) {
 		t.Errorf("lto1, installed, recorded as %q", d.Parts["program lto1"])
 	}
 
