@@ -12,10 +12,17 @@ go 1.26
 // pins so the first code generation pass (before the generator copies them
 // in) resolves the same way as the second.
 //
+// github.com/dagger/otel-go is imported by the generated code but required by
+// nothing, so tidy takes its newest pseudo-version. Since 2026-11-24 that one
+// (v1.47.1-0.20261124213443-e79f0e10530f) is written against otel/log v1.47,
+// where log.Value is attribute.Value, and does not compile against the SDK's
+// otel/log v0.16.0. It is pinned to the last commit that does.
+//
 // Checked by `make test-ci-module` (cmd/dorisarm/cimodule_test.go), which
 // resolves this file as the generator does, against the Go module proxy.
 // Requirements are not listed: `go get -u` would raise them anyway.
 replace (
+	github.com/dagger/otel-go => github.com/dagger/otel-go v1.43.1-0.20261102220336-aa07da582c21
 	go.opentelemetry.io/otel => go.opentelemetry.io/otel v1.46.0
 	go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc => go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc v0.16.0
 	go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp => go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp v0.16.0
