@@ -54,17 +54,9 @@ func input(t *testing.T, s setup) Input {
 		s.recipe(in.Recipe)
 	}
 	cell, tc := in.Toolchain(t, s.target, s.compiler)
-	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version, Series: in.Series, Toolchain: tc, Lock: in.Lock, Packages: s.packages,
+	return planned(t, in, cell, tc, plan.Inputs{Packages: s.packages,
 		// The sysroot path is tested end to end by the CLI and the demo; these tests build against this machine's libraries.
 		SysrootWaiver: "unit test of the runner"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := scan.PolicyFor(in.Matrix, s.target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Input{Plan: p, Recipe: in.Recipe, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol}
 }
 
 func countLines(path string) int {

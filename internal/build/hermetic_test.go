@@ -12,7 +12,6 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/sample"
-	"github.com/dorisarm/dorisarm/internal/scan"
 )
 
 // depsInput plans the sample's packages for target with the recipe's
@@ -20,19 +19,9 @@ import (
 func depsInput(t *testing.T, target string, deps map[string][]string, packages ...string) Input {
 	t.Helper()
 	in := sample.Load(t, repo, "", "")
-	r := *in.Recipe
-	r.Thirdparty.Deps = deps
+	in.Recipe.Thirdparty.Deps = deps
 	cell, tc := in.NoCompilerToolchain(t, target, "gcc")
-	pol, err := scan.PolicyFor(in.Matrix, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: &r, Tree: in.Tree, Version: sample.Version,
-		Series: in.Series, Toolchain: tc, Lock: in.Lock, SysrootWaiver: "fast runner test", Packages: packages})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Input{Plan: p, Recipe: &r, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol}
+	return planned(t, in, cell, tc, plan.Inputs{SysrootWaiver: "fast runner test", Packages: packages})
 }
 
 // installed reads the published build's install tree: path → content.

@@ -22,7 +22,6 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/sample"
-	"github.com/dorisarm/dorisarm/internal/scan"
 	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
 
@@ -157,16 +156,7 @@ func fastInput(t *testing.T, target, patchDir string) Input {
 	}
 	in := sample.Load(t, repo, patchDir, "")
 	cell, tc := in.NoCompilerToolchain(t, target, "gcc")
-	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version,
-		Series: in.Series, Toolchain: tc, Lock: in.Lock, SysrootWaiver: "fast runner test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := scan.PolicyFor(in.Matrix, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Input{Plan: p, Recipe: in.Recipe, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol}
+	return planned(t, in, cell, tc, plan.Inputs{SysrootWaiver: "fast runner test"})
 }
 
 // commandSteps are the plan's steps that run a command through Exec.
@@ -495,16 +485,7 @@ func packagesInput(t *testing.T, target string, packages ...string) Input {
 	t.Helper()
 	in := sample.Load(t, repo, "", "")
 	cell, tc := in.NoCompilerToolchain(t, target, "gcc")
-	pol, err := scan.PolicyFor(in.Matrix, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version,
-		Series: in.Series, Toolchain: tc, Lock: in.Lock, SysrootWaiver: "fast runner test", Packages: packages})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Input{Plan: p, Recipe: in.Recipe, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol}
+	return planned(t, in, cell, tc, plan.Inputs{SysrootWaiver: "fast runner test", Packages: packages})
 }
 
 // editedPatches is a copy of the sample's patches with the bitshuffle
@@ -657,26 +638,17 @@ func TestRunnerKeepGoingNothingBuilt(t *testing.T) {
 	t.Parallel()
 	const target = "kunpeng920"
 	in := sample.Load(t, repo, "", "")
-	r := *in.Recipe
-	r.Thirdparty.BuildNames = map[string][]string{"SIMDPROBE": {}} // unpacked for MINILZ, not built
-	r.Thirdparty.Deps = map[string][]string{"MINILZ": {"SIMDPROBE"}}
+	in.Recipe.Thirdparty.BuildNames = map[string][]string{"SIMDPROBE": {}} // unpacked for MINILZ, not built
+	in.Recipe.Thirdparty.Deps = map[string][]string{"MINILZ": {"SIMDPROBE"}}
 	cell, tc := in.NoCompilerToolchain(t, target, "gcc")
-	pol, err := scan.PolicyFor(in.Matrix, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: &r, Tree: in.Tree, Version: sample.Version,
-		Series: in.Series, Toolchain: tc, Lock: in.Lock, SysrootWaiver: "fast runner test", Packages: []string{"minilz"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bi := planned(t, in, cell, tc, plan.Inputs{SysrootWaiver: "fast runner test", Packages: []string{"minilz"}})
+	p := bi.Plan
 	if len(p.Only) != 2 {
 		t.Fatalf("plan only %v: want MINILZ and the source it needs", p.Only)
 	}
 	out := t.TempDir()
 	fx := &fakeExec{fail: map[string]string{"thirdparty:MINILZ": "minilz broke"}}
-	_, err = Run(context.Background(), Input{Plan: p, Recipe: &r, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol},
-		Options{Out: out, Cache: t.TempDir(), KeepGoing: true, Exec: fx.exec})
+	_, err := Run(context.Background(), bi, Options{Out: out, Cache: t.TempDir(), KeepGoing: true, Exec: fx.exec})
 	var pe *PackagesError
 	if !errors.As(err, &pe) || len(pe.Failed) != 1 || pe.Partial != "" || pe.PartialErr != nil || !strings.Contains(err.Error(), "nothing was published") {
 		t.Fatalf("every built package failed: %v", err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/sample"
-	"github.com/dorisarm/dorisarm/internal/scan"
 	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
 
@@ -25,32 +24,25 @@ func sysrootInput(t *testing.T, target string, made *atomic.Int32, key string, f
 	in := sample.Load(t, repo, "", "")
 	cell, tc := in.NoCompilerToolchain(t, target, "gcc")
 	tc.Sysroot = &toolchain.Sysroot{Name: "test-sysroot", Key: "sha256:" + strings.Repeat("a", 64)}
-	p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version,
-		Series: in.Series, Toolchain: tc, Lock: in.Lock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bi := planned(t, in, cell, tc, plan.Inputs{})
+	p := bi.Plan
 	if p.Steps[0].Kind != plan.KindSysroot || p.Steps[1].Kind != plan.KindToolchain {
 		t.Fatalf("the plan starts %s, %s: want the sysroot and toolchain steps", p.Steps[0].ID, p.Steps[1].ID)
-	}
-	pol, err := scan.PolicyFor(in.Matrix, target)
-	if err != nil {
-		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	if key == "" {
 		key = tc.Sysroot.Key
 	}
 	probes := t.TempDir()
-	return Input{Plan: p, Recipe: in.Recipe, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol,
-		ProbeCache: probes,
-		MakeSysroot: func(ctx context.Context) (*toolchain.Sysroot, error) {
-			n := made.Add(1)
-			if fail != nil {
-				return nil, fail
-			}
-			return &toolchain.Sysroot{Name: "test-sysroot", Key: key, Path: dir, RunPath: dir, Digest: "sha256:" + strings.Repeat("b", 64), Cached: n > 1}, nil
-		}}, probes
+	bi.ProbeCache = probes
+	bi.MakeSysroot = func(ctx context.Context) (*toolchain.Sysroot, error) {
+		n := made.Add(1)
+		if fail != nil {
+			return nil, fail
+		}
+		return &toolchain.Sysroot{Name: "test-sysroot", Key: key, Path: dir, RunPath: dir, Digest: "sha256:" + strings.Repeat("b", 64), Cached: n > 1}, nil
+	}
+	return bi, probes
 }
 
 // verdict plants the toolchain step's remembered verdict for in's compiler.
@@ -167,16 +159,7 @@ func TestInstallDirsInEveryPackageTree(t *testing.T) {
 		in := sample.Load(t, repo, "", "")
 		in.Recipe.Thirdparty.InstallDirs = dirs
 		cell, tc := in.NoCompilerToolchain(t, target, "gcc")
-		p, err := plan.Make(plan.Inputs{Matrix: in.Matrix, Cell: cell, Recipe: in.Recipe, Tree: in.Tree, Version: sample.Version,
-			Series: in.Series, Toolchain: tc, Lock: in.Lock, SysrootWaiver: "install dirs test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pol, err := scan.PolicyFor(in.Matrix, target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Input{Plan: p, Recipe: in.Recipe, Tree: in.Tree, Series: in.Series, TC: tc, Lock: in.Lock, Policy: pol}
+		return planned(t, in, cell, tc, plan.Inputs{SysrootWaiver: "install dirs test"})
 	}
 	without, with := planWith(nil), planWith([]string{"include", "share/doc"})
 	pkgs := 0
