@@ -8,9 +8,10 @@ go 1.26
 // internal/global imports otel/log, while the SDK pins otel/log (and the log
 // SDK and exporters) to v0.16.0, whose packages import otel/internal/global:
 // an import cycle, and the module never builds. These lines pin the otel core
-// to the last release before that (v1.46.0) and repeat the SDK's own v0.16.0
-// pins so the first code generation pass (before the generator copies them
-// in) resolves the same way as the second.
+// and its SDK to the last release before that (v1.46.0; the otel repository
+// releases its v1 modules together, so they move as one) and repeat the
+// SDK's own v0.16.0 pins so the first code generation pass (before the
+// generator copies them in) resolves the same way as the second.
 //
 // github.com/dagger/otel-go is imported by the generated code but required by
 // nothing, so tidy takes its newest pseudo-version. Since 2026-11-24 that one
@@ -28,6 +29,8 @@ replace (
 	go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp => go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp v0.16.0
 	go.opentelemetry.io/otel/log => go.opentelemetry.io/otel/log v0.16.0
 	go.opentelemetry.io/otel/metric => go.opentelemetry.io/otel/metric v1.46.0
+	go.opentelemetry.io/otel/sdk => go.opentelemetry.io/otel/sdk v1.46.0
 	go.opentelemetry.io/otel/sdk/log => go.opentelemetry.io/otel/sdk/log v0.16.0
+	go.opentelemetry.io/otel/sdk/metric => go.opentelemetry.io/otel/sdk/metric v1.46.0
 	go.opentelemetry.io/otel/trace => go.opentelemetry.io/otel/trace v1.46.0
 )
