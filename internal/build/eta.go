@@ -13,13 +13,17 @@ import (
 
 // etaModel is what each step of a cell's plan is expected to take: a step
 // in the cache next to nothing, others what the last published build of
-// the cell (or its partial build) recorded for them. Steps neither says
-// anything about are unknown.
+// the cell (or its partial build) recorded for them. A step this cell never
+// timed takes what it took in the other targets' cells of the same Doris
+// version under the same cache (their mean; borrowed: a package's first
+// build for a new target is estimated from the targets built before).
+// Steps none of these says anything about are unknown.
 type etaModel struct {
-	steps   []simulate.Step
-	known   map[string]bool
-	cores   int
-	planned int
+	steps    []simulate.Step
+	known    map[string]bool
+	borrowed map[string]bool
+	cores    int
+	planned  int
 }
 
 func (r *runner) etaModel() *etaModel {
@@ -46,7 +50,8 @@ func (r *runner) etaModel() *etaModel {
 			jobs[id] = t.Jobs
 		}
 	}
-	m := &etaModel{known: map[string]bool{}, cores: r.opts.Jobs, planned: len(p.Steps)}
+	others := r.otherTargetsTimes()
+	m := &etaModel{known: map[string]bool{}, borrowed: map[string]bool{}, cores: r.opts.Jobs, planned: len(p.Steps)}
 	for _, s := range p.Steps {
 		st := simulate.Step{ID: s.ID, Needs: s.Needs, Jobs: r.opts.Jobs}
 		if s.Kind.Cacheable() {
@@ -63,15 +68,49 @@ func (r *runner) etaModel() *etaModel {
 			}
 			m.known[s.ID] = st.Wall > 0
 		}
+		if t, ok := others[s.ID]; ok && !m.known[s.ID] {
+			st.Wall, st.CPU, st.Jobs = t.Wall, t.CPU, max(t.Jobs, 1)
+			m.known[s.ID], m.borrowed[s.ID] = true, true
+		}
 		m.steps = append(m.steps, st)
 	}
 	return m
 }
 
+// otherTargetsTimes is, for each step name, the mean of its last times in
+// the cells of the other targets of this Doris version under the cache.
+func (r *runner) otherTargetsTimes() map[string]stepTime {
+	doris := r.in.Plan.Cell.Doris
+	cells, _ := filepath.Glob(filepath.Join(r.opts.Cache, "work", "*-"+doris))
+	sum := map[string]stepTime{}
+	n := map[string]int{}
+	for _, dir := range cells {
+		if filepath.Clean(dir) == filepath.Clean(r.work) {
+			continue
+		}
+		for id, t := range readTimes(filepath.Join(dir, timesFile)) {
+			if t.Wall <= 0 {
+				continue
+			}
+			a := sum[id]
+			a.Wall, a.CPU, a.Jobs = a.Wall+t.Wall, a.CPU+t.CPU, max(a.Jobs, t.Jobs)
+			sum[id] = a
+			n[id]++
+		}
+	}
+	for id, a := range sum {
+		a.Wall /= float64(n[id])
+		a.CPU /= float64(n[id])
+		sum[id] = a
+	}
+	return sum
+}
+
 // eta is the simulated time the steps not yet done take on the cell's
-// budget, and how many of them no earlier build timed (counted as
-// nothing: the estimate is then a lower bound).
-func (m *etaModel) eta(done func(id string) bool) (seconds float64, unknown int) {
+// budget, how many of them no earlier build timed (counted as nothing: the
+// estimate is then a lower bound) and how many were timed only in other
+// targets' cells.
+func (m *etaModel) eta(done func(id string) bool) (seconds float64, unknown, borrowed int) {
 	var rest []simulate.Step
 	left := map[string]bool{}
 	for _, s := range m.steps {
@@ -86,6 +125,9 @@ func (m *etaModel) eta(done func(id string) bool) (seconds float64, unknown int)
 		if !m.known[s.ID] {
 			unknown++
 		}
+		if m.borrowed[s.ID] {
+			borrowed++
+		}
 		t := s
 		t.Needs = nil
 		for _, n := range s.Needs {
@@ -97,9 +139,9 @@ func (m *etaModel) eta(done func(id string) bool) (seconds float64, unknown int)
 	}
 	res, err := simulate.Run(rest, max(m.cores, 1))
 	if err != nil {
-		return 0, len(rest)
+		return 0, len(rest), 0
 	}
-	return res.Makespan, unknown
+	return res.Makespan, unknown, borrowed
 }
 
 // priorities are each step's longest chain of work to the end of the plan
@@ -156,7 +198,13 @@ const timesFile = "step-times.json"
 const maxTimes = 4 << 20
 
 func (r *runner) loadTimes() map[string]stepTime {
-	f, err := os.Open(filepath.Join(r.work, timesFile))
+	return readTimes(filepath.Join(r.work, timesFile))
+}
+
+// readTimes reads a cell's times file; nil when it is missing or unreadable
+// (it only feeds an estimate).
+func readTimes(path string) map[string]stepTime {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}

@@ -3,8 +3,13 @@ package build
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/simulate"
@@ -44,14 +49,14 @@ func TestPrioritiesAndETA(t *testing.T) {
 		t.Errorf("timed: LZ4 %v, GFLAGS %v: want LZ4 first", pr[1], pr[0])
 	}
 	none := func(string) bool { return false }
-	if secs, unknown := timed.eta(none); unknown != 0 || secs < 200 || secs > 202 {
+	if secs, unknown, _ := timed.eta(none); unknown != 0 || secs < 200 || secs > 202 {
 		t.Errorf("nothing done: %v s left (%d unknown), want LZ4 beside GFLAGS+GLOG, then collect: 201 s", secs, unknown)
 	}
 	lz4Done := func(id string) bool { return id == "thirdparty:LZ4" }
-	if secs, _ := timed.eta(lz4Done); secs < 100 || secs > 102 {
+	if secs, _, _ := timed.eta(lz4Done); secs < 100 || secs > 102 {
 		t.Errorf("LZ4 done: %v s left, want GFLAGS, GLOG, collect: 101 s", secs)
 	}
-	if _, unknown := untimed.eta(none); unknown != 4 {
+	if _, unknown, _ := untimed.eta(none); unknown != 4 {
 		t.Errorf("untimed: %d unknown steps, want 4", unknown)
 	}
 }
@@ -77,5 +82,60 @@ func TestTimesOutliveKeys(t *testing.T) {
 	}
 	if strings.Contains(second.String(), "never timed") || !strings.Contains(second.String(), "left)") {
 		t.Errorf("the second build's progress:\n%s\nwant every step timed", second.String())
+	}
+}
+
+// TestTimesFromOtherTargets: a target's first build under a cache where
+// another target of the same Doris version was built estimates its time
+// left from that target's step times, and says so; a target of another
+// cache knows nothing and estimates nothing.
+func TestTimesFromOtherTargets(t *testing.T) {
+	t.Parallel()
+	cache := t.TempDir()
+	fx := &fakeExec{}
+	if _, err := Run(context.Background(), fastInput(t, "kunpeng920", ""), Options{Out: t.TempDir(), Cache: cache, Exec: fx.exec}); err != nil {
+		t.Fatal(err)
+	}
+	// The fake runs each step in no time: make kunpeng920's steps take
+	// 100 s each, so the estimate's size shows where it came from.
+	in := fastInput(t, "graviton3", "")
+	timesPath := filepath.Join(cache, "work", "kunpeng920-"+in.Plan.Cell.Doris, timesFile)
+	times := readTimes(timesPath)
+	if len(times) == 0 {
+		t.Fatalf("%s: kunpeng920's build left no step times", timesPath)
+	}
+	for id, st := range times {
+		st.Wall, st.CPU = 100, 100
+		times[id] = st
+	}
+	data, err := json.Marshal(times)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(timesPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var got bytes.Buffer
+	if _, err := Run(context.Background(), in, Options{Out: t.TempDir(), Cache: cache, Exec: fx.exec, Progress: NewProgress(&got, false)}); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`\(about ([0-9hms.]+) left; (\d+) steps timed only for other targets\)`).FindStringSubmatch(got.String())
+	if m == nil {
+		t.Fatalf("graviton3's first build, after kunpeng920's under one cache:\n%s\nwant an estimate from kunpeng920's times, saying so", got.String())
+	}
+	if d, err := time.ParseDuration(m[1]); err != nil || d < 100*time.Second {
+		t.Errorf("estimate %s: want at least one of kunpeng920's 100 s steps", m[1])
+	}
+	if strings.Contains(got.String(), "never timed") {
+		t.Errorf("a step kunpeng920 timed reads as never timed:\n%s", got.String())
+	}
+
+	var alone bytes.Buffer
+	if _, err := Run(context.Background(), fastInput(t, "graviton3", ""), Options{Out: t.TempDir(), Cache: t.TempDir(), Exec: fx.exec, Progress: NewProgress(&alone, false)}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(alone.String(), "other targets") || strings.Contains(alone.String(), "about") {
+		t.Errorf("graviton3 under a cache of its own borrowed times:\n%s", alone.String())
 	}
 }

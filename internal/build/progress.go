@@ -121,8 +121,9 @@ func (p *Progress) Stop(target, id string) {
 
 // ETA sets a target's estimate of the time left (simulated from the
 // recorded times of its steps' last runs); unknown steps were never timed,
-// so the estimate is a lower bound then.
-func (p *Progress) ETA(target string, seconds float64, unknown int) {
+// so the estimate is a lower bound then; borrowed ones were timed only for
+// other targets, and the estimate says so.
+func (p *Progress) ETA(target string, seconds float64, unknown, borrowed int) {
 	if p == nil {
 		return
 	}
@@ -132,13 +133,18 @@ func (p *Progress) ETA(target string, seconds float64, unknown int) {
 		p.eta = map[string]string{}
 	}
 	left := (time.Duration(seconds) * time.Second).Round(time.Second)
+	from := ""
+	if borrowed > 0 {
+		from = fmt.Sprintf("; %d steps timed only for other targets", borrowed)
+	}
 	switch {
-	case seconds <= 0 && unknown > 0:
+	case left < time.Second && unknown > 0:
+		// Nothing timed is left: "at least 0s" says nothing.
 		p.eta[target] = ""
 	case unknown > 0:
-		p.eta[target] = fmt.Sprintf("  (at least %s left; %d steps never timed)", left, unknown)
+		p.eta[target] = fmt.Sprintf("  (at least %s left; %d steps never timed%s)", left, unknown, from)
 	default:
-		p.eta[target] = fmt.Sprintf("  (about %s left)", left)
+		p.eta[target] = fmt.Sprintf("  (about %s left%s)", left, from)
 	}
 }
 

@@ -180,11 +180,11 @@ func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int,
 				cancel() // the steps running now stop; their errors are not the cause
 			}
 		}
-		secs, unknown := model.eta(func(id string) bool {
+		secs, unknown, borrowed := model.eta(func(id string) bool {
 			j, ok := index[id]
 			return ok && (state[j] == finished || state[j] == dropped)
 		})
-		r.opts.Progress.ETA(p.Cell.Target, secs, unknown)
+		r.opts.Progress.ETA(p.Cell.Target, secs, unknown, borrowed)
 	}
 	if first != nil {
 		return built, first
