@@ -2,8 +2,10 @@ package build
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -163,7 +165,7 @@ func (d *dirRemote) Pull(ctx context.Context, c *Cache, key string) (*RemoteEntr
 			}
 		}
 	}
-	if err := c.Adopt(key, tmp); err != nil {
+	if adopted, err := c.Adopt(key, tmp); err != nil || !adopted {
 		return nil, err
 	}
 	d.mu.Lock()
@@ -230,5 +232,119 @@ func TestPulledProvenanceAcrossCells(t *testing.T) {
 		if n != 1 {
 			t.Errorf("entry %s pulled %d times", k[:12], n)
 		}
+	}
+}
+
+// TestPullsForgetWhatIsGone: an entry this build pulled and another
+// process pruned since is pulled again (not run while the remote has it),
+// and one the build then made itself is never recorded as pulled by a
+// later cell of the build.
+func TestPullsForgetWhatIsGone(t *testing.T) {
+	t.Parallel()
+	fx := &fakeExec{}
+	filled := t.TempDir()
+	if _, err := RunAll(context.Background(), []Input{fastInput(t, "kunpeng920", ""), fastInput(t, "graviton3", "")},
+		Options{Out: t.TempDir(), Cache: filled, Jobs: 2, Exec: fx.exec}, nil); err != nil {
+		t.Fatal(err)
+	}
+	remote := &dirRemote{from: &Cache{Dir: filled}, pulls: map[string]int{}}
+	pulls := &Pulls{} // one build: buildcmd shares it across attempts
+	local := t.TempDir()
+	run := func(target string) *Record {
+		t.Helper()
+		out := t.TempDir()
+		if _, err := RunAll(context.Background(), []Input{fastInput(t, target, "")},
+			Options{Out: out, Cache: local, Jobs: 2, Exec: fx.exec, CacheFrom: remote, Pulls: pulls}, nil); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := Verify(Dir(out, sample.Version, target))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	prune := func() {
+		t.Helper()
+		for _, d := range []string{"steps", "work"} {
+			if err := os.RemoveAll(filepath.Join(local, d)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	first := run("kunpeng920")
+	if len(first.Cache.Pulled) == 0 || len(first.Cache.Misses) != 0 {
+		t.Fatalf("first attempt: %d pulled, misses %v: want everything pulled", len(first.Cache.Pulled), first.Cache.Misses)
+	}
+	prune()
+	again := run("kunpeng920")
+	if len(again.Cache.Misses) != 0 || len(again.Cache.Pulled) != len(first.Cache.Pulled) {
+		t.Errorf("after a prune, with the remote holding every entry: %d pulled (%d before), misses %v: want each pulled again",
+			len(again.Cache.Pulled), len(first.Cache.Pulled), again.Cache.Misses)
+	}
+	for k, n := range remote.pulls {
+		if n != 2 {
+			t.Errorf("entry %s pulled %d times over a prune: want 2", k[:12], n)
+		}
+	}
+
+	prune()
+	remote.from = &Cache{Dir: t.TempDir()} // the remote lost them too: the steps run here
+	local1 := run("kunpeng920")
+	if len(local1.Cache.Pulled) != 0 || len(local1.Cache.Misses) == 0 {
+		t.Fatalf("with an empty remote: %d pulled, %d misses: want every step run here", len(local1.Cache.Pulled), len(local1.Cache.Misses))
+	}
+	g := run("graviton3")
+	for _, p := range g.Cache.Pulled {
+		t.Errorf("graviton3 records %s as pulled from %s; kunpeng920 made it on this machine", p.Step, p.Artifact)
+	}
+	if len(g.Cache.Hits) == 0 {
+		t.Error("graviton3 found none of kunpeng920's target-free steps in the cache: nothing checked")
+	}
+}
+
+// TestPullsWaiterSharesTheOutcome: a cell waiting on another cell's pull of
+// the same key gets that pull's error (its step warns and runs, as the
+// puller's does), and nothing failed is remembered: the next pull tries
+// again.
+func TestPullsWaiterSharesTheOutcome(t *testing.T) {
+	p := &Pulls{}
+	started, release := make(chan struct{}), make(chan struct{})
+	errRegistry := errors.New("registry timeout")
+	go p.pull("k", func() (*RemoteEntry, error) {
+		close(started)
+		<-release
+		return nil, errRegistry
+	})
+	<-started
+	type outcome struct {
+		e   *RemoteEntry
+		err error
+	}
+	waiter := make(chan outcome)
+	go func() {
+		e, err := p.pull("k", func() (*RemoteEntry, error) {
+			t.Error("the waiter pulled the key itself while another pull of it was in flight")
+			return nil, nil
+		})
+		waiter <- outcome{e, err}
+	}()
+	// The waiter must be waiting before the first pull ends.
+	for waiting := false; !waiting; {
+		p.mu.Lock()
+		waiting = p.inflight["k"].waiters == 1
+		p.mu.Unlock()
+		runtime.Gosched()
+	}
+	close(release)
+	got := <-waiter
+	if !errors.Is(got.err, errRegistry) || got.e != nil {
+		t.Errorf("waiter got (%v, %v): want the pull's error", got.e, got.err)
+	}
+	again := false
+	want := &RemoteEntry{Artifact: "registry.test/cache@sha256:x"}
+	e, err := p.pull("k", func() (*RemoteEntry, error) { again = true; return want, nil })
+	if !again || err != nil || e != want {
+		t.Errorf("after a failed pull: tried again %v, got (%v, %v)", again, e, err)
 	}
 }

@@ -103,18 +103,20 @@ const MaxMeta = maxMeta
 // Adopt moves a complete entry directory made elsewhere in the cache (by
 // a pull: files.tar and meta.json, already checked) into place under key.
 // The directory must be inside <cache>/steps so the rename is atomic.
-func (c *Cache) Adopt(key, dir string) error {
+// adopted is false when another build stored an entry of key first: that
+// one stays, and dir is removed (its bytes are not what the cache holds).
+func (c *Cache) Adopt(key, dir string) (adopted bool, err error) {
 	if !validKey(key) {
-		return fmt.Errorf("invalid cache key %q", key)
+		return false, fmt.Errorf("invalid cache key %q", key)
 	}
 	if err := os.Rename(dir, c.entry(key)); err != nil {
 		if _, statErr := os.Stat(c.entry(key)); statErr == nil {
 			os.RemoveAll(dir)
-			return nil // another build stored it first
+			return false, nil
 		}
-		return err
+		return false, err
 	}
-	return nil
+	return true, nil
 }
 
 // TempDir makes a directory for an entry being assembled; Entries and

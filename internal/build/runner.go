@@ -587,6 +587,14 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 		defer unlock()
 		m, ok := r.cache.Get(s.Key)
 		pulled := r.opts.Pulls.get(s.Key)
+		if !ok {
+			// Pulled earlier in this build but gone from the local cache
+			// since (pruned by another process): pulled again below, or
+			// run here; either way the old pull no longer says where
+			// the bytes came from.
+			r.opts.Pulls.drop(s.Key)
+			pulled = nil
+		}
 		if !ok && r.opts.CacheFrom != nil {
 			got, err := r.opts.Pulls.pull(s.Key, func() (*RemoteEntry, error) { return r.opts.CacheFrom.Pull(ctx, r.cache, s.Key) })
 			switch {
@@ -598,6 +606,9 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 				if m, ok = r.cache.Get(s.Key); ok {
 					pulled = got
 				}
+			}
+			if !ok {
+				r.opts.Pulls.drop(s.Key) // it runs here: its entry will be this build's
 			}
 		}
 		if sr := r.sysrootDigest(s); ok && m.Sysroot != "" && sr != "" && m.Sysroot != sr {
@@ -998,12 +1009,24 @@ func (r *runner) prefetch(ctx context.Context) {
 type Pulls struct {
 	mu       sync.Mutex
 	m        map[string]*RemoteEntry
-	inflight map[string]chan struct{}
+	inflight map[string]*flight
+}
+
+// flight is a pull in progress; e and err are its outcome once done is
+// closed. waiters counts the pulls waiting on it (under Pulls.mu).
+type flight struct {
+	done    chan struct{}
+	e       *RemoteEntry
+	err     error
+	waiters int
 }
 
 // pull runs fn, the pull of key, unless this build pulled key already or
 // is pulling it now (cells sharing a target-free step would each fetch
-// the same bytes): then it waits for that pull and returns its entry.
+// the same bytes): then it waits for that pull and returns its outcome,
+// its error included (a waiter's step warns about it and runs, as the
+// puller's does; nothing failed is remembered, so a later pull tries
+// again).
 func (p *Pulls) pull(key string, fn func() (*RemoteEntry, error)) (*RemoteEntry, error) {
 	if p == nil {
 		return fn()
@@ -1013,26 +1036,27 @@ func (p *Pulls) pull(key string, fn func() (*RemoteEntry, error)) (*RemoteEntry,
 		p.mu.Unlock()
 		return e, nil
 	}
-	if wait, ok := p.inflight[key]; ok {
+	if f, ok := p.inflight[key]; ok {
+		f.waiters++
 		p.mu.Unlock()
-		<-wait
-		return p.get(key), nil
+		<-f.done
+		return f.e, f.err
 	}
 	if p.inflight == nil {
-		p.inflight = map[string]chan struct{}{}
+		p.inflight = map[string]*flight{}
 	}
-	done := make(chan struct{})
-	p.inflight[key] = done
+	f := &flight{done: make(chan struct{})}
+	p.inflight[key] = f
 	p.mu.Unlock()
-	e, err := fn()
-	if e != nil && err == nil {
-		p.add(key, e)
+	f.e, f.err = fn()
+	if f.e != nil && f.err == nil {
+		p.add(key, f.e)
 	}
 	p.mu.Lock()
 	delete(p.inflight, key)
 	p.mu.Unlock()
-	close(done)
-	return e, err
+	close(f.done)
+	return f.e, f.err
 }
 
 func (p *Pulls) add(key string, e *RemoteEntry) {

@@ -291,7 +291,8 @@ func (r *Repo) Push(ctx context.Context, c *build.Cache, key string) error {
 }
 
 // Pull brings the entry of key into c when the repository has it and its
-// signature is trusted; nil when it has none. An artifact that is not
+// signature is trusted; nil when it has none, or when another build
+// stored key's entry in c while this one downloaded. An artifact that is not
 // key's entry, or not signed by whom r.Verify names, is a *ForeignError
 // and nothing of it is kept.
 func (r *Repo) Pull(ctx context.Context, c *build.Cache, key string) (*build.RemoteEntry, error) {
@@ -392,7 +393,13 @@ func (r *Repo) pull(ctx context.Context, c *build.Cache, key string) (pulled, er
 	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), metaBytes, 0o644); err != nil {
 		return none, err
 	}
-	return got, c.Adopt(key, tmp)
+	adopted, err := c.Adopt(key, tmp)
+	if err != nil || !adopted {
+		// Another build stored key's entry while this one downloaded: the
+		// cache holds its bytes, not the repository's, and says so.
+		return none, err
+	}
+	return got, nil
 }
 
 // blob reads the blob d describes to w (and, when w is io.Discard, returns

@@ -126,6 +126,34 @@ func TestPushPull(t *testing.T) {
 	}
 }
 
+// TestPullWhereTheCacheHasTheEntry: when another build stored key's entry
+// in the local cache while a pull downloaded it, the local one stays and
+// the pull says it brought nothing (the cache's bytes are not the
+// registry's, and the record must not say they are).
+func TestPullWhereTheCacheHasTheEntry(t *testing.T) {
+	r, _ := setup(t)
+	ctx := context.Background()
+	if err := r.Push(ctx, entry(t, key), key); err != nil {
+		t.Fatal(err)
+	}
+	dst := entry(t, key) // made here, by "another build"
+	before, err := os.ReadFile(filepath.Join(dst.EntryDir(key), "meta.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Pull(ctx, dst, key)
+	if got != nil || err != nil {
+		t.Errorf("pull into a cache that has the entry: (%+v, %v), want (nil, nil): nothing was taken from the registry", got, err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dst.EntryDir(key), "meta.json"))
+	if string(after) != string(before) {
+		t.Error("the local entry was replaced")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dst.Dir, "steps", ".tmp-*", "*")); len(left) != 0 {
+		t.Errorf("the download was left behind: %v", left)
+	}
+}
+
 // TestForeignArtifactsRefused: under a step key, an artifact of another
 // key, a plain image, an artifact whose meta.json and manifest disagree,
 // and one whose files.tar the registry serves altered are refused, and
