@@ -3,8 +3,10 @@ package toolchain
 import (
 	"bufio"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -111,12 +113,16 @@ func libraryDirs() []string {
 
 // sharedClosure returns the shared libraries prog loads, directly or
 // through each other, by DT_NEEDED name → the file the loader would pick
-// (RUNPATH/RPATH with $ORIGIN, then the default directories). A library
-// it cannot find is left out: the program could not run either, and the
+// (RUNPATH/RPATH with $ORIGIN, then the default directories; like the
+// loader, it passes over files built for another machine or class, such
+// as the arm64 copies multiarch installs beside the host's). A library it
+// cannot find is left out: the program could not run either, and the
 // compiler's own check fails loudly.
 func sharedClosure(prog string, dirs []string) (map[string]string, error) {
 	found := map[string]string{}
 	queue := []string{prog}
+	var class elf.Class
+	var machine elf.Machine
 	for len(queue) > 0 {
 		obj := queue[0]
 		queue = queue[1:]
@@ -128,6 +134,9 @@ func sharedClosure(prog string, dirs []string) (map[string]string, error) {
 			return found, nil // not ELF (a script, a wrapper): no libraries of its own to name
 		case err != nil:
 			continue
+		}
+		if obj == prog {
+			class, machine = f.Class, f.Machine
 		}
 		needed, _ := f.ImportedLibraries()
 		var search []string
@@ -153,7 +162,7 @@ func sharedClosure(prog string, dirs []string) (map[string]string, error) {
 			}
 			for _, d := range append(search, dirs...) {
 				p := filepath.Join(d, name)
-				if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && elfFor(p, class, machine) {
 					real, err := filepath.EvalSymlinks(p)
 					if err != nil {
 						break
@@ -169,6 +178,29 @@ func sharedClosure(prog string, dirs []string) (map[string]string, error) {
 		}
 	}
 	return found, nil
+}
+
+// elfFor says whether p is an ELF object of class and machine.
+func elfFor(p string, class elf.Class, machine elf.Machine) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var h [20]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil || string(h[:4]) != elf.ELFMAG {
+		return false
+	}
+	var order binary.ByteOrder
+	switch elf.Data(h[elf.EI_DATA]) {
+	case elf.ELFDATA2LSB:
+		order = binary.LittleEndian
+	case elf.ELFDATA2MSB:
+		order = binary.BigEndian
+	default:
+		return false
+	}
+	return elf.Class(h[elf.EI_CLASS]) == class && elf.Machine(order.Uint16(h[18:20])) == machine
 }
 
 // libParts adds to parts the libraries of prog's closure whose names match
@@ -235,13 +267,26 @@ func compilerParts(driver, driverDigest string, id matrix.CompilerIdentity, m me
 }
 
 // progName asks the driver where a program it runs is. A path is
-// remembered by the digests of the driver and its libraries (built into
-// the driver, it moves only with a new compiler); "not found" (GCC prints
-// the bare name) is not, since installing the program changes the answer.
+// remembered by the driver's path (GCC finds its programs relative to
+// where it is installed: two copies of one relocatable toolchain answer
+// differently) and the digests of the driver and its libraries; it is
+// asked again when the remembered program is gone. "Not found" (GCC
+// prints the bare name) is not remembered, since installing the program
+// changes the answer.
 func progName(driver, driverDigest string, libs map[string]string, name string, m memo.Dir) (string, error) {
-	key := memo.Key(append([]string{"print-prog-name", driverDigest, name}, flatten(libs)...)...)
+	abs, err := filepath.Abs(driver)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	key := memo.Key(append([]string{"print-prog-name", abs, real, driverDigest, name}, flatten(libs)...)...)
 	if b, ok := m.Get(key); ok && filepath.IsAbs(string(b)) {
-		return string(b), nil
+		if _, err := os.Stat(string(b)); err == nil {
+			return string(b), nil
+		}
 	}
 	out, err := exec.Command(driver, "-print-prog-name="+name).Output()
 	if err != nil {

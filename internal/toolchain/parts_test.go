@@ -195,3 +195,92 @@ func TestRealClangParts(t *testing.T) {
 		t.Errorf("clang-16's parts %v: want libclang-cpp and libLLVM", names)
 	}
 }
+
+// TestProgNameFollowsTheInstall: two copies of one relocatable toolchain
+// (same driver bytes, each its own cc1plus) each count their own program,
+// also after the first copy is gone; a memo keyed by the driver's digest
+// alone gave the second the first's cc1plus.
+func TestProgNameFollowsTheInstall(t *testing.T) {
+	a := fakeCompiler(t)
+	m := memo.Dir(t.TempDir())
+	parts := matrix.CompilerIdentity{Programs: []string{"cc1plus"}}
+	clone := func(name, cc1plus string) string {
+		t.Helper()
+		dst := filepath.Join(t.TempDir(), name)
+		if out, err := exec.Command("cp", "-a", a, dst).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v\n%s", err, out)
+		}
+		if err := os.WriteFile(filepath.Join(dst, "libexec", "cc1plus"), []byte(cc1plus), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	check := func(home string) {
+		t.Helper()
+		id, err := identify(filepath.Join(home, "bin", "fakecc"), parts, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := source.FileDigest(filepath.Join(home, "libexec", "cc1plus"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := id.Parts["program cc1plus"]; got != want {
+			t.Errorf("%s: cc1plus counted as %s, want its own %s", home, got, want)
+		}
+	}
+	check(a)
+	b := clone("b", "#!/bin/sh\n# the second copy's compiler proper\n")
+	check(b)
+	c := clone("c", "#!/bin/sh\n# the third copy's\n")
+	if err := os.RemoveAll(a); err != nil {
+		t.Fatal(err)
+	}
+	check(c)
+}
+
+// TestClosurePassesOverOtherMachines: as the loader does, a library of the
+// right name built for another machine (an arm64 multiarch copy earlier
+// on the search path) is passed over for the one the program can load.
+func TestClosurePassesOverOtherMachines(t *testing.T) {
+	home := fakeCompiler(t)
+	if _, err := exec.LookPath("aarch64-linux-gnu-gcc"); err != nil {
+		t.Skip("no aarch64-linux-gnu-gcc to make an arm64 library with (scripts/install-deps.sh)")
+	}
+	arm := filepath.Join(home, "arm")
+	if err := os.MkdirAll(arm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "banner.c")
+	if err := os.WriteFile(src, []byte(`const char *fake_banner(void) { return "arm64"; }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("aarch64-linux-gnu-gcc", "-shared", "-fPIC", "-Wl,-soname,libfakecc.so.1", "-o", filepath.Join(arm, "libfakecc.so.1"), src).CombinedOutput(); err != nil {
+		t.Fatalf("aarch64-linux-gnu-gcc: %v\n%s", err, out)
+	}
+	// The driver again, with the arm64 directory first on its RUNPATH.
+	drv := filepath.Join(t.TempDir(), "driver.c")
+	if err := os.WriteFile(drv, []byte(fakeDriverC), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(home, "bin", "fakecc2")
+	if out, err := exec.Command("cc", "-o", prog, drv, "-L"+filepath.Join(home, "lib"), "-l:libfakecc.so.1",
+		"-Wl,--enable-new-dtags,-rpath,$ORIGIN/../arm:$ORIGIN/../lib").CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(prog, "--version").CombinedOutput(); err != nil || !strings.Contains(string(out), "16.0.6") {
+		t.Fatalf("the loader did not pass over the arm64 library itself: %v %s", err, out)
+	}
+	libs, err := sharedClosure(prog, libraryDirs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := libs["libfakecc.so.1"], filepath.Join(home, "lib", "libfakecc.so.1"); got != want {
+		t.Errorf("libfakecc.so.1 resolved to %q, want the loadable %q", got, want)
+	}
+	for name, p := range libs {
+		if strings.Contains(p, "aarch64") || strings.HasPrefix(p, arm) {
+			t.Errorf("%s resolved to %s, an arm64 file", name, p)
+		}
+	}
+}
