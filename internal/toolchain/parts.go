@@ -112,72 +112,90 @@ func libraryDirs() []string {
 }
 
 // sharedClosure returns the shared libraries prog loads, directly or
-// through each other, by DT_NEEDED name → the file the loader would pick
-// (RUNPATH/RPATH with $ORIGIN, then the default directories; like the
-// loader, it passes over files built for another machine or class, such
-// as the arm64 copies multiarch installs beside the host's). A library it
-// cannot find is left out: the program could not run either, and the
-// compiler's own check fails loudly.
+// through each other, by DT_NEEDED name → the file the loader would pick.
+// As glibc's loader searches: an object with DT_RUNPATH uses that alone;
+// one without uses its DT_RPATH, then the DT_RPATH of the objects that
+// loaded it (up to the program, each unless it has a DT_RUNPATH); then
+// the default directories. $ORIGIN is the directory of the object's real
+// path. Like the loader, it passes over files built for another machine
+// or class, such as the arm64 copies multiarch installs beside the
+// host's. A library it cannot find is left out: the program could not
+// run either, and the compiler's own check fails loudly.
 func sharedClosure(prog string, dirs []string) (map[string]string, error) {
+	type object struct {
+		path      string
+		inherited []string // DT_RPATH directories of the objects that loaded it
+	}
 	found := map[string]string{}
-	queue := []string{prog}
+	real, err := filepath.EvalSymlinks(prog)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", prog, err)
+	}
+	queue := []object{{path: real}}
 	var class elf.Class
 	var machine elf.Machine
 	for len(queue) > 0 {
 		obj := queue[0]
 		queue = queue[1:]
-		f, err := elf.Open(obj)
+		f, err := elf.Open(obj.path)
 		switch {
-		case err != nil && obj == prog && errors.Is(err, os.ErrNotExist):
-			return nil, fmt.Errorf("%s: %w", prog, err)
-		case err != nil && obj == prog:
+		case err != nil && obj.path == real:
 			return found, nil // not ELF (a script, a wrapper): no libraries of its own to name
 		case err != nil:
 			continue
 		}
-		if obj == prog {
+		if obj.path == real {
 			class, machine = f.Class, f.Machine
 		}
 		needed, _ := f.ImportedLibraries()
-		var search []string
-		origin := filepath.Dir(obj)
-		for _, tag := range []elf.DynTag{elf.DT_RUNPATH, elf.DT_RPATH} {
-			vals, _ := f.DynString(tag)
-			for _, v := range vals {
-				for _, d := range strings.Split(v, ":") {
-					d = strings.ReplaceAll(strings.ReplaceAll(d, "${ORIGIN}", origin), "$ORIGIN", origin)
-					if filepath.IsAbs(d) {
-						search = append(search, d)
-					}
-				}
-			}
-			if len(search) > 0 {
-				break // RUNPATH, when present, replaces RPATH
-			}
-		}
+		runpath, hasRunpath := dynPath(f, elf.DT_RUNPATH, obj.path)
+		rpath, _ := dynPath(f, elf.DT_RPATH, obj.path)
 		f.Close()
+		search, pass := runpath, obj.inherited
+		if !hasRunpath {
+			search = append(slices.Clone(rpath), obj.inherited...)
+			pass = search
+		}
 		for _, name := range needed {
 			if _, ok := found[name]; ok || strings.Contains(name, "/") {
 				continue
 			}
-			for _, d := range append(search, dirs...) {
+			for _, d := range append(slices.Clone(search), dirs...) {
 				p := filepath.Join(d, name)
 				if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && elfFor(p, class, machine) {
-					real, err := filepath.EvalSymlinks(p)
+					lib, err := filepath.EvalSymlinks(p)
 					if err != nil {
 						break
 					}
-					found[name] = real
+					found[name] = lib
 					if len(found) > maxObjects {
 						return nil, fmt.Errorf("%s loads more than %d shared libraries", prog, maxObjects)
 					}
-					queue = append(queue, real)
+					queue = append(queue, object{path: lib, inherited: pass})
 					break
 				}
 			}
 		}
 	}
 	return found, nil
+}
+
+// dynPath is the directories of f's DT_RUNPATH or DT_RPATH, with $ORIGIN
+// expanded to the directory of path; present says whether f has the tag
+// at all (a DT_RUNPATH of directories this cannot expand still turns
+// DT_RPATH off).
+func dynPath(f *elf.File, tag elf.DynTag, path string) (dirs []string, present bool) {
+	vals, _ := f.DynString(tag)
+	origin := filepath.Dir(path)
+	for _, v := range vals {
+		for _, d := range strings.Split(v, ":") {
+			d = strings.ReplaceAll(strings.ReplaceAll(d, "${ORIGIN}", origin), "$ORIGIN", origin)
+			if filepath.IsAbs(d) {
+				dirs = append(dirs, filepath.Clean(d))
+			}
+		}
+	}
+	return dirs, len(vals) > 0
 }
 
 // elfFor says whether p is an ELF object of class and machine.

@@ -284,3 +284,58 @@ func TestClosurePassesOverOtherMachines(t *testing.T) {
 		}
 	}
 }
+
+// TestClosureInheritsRPATH: a library found through the program's DT_RPATH
+// finds its own needs there too (the loader searches the RPATH of every
+// object up the chain), and one found through DT_RUNPATH does not (the
+// program then does not start, and the library is left out).
+func TestClosureInheritsRPATH(t *testing.T) {
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no host C compiler (cc)")
+	}
+	cc := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
+			t.Fatalf("cc %v: %v\n%s", args, err, out)
+		}
+	}
+	src := t.TempDir()
+	write := func(name, text string) string {
+		t.Helper()
+		p := filepath.Join(src, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	inner := write("inner.c", "int inner(void) { return 7; }\n")
+	outer := write("outer.c", "int inner(void);\nint outer(void) { return inner(); }\n")
+	main := write("main.c", "int outer(void);\nint main(void) { return outer() == 7 ? 0 : 1; }\n")
+	for _, c := range []struct {
+		dtags string
+		loads bool
+	}{{"--disable-new-dtags", true}, {"--enable-new-dtags", false}} {
+		home := t.TempDir()
+		lib, bin := filepath.Join(home, "lib"), filepath.Join(home, "bin")
+		os.MkdirAll(lib, 0o755)
+		os.MkdirAll(bin, 0o755)
+		cc("-shared", "-fPIC", "-o", filepath.Join(lib, "libinner.so"), inner)
+		cc("-shared", "-fPIC", "-o", filepath.Join(lib, "libouter.so"), outer, "-L"+lib, "-linner")
+		prog := filepath.Join(bin, "prog")
+		cc("-o", prog, main, "-L"+lib, "-louter", "-Wl,-rpath-link,"+lib, "-Wl,"+c.dtags+",-rpath,$ORIGIN/../lib")
+		runs := exec.Command(prog).Run() == nil
+		if runs != c.loads {
+			t.Fatalf("%s: the program runs: %v, want %v (the loader's own answer)", c.dtags, runs, c.loads)
+		}
+		libs, err := sharedClosure(prog, libraryDirs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if libs["libouter.so"] != filepath.Join(lib, "libouter.so") {
+			t.Errorf("%s: libouter.so resolved to %q", c.dtags, libs["libouter.so"])
+		}
+		if got := libs["libinner.so"]; (got == filepath.Join(lib, "libinner.so")) != c.loads {
+			t.Errorf("%s: libinner.so resolved to %q; the loader finds it: %v", c.dtags, got, c.loads)
+		}
+	}
+}
