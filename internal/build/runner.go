@@ -138,8 +138,7 @@ type runner struct {
 	stage               string // this build's staging directory in Out
 	profileDir, profile string
 	ltoCache            string
-	homes               map[string]*toolchain.Wrappers
-	shims               map[string]toolchain.Shim // per phase: how steps run target programs
+	shims               map[string]toolchain.Shim // per phase: how steps run target programs (cellState.shimMu)
 	hostPath            string                    // PATH as dorisarm found it
 	rec                 *Record
 	warn                func(string)
@@ -178,6 +177,9 @@ type cellState struct {
 	// sysrootMu guards the toolchain's sysroot paths, which the sysroot
 	// step sets while fetch and unpack steps may run.
 	sysrootMu sync.RWMutex
+	// shimMu guards the runner's shims, which the toolchain step sets
+	// while fetch and unpack steps may run and read them.
+	shimMu sync.RWMutex
 }
 
 // root is the directory the step's result is relative to: its own tree
@@ -226,7 +228,7 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	}
 	p := in.Plan
 	cellName := p.Cell.Target + "-" + p.Cell.Doris
-	r := &runner{in: in, opts: opts, cache: c, work: filepath.Join(opts.Cache, "work", cellName), homes: map[string]*toolchain.Wrappers{}}
+	r := &runner{in: in, opts: opts, cache: c, work: filepath.Join(opts.Cache, "work", cellName)}
 	r.src = filepath.Join(r.work, "src")
 	r.logs = filepath.Join(r.work, "logs")
 	r.profileDir = filepath.Join(r.work, "pgo", "profile")
@@ -382,10 +384,13 @@ func (r *runner) prepareToolchain() error {
 		if err := os.WriteFile(filepath.Join(home, "toolchain.cmake"), []byte(tc.CMakeToolchainFile(w, cache, r.installDir())), 0o644); err != nil {
 			return err
 		}
-		r.homes[phase] = w
-		if r.shims[phase], err = tc.ExecShim(w, ""); err != nil {
+		sh, err := tc.ExecShim(w, "")
+		if err != nil {
 			return err
 		}
+		r.shared.shimMu.Lock()
+		r.shims[phase] = sh
+		r.shared.shimMu.Unlock()
 		flags := r.placeholders(f.Compile())
 		r.shared.mu.Lock()
 		r.rec.Flags[phase] = flags
@@ -562,6 +567,8 @@ func (r *runner) shim(s plan.Step) toolchain.Shim {
 	if ph == "" {
 		ph = plan.PhaseThirdparty
 	}
+	r.shared.shimMu.RLock()
+	defer r.shared.shimMu.RUnlock()
 	if sh, ok := r.shims[ph]; ok {
 		return sh
 	}
