@@ -143,9 +143,24 @@ type dirRemote struct {
 	from  *Cache
 	mu    sync.Mutex
 	pulls map[string]int
+	// late: a key's first pull fails (the registry times out: the
+	// prefetch), and in its second the entry lands in the local cache
+	// while the pull downloads (another build stored it first), so the
+	// pull brings nothing.
+	late  bool
+	tries map[string]int
 }
 
 func (d *dirRemote) Pull(ctx context.Context, c *Cache, key string) (*RemoteEntry, error) {
+	if d.late {
+		d.mu.Lock()
+		d.tries[key]++
+		first := d.tries[key] == 1
+		d.mu.Unlock()
+		if first {
+			return nil, errors.New("registry timeout")
+		}
+	}
 	src := d.from.EntryDir(key)
 	if _, err := os.Stat(filepath.Join(src, "meta.json")); err != nil {
 		return nil, nil
@@ -165,7 +180,7 @@ func (d *dirRemote) Pull(ctx context.Context, c *Cache, key string) (*RemoteEntr
 			}
 		}
 	}
-	if adopted, err := c.Adopt(key, tmp); err != nil || !adopted {
+	if adopted, err := c.Adopt(key, tmp); err != nil || !adopted || d.late {
 		return nil, err
 	}
 	d.mu.Lock()
@@ -306,12 +321,33 @@ func TestPullsForgetWhatIsGone(t *testing.T) {
 // TestPullsWaiterSharesTheOutcome: a cell waiting on another cell's pull of
 // the same key gets that pull's error (its step warns and runs, as the
 // puller's does), and nothing failed is remembered: the next pull tries
-// again.
+// again. What is remembered is the entry with the files it was pulled
+// with: once the local cache holds other files under the key (pruned and
+// made again by another process), the pull no longer speaks for them.
 func TestPullsWaiterSharesTheOutcome(t *testing.T) {
+	const key = "5f0c0ffee0000000000000000000000000000000000000000000000000000001"
+	c := &Cache{Dir: t.TempDir()}
+	c.Init()
+	put := func(content string) string {
+		t.Helper()
+		tree := t.TempDir()
+		if err := os.WriteFile(filepath.Join(tree, "f"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Put(Meta{Key: key, Step: "fetch:X"}, tree, []string{"f"}); err != nil {
+			t.Fatal(err)
+		}
+		m, ok := c.Get(key)
+		if !ok {
+			t.Fatal("entry not stored")
+		}
+		return m.TarSHA256
+	}
+
 	p := &Pulls{}
 	started, release := make(chan struct{}), make(chan struct{})
 	errRegistry := errors.New("registry timeout")
-	go p.pull("k", func() (*RemoteEntry, error) {
+	go p.pull(key, c, func() (*RemoteEntry, error) {
 		close(started)
 		<-release
 		return nil, errRegistry
@@ -323,7 +359,7 @@ func TestPullsWaiterSharesTheOutcome(t *testing.T) {
 	}
 	waiter := make(chan outcome)
 	go func() {
-		e, err := p.pull("k", func() (*RemoteEntry, error) {
+		e, _, err := p.pull(key, c, func() (*RemoteEntry, error) {
 			t.Error("the waiter pulled the key itself while another pull of it was in flight")
 			return nil, nil
 		})
@@ -332,7 +368,7 @@ func TestPullsWaiterSharesTheOutcome(t *testing.T) {
 	// The waiter must be waiting before the first pull ends.
 	for waiting := false; !waiting; {
 		p.mu.Lock()
-		waiting = p.inflight["k"].waiters == 1
+		waiting = p.inflight[key].waiters == 1
 		p.mu.Unlock()
 		runtime.Gosched()
 	}
@@ -341,10 +377,58 @@ func TestPullsWaiterSharesTheOutcome(t *testing.T) {
 	if !errors.Is(got.err, errRegistry) || got.e != nil {
 		t.Errorf("waiter got (%v, %v): want the pull's error", got.e, got.err)
 	}
+
 	again := false
 	want := &RemoteEntry{Artifact: "registry.test/cache@sha256:x"}
-	e, err := p.pull("k", func() (*RemoteEntry, error) { again = true; return want, nil })
-	if !again || err != nil || e != want {
-		t.Errorf("after a failed pull: tried again %v, got (%v, %v)", again, e, err)
+	var pulledFiles string
+	e, files, err := p.pull(key, c, func() (*RemoteEntry, error) {
+		again = true
+		pulledFiles = put("the registry's bytes") // what a pull adopts
+		return want, nil
+	})
+	if !again || err != nil || e != want || files != pulledFiles {
+		t.Fatalf("after a failed pull: tried again %v, got (%v, %q, %v)", again, e, files, err)
+	}
+	if got := p.get(key, pulledFiles); got != want {
+		t.Errorf("the pulled entry, still in the cache: %v, want it traced to %s", got, want.Artifact)
+	}
+	if err := c.Discard(key); err != nil {
+		t.Fatal(err)
+	}
+	local := put("made here")
+	if got := p.get(key, local); got != nil {
+		t.Errorf("an entry made here after the pulled one was pruned reads as pulled from %s", got.Artifact)
+	}
+}
+
+// TestPullOvertakenByAnotherBuild: when another build stores a step's
+// entry while this one's pull downloads it, the pull brings nothing, and
+// the step restores the stored entry as a local hit: it neither runs nor
+// is recorded as pulled.
+func TestPullOvertakenByAnotherBuild(t *testing.T) {
+	t.Parallel()
+	fx := &fakeExec{}
+	filled := t.TempDir()
+	if _, err := Run(context.Background(), fastInput(t, "kunpeng920", ""), Options{Out: t.TempDir(), Cache: filled, Exec: fx.exec}); err != nil {
+		t.Fatal(err)
+	}
+	fx.reset()
+	remote := &dirRemote{from: &Cache{Dir: filled}, pulls: map[string]int{}, late: true, tries: map[string]int{}}
+	out := t.TempDir()
+	if _, err := Run(context.Background(), fastInput(t, "kunpeng920", ""), Options{Out: out, Cache: t.TempDir(), Exec: fx.exec, CacheFrom: remote, Pulls: &Pulls{}}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Verify(Dir(out, sample.Version, "kunpeng920"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := fastInput(t, "kunpeng920", "")
+	for _, id := range fx.commands() {
+		if slices.Contains(cacheable(in.Plan), id) {
+			t.Errorf("%s ran again, though another build stored its entry", id)
+		}
+	}
+	if len(rec.Cache.Pulled) != 0 || len(rec.Cache.Misses) != 0 || len(rec.Cache.Hits) == 0 {
+		t.Errorf("record: %d pulled, misses %v, %d hits: want every step a local hit", len(rec.Cache.Pulled), rec.Cache.Misses, len(rec.Cache.Hits))
 	}
 }

@@ -593,24 +593,28 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 		}
 		defer unlock()
 		m, ok := r.cache.Get(s.Key)
-		pulled := r.opts.Pulls.get(s.Key)
-		if !ok {
+		var pulled *RemoteEntry
+		if ok {
+			pulled = r.opts.Pulls.get(s.Key, m.TarSHA256)
+		} else {
 			// Pulled earlier in this build but gone from the local cache
 			// since (pruned by another process): pulled again below, or
 			// run here; either way the old pull no longer says where
 			// the bytes came from.
 			r.opts.Pulls.drop(s.Key)
-			pulled = nil
 		}
 		if !ok && r.opts.CacheFrom != nil {
-			got, err := r.opts.Pulls.pull(s.Key, func() (*RemoteEntry, error) { return r.opts.CacheFrom.Pull(ctx, r.cache, s.Key) })
+			got, files, err := r.opts.Pulls.pull(s.Key, r.cache, func() (*RemoteEntry, error) { return r.opts.CacheFrom.Pull(ctx, r.cache, s.Key) })
 			switch {
 			case ctx.Err() != nil:
 				return fmt.Errorf("%s: %s interrupted: %w", target, s.ID, ctx.Err())
 			case err != nil:
 				r.warn(fmt.Sprintf("%s: the remote cache: %v; running the step", s.ID, err))
-			case got != nil:
-				if m, ok = r.cache.Get(s.Key); ok {
+			default:
+				// Read again even when the pull brought nothing: another
+				// build may have stored the entry meanwhile (the pull then
+				// says so by bringing nothing), and it is as good a hit.
+				if m, ok = r.cache.Get(s.Key); ok && got != nil && files == m.TarSHA256 {
 					pulled = got
 				}
 			}
@@ -1002,7 +1006,7 @@ func (r *runner) prefetch(ctx context.Context) {
 		sem <- struct{}{}
 		go func(k string) {
 			defer func() { <-sem; wg.Done() }()
-			r.opts.Pulls.pull(k, func() (*RemoteEntry, error) { return r.opts.CacheFrom.Pull(ctx, r.cache, k) })
+			r.opts.Pulls.pull(k, r.cache, func() (*RemoteEntry, error) { return r.opts.CacheFrom.Pull(ctx, r.cache, k) })
 		}(k)
 	}
 	wg.Wait()
@@ -1011,43 +1015,64 @@ func (r *runner) prefetch(ctx context.Context) {
 // Pulls remembers, by step key, the entries a build restored from its
 // remote cache, so that a cell (or a later attempt at a target) that
 // finds such an entry in the local cache records where its bytes came
-// from and whose signature vouched for them, not a local hit. The zero
-// value is ready; a nil *Pulls remembers nothing.
+// from and whose signature vouched for them, not a local hit. An entry
+// is remembered with the digest of its files as pulled: a local entry
+// with other files (pruned and made again by another process) is not
+// the pulled one. The zero value is ready; a nil *Pulls remembers
+// nothing.
 type Pulls struct {
 	mu       sync.Mutex
-	m        map[string]*RemoteEntry
+	m        map[string]pulledEntry
 	inflight map[string]*flight
 }
 
-// flight is a pull in progress; e and err are its outcome once done is
-// closed. waiters counts the pulls waiting on it (under Pulls.mu).
+type pulledEntry struct {
+	e     *RemoteEntry
+	files string // the entry's files.tar digest as pulled
+}
+
+// flight is a pull in progress; its outcome once done is closed. waiters
+// counts the pulls waiting on it (under Pulls.mu).
 type flight struct {
 	done    chan struct{}
-	e       *RemoteEntry
+	got     pulledEntry
 	err     error
 	waiters int
 }
 
-// pull runs fn, the pull of key, unless this build pulled key already or
-// is pulling it now (cells sharing a target-free step would each fetch
-// the same bytes): then it waits for that pull and returns its outcome,
-// its error included (a waiter's step warns about it and runs, as the
-// puller's does; nothing failed is remembered, so a later pull tries
-// again).
-func (p *Pulls) pull(key string, fn func() (*RemoteEntry, error)) (*RemoteEntry, error) {
+// pull runs fn, the pull of key into c, unless this build pulled key
+// already or is pulling it now (cells sharing a target-free step would
+// each fetch the same bytes): then it waits for that pull and returns its
+// outcome, its error included (a waiter's step warns about it and runs,
+// as the puller's does; nothing failed is remembered, so a later pull
+// tries again). files is the digest of the pulled entry's files.tar, to
+// compare with what the local cache holds.
+func (p *Pulls) pull(key string, c *Cache, fn func() (*RemoteEntry, error)) (e *RemoteEntry, files string, err error) {
+	do := func() (pulledEntry, error) {
+		e, err := fn()
+		if e == nil || err != nil {
+			return pulledEntry{}, err
+		}
+		m, ok := c.Get(key)
+		if !ok {
+			return pulledEntry{}, nil // gone already
+		}
+		return pulledEntry{e, m.TarSHA256}, nil
+	}
 	if p == nil {
-		return fn()
+		got, err := do()
+		return got.e, got.files, err
 	}
 	p.mu.Lock()
-	if e, ok := p.m[key]; ok {
+	if got, ok := p.m[key]; ok {
 		p.mu.Unlock()
-		return e, nil
+		return got.e, got.files, nil
 	}
 	if f, ok := p.inflight[key]; ok {
 		f.waiters++
 		p.mu.Unlock()
 		<-f.done
-		return f.e, f.err
+		return f.got.e, f.got.files, f.err
 	}
 	if p.inflight == nil {
 		p.inflight = map[string]*flight{}
@@ -1055,36 +1080,34 @@ func (p *Pulls) pull(key string, fn func() (*RemoteEntry, error)) (*RemoteEntry,
 	f := &flight{done: make(chan struct{})}
 	p.inflight[key] = f
 	p.mu.Unlock()
-	f.e, f.err = fn()
-	if f.e != nil && f.err == nil {
-		p.add(key, f.e)
-	}
-	p.mu.Lock()
-	delete(p.inflight, key)
-	p.mu.Unlock()
-	close(f.done)
-	return f.e, f.err
+	defer func() {
+		p.mu.Lock()
+		delete(p.inflight, key)
+		if f.got.e != nil && f.err == nil {
+			if p.m == nil {
+				p.m = map[string]pulledEntry{}
+			}
+			p.m[key] = f.got
+		}
+		p.mu.Unlock()
+		close(f.done) // also when fn panics: no waiter is left behind
+	}()
+	f.got, f.err = do()
+	return f.got.e, f.got.files, f.err
 }
 
-func (p *Pulls) add(key string, e *RemoteEntry) {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m == nil {
-		p.m = map[string]*RemoteEntry{}
-	}
-	p.m[key] = e
-}
-
-func (p *Pulls) get(key string) *RemoteEntry {
+// get is the entry pulled for key when the local cache's entry has the
+// files it was pulled with (files: the local entry's files.tar digest).
+func (p *Pulls) get(key, files string) *RemoteEntry {
 	if p == nil {
 		return nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.m[key]
+	if got, ok := p.m[key]; ok && got.files == files {
+		return got.e
+	}
+	return nil
 }
 
 // drop forgets a key whose entry was discarded: what the step makes
