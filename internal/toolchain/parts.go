@@ -116,14 +116,15 @@ func libraryDirs() []string {
 // As glibc's loader searches: an object with DT_RUNPATH uses that alone;
 // one without uses its DT_RPATH, then the DT_RPATH of the objects that
 // loaded it (up to the program, each unless it has a DT_RUNPATH); then
-// the default directories. $ORIGIN is the directory of the object's real
-// path. Like the loader, it passes over files built for another machine
+// the default directories. $ORIGIN is the directory the program's real
+// path is in, and for a library the one it was found in (a symlink's, not
+// its target's). Like the loader, it passes over files built for another machine
 // or class, such as the arm64 copies multiarch installs beside the
 // host's. A library it cannot find is left out: the program could not
 // run either, and the compiler's own check fails loudly.
 func sharedClosure(prog string, dirs []string) (map[string]string, error) {
 	type object struct {
-		path      string
+		path      string   // as found: its directory is $ORIGIN
 		inherited []string // DT_RPATH directories of the objects that loaded it
 	}
 	found := map[string]string{}
@@ -171,7 +172,7 @@ func sharedClosure(prog string, dirs []string) (map[string]string, error) {
 					if len(found) > maxObjects {
 						return nil, fmt.Errorf("%s loads more than %d shared libraries", prog, maxObjects)
 					}
-					queue = append(queue, object{path: lib, inherited: pass})
+					queue = append(queue, object{path: filepath.Clean(p), inherited: pass})
 					break
 				}
 			}

@@ -339,3 +339,55 @@ func TestClosureInheritsRPATH(t *testing.T) {
 		}
 	}
 }
+
+// TestClosureOriginOfASymlinkedLibrary: a library reached through a
+// symlink expands $ORIGIN to the directory it was found in, as the loader
+// does, not to its target's.
+func TestClosureOriginOfASymlinkedLibrary(t *testing.T) {
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no host C compiler (cc)")
+	}
+	cc := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
+			t.Fatalf("cc %v: %v\n%s", args, err, out)
+		}
+	}
+	home := t.TempDir()
+	x, y, bin := filepath.Join(home, "X"), filepath.Join(home, "Y"), filepath.Join(home, "bin")
+	for _, d := range []string{filepath.Join(x, "inner"), y, bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(src, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cc("-shared", "-fPIC", "-o", filepath.Join(x, "inner", "libinner.so"), write("inner.c", "int inner(void) { return 7; }\n"))
+	cc("-shared", "-fPIC", "-o", filepath.Join(y, "libouter.so"), write("outer.c", "int inner(void);\nint outer(void) { return inner(); }\n"),
+		"-L"+filepath.Join(x, "inner"), "-linner", "-Wl,--enable-new-dtags,-rpath,$ORIGIN/inner")
+	if err := os.Symlink("../Y/libouter.so", filepath.Join(x, "libouter.so")); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(bin, "prog")
+	cc("-o", prog, write("main.c", "int outer(void);\nint main(void) { return outer() == 7 ? 0 : 1; }\n"),
+		"-L"+x, "-louter", "-Wl,-rpath-link,"+filepath.Join(x, "inner"), "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../X")
+	if out, err := exec.Command(prog).CombinedOutput(); err != nil {
+		t.Fatalf("the program does not start, so the loader disagrees with the test's premise: %v %s", err, out)
+	}
+	libs, err := sharedClosure(prog, libraryDirs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := libs["libinner.so"], filepath.Join(x, "inner", "libinner.so"); got != want {
+		t.Errorf("libinner.so resolved to %q, want %q (through the symlink's $ORIGIN)", got, want)
+	}
+	if got, want := libs["libouter.so"], filepath.Join(y, "libouter.so"); got != want {
+		t.Errorf("libouter.so counted as %q, want the file it links to, %q", got, want)
+	}
+}
