@@ -2,10 +2,10 @@ package build
 
 import (
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/plan"
 
 	"github.com/dorisarm/dorisarm/internal/simulate"
@@ -15,7 +15,7 @@ import (
 // in the cache next to nothing, others what the last published build of
 // the cell (or its partial build) recorded for them. A step this cell never
 // timed takes what it took in the other targets' cells of the same Doris
-// version under the same cache (their mean; borrowed: a package's first
+// version under the same cache (the longest; borrowed: a package's first
 // build for a new target is estimated from the targets built before).
 // Steps none of these says anything about are unknown.
 type etaModel struct {
@@ -77,33 +77,25 @@ func (r *runner) etaModel() *etaModel {
 	return m
 }
 
-// otherTargetsTimes is, for each step name, the mean of its last times in
-// the cells of the other targets of this Doris version under the cache.
+// otherTargetsTimes is, for each step name, its last time in the cells of
+// the other targets of this Doris version under the cache: the longest
+// where several have one (a whole profile, wall, CPU and jobs, from one
+// cell, so the step's parallelism stays what was measured).
 func (r *runner) otherTargetsTimes() map[string]stepTime {
 	doris := r.in.Plan.Cell.Doris
 	cells, _ := filepath.Glob(filepath.Join(r.opts.Cache, "work", "*-"+doris))
-	sum := map[string]stepTime{}
-	n := map[string]int{}
+	out := map[string]stepTime{}
 	for _, dir := range cells {
 		if filepath.Clean(dir) == filepath.Clean(r.work) {
 			continue
 		}
 		for id, t := range readTimes(filepath.Join(dir, timesFile)) {
-			if t.Wall <= 0 {
-				continue
+			if t.Wall > 0 && t.Wall > out[id].Wall {
+				out[id] = t
 			}
-			a := sum[id]
-			a.Wall, a.CPU, a.Jobs = a.Wall+t.Wall, a.CPU+t.CPU, max(a.Jobs, t.Jobs)
-			sum[id] = a
-			n[id]++
 		}
 	}
-	for id, a := range sum {
-		a.Wall /= float64(n[id])
-		a.CPU /= float64(n[id])
-		sum[id] = a
-	}
-	return sum
+	return out
 }
 
 // eta is the simulated time the steps not yet done take on the cell's
@@ -202,15 +194,15 @@ func (r *runner) loadTimes() map[string]stepTime {
 }
 
 // readTimes reads a cell's times file; nil when it is missing or unreadable
-// (it only feeds an estimate).
+// (it only feeds an estimate). Only a regular file of at most maxTimes
+// bytes is read: another cell's work directory may hold anything.
 func readTimes(path string) map[string]stepTime {
-	f, err := os.Open(path)
+	data, err := fsutil.ReadFile(path, maxTimes)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
 	var t map[string]stepTime
-	if json.NewDecoder(io.LimitReader(f, maxTimes)).Decode(&t) != nil {
+	if json.Unmarshal(data, &t) != nil {
 		return nil
 	}
 	return t

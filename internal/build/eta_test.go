@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,5 +139,39 @@ func TestTimesFromOtherTargets(t *testing.T) {
 	}
 	if strings.Contains(alone.String(), "other targets") || strings.Contains(alone.String(), "about") {
 		t.Errorf("graviton3 under a cache of its own borrowed times:\n%s", alone.String())
+	}
+}
+
+// TestReadTimesRefusesWhatIsNotAFile: another cell's times file is read
+// only when it is a regular file of bounded size; a named pipe there
+// blocked the build's estimate (and so the build) for ever.
+func TestReadTimesRefusesWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, timesFile)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan map[string]stepTime, 1)
+	go func() { done <- readTimes(fifo) }()
+	select {
+	case got := <-done:
+		if got != nil {
+			t.Errorf("a named pipe read as times %v", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("readTimes blocked on a named pipe")
+	}
+	big := filepath.Join(dir, "big.json")
+	var b strings.Builder
+	b.WriteString(`{"x":{"wall":1,"jobs":1}`)
+	for i := 0; b.Len() <= maxTimes; i++ {
+		fmt.Fprintf(&b, `,"step%d":{"wall":1,"jobs":1}`, i)
+	}
+	b.WriteString("}")
+	if err := os.WriteFile(big, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTimes(big); got != nil {
+		t.Errorf("a times file over %d bytes was read: %v", maxTimes, got)
 	}
 }
