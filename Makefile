@@ -57,7 +57,7 @@ demo: deps build
 
 # Benchmarks (numbers, not pass/fail): the classifier and the scanner.
 bench: deps
-	$(GO) test -run XXX -bench . -benchtime 5x ./internal/isa ./internal/scan ./internal/flagrec ./internal/plan
+	$(GO) test -run XXX -bench . -benchtime 5x ./internal/isa ./internal/scan ./internal/flagrec ./internal/plan ./internal/simulate
 
 # dorisarm scan (process start included, --target kunpeng920, from an empty
 # directory) against llvm-objdump-16 -d on real arm64 libraries (librocksdb,

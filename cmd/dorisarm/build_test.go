@@ -160,13 +160,30 @@ func checkSimulate(t *testing.T, pub string) {
 	old := filepath.Join(t.TempDir(), "old")
 	os.MkdirAll(old, 0o755)
 	os.WriteFile(filepath.Join(old, build.RecordFile), []byte(`{"cell":{"target":"x"},"steps":[{"id":"a","seconds":1},{"id":"b","seconds":2}]}`), 0o644)
+	bad := func(name, record string) string {
+		dir := filepath.Join(t.TempDir(), name)
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, build.RecordFile), []byte(record), 0o644)
+		return dir
+	}
+	dup := bad("dup", `{"cell":{"target":"x"},"jobs":2,"steps":[{"id":"a","seconds":1},{"id":"a","seconds":2,"needs":["a"]}]}`)
+	self := bad("self", `{"cell":{"target":"x"},"jobs":2,"steps":[{"id":"a","seconds":1},{"id":"b","seconds":1,"needs":["a","b"]},{"id":"c","seconds":1,"needs":["b"]}]}`)
+	huge := bad("huge", `{"cell":{"target":"x"},"jobs":2,"steps":[{"id":"a","seconds":1},{"id":"b","seconds":1.7e308,"needs":["a"]}]}`)
+	none := bad("none", `{"cell":{"target":"x"},"jobs":2,"steps":null}`)
+	broken := bad("broken", "{\"cell\":{\"target\":\"x\"},\n\"jobs\":2,\n\"steps\":[{\"id\":\"a\" \"seconds\":1}]}")
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"simulate", "--cores", "0", pub}, "want whole numbers from 1 to 4096"},
+		{[]string{"simulate", "--cores", "", pub}, "--cores is empty"},
 		{[]string{"simulate", filepath.Dir(old)}, "a dorisarm build --out directory"},
 		{[]string{"simulate", old}, "records no step edges"},
+		{[]string{"simulate", dup}, filepath.Join(dup, build.RecordFile) + ": step x/a is in the profile twice"},
+		{[]string{"simulate", self}, filepath.Join(self, build.RecordFile) + ": the steps' needs form a cycle: x/b → x/b;"},
+		{[]string{"simulate", huge}, filepath.Join(huge, build.RecordFile) + ": step x/b: wall 1.7e+308 s"},
+		{[]string{"simulate", none}, "records no steps"},
+		{[]string{"simulate", broken}, "line 3, column 20: invalid character"},
 	} {
 		if _, stderr, code := run(t, c.args...); code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, %s", c.args, code, stderr)

@@ -38,7 +38,9 @@ total work over the cores (no schedule is shorter either); and the measured
 wall times added up (the build as it ran, one step after another). A step
 restored from the cache counts with the times it took when it ran. Steps
 without a CPU time (records of dorisarm before step profiles, or steps that
-run no program) are simulated as serial, and counted.`,
+run no program) are simulated as serial, and counted. Records of several Doris
+versions keep their steps apart (named <target>@<doris>/<step>); each record is
+checked on its own first, so an error names its file.`,
 		Example: `  dorisarm simulate --cores 2,16,64 out/2.1.7-rc01/kunpeng920 out/2.1.7-rc01/graviton3`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, dirs []string) error {
@@ -70,6 +72,9 @@ run no program) are simulated as serial, and counted.`,
 }
 
 func parseCores(list []string) ([]int, error) {
+	if len(list) == 0 {
+		return nil, fmt.Errorf("--cores is empty: give the machines to simulate, by number of cores (--cores 16,64)")
+	}
 	var ns []int
 	for _, c := range list {
 		n, err := strconv.Atoi(strings.TrimSpace(c))
@@ -111,19 +116,35 @@ func (s simulation) text(w io.Writer) error {
 	return err
 }
 
+// maxSimSteps bounds the steps of one simulation (a Doris build has a few
+// hundred per target).
+const maxSimSteps = 500_000
+
 // loadProfiles reads the records in dirs and returns their steps as one
-// profile, each step named <target>/<step>. Builds of one target merge: a
-// step that ran in one and came from the cache in another counts once,
-// with the times it ran.
+// profile, each step named <target>/<step> (<target>@<doris>/<step> when
+// the records are of more than one Doris version: their steps are other
+// steps). Builds of one cell merge: a step that ran in one and came from
+// the cache in another counts once, with the times it ran. Each record is
+// checked on its own first, so an error names the file it is in.
 func loadProfiles(dirs []string) ([]simulate.Step, []string, error) {
-	byID := map[string]simulate.Step{}
-	ran := map[string]bool{}
-	var builds []string
+	type loaded struct {
+		dir, path string
+		rec       *build.Record
+	}
+	var recs []loaded
+	versions := map[string]bool{}
+	total := 0
 	for _, dir := range dirs {
 		path := filepath.Join(dir, build.RecordFile)
 		rec, err := build.ReadRecord(path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w (is %s a dorisarm build --out directory, <out>/<doris>/<target>?)", path, err, dir)
+		}
+		if len(rec.Steps) == 0 {
+			return nil, nil, fmt.Errorf("%s records no steps: give the directory of a build that ran (dorisarm build --out)", path)
+		}
+		if total += len(rec.Steps); total > maxSimSteps {
+			return nil, nil, fmt.Errorf("%s: the records given hold more than %d steps: simulate fewer builds at once", path, maxSimSteps)
 		}
 		edges := 0
 		for _, s := range rec.Steps {
@@ -132,21 +153,39 @@ func loadProfiles(dirs []string) ([]simulate.Step, []string, error) {
 		if len(rec.Steps) > 1 && edges == 0 {
 			return nil, nil, fmt.Errorf("%s records no step edges: it was written by a dorisarm from before step profiles; build again (a build from the cache is enough) to record them", path)
 		}
-		builds = append(builds, fmt.Sprintf("%s (%s, --jobs %d)", dir, rec.Cell.Target, rec.Jobs))
+		recs = append(recs, loaded{dir, path, rec})
+		versions[rec.Cell.Doris] = true
+	}
+	byID := map[string]simulate.Step{}
+	ran := map[string]bool{}
+	var builds []string
+	for _, l := range recs {
+		rec := l.rec
 		prefix := rec.Cell.Target + "/"
+		if len(versions) > 1 {
+			prefix = rec.Cell.Target + "@" + rec.Cell.Doris + "/"
+		}
+		var own []simulate.Step
 		for _, s := range rec.Steps {
-			id := prefix + s.ID
-			st := simulate.Step{ID: id, Wall: s.Seconds, CPU: s.CPUSeconds, Jobs: rec.Jobs}
+			st := simulate.Step{ID: prefix + s.ID, Wall: s.Seconds, CPU: s.CPUSeconds, Jobs: rec.Jobs}
 			if s.Cached {
 				st.Wall, st.CPU = s.RanSeconds, s.RanCPUSeconds
 			}
 			for _, n := range s.Needs {
 				st.Needs = append(st.Needs, prefix+n)
 			}
-			if _, seen := byID[id]; seen && (ran[id] || s.Cached) {
+			own = append(own, st)
+		}
+		if err := simulate.Check(own); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w; the record is damaged or not dorisarm's: build again to write it anew", l.path, err)
+		}
+		builds = append(builds, fmt.Sprintf("%s (%s, --jobs %d)", l.dir, strings.TrimSuffix(prefix, "/"), rec.Jobs))
+		for i, st := range own {
+			cached := rec.Steps[i].Cached
+			if _, seen := byID[st.ID]; seen && (ran[st.ID] || cached) {
 				continue // the run that measured it wins
 			}
-			byID[id], ran[id] = st, !s.Cached
+			byID[st.ID], ran[st.ID] = st, !cached
 		}
 	}
 	steps := make([]simulate.Step, 0, len(byID))
@@ -154,5 +193,8 @@ func loadProfiles(dirs []string) ([]simulate.Step, []string, error) {
 		steps = append(steps, s)
 	}
 	sort.Slice(steps, func(i, j int) bool { return steps[i].ID < steps[j].ID })
+	if err := simulate.Check(steps); err != nil {
+		return nil, nil, fmt.Errorf("the records of %s do not merge into one profile: %w (are they builds of one plan?)", strings.Join(dirs, ", "), err)
+	}
 	return steps, builds, nil
 }

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -259,9 +260,32 @@ func ReadRecord(path string) (*Record, error) {
 	}
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, err
+		return nil, jsonAt(data, err)
 	}
 	return &r, nil
+}
+
+// jsonAt says where in data a JSON syntax or type error is (line and
+// column), so a damaged record can be found in an editor.
+func jsonAt(data []byte, err error) error {
+	var off int64
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	default:
+		return err
+	}
+	// Offset counts the bytes read when the error was found: the one at
+	// fault is the last of them.
+	off = min(max(off-1, 0), int64(len(data)))
+	before := data[:off]
+	line := 1 + bytes.Count(before, []byte("\n"))
+	col := int(off) - bytes.LastIndexByte(before, '\n')
+	return fmt.Errorf("line %d, column %d: %w", line, col, err)
 }
 
 // ContentDigest identifies what a build is, leaving out when and how fast

@@ -12,10 +12,10 @@
 package simulate
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 )
 
@@ -33,6 +33,9 @@ type Step struct {
 // CPU time. A step that used no more than one core on average, or whose
 // CPU time was not measured, is serial.
 func (s Step) serial() (work, share float64) {
+	if s.Wall == 0 {
+		return 0, 1 // took no time: whatever CPU time rounding left is noise
+	}
 	if s.CPU <= s.Wall || s.Jobs <= 1 {
 		return s.Wall, 1
 	}
@@ -137,14 +140,34 @@ type graph struct {
 	order []int // a topological order
 }
 
+// MaxSeconds bounds a step's wall and CPU time (about 116 days): a record
+// with more is not a measurement.
+const MaxSeconds = 1e7
+
+// Check says whether steps form a profile Run can replay: unique IDs,
+// finite times within MaxSeconds, no negative jobs, needs that name steps
+// of the profile, no cycle. The error names the step and what to fix.
+func Check(steps []Step) error {
+	_, err := newGraph(steps)
+	return err
+}
+
 func newGraph(steps []Step) (*graph, error) {
 	index := make(map[string]int, len(steps))
 	for i, s := range steps {
+		if s.ID == "" {
+			return nil, fmt.Errorf("step %d of the profile has no id", i+1)
+		}
 		if _, dup := index[s.ID]; dup {
 			return nil, fmt.Errorf("step %s is in the profile twice", s.ID)
 		}
-		if s.Wall < 0 || s.CPU < 0 || math.IsNaN(s.Wall) || math.IsNaN(s.CPU) || math.IsInf(s.Wall, 0) || math.IsInf(s.CPU, 0) {
-			return nil, fmt.Errorf("step %s: wall %v s, CPU %v s: want finite times of 0 or more", s.ID, s.Wall, s.CPU)
+		for _, t := range []float64{s.Wall, s.CPU} {
+			if !(t >= 0 && t <= MaxSeconds) { // NaN fails both
+				return nil, fmt.Errorf("step %s: wall %v s, CPU %v s: want times from 0 to %.0f s (is the record a real measurement?)", s.ID, s.Wall, s.CPU, MaxSeconds)
+			}
+		}
+		if s.Jobs < 0 {
+			return nil, fmt.Errorf("step %s: measured at %d jobs: want 1 or more (0: not recorded)", s.ID, s.Jobs)
 		}
 		index[s.ID] = i
 	}
@@ -177,70 +200,131 @@ func newGraph(steps []Step) (*graph, error) {
 		}
 	}
 	if len(g.order) != len(steps) {
-		var cyc []string
-		for i := range steps {
-			if indeg[i] > 0 {
-				cyc = append(cyc, steps[i].ID)
-			}
-		}
-		return nil, errors.New("the steps' needs form a cycle among " + strings.Join(cyc, ", "))
+		return nil, errors.New("the steps' needs form a cycle: " + strings.Join(cycle(steps, index, indeg), " → "))
 	}
 	return g, nil
 }
 
-// schedule runs the list scheduler and returns the makespan. Ready steps
-// start in order of their longest remaining path (ties by ID), each with
-// the cores it can use well, or all that are free.
-func schedule(steps []Step, g *graph, rest []float64, cores int) float64 {
-	type run struct {
-		n     int
-		end   float64
-		cores int
-	}
-	indeg := append([]int(nil), g.indeg...)
-	var ready []int
-	for n := range steps {
-		if indeg[n] == 0 {
-			ready = append(ready, n)
+// cycle finds one cycle among the steps a topological sort left (indeg >
+// 0): from any of them, following needs that were left too must come back
+// to a step already on the walk. The steps that merely come after a cycle
+// are not on it.
+func cycle(steps []Step, index map[string]int, indeg []int) []string {
+	start := -1
+	for i := range steps {
+		if indeg[i] > 0 {
+			start = i
+			break
 		}
 	}
-	var running []run
+	at := map[int]int{} // step → its place on the walk
+	var walk []int
+	for n := start; n >= 0; {
+		if k, seen := at[n]; seen {
+			var ids []string
+			for _, m := range walk[k:] {
+				ids = append(ids, steps[m].ID)
+			}
+			return append(ids, steps[n].ID)
+		}
+		at[n] = len(walk)
+		walk = append(walk, n)
+		next := -1
+		for _, need := range steps[n].Needs {
+			if j := index[need]; indeg[j] > 0 {
+				next = j
+				break
+			}
+		}
+		n = next
+	}
+	return nil // not reached: a step left by the sort has a need left too
+}
+
+// readyQueue orders ready steps by longest remaining path, ties by ID.
+type readyQueue struct {
+	n     []int
+	rest  []float64
+	steps []Step
+}
+
+func (q *readyQueue) Len() int { return len(q.n) }
+func (q *readyQueue) Less(a, b int) bool {
+	ra, rb := q.rest[q.n[a]], q.rest[q.n[b]]
+	if ra != rb {
+		return ra > rb
+	}
+	return q.steps[q.n[a]].ID < q.steps[q.n[b]].ID
+}
+func (q *readyQueue) Swap(a, b int) { q.n[a], q.n[b] = q.n[b], q.n[a] }
+func (q *readyQueue) Push(x any)    { q.n = append(q.n, x.(int)) }
+func (q *readyQueue) Pop() any {
+	x := q.n[len(q.n)-1]
+	q.n = q.n[:len(q.n)-1]
+	return x
+}
+
+type run struct {
+	n     int
+	end   float64
+	cores int
+}
+
+// runQueue orders running steps by when they end, ties by ID.
+type runQueue struct {
+	r     []run
+	steps []Step
+}
+
+func (q *runQueue) Len() int { return len(q.r) }
+func (q *runQueue) Less(a, b int) bool {
+	if q.r[a].end != q.r[b].end {
+		return q.r[a].end < q.r[b].end
+	}
+	return q.steps[q.r[a].n].ID < q.steps[q.r[b].n].ID
+}
+func (q *runQueue) Swap(a, b int) { q.r[a], q.r[b] = q.r[b], q.r[a] }
+func (q *runQueue) Push(x any)    { q.r = append(q.r, x.(run)) }
+func (q *runQueue) Pop() any {
+	x := q.r[len(q.r)-1]
+	q.r = q.r[:len(q.r)-1]
+	return x
+}
+
+// schedule runs the list scheduler and returns the makespan. Ready steps
+// start in order of their longest remaining path (ties by ID), each with
+// the cores it can use well, or all that are free. Both queues are heaps:
+// a profile of many steps takes O(n log n).
+func schedule(steps []Step, g *graph, rest []float64, cores int) float64 {
+	indeg := append([]int(nil), g.indeg...)
+	ready := &readyQueue{rest: rest, steps: steps}
+	for n := range steps {
+		if indeg[n] == 0 {
+			ready.n = append(ready.n, n)
+		}
+	}
+	heap.Init(ready)
+	running := &runQueue{steps: steps}
 	free, now, done := cores, 0.0, 0
 	for done < len(steps) {
-		sort.Slice(ready, func(a, b int) bool {
-			ra, rb := rest[ready[a]], rest[ready[b]]
-			if ra != rb {
-				return ra > rb
-			}
-			return steps[ready[a]].ID < steps[ready[b]].ID
-		})
-		for len(ready) > 0 && free > 0 {
-			n := ready[0]
-			ready = ready[1:]
+		for ready.Len() > 0 && free > 0 {
+			n := heap.Pop(ready).(int)
 			// The cores it uses well; the last ready step also takes the
 			// rest, as make -j does with a budget nothing else wants
 			// (idle cores shorten no step).
 			k := min(free, steps[n].Useful(cores))
-			if len(ready) == 0 {
+			if ready.Len() == 0 {
 				k = free
 			}
 			free -= k
-			running = append(running, run{n, now + steps[n].Time(k), k})
+			heap.Push(running, run{n, now + steps[n].Time(k), k})
 		}
-		// The next step to end.
-		first := 0
-		for i, r := range running {
-			if r.end < running[first].end || r.end == running[first].end && steps[r.n].ID < steps[running[first].n].ID {
-				first = i
-			}
-		}
-		r := running[first]
-		running = append(running[:first], running[first+1:]...)
+		r := heap.Pop(running).(run) // the next step to end
 		now, free = r.end, free+r.cores
 		done++
 		for _, m := range g.users[r.n] {
 			if indeg[m]--; indeg[m] == 0 {
-				ready = append(ready, m)
+				heap.Push(ready, m)
 			}
 		}
 	}
