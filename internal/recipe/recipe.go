@@ -454,14 +454,14 @@ func (r *Recipe) validate() error {
 	for _, name := range slices.Sorted(maps.Keys(r.Thirdparty.VersionFiles)) {
 		vf := r.Thirdparty.VersionFiles[name]
 		if vf == nil || vf.File == "" || vf.Match == "" {
-			fail(r.Thirdparty.Keys.At("version_files", r.Thirdparty.Pos), "recipe %s: thirdparty.version_files.%s needs file (a path in the unpacked source) and match (a regexp whose first group is the version)", r.Name, name)
+			fail(r.Thirdparty.Keys.At("version_files", r.Thirdparty.Pos), "recipe %s: thirdparty.version_files.%s needs file (a path in the unpacked source) and match (a regexp whose groups, joined with dots, are the version)", r.Name, name)
 			continue
 		}
 		if filepath.IsAbs(vf.File) || strings.HasPrefix(filepath.Clean(vf.File), "..") {
 			fail(vf.Keys.At("file", vf.Pos), "recipe %s: thirdparty.version_files.%s.file %q must be a path inside the unpacked source", r.Name, name, vf.File)
 		}
 		if re, err := regexp.Compile(vf.Match); err != nil || re.NumSubexp() < 1 {
-			fail(vf.Keys.At("match", vf.Pos), "recipe %s: thirdparty.version_files.%s.match %q must be a regexp whose first group is the version", r.Name, name, vf.Match)
+			fail(vf.Keys.At("match", vf.Pos), "recipe %s: thirdparty.version_files.%s.match %q must be a regexp whose groups, joined with dots, are the version", r.Name, name, vf.Match)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.HostEnv)) {

@@ -11,7 +11,9 @@ import (
 
 // VersionFrom says where an unpacked package declares its version when the
 // build system's usual places do not (OpenSSL's opensslv.h): a file in the
-// source and a regexp whose first group is the version.
+// source and a regexp whose groups, joined with dots, are the version
+// (Abseil declares 20230125.3 as ABSL_LTS_RELEASE_VERSION 20230125 and
+// ABSL_LTS_RELEASE_PATCH_LEVEL 3).
 type VersionFrom struct {
 	File  string `json:"file"`
 	Match string `json:"match"`
@@ -58,11 +60,28 @@ func DeclaredVersion(dir string, extra *VersionFrom) (version, file string) {
 		if err != nil {
 			continue
 		}
-		if m := re.FindSubmatch(b); m != nil && len(m) > 1 && len(m[1]) > 0 {
-			return strings.TrimRight(string(m[1]), ".-"), c.File
+		m := re.FindSubmatch(b)
+		if m == nil || len(m) < 2 || len(m[1]) == 0 {
+			continue
 		}
+		var parts []string
+		for _, g := range m[1:] {
+			if len(g) > 0 {
+				parts = append(parts, string(g))
+			}
+		}
+		v := strings.TrimRight(strings.Join(parts, "."), ".-")
+		if placeholder(v) {
+			continue // 0.0.0 names no release (brotli 1.0.9's configure.ac): look further
+		}
+		return v, c.File
 	}
 	return "", ""
+}
+
+// placeholder says whether a declared version is all zeros.
+func placeholder(v string) bool {
+	return strings.Trim(v, "0.") == ""
 }
 
 // SameVersion reports whether a declared version is the one a tree names,

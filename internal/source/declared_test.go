@@ -22,6 +22,9 @@ func TestDeclaredVersion(t *testing.T) {
 		{"extra file", "include/openssl/opensslv.h", "# define OPENSSL_VERSION_TEXT    \"OpenSSL 1.1.1w  11 Sep 2023\"\n",
 			&VersionFrom{File: "include/openssl/opensslv.h", Match: `OPENSSL_VERSION_TEXT\s+"OpenSSL ([0-9][0-9a-z.]*)`}, "1.1.1w"},
 		{"extra file outside", "x", "", &VersionFrom{File: "../../etc/passwd", Match: `(root)`}, ""},
+		{"groups joined", "absl/base/config.h", "#define ABSL_LTS_RELEASE_VERSION 20230125\n#define ABSL_LTS_RELEASE_PATCH_LEVEL 3\n",
+			&VersionFrom{File: "absl/base/config.h", Match: `(?s)#define ABSL_LTS_RELEASE_VERSION (\d+).*?#define ABSL_LTS_RELEASE_PATCH_LEVEL (\d+)`}, "20230125.3"},
+		{"placeholder", "configure.ac", "AC_INIT([brotli], [0.0.0], [https://groups.google.com/forum/#!forum/brotli])\n", nil, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
