@@ -30,7 +30,8 @@ the --cores given: each step's wall and CPU time, measured at the build's
 --jobs, says how much of it is serial (Amdahl's law); steps run as soon as
 the steps they need have ended, longest remaining path first, each on the
 cores it uses at better than 50% efficiency (the last one ready on all that
-are free, as make -j uses a budget nothing else wants).
+are free, as make -j uses a budget nothing else wants, until another step is
+ready: it then gives back what that one uses well, and its end moves).
 
 It prints, per machine, the simulated makespan; the critical path (the
 longest chain of steps, each on all the cores: no schedule is shorter); the
@@ -165,7 +166,15 @@ func loadProfiles(dirs []string) ([]simulate.Step, []string, error) {
 		if len(versions) > 1 {
 			prefix = rec.Cell.Target + "@" + rec.Cell.Doris + "/"
 		}
-		var own []simulate.Step
+		held := map[string]bool{}
+		for _, s := range rec.Steps {
+			held[s.ID] = true
+		}
+		// own is the record's steps for the check of the record alone: a
+		// need it does not hold is left to the merged profile (a package
+		// list built in parts: the part that built a package is another
+		// record), except in a record of a complete build.
+		var own, all []simulate.Step
 		for _, s := range rec.Steps {
 			st := simulate.Step{ID: prefix + s.ID, Wall: s.Seconds, CPU: s.CPUSeconds, Jobs: rec.Jobs}
 			if s.Cached {
@@ -174,13 +183,23 @@ func loadProfiles(dirs []string) ([]simulate.Step, []string, error) {
 			for _, n := range s.Needs {
 				st.Needs = append(st.Needs, prefix+n)
 			}
-			own = append(own, st)
+			all = append(all, st)
+			mine := st
+			if rec.Partial != nil {
+				mine.Needs = nil
+				for _, n := range s.Needs {
+					if held[n] {
+						mine.Needs = append(mine.Needs, prefix+n)
+					}
+				}
+			}
+			own = append(own, mine)
 		}
 		if err := simulate.Check(own); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w; the record is damaged or not dorisarm's: build again to write it anew", l.path, err)
 		}
 		builds = append(builds, fmt.Sprintf("%s (%s, --jobs %d)", l.dir, strings.TrimSuffix(prefix, "/"), rec.Jobs))
-		for i, st := range own {
+		for i, st := range all {
 			cached := rec.Steps[i].Cached
 			if _, seen := byID[st.ID]; seen && (ran[st.ID] || cached) {
 				continue // the run that measured it wins

@@ -8,7 +8,8 @@
 // cores busy is almost all parallel (a compile), one that kept 1.0 busy is
 // serial (a configure script, a link). The scheduler is list scheduling by
 // longest remaining path; a step gets the cores it can use at better than
-// 50% efficiency, and the last ready one all that are free.
+// 50% efficiency, and the last ready one all that are free, until another
+// is ready and takes back what it uses well (the step's end moves).
 package simulate
 
 import (
@@ -268,6 +269,10 @@ type run struct {
 	n     int
 	end   float64
 	cores int
+	// done is the share of the step's work finished at time at: a step
+	// given idle cores gives back those beyond its useful ones when
+	// another becomes ready, and its end moves.
+	done, at float64
 }
 
 // runQueue orders running steps by when they end, ties by ID.
@@ -307,17 +312,28 @@ func schedule(steps []Step, g *graph, rest []float64, cores int) float64 {
 	running := &runQueue{steps: steps}
 	free, now, done := cores, 0.0, 0
 	for done < len(steps) {
+		// The ready steps want the cores they use well; what they lack is
+		// taken from steps that hold more than that.
+		want := 0
+		for _, n := range ready.n {
+			if want += steps[n].Useful(cores); want >= cores {
+				break
+			}
+		}
+		if need := min(want, cores) - free; need > 0 {
+			free += reclaim(running, steps, cores, now, need)
+		}
 		for ready.Len() > 0 && free > 0 {
 			n := heap.Pop(ready).(int)
 			// The cores it uses well; the last ready step also takes the
 			// rest, as make -j does with a budget nothing else wants
-			// (idle cores shorten no step).
+			// (idle cores shorten no step), until another is ready.
 			k := min(free, steps[n].Useful(cores))
 			if ready.Len() == 0 {
 				k = free
 			}
 			free -= k
-			heap.Push(running, run{n, now + steps[n].Time(k), k})
+			heap.Push(running, run{n: n, end: now + steps[n].Time(k), cores: k, at: now})
 		}
 		r := heap.Pop(running).(run) // the next step to end
 		now, free = r.end, free+r.cores
@@ -329,4 +345,33 @@ func schedule(steps []Step, g *graph, rest []float64, cores int) float64 {
 		}
 	}
 	return now
+}
+
+// reclaim takes back, at time now, up to need cores from running steps
+// that hold more than they use well (given them while nothing else was
+// ready), moving their ends to what the rest of their work takes on fewer
+// cores. It returns the cores freed.
+func reclaim(running *runQueue, steps []Step, cores int, now float64, need int) int {
+	freed := 0
+	for i := range running.r {
+		if freed >= need {
+			break
+		}
+		r := &running.r[i]
+		extra := r.cores - steps[r.n].Useful(cores)
+		if extra <= 0 {
+			continue
+		}
+		if t := steps[r.n].Time(r.cores); t > 0 {
+			r.done = min(1, r.done+(now-r.at)/t)
+		}
+		take := min(extra, need-freed)
+		freed += take
+		r.cores, r.at = r.cores-take, now
+		r.end = now + (1-r.done)*steps[r.n].Time(r.cores)
+	}
+	if freed > 0 {
+		heap.Init(running)
+	}
+	return freed
 }

@@ -110,6 +110,31 @@ func TestLoneStepTakesIdleCores(t *testing.T) {
 	}
 }
 
+// TestIdleCoresGoBack: a step given idle cores (the last one ready) gives
+// back what a step that becomes ready later uses well, instead of keeping
+// them to its end while that step crawls on the one core freed.
+func TestIdleCoresGoBack(t *testing.T) {
+	// B uses 4 cores well (a quarter serial); D is serial and comes first
+	// (B waits for it), so A, alone ready then, takes the other 63.
+	steps := []Step{
+		{ID: "A", Wall: 100, CPU: 160, Jobs: 2},
+		{ID: "B", Needs: []string{"D"}, Wall: 100, CPU: 160, Jobs: 2},
+		{ID: "D", Wall: 2, CPU: 2, Jobs: 2},
+	}
+	if u := steps[1].Useful(64); u != 4 {
+		t.Fatalf("B uses %d cores well, the test wants 4", u)
+	}
+	r, err := Run(steps, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// B from t=2 on 4 cores: 2 + Time(4); on the one core D freed it
+	// would end at 2 + Time(1).
+	if want := 2 + steps[1].Time(4); math.Abs(r.Makespan-want) > 1e-6 {
+		t.Errorf("makespan %v, want %v (B on the 4 cores it uses well; %v on one)", r.Makespan, want, 2+steps[1].Time(1))
+	}
+}
+
 // TestBadProfiles: a missing step, a cycle (named alone, not the steps
 // after it), a duplicate, times that are no measurement, negative jobs, a
 // step with no id, no cores.
