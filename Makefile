@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build generate test test-short test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-real-heavy bench-cache e2e scan-corpus test-real-be
+.PHONY: all deps build generate test test-short test-race test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-real-heavy bench-cache e2e scan-corpus test-real-be
 
 all: build
 
@@ -36,6 +36,12 @@ test: deps vet
 # memory), about a minute. make test runs these and the slow ones.
 test-short: vet
 	$(GO) test -count=1 -short ./...
+
+# The fast tier under the race detector: the runner starts steps, pulls
+# and cells at once (a map the toolchain step wrote while fetch steps read
+# it ended builds). A few minutes; .ci/run runs it.
+test-race: vet
+	$(GO) test -count=1 -race -short ./...
 
 # The Dagger module (ci/) against the real SDK at dagger.json's engineVersion,
 # from the Go module proxy (no engine needed): ci/go.mod resolved the way
