@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,15 +25,27 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// hostile is a registry in front of an honest one: rewrite, when set,
-// may answer a request itself (true) instead of passing it on.
+// hostile is a registry in front of an honest one: its rewrite, when set,
+// may answer a request itself (true) instead of passing it on. A test
+// changes it between cases while a request of the last case may still be
+// served: mu guards it.
 type hostile struct {
 	honest  http.Handler
+	mu      sync.Mutex
 	rewrite func(w http.ResponseWriter, r *http.Request) bool
 }
 
+func (h *hostile) set(rewrite func(w http.ResponseWriter, r *http.Request) bool) {
+	h.mu.Lock()
+	h.rewrite = rewrite
+	h.mu.Unlock()
+}
+
 func (h *hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.rewrite != nil && h.rewrite(w, r) {
+	h.mu.Lock()
+	rewrite := h.rewrite
+	h.mu.Unlock()
+	if rewrite != nil && rewrite(w, r) {
 		return
 	}
 	h.honest.ServeHTTP(w, r)
@@ -106,7 +119,7 @@ func TestGuardRefusesOtherBytesForADigest(t *testing.T) {
 		{"schema 1 unsigned", types.DockerManifestSchema1, "schema 1 manifest"},
 		{"OCI", types.OCIManifestSchema1, "other bytes than the digest names"},
 	} {
-		h.rewrite = answerWith(t, a, b, c.mt)
+		h.set(answerWith(t, a, b, c.mt))
 		_, err := remote.Get(ref, ro...)
 		var ge *GuardError
 		if err == nil || !errors.As(err, &ge) || !strings.Contains(err.Error(), c.want) {
@@ -115,7 +128,7 @@ func TestGuardRefusesOtherBytesForADigest(t *testing.T) {
 	}
 	// A child of an index is fetched by digest inside go-containerregistry:
 	// the guard checks it too.
-	h.rewrite = answerWith(t, a, b, types.DockerManifestSchema1Signed)
+	h.set(answerWith(t, a, b, types.DockerManifestSchema1Signed))
 	desc, err := remote.Get(mustRef(t, host+"/r:idx"), append(ro, remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "arm64"}))...)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +141,7 @@ func TestGuardRefusesOtherBytesForADigest(t *testing.T) {
 		t.Errorf("index child answered with schema 1 bytes: err = %v", err)
 	}
 	// By tag, a schema 1 answer is refused too (its digest would be the header's).
-	h.rewrite = func(w http.ResponseWriter, r *http.Request) bool {
+	h.set(func(w http.ResponseWriter, r *http.Request) bool {
 		if !strings.HasSuffix(r.URL.Path, "/manifests/a") {
 			return false
 		}
@@ -139,7 +152,7 @@ func TestGuardRefusesOtherBytesForADigest(t *testing.T) {
 			_, _ = w.Write(raw)
 		}
 		return true
-	}
+	})
 	if _, err := remote.Get(mustRef(t, host+"/r:a"), ro...); err == nil || !strings.Contains(err.Error(), "schema 1 manifest") {
 		t.Errorf("schema 1 by tag: err = %v", err)
 	}
@@ -158,13 +171,13 @@ func TestGuardFollowsRedirects(t *testing.T) {
 		_, _ = w.Write(raw)
 	}))
 	defer other.Close()
-	h.rewrite = func(w http.ResponseWriter, r *http.Request) bool {
+	h.set(func(w http.ResponseWriter, r *http.Request) bool {
 		if !strings.HasSuffix(r.URL.Path, "/manifests/"+da.String()) {
 			return false
 		}
 		http.Redirect(w, r, other.URL+"/elsewhere", http.StatusTemporaryRedirect)
 		return true
-	}
+	})
 	_, err := remote.Get(mustRef(t, host+"/r@"+da.String()), Options{}.Remote(context.Background())...)
 	if err == nil || !strings.Contains(err.Error(), "schema 1 manifest") {
 		t.Errorf("redirected to another host's schema 1 bytes: err = %v", err)
@@ -228,7 +241,7 @@ func TestGuardBoundsStalls(t *testing.T) {
 			return err
 		}},
 	} {
-		h.rewrite = c.rewrite
+		h.set(c.rewrite)
 		done := make(chan error, 1)
 		go func() { done <- c.do() }()
 		select {
@@ -346,7 +359,7 @@ func TestGuardBoundsSlowReads(t *testing.T) {
 	defer close(release)
 	for _, declared := range []bool{true, false} {
 		// 64 KiB + 1 every 100 ms: never a stall, about 640 KiB/s, 1.6 s for 1 MiB.
-		h.rewrite = func(w http.ResponseWriter, r *http.Request) bool {
+		h.set(func(w http.ResponseWriter, r *http.Request) bool {
 			if !strings.Contains(r.URL.Path, "/blobs/"+ld.String()) {
 				return false
 			}
@@ -369,7 +382,7 @@ func TestGuardBoundsSlowReads(t *testing.T) {
 				}
 			}
 			return true
-		}
+		})
 		start := time.Now()
 		l, err := remote.Layer(mustRef(t, host+"/r@"+ld.String()).(name.Digest), ro...)
 		if err != nil {
