@@ -242,26 +242,19 @@ func cycle(steps []Step, index map[string]int, indeg []int) []string {
 	return nil // not reached: a step left by the sort has a need left too
 }
 
-// readyQueue orders ready steps by longest remaining path, ties by ID.
-type readyQueue struct {
-	n     []int
-	rest  []float64
-	steps []Step
+// queue is a heap (container/heap) of items ordered by less.
+type queue[T any] struct {
+	items []T
+	less  func(a, b T) bool
 }
 
-func (q *readyQueue) Len() int { return len(q.n) }
-func (q *readyQueue) Less(a, b int) bool {
-	ra, rb := q.rest[q.n[a]], q.rest[q.n[b]]
-	if ra != rb {
-		return ra > rb
-	}
-	return q.steps[q.n[a]].ID < q.steps[q.n[b]].ID
-}
-func (q *readyQueue) Swap(a, b int) { q.n[a], q.n[b] = q.n[b], q.n[a] }
-func (q *readyQueue) Push(x any)    { q.n = append(q.n, x.(int)) }
-func (q *readyQueue) Pop() any {
-	x := q.n[len(q.n)-1]
-	q.n = q.n[:len(q.n)-1]
+func (q *queue[T]) Len() int           { return len(q.items) }
+func (q *queue[T]) Less(a, b int) bool { return q.less(q.items[a], q.items[b]) }
+func (q *queue[T]) Swap(a, b int)      { q.items[a], q.items[b] = q.items[b], q.items[a] }
+func (q *queue[T]) Push(x any)         { q.items = append(q.items, x.(T)) }
+func (q *queue[T]) Pop() any {
+	x := q.items[len(q.items)-1]
+	q.items = q.items[:len(q.items)-1]
 	return x
 }
 
@@ -275,47 +268,38 @@ type run struct {
 	done, at float64
 }
 
-// runQueue orders running steps by when they end, ties by ID.
-type runQueue struct {
-	r     []run
-	steps []Step
-}
-
-func (q *runQueue) Len() int { return len(q.r) }
-func (q *runQueue) Less(a, b int) bool {
-	if q.r[a].end != q.r[b].end {
-		return q.r[a].end < q.r[b].end
-	}
-	return q.steps[q.r[a].n].ID < q.steps[q.r[b].n].ID
-}
-func (q *runQueue) Swap(a, b int) { q.r[a], q.r[b] = q.r[b], q.r[a] }
-func (q *runQueue) Push(x any)    { q.r = append(q.r, x.(run)) }
-func (q *runQueue) Pop() any {
-	x := q.r[len(q.r)-1]
-	q.r = q.r[:len(q.r)-1]
-	return x
-}
-
 // schedule runs the list scheduler and returns the makespan. Ready steps
 // start in order of their longest remaining path (ties by ID), each with
 // the cores it can use well, or all that are free. Both queues are heaps:
 // a profile of many steps takes O(n log n).
 func schedule(steps []Step, g *graph, rest []float64, cores int) float64 {
 	indeg := append([]int(nil), g.indeg...)
-	ready := &readyQueue{rest: rest, steps: steps}
+	// Ready steps by longest remaining path, running ones by when they
+	// end; ties by ID.
+	ready := &queue[int]{less: func(a, b int) bool {
+		if rest[a] != rest[b] {
+			return rest[a] > rest[b]
+		}
+		return steps[a].ID < steps[b].ID
+	}}
 	for n := range steps {
 		if indeg[n] == 0 {
-			ready.n = append(ready.n, n)
+			ready.items = append(ready.items, n)
 		}
 	}
 	heap.Init(ready)
-	running := &runQueue{steps: steps}
+	running := &queue[run]{less: func(a, b run) bool {
+		if a.end != b.end {
+			return a.end < b.end
+		}
+		return steps[a.n].ID < steps[b.n].ID
+	}}
 	free, now, done := cores, 0.0, 0
 	for done < len(steps) {
 		// The ready steps want the cores they use well; what they lack is
 		// taken from steps that hold more than that.
 		want := 0
-		for _, n := range ready.n {
+		for _, n := range ready.items {
 			if want += steps[n].Useful(cores); want >= cores {
 				break
 			}
@@ -351,13 +335,13 @@ func schedule(steps []Step, g *graph, rest []float64, cores int) float64 {
 // that hold more than they use well (given them while nothing else was
 // ready), moving their ends to what the rest of their work takes on fewer
 // cores. It returns the cores freed.
-func reclaim(running *runQueue, steps []Step, cores int, now float64, need int) int {
+func reclaim(running *queue[run], steps []Step, cores int, now float64, need int) int {
 	freed := 0
-	for i := range running.r {
+	for i := range running.items {
 		if freed >= need {
 			break
 		}
-		r := &running.r[i]
+		r := &running.items[i]
 		extra := r.cores - steps[r.n].Useful(cores)
 		if extra <= 0 {
 			continue
