@@ -40,17 +40,40 @@ int main(int argc, char **argv) {
 }
 `
 
-func fakeBannerLib(t *testing.T, dir, version string) {
+// needCC skips the test on a machine without a host C compiler.
+func needCC(t *testing.T) {
 	t.Helper()
-	src := filepath.Join(t.TempDir(), "banner.c")
-	if err := os.WriteFile(src, []byte(`const char *fake_banner(void) { return "Fake clang version `+version+`"; }`), 0o644); err != nil {
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no host C compiler (cc) to make the test's programs with")
+	}
+}
+
+// compile runs the C compiler named with args, failing the test with its
+// output.
+func compile(t *testing.T, compiler string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(compiler, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", compiler, args, err, out)
+	}
+}
+
+// cSource writes text as name in a new temporary directory and returns
+// its path.
+func cSource(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+func fakeBannerLib(t *testing.T, dir, version string) {
+	t.Helper()
+	src := cSource(t, "banner.c", `const char *fake_banner(void) { return "Fake clang version `+version+`"; }`)
 	// Written beside and renamed over, as a package upgrade does.
 	tmp := filepath.Join(dir, ".libfakecc.so.1.new")
-	if out, err := exec.Command("cc", "-shared", "-fPIC", "-Wl,-soname,libfakecc.so.1", "-o", tmp, src).CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
+	compile(t, "cc", "-shared", "-fPIC", "-Wl,-soname,libfakecc.so.1", "-o", tmp, src)
 	if err := os.Rename(tmp, filepath.Join(dir, "libfakecc.so.1")); err != nil {
 		t.Fatal(err)
 	}
@@ -58,9 +81,7 @@ func fakeBannerLib(t *testing.T, dir, version string) {
 
 func fakeCompiler(t *testing.T) (home string) {
 	t.Helper()
-	if _, err := exec.LookPath("cc"); err != nil {
-		t.Skip("no host C compiler (cc) to make the fake compiler with")
-	}
+	needCC(t)
 	home = t.TempDir()
 	for _, d := range []string{"bin", "lib", "libexec"} {
 		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
@@ -68,15 +89,9 @@ func fakeCompiler(t *testing.T) (home string) {
 		}
 	}
 	fakeBannerLib(t, filepath.Join(home, "lib"), "16.0.6")
-	src := filepath.Join(t.TempDir(), "driver.c")
-	if err := os.WriteFile(src, []byte(fakeDriverC), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	lib := filepath.Join(home, "lib")
-	if out, err := exec.Command("cc", "-o", filepath.Join(home, "bin", "fakecc"), src, "-L"+lib, "-l:libfakecc.so.1",
-		"-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib").CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
+	compile(t, "cc", "-o", filepath.Join(home, "bin", "fakecc"), cSource(t, "driver.c", fakeDriverC), "-L"+lib, "-l:libfakecc.so.1",
+		"-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib")
 	if err := os.WriteFile(filepath.Join(home, "libexec", "cc1plus"), []byte("#!/bin/sh\n# compiler proper, first build\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -251,23 +266,12 @@ func TestClosurePassesOverOtherMachines(t *testing.T) {
 	if err := os.MkdirAll(arm, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	src := filepath.Join(t.TempDir(), "banner.c")
-	if err := os.WriteFile(src, []byte(`const char *fake_banner(void) { return "arm64"; }`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("aarch64-linux-gnu-gcc", "-shared", "-fPIC", "-Wl,-soname,libfakecc.so.1", "-o", filepath.Join(arm, "libfakecc.so.1"), src).CombinedOutput(); err != nil {
-		t.Fatalf("aarch64-linux-gnu-gcc: %v\n%s", err, out)
-	}
+	compile(t, "aarch64-linux-gnu-gcc", "-shared", "-fPIC", "-Wl,-soname,libfakecc.so.1", "-o", filepath.Join(arm, "libfakecc.so.1"),
+		cSource(t, "banner.c", `const char *fake_banner(void) { return "arm64"; }`))
 	// The driver again, with the arm64 directory first on its RUNPATH.
-	drv := filepath.Join(t.TempDir(), "driver.c")
-	if err := os.WriteFile(drv, []byte(fakeDriverC), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	prog := filepath.Join(home, "bin", "fakecc2")
-	if out, err := exec.Command("cc", "-o", prog, drv, "-L"+filepath.Join(home, "lib"), "-l:libfakecc.so.1",
-		"-Wl,--enable-new-dtags,-rpath,$ORIGIN/../arm:$ORIGIN/../lib").CombinedOutput(); err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
-	}
+	compile(t, "cc", "-o", prog, cSource(t, "driver.c", fakeDriverC), "-L"+filepath.Join(home, "lib"), "-l:libfakecc.so.1",
+		"-Wl,--enable-new-dtags,-rpath,$ORIGIN/../arm:$ORIGIN/../lib")
 	if out, err := exec.Command(prog, "--version").CombinedOutput(); err != nil || !strings.Contains(string(out), "16.0.6") {
 		t.Fatalf("the loader did not pass over the arm64 library itself: %v %s", err, out)
 	}
@@ -290,24 +294,9 @@ func TestClosurePassesOverOtherMachines(t *testing.T) {
 // object up the chain), and one found through DT_RUNPATH does not (the
 // program then does not start, and the library is left out).
 func TestClosureInheritsRPATH(t *testing.T) {
-	if _, err := exec.LookPath("cc"); err != nil {
-		t.Skip("no host C compiler (cc)")
-	}
-	cc := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
-			t.Fatalf("cc %v: %v\n%s", args, err, out)
-		}
-	}
-	src := t.TempDir()
-	write := func(name, text string) string {
-		t.Helper()
-		p := filepath.Join(src, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	needCC(t)
+	cc := func(args ...string) { t.Helper(); compile(t, "cc", args...) }
+	write := func(name, text string) string { t.Helper(); return cSource(t, name, text) }
 	inner := write("inner.c", "int inner(void) { return 7; }\n")
 	outer := write("outer.c", "int inner(void);\nint outer(void) { return inner(); }\n")
 	main := write("main.c", "int outer(void);\nint main(void) { return outer() == 7 ? 0 : 1; }\n")
@@ -344,15 +333,8 @@ func TestClosureInheritsRPATH(t *testing.T) {
 // symlink expands $ORIGIN to the directory it was found in, as the loader
 // does, not to its target's.
 func TestClosureOriginOfASymlinkedLibrary(t *testing.T) {
-	if _, err := exec.LookPath("cc"); err != nil {
-		t.Skip("no host C compiler (cc)")
-	}
-	cc := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
-			t.Fatalf("cc %v: %v\n%s", args, err, out)
-		}
-	}
+	needCC(t)
+	cc := func(args ...string) { t.Helper(); compile(t, "cc", args...) }
 	home := t.TempDir()
 	x, y, bin := filepath.Join(home, "X"), filepath.Join(home, "Y"), filepath.Join(home, "bin")
 	for _, d := range []string{filepath.Join(x, "inner"), y, bin} {
@@ -360,14 +342,7 @@ func TestClosureOriginOfASymlinkedLibrary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	src := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(src, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { t.Helper(); return cSource(t, name, text) }
 	cc("-shared", "-fPIC", "-o", filepath.Join(x, "inner", "libinner.so"), write("inner.c", "int inner(void) { return 7; }\n"))
 	cc("-shared", "-fPIC", "-o", filepath.Join(y, "libouter.so"), write("outer.c", "int inner(void);\nint outer(void) { return inner(); }\n"),
 		"-L"+filepath.Join(x, "inner"), "-linner", "-Wl,--enable-new-dtags,-rpath,$ORIGIN/inner")
