@@ -79,6 +79,9 @@ if [ -n "$want_build" ]; then
     protobuf-compiler thrift-compiler
     # Runs target programs a cross build starts where dorisarm's exec shim cannot be compiled.
     proot
+    # Every build step runs in a bubblewrap sandbox (as root, setpriv of
+    # util-linux drops it to an unprivileged user).
+    bubblewrap util-linux
     # Clang's native profile runtime (PGO profiles).
     libclang-rt-16-dev
     # The other ISA's OpenSSL and profile runtime (multiarch).

@@ -5,11 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -28,98 +24,76 @@ type Command struct {
 	// CPU, when set, has the program's user and system time added to it
 	// (its own children's included, as far as it waited for them).
 	CPU *time.Duration
-	// Bind, when set, is a directory the program sees at another path: a
-	// package step's own tree, seen where the cell's tree is, so that the
-	// paths it records (prefixes in .pc, .la and CMake files) are the
-	// cell's.
-	Bind *Bind
-}
-
-// Bind shows the directory From at the path To (a bind mount in a mount
-// namespace of the command's own), and an empty directory at Hide, when
-// set (the other packages' trees, beside From).
-type Bind struct{ From, To, Hide string }
-
-// Outside is where path p, as the command sees it, is on this machine.
-func (c Command) Outside(p string) string {
-	if c.Bind == nil {
-		return p
-	}
-	if p == c.Bind.To {
-		return c.Bind.From
-	}
-	if rest, ok := strings.CutPrefix(p, c.Bind.To+string(filepath.Separator)); ok {
-		return filepath.Join(c.Bind.From, rest)
-	}
-	return p
+	// Sandbox is what the command sees of this machine besides its system
+	// directories: its tree, written at another path where a package step
+	// builds in a tree of its own, and its declared inputs. nil: only its
+	// working directory, writable.
+	Sandbox *Sandbox
 }
 
 // Exec runs a command to its end. A program that ran and failed returns an
-// *exec.ExitError (the runner reads SIGILL from it); a cancelled ctx stops
+// *ExitError or *exec.ExitError (signalOf reads SIGILL from either); a cancelled ctx stops
 // the command and everything it started.
 type Exec func(ctx context.Context, c Command) error
 
-// RunProcess is the Exec builds use unless Options.Exec says otherwise: the
-// command runs with no network, in a network namespace of its own (see
-// Isolation), and it and all it starts form one process group, which a
-// cancelled ctx stops with SIGTERM (SIGKILL 10 s later). Where no network
-// namespace can be had the command does not run: the error says why.
+// RunProcess is the Exec builds use unless Options.Exec says otherwise:
+// the command runs in a sandbox (bubblewrap; see Sandbox): an unprivileged
+// user with no capability and no_new_privs, in PID, network, IPC and mount
+// namespaces of its own, so it reaches no network, nothing it starts
+// outlives it, and it sees only the system directories, its declared
+// inputs (read-only) and its own tree. A cancelled ctx stops it (SIGTERM,
+// SIGKILL 10 s later; the namespace dies with its first process). Where
+// no sandbox can be made the command does not run: the error says why.
 // A command that fails names the URLs its log shows it tried to download.
 func RunProcess(ctx context.Context, c Command) error {
-	if c.Bind != nil {
-		ns, err := MountIsolation()
-		if err != nil {
-			return fmt.Errorf("step %s: %w", c.Step, err)
-		}
-		return runProcess(ctx, ns.wrap(c), ns.attr)
-	}
-	iso, err := Isolation()
+	sb, err := sandbox()
 	if err != nil {
 		return fmt.Errorf("step %s: %w", c.Step, err)
 	}
-	return runProcess(ctx, c, iso)
-}
-
-// RunProcessWithNetwork is RunProcess with the build machine's network: for
-// a build that must download during its steps (a user's explicit choice,
-// to be recorded as such).
-func RunProcessWithNetwork(ctx context.Context, c Command) error {
-	if c.Bind != nil {
-		return fmt.Errorf("step %s: a package tree is shown at the cell's path only with build isolation (RunProcess)", c.Step)
+	if c.Sandbox == nil && c.Dir != "" {
+		c.Sandbox = &Sandbox{Writable: []Mount{{From: c.Dir}}}
 	}
-	return runProcess(ctx, c, nil)
-}
-
-func runProcess(ctx context.Context, c Command, iso *syscall.SysProcAttr) error {
-	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
-	cmd.Dir, cmd.Env, cmd.Stdin = c.Dir, c.Env, c.Stdin
-	attr := &syscall.SysProcAttr{Setpgid: true}
-	var watch *downloadWatch
-	if iso != nil {
-		attr.Cloneflags = iso.Cloneflags
-		attr.UidMappings, attr.GidMappings = iso.UidMappings, iso.GidMappings
-		attr.GidMappingsEnableSetgroups = iso.GidMappingsEnableSetgroups
-		watch = &downloadWatch{}
-		cmd.Stdout = teeWatch(c.Stdout, watch)
-		cmd.Stderr = cmd.Stdout
-		if !sameWriter(c.Stdout, c.Stderr) {
-			cmd.Stderr = teeWatch(c.Stderr, watch)
+	cmd, undo, err := sb.command(c)
+	if err != nil {
+		return err
+	}
+	defer undo()
+	watch := &downloadWatch{}
+	cmd.Stdout = teeWatch(c.Stdout, watch)
+	cmd.Stderr = cmd.Stdout
+	if !sameWriter(c.Stdout, c.Stderr) {
+		cmd.Stderr = teeWatch(c.Stderr, watch)
+	}
+	run, err := startSandbox(cmd)
+	if err != nil {
+		return fmt.Errorf("step %s: %w: %v", c.Step, errNoSandbox, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+		case <-done:
 		}
-	} else {
-		cmd.Stdout, cmd.Stderr = c.Stdout, c.Stderr
+	}()
+	err = cmd.Wait()
+	close(done)
+	if gerr := run.waitGone(30 * time.Second); gerr != nil {
+		return fmt.Errorf("step %s: %w", c.Step, gerr)
 	}
-	cmd.SysProcAttr = attr
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	err := cmd.Run()
 	if c.CPU != nil && cmd.ProcessState != nil {
 		*c.CPU += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
-	if err != nil && iso != nil && cmd.Process == nil {
-		// Start failed: the namespace could not be made here.
-		return fmt.Errorf("step %s: %w: %v", c.Step, errNoIsolation, err)
+	if ctx.Err() != nil && err != nil {
+		return ctx.Err()
 	}
-	if err != nil && watch != nil {
+	if err != nil {
+		err = exitOf(err)
 		if urls := watch.urls(c.Dir); len(urls) > 0 {
 			d := &DownloadError{Step: c.Step, URLs: urls, Err: err}
 			if c.Stderr != nil {
@@ -129,6 +103,69 @@ func runProcess(ctx context.Context, c Command, iso *syscall.SysProcAttr) error 
 		}
 	}
 	return err
+}
+
+// ExitError is a sandboxed program that ended with a non-zero status or
+// died of a signal (bubblewrap passes a death by signal N on as status
+// 128+N, as a shell does).
+type ExitError struct {
+	Code   int
+	Signal syscall.Signal // 0 when it exited
+	err    *exec.ExitError
+}
+
+func (e *ExitError) Error() string {
+	if e.Signal != 0 {
+		return "signal: " + e.Signal.String()
+	}
+	return fmt.Sprintf("exit status %d", e.Code)
+}
+
+func (e *ExitError) Unwrap() error { return e.err }
+
+// ExitCode is the program's exit status (128+N for a signal N).
+func (e *ExitError) ExitCode() int { return e.Code }
+
+// signalOf is the signal a failed program died of, or 0.
+func signalOf(err error) syscall.Signal {
+	var se *ExitError
+	if errors.As(err, &se) {
+		return se.Signal
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return ws.Signal()
+		}
+	}
+	return 0
+}
+
+// exitCodeOf is a failed program's exit status, and whether err is one.
+func exitCodeOf(err error) (int, bool) {
+	var se *ExitError
+	if errors.As(err, &se) {
+		return se.Code, true
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), true
+	}
+	return 0, false
+}
+
+func exitOf(err error) error {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return err
+	}
+	out := &ExitError{Code: ee.ExitCode(), err: ee}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		out.Signal, out.Code = ws.Signal(), 128+int(ws.Signal())
+	} else if out.Code > 128 && out.Code < 128+65 {
+		out.Signal = syscall.Signal(out.Code - 128)
+	}
+	return out
 }
 
 // DownloadError is a step that failed, run with no network, after trying
@@ -152,56 +189,6 @@ func (e *DownloadError) Error() string {
 
 func (e *DownloadError) Unwrap() error { return e.Err }
 
-var errNoIsolation = errors.New("cannot run a build step without network")
-
-// Isolation is how this process runs build steps with no network: a new
-// network namespace (only a loopback interface, down), made directly as
-// root (CLONE_NEWNET needs CAP_SYS_ADMIN) and inside a new user namespace
-// that maps the user to itself otherwise. An error, naming the reason,
-// where neither works (a kernel without unprivileged user namespaces, a
-// container without CAP_SYS_ADMIN): builds do not fall back to the network.
-func Isolation() (*syscall.SysProcAttr, error) {
-	isolationOnce.Do(func() { isolation, isolationErr = probeIsolation() })
-	return isolation, isolationErr
-}
-
-func probeIsolation() (*syscall.SysProcAttr, error) {
-	var tries []string
-	for _, attr := range isolationCandidates() {
-		cmd := exec.Command("/bin/sh", "-c", "exit 0")
-		cmd.SysProcAttr = attr
-		if err := cmd.Run(); err != nil {
-			tries = append(tries, fmt.Sprintf("%s: %v", describeIsolation(attr), err))
-			continue
-		}
-		return attr, nil
-	}
-	return nil, fmt.Errorf("%w: no network namespace can be made here (%s); run dorisarm as root or with CAP_SYS_ADMIN (a Dagger exec: InsecureRootCapabilities), or allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)",
-		errNoIsolation, joinTries(tries))
-}
-
-func isolationCandidates() []*syscall.SysProcAttr {
-	var out []*syscall.SysProcAttr
-	if os.Geteuid() == 0 {
-		out = append(out, &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET})
-	}
-	uid, gid := os.Getuid(), os.Getgid()
-	out = append(out, &syscall.SysProcAttr{
-		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET,
-		UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
-		GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
-		GidMappingsEnableSetgroups: false,
-	})
-	return out
-}
-
-func describeIsolation(a *syscall.SysProcAttr) string {
-	if a.Cloneflags&syscall.CLONE_NEWUSER != 0 {
-		return "a user and network namespace"
-	}
-	return "a network namespace"
-}
-
 // sameWriter reports whether a and b are one writer (exec.Cmd then lets
 // one goroutine at a time write to it; two tees of it would not).
 func sameWriter(a, b io.Writer) (same bool) {
@@ -213,104 +200,3 @@ func sameWriter(a, b io.Writer) (same bool) {
 	return a == b
 }
 
-func joinTries(t []string) string {
-	s := ""
-	for i, x := range t {
-		if i > 0 {
-			s += "; "
-		}
-		s += x
-	}
-	return s
-}
-
-// mountNS is how a command is shown a tree at another path: a mount
-// namespace (with the network namespace Isolation gives), in which a
-// small shell makes every mount private, binds the tree and then runs the
-// command.
-type mountNS struct {
-	attr        *syscall.SysProcAttr
-	sh, mount   string
-	description string
-}
-
-var (
-	mountOnce sync.Once
-	mountIso  *mountNS
-	mountErr  error
-)
-
-// mountScript makes the namespace's mounts private (nothing reaches the
-// build machine's), binds $1 at $2, enters $3 and runs the rest.
-const mountScript = `"$0" --make-rprivate / && "$0" --bind -- "$1" "$2" || { echo "dorisarm: cannot show $1 at $2 in the step's mount namespace" >&2; exit 126; }
-if [ -n "$4" ]; then "$0" -t tmpfs -o size=64k,mode=0555 dorisarm-hidden "$4" || { echo "dorisarm: cannot hide $4 in the step's mount namespace" >&2; exit 126; }; fi
-cd -- "$3" || exit 126
-shift 4
-exec "$@"`
-
-func (ns *mountNS) wrap(c Command) Command {
-	w := c
-	w.Path = ns.sh
-	w.Args = append([]string{"-c", mountScript, ns.mount, c.Bind.From, c.Bind.To, c.Dir, c.Bind.Hide, c.Path}, c.Args...)
-	return w
-}
-
-// MountIsolation is Isolation with a mount namespace of the command's own,
-// for package steps that build in a tree of their own: as root directly;
-// otherwise in a user namespace that maps the user to root in it (a bind
-// mount needs CAP_SYS_ADMIN there, which a non-root user loses at exec).
-// An error says why where neither works.
-func MountIsolation() (*mountNS, error) {
-	mountOnce.Do(func() { mountIso, mountErr = probeMount() })
-	return mountIso, mountErr
-}
-
-func probeMount() (*mountNS, error) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		return nil, fmt.Errorf("%w: no sh to set up a package step's mount namespace", errNoIsolation)
-	}
-	mount, err := exec.LookPath("mount")
-	if err != nil {
-		return nil, fmt.Errorf("%w: no mount program (util-linux) to show a package step its own tree", errNoIsolation)
-	}
-	probe, err := os.MkdirTemp("", "dorisarm-mount-probe-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(probe)
-	from, to := filepath.Join(probe, "from"), filepath.Join(probe, "to")
-	os.Mkdir(from, 0o755)
-	os.Mkdir(to, 0o755)
-	if err := os.WriteFile(filepath.Join(from, "seen"), nil, 0o644); err != nil {
-		return nil, err
-	}
-	var tries []string
-	uid, gid := os.Getuid(), os.Getgid()
-	var cands []*syscall.SysProcAttr
-	if os.Geteuid() == 0 {
-		cands = append(cands, &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS})
-	}
-	cands = append(cands, &syscall.SysProcAttr{
-		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWNS,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
-	})
-	for _, attr := range cands {
-		ns := &mountNS{attr: attr, sh: sh, mount: mount, description: describeIsolation(attr) + " with a mount namespace"}
-		var out strings.Builder
-		c := ns.wrap(Command{Path: "test", Args: []string{"-e", "seen"}, Dir: to, Bind: &Bind{From: from, To: to}})
-		cmd := exec.Command(c.Path, c.Args...)
-		cmd.Dir, cmd.Stdout, cmd.Stderr, cmd.SysProcAttr = c.Dir, &out, &out, attr
-		if err := cmd.Run(); err != nil {
-			tries = append(tries, fmt.Sprintf("%s: %v %s", ns.description, err, strings.TrimSpace(out.String())))
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(to, "seen")); err == nil {
-			return nil, fmt.Errorf("%w: the probe's bind mount reached the build machine's mounts", errNoIsolation)
-		}
-		return ns, nil
-	}
-	return nil, fmt.Errorf("%w: a package step builds in a tree of its own, shown at the cell's path in a mount namespace, and none can be made here (%s); run dorisarm as root or with CAP_SYS_ADMIN (a Dagger exec: InsecureRootCapabilities), or allow unprivileged user namespaces",
-		errNoIsolation, joinTries(tries))
-}

@@ -6,12 +6,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -248,20 +246,23 @@ func (r *runner) smoke(ctx context.Context, dir string, argv []string) (SmokeRes
 		res.Model = r.in.TC.Cell.Qemu.Name
 	}
 	var out bytes.Buffer
-	err := r.opts.Exec(ctx, Command{Step: "smoke", Path: full[0], Args: full[1:], Dir: dir, Stdout: &out, Stderr: &out})
+	// The staged build and the sysroot, read-only: a smoke run cannot
+	// change what the scan gate then reads and the build publishes.
+	sb := &Sandbox{ReadOnly: readOnlyMounts([]string{dir, r.sysrootPath(), r.sysrootRunPath()})}
+	err := r.opts.Exec(ctx, Command{Step: "smoke", Path: full[0], Args: full[1:], Dir: dir, Stdout: &out, Stderr: &out, Sandbox: sb})
 	res.Output = strings.TrimSpace(out.String())
 	if len(res.Output) > 4000 {
 		res.Output = res.Output[len(res.Output)-4000:]
 	}
-	var ee *exec.ExitError
+	code, failed := exitCodeOf(err)
 	switch {
 	case err == nil:
 		return res, nil
-	case errors.As(err, &ee):
-		res.Exit = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.Signal = ws.Signal().String()
-			if ws.Signal() == syscall.SIGILL {
+	case failed:
+		res.Exit = code
+		if sig := signalOf(err); sig != 0 {
+			res.Signal = sig.String()
+			if sig == syscall.SIGILL {
 				return res, fmt.Errorf("%w: %s: %s died with SIGILL under qemu -cpu %s: it uses an instruction the %s CPU does not have (run dorisarm scan --target %s on it to see which)",
 					ErrGate, target, argv[0], res.Model, r.in.TC.Cell.CPU.Name, target)
 			}

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -371,7 +371,11 @@ func (r *runner) prepareToolchain() error {
 			return err
 		}
 		home := filepath.Join(r.work, "toolchain", phase)
-		w, err := tc.WriteWrappers(home, f, filepath.Join(r.logs, "compiler-"+phase+".log"))
+		clog := filepath.Join(r.logs, "compiler-"+phase+".log")
+		if err := touch(clog); err != nil {
+			return err
+		}
+		w, err := tc.WriteWrappers(home, f, clog)
 		if err != nil {
 			return err
 		}
@@ -514,7 +518,7 @@ func (r *runner) placeholders(list []string) []string {
 // env is a step's environment: dorisarm's own, the toolchain's (the cross
 // environment), the step's, and PATH with the phase's compiler home first.
 func (r *runner) env(s plan.Step) []string {
-	env := os.Environ()
+	env := stepEnv(os.Environ(), slices.Sorted(maps.Keys(r.in.Recipe.HostEnv)))
 	for _, e := range r.in.Plan.Toolchain.Env {
 		env = append(env, r.expand(e, s.Phase))
 	}
@@ -803,9 +807,8 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 	case plan.KindTrain:
 		env := append(r.env(s), "LLVM_PROFILE_FILE="+filepath.Join(r.profileDir, "%m-%p.profraw"))
 		err := r.command(ctx, s, s.Command, env, log)
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGILL {
+		if err != nil {
+			if signalOf(err) == syscall.SIGILL {
 				return fmt.Errorf("%w: %s: the instrumented build died with SIGILL under qemu -cpu %s during PGO training: it uses an instruction the %s CPU does not have (dorisarm scan --target %s shows which)",
 					ErrGate, r.in.Plan.Cell.Target, r.in.Plan.Cell.Qemu, r.in.Plan.Cell.CPU, r.in.Plan.Cell.Target)
 			}
@@ -827,7 +830,7 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		if tool == "" {
 			return fmt.Errorf("%s has no llvm-profdata (tools.profdata in matrix.yaml)", r.in.TC.Compiler.Name)
 		}
-		if err := r.run(ctx, s.ID, tool, args, nil, r.src, log); err != nil {
+		if err := r.run(ctx, s, tool, args, r.env(s), r.src, log); err != nil {
 			return err
 		}
 		d, err := source.FileDigest(r.profile)
@@ -856,17 +859,15 @@ func (r *runner) command(ctx context.Context, s plan.Step, argv []string, env []
 		// Target programs the step starts run under qemu on the target's CPU model.
 		args = append(append([]string{}, p...), args...)
 	}
-	return r.run(ctx, s.ID, args[0], args[1:], env, r.src, log)
+	return r.run(ctx, s, args[0], args[1:], env, r.src, log)
 }
 
 // run runs one program of step through Options.Exec, logging it.
-func (r *runner) run(ctx context.Context, step, name string, args, env []string, dir string, log io.Writer) error {
+func (r *runner) run(ctx context.Context, s plan.Step, name string, args, env []string, dir string, log io.Writer) error {
 	fmt.Fprintf(log, "$ %s %s\n", name, strings.Join(args, " "))
-	c := Command{Step: step, Path: name, Args: args, Env: env, Dir: dir, Stdout: log, Stderr: log, CPU: &r.cpu}
-	if r.tree != "" {
-		// A package step sees its own tree where the cell's is.
-		c.Bind = &Bind{From: r.srcDir(), To: r.src, Hide: filepath.Join(r.work, pkgsDir)}
-	}
+	// A package step sees its own tree where the cell's is, and nothing
+	// of the cell but its declared inputs.
+	c := Command{Step: s.ID, Path: name, Args: args, Env: env, Dir: dir, Stdout: log, Stderr: log, CPU: &r.cpu, Sandbox: r.stepSandbox(s)}
 	return r.opts.Exec(ctx, c)
 }
 

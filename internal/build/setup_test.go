@@ -179,12 +179,12 @@ func TestInstallDirsInEveryPackageTree(t *testing.T) {
 	var seen atomic.Int32
 	exec := func(ctx context.Context, c Command) error {
 		if strings.HasPrefix(c.Step, "thirdparty:") {
-			if c.Bind == nil {
+			if c.Sandbox == nil || c.Outside(c.Dir) == c.Dir {
 				t.Errorf("%s ran without a tree of its own", c.Step)
 			} else {
 				seen.Add(1)
 				for _, d := range []string{"include", "share/doc"} {
-					if st, err := os.Stat(filepath.Join(c.Bind.From, "thirdparty", "installed", d)); err != nil || !st.IsDir() {
+					if st, err := os.Stat(filepath.Join(c.Outside(c.Dir), "thirdparty", "installed", d)); err != nil || !st.IsDir() {
 						t.Errorf("%s: installed/%s is not in its tree: %v", c.Step, d, err)
 					}
 				}

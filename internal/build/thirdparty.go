@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"sort"
@@ -99,8 +98,7 @@ func (r *runner) publishPartial(ctx context.Context, pe *PackagesError) (string,
 			// The step's own error, without the log tail and the build
 			// machine's log path.
 			e.Error, e.First = se.Err.Error(), se.First
-			var ee *exec.ExitError
-			if len(e.First) == 0 && errors.As(se.Err, &ee) {
+			if _, failed := exitCodeOf(se.Err); len(e.First) == 0 && failed {
 				// The command failed and no line reads as an error:
 				// the log's last one says more than its exit status.
 				if last := lastLine(se.Tail); last != "" {

@@ -1,0 +1,199 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// escapes are what a hostile step tries, each a shell snippet that
+// prints "ESCAPED <name>" when it gets through. $SECRET is a directory
+// of this machine the step was not given (the cache, the keys), $TREE
+// its tree, $RO a read-only input, $PID dorisarm's process and $PORT a
+// server on this machine's loopback.
+var escapes = []struct{ name, sh string }{
+	{"uid-is-root", `[ "$(id -u)" = 0 ] && echo ESCAPED uid-is-root`},
+	{"capabilities", `grep -q '^CapEff:[[:space:]]*0*$' /proc/self/status || echo ESCAPED capabilities`},
+	{"no-new-privs", `grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/self/status || echo ESCAPED no-new-privs`},
+	{"read-cache", `cat "$SECRET/steps/entry/meta.json" 2>/dev/null && echo ESCAPED read-cache`},
+	{"rewrite-cache", `echo poisoned 2>/dev/null > "$SECRET/steps/entry/meta.json" && echo ESCAPED rewrite-cache`},
+	{"read-key", `cat "$SECRET/cosign.key" 2>/dev/null && echo ESCAPED read-key`},
+	{"home", `ls "$HOSTHOME" >/dev/null 2>&1 && [ "$HOSTHOME" != /tmp ] && echo ESCAPED home`},
+	{"shadow", `cat /etc/shadow >/dev/null 2>&1 && echo ESCAPED shadow`},
+	{"host-write", `mkdir -p "$SECRET/planted" 2>/dev/null && echo x > "$SECRET/planted/file" 2>/dev/null; true`},
+	{"ro-input-write", `echo x 2>/dev/null > "$RO/input" && echo ESCAPED ro-input-write`},
+	{"ro-input-remove", `rm -f "$RO/input" 2>/dev/null; [ -e "$RO/input" ] || echo ESCAPED ro-input-remove`},
+	{"umount-tree", `umount "$TREE" 2>/dev/null && echo ESCAPED umount-tree`},
+	{"umount-ro", `umount "$RO" 2>/dev/null && echo ESCAPED umount-ro`},
+	{"userns-umount", `unshare -Urm sh -c "umount '$RO' && echo ESCAPED userns-umount" 2>/dev/null; true`},
+	{"nsenter-net", `nsenter --net=/proc/$PID/ns/net true 2>/dev/null && echo ESCAPED nsenter-net`},
+	{"proc-root", `ls /proc/$PID/root/ >/dev/null 2>&1 && echo ESCAPED proc-root`},
+	{"signal-dorisarm", `kill -0 $PID 2>/dev/null && echo ESCAPED signal-dorisarm`},
+	{"loopback-server", `bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT" 2>/dev/null && echo ESCAPED loopback-server`},
+	{"daemon", `setsid sh -c "sleep 300 # $TOKEN" </dev/null >/dev/null 2>&1 & true`},
+}
+
+// TestSandboxEscapes runs every escape in a step, as root and again as an
+// unprivileged user (the test binary started again under setpriv), and
+// checks that none got through and that nothing the step started
+// outlives it.
+func TestSandboxEscapes(t *testing.T) {
+	testSandboxEscapes(t)
+	if os.Getenv("DORISARM_SANDBOX_CHILD") != "" || os.Geteuid() != 0 {
+		return
+	}
+	t.Run("as-nobody", func(t *testing.T) {
+		setpriv, err := exec.LookPath("setpriv")
+		if err != nil {
+			t.Skip("no setpriv (util-linux): the unprivileged run is not made")
+		}
+		// The test binary, where nobody can run it.
+		dir, err := os.MkdirTemp("", "dorisarm-sandbox-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		os.Chmod(dir, 0o755)
+		self, _ := os.Executable()
+		bin := filepath.Join(dir, "build.test")
+		if err := copyFile(self, bin); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(bin, 0o755)
+		var out bytes.Buffer
+		cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^TestSandboxEscapes$", "-test.v", "-test.count=1")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "DORISARM_SANDBOX_CHILD=1", "HOME=/nonexistent", "TMPDIR=/tmp", "GOCACHE=/tmp/nobody-gocache")
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("as nobody: %v\n%s", err, out.String())
+		}
+		if !strings.Contains(out.String(), "--- PASS: TestSandboxEscapes") {
+			t.Fatalf("as nobody, the test did not pass:\n%s", out.String())
+		}
+		t.Logf("as nobody:\n%s", out.String())
+	})
+}
+
+func testSandboxEscapes(t *testing.T) {
+	if _, err := sandbox(); err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	secret := filepath.Join(base, "cache")
+	tree := filepath.Join(base, "cache", "work", "cell", "src")
+	ro := filepath.Join(base, "cache", "work", "cell", "toolchain")
+	for _, d := range []string{filepath.Join(secret, "steps", "entry"), tree, ro} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(secret, "steps", "entry", "meta.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(secret, "cosign.key"), []byte("KEY"), 0o644)
+	os.WriteFile(filepath.Join(ro, "input"), []byte("in"), 0o644)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	token := fmt.Sprintf("dorisarm-escape-%d-%d", os.Getpid(), time.Now().UnixNano())
+	var script strings.Builder
+	for _, e := range escapes {
+		fmt.Fprintf(&script, "%s\n", e.sh)
+	}
+	home, _ := os.UserHomeDir()
+	env := []string{"SECRET=" + secret, "TREE=" + tree, "RO=" + ro, "PID=" + strconv.Itoa(os.Getpid()), "HOSTHOME=" + home,
+		"PORT=" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), "TOKEN=" + token, "PATH=/usr/bin:/bin:/usr/sbin:/sbin"}
+	var out bytes.Buffer
+	c := Command{Step: "thirdparty:HOSTILE", Path: "bash", Args: []string{"-c", script.String()}, Env: env, Dir: tree,
+		Stdout: &out, Stderr: &out, Sandbox: &Sandbox{Writable: []Mount{{From: tree}}, ReadOnly: []Mount{{From: ro}}}}
+	if err := RunProcess(context.Background(), c); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, e := range escapes {
+		if strings.Contains(out.String(), "ESCAPED "+e.name) {
+			t.Errorf("%s: the step got out of its sandbox (%s)", e.name, e.sh)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(secret, "planted")); err == nil {
+		t.Error("host-write: the step made a directory of the machine's")
+	}
+	if b, _ := os.ReadFile(filepath.Join(secret, "steps", "entry", "meta.json")); string(b) != "{}" {
+		t.Errorf("the cache entry reads %q after the step", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ro, "input")); string(b) != "in" {
+		t.Errorf("the read-only input reads %q after the step", b)
+	}
+	if pids := processesWith(token); len(pids) > 0 {
+		for _, p := range pids {
+			st, _ := os.ReadFile("/proc/" + p + "/status")
+			cl, _ := os.ReadFile("/proc/" + p + "/cmdline")
+			t.Logf("%s: %q\n%s", p, cl, st)
+		}
+		t.Errorf("daemon: processes %v the step started outlive it", pids)
+	}
+}
+
+// processesWith are the processes whose command line holds s.
+func processesWith(s string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestSandboxRefusesWhatItCannotShow: a path inside the system
+// directories shown elsewhere, or writable, is refused before anything
+// runs, as a relative path is.
+func TestSandboxRefusesWhatItCannotShow(t *testing.T) {
+	sb, err := sandbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Sandbox{
+		{Writable: []Mount{{From: "/usr/lib"}}},
+		{ReadOnly: []Mount{{From: t.TempDir(), To: "/usr/share/x"}}},
+		{Writable: []Mount{{From: "rel"}}},
+	} {
+		if _, err := sb.args(Command{Step: "x", Path: "true", Sandbox: s}); err == nil {
+			t.Errorf("%+v: accepted", *s)
+		}
+	}
+}
+
+// TestStepEnvIsAllowListed: a step's environment keeps the locale and
+// what the recipe names, never a key's password, a token or credentials.
+func TestStepEnvIsAllowListed(t *testing.T) {
+	in := []string{"COSIGN_PASSWORD=pw", "SIGSTORE_ID_TOKEN=tok", "LANG=C.UTF-8", "LC_ALL=C", "JAVA_HOME=/jdk", "HOME=/root",
+		"DOCKER_CONFIG=/root/.docker", "GITHUB_TOKEN=t", "ACTIONS_ID_TOKEN_REQUEST_TOKEN=x", "AWS_SECRET_ACCESS_KEY=k", "PATH=/usr/bin", "junk"}
+	got := stepEnv(in, []string{"JAVA_HOME"})
+	want := []string{"LANG=C.UTF-8", "LC_ALL=C", "JAVA_HOME=/jdk"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("stepEnv = %q, want %q", got, want)
+	}
+}
