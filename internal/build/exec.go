@@ -199,4 +199,3 @@ func sameWriter(a, b io.Writer) (same bool) {
 	}()
 	return a == b
 }
-

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"testing"
 	"syscall"
+	"testing"
 	"time"
 )
 
