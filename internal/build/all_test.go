@@ -189,7 +189,7 @@ func (d *dirRemote) Pull(ctx context.Context, c *Cache, key string) (*RemoteEntr
 	return &RemoteEntry{Artifact: "registry.test/cache@sha256:" + key[len(key)-64:], Signer: "key sha256:test"}, nil
 }
 
-func (d *dirRemote) Push(context.Context, *Cache, string) error { return nil }
+func (d *dirRemote) Push(context.Context, *Cache, string, string) error { return nil }
 
 // TestPulledProvenanceAcrossCells: two targets built from a remote cache
 // share their target-free steps. One cell pulls such a step and the
@@ -430,5 +430,126 @@ func TestPullOvertakenByAnotherBuild(t *testing.T) {
 	}
 	if len(rec.Cache.Pulled) != 0 || len(rec.Cache.Misses) != 0 || len(rec.Cache.Hits) == 0 {
 		t.Errorf("record: %d pulled, misses %v, %d hits: want every step a local hit", len(rec.Cache.Pulled), rec.Cache.Misses, len(rec.Cache.Hits))
+	}
+}
+
+// pushLog is a remote cache that records what a build offers it.
+type pushLog struct {
+	mu     sync.Mutex
+	pushed map[string]string // key: the files digest offered
+}
+
+func (p *pushLog) Pull(context.Context, *Cache, string) (*RemoteEntry, error) { return nil, nil }
+
+func (p *pushLog) Push(_ context.Context, c *Cache, key, files string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pushed == nil {
+		p.pushed = map[string]string{}
+	}
+	p.pushed[key] = files
+	return nil
+}
+
+// TestOnlyWhatThisBuildMadeIsPushed: --cache-to is offered the entries
+// this process's steps stored, each with the digest they were stored
+// with, never a local hit an earlier process left (it may have been
+// planted, or taken under --cache-trust-unsigned): those are listed in
+// the record as not pushed.
+func TestOnlyWhatThisBuildMadeIsPushed(t *testing.T) {
+	t.Parallel()
+	fx := &fakeExec{}
+	ins := []Input{fastInput(t, "kunpeng920", "")}
+	cache := t.TempDir()
+	first := &pushLog{}
+	out := t.TempDir()
+	if _, err := RunAll(context.Background(), ins, Options{Out: out, Cache: cache, Jobs: 2, Exec: fx.exec, CacheTo: first}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Verify(Dir(out, sample.Version, "kunpeng920"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cache{Dir: cache}
+	if len(first.pushed) == 0 || len(first.pushed) != len(rec.Cache.Misses) {
+		t.Fatalf("a cold build pushed %d entries for %d steps it ran", len(first.pushed), len(rec.Cache.Misses))
+	}
+	for k, files := range first.pushed {
+		if m, ok := c.Get(k); !ok || m.TarSHA256 != files || !c.Built(k) {
+			t.Errorf("entry %s pushed with files %s; the cache holds %+v (built mark: %v)", k[:12], files, m, c.Built(k))
+		}
+	}
+	// Another process, the same cache: every step is a local hit.
+	second := &pushLog{}
+	out2 := t.TempDir()
+	if _, err := RunAll(context.Background(), ins, Options{Out: out2, Cache: cache, Jobs: 2, Exec: fx.exec, CacheTo: second}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(second.pushed) != 0 {
+		t.Errorf("local hits of an earlier process were pushed: %d entries", len(second.pushed))
+	}
+	rec2, err := Verify(Dir(out2, sample.Version, "kunpeng920"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec2.Cache.NotPushed) != len(rec2.Cache.Hits) || len(rec2.Cache.Hits) == 0 {
+		t.Errorf("record lists %d not pushed of %d hits", len(rec2.Cache.NotPushed), len(rec2.Cache.Hits))
+	}
+}
+
+// TestRestoreChecksWhatThisBuildStored: an entry a step of this build
+// stored and something then replaced with other, self-consistent bytes
+// (meta.json rewritten to match, as a hostile step could before steps ran
+// sandboxed) is not restored: the build discards it and runs the step.
+func TestRestoreChecksWhatThisBuildStored(t *testing.T) {
+	t.Parallel()
+	fx := &fakeExec{}
+	ins := []Input{fastInput(t, "kunpeng920", "")}
+	cache := t.TempDir()
+	pulls := &Pulls{}
+	if _, err := RunAll(context.Background(), ins, Options{Out: t.TempDir(), Cache: cache, Jobs: 2, Exec: fx.exec, Pulls: pulls}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := &Cache{Dir: cache}
+	var victim string
+	for _, s := range ins[0].Plan.Steps {
+		if strings.HasPrefix(s.ID, "thirdparty:") {
+			victim = s.Key
+			break
+		}
+	}
+	m, ok := c.Get(victim)
+	if !ok {
+		t.Fatal("no entry for the package step")
+	}
+	// A self-consistent replacement: other files, meta.json to match.
+	planted := t.TempDir()
+	os.WriteFile(filepath.Join(planted, "evil"), []byte("x"), 0o644)
+	other := &Cache{Dir: t.TempDir()}
+	other.Init()
+	if err := other.Put(Meta{Key: victim, Step: m.Step}, planted, []string{"evil"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"meta.json", "files.tar"} {
+		b, _ := os.ReadFile(filepath.Join(other.EntryDir(victim), f))
+		os.WriteFile(filepath.Join(c.EntryDir(victim), f), b, 0o644)
+	}
+	out := t.TempDir()
+	if _, err := RunAll(context.Background(), ins, Options{Out: out, Cache: cache, Jobs: 2, Exec: fx.exec, Pulls: pulls}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Verify(Dir(out, sample.Version, "kunpeng920"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warned := rec.Warnings
+	if !slices.ContainsFunc(warned, func(w string) bool { return strings.Contains(w, "not the") && strings.Contains(w, "this build stored") }) {
+		t.Errorf("no warning of the replaced entry: %q", warned)
+	}
+	if !slices.Contains(rec.Cache.Misses, m.Step) {
+		t.Errorf("%s was restored from the replaced entry (misses %v)", m.Step, rec.Cache.Misses)
+	}
+	if _, err := os.Stat(filepath.Join(out, sample.Version, "kunpeng920", "evil")); err == nil {
+		t.Error("the planted file was published")
 	}
 }

@@ -139,7 +139,10 @@ func (c *Cache) tempDir() (string, error) {
 // entry to the remote.
 type RemoteCache interface {
 	Pull(ctx context.Context, c *Cache, key string) (*RemoteEntry, error)
-	Push(ctx context.Context, c *Cache, key string) error
+	// Push offers key's local entry; files, when set, is the digest of
+	// the files.tar this process stored it with, and the entry must
+	// still have it.
+	Push(ctx context.Context, c *Cache, key, files string) error
 }
 
 // RemoteEntry is where a pulled step result came from: the artifact by
@@ -369,12 +372,19 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // unclean name) is refused with an *UncacheableError before anything is
 // written.
 func (c *Cache) Put(m Meta, tree string, changed []string) error {
+	_, err := c.store(m, tree, changed)
+	return err
+}
+
+// store is Put that says the digest of the files.tar it stored, "" when
+// another build stored an entry of the key first (that one stays).
+func (c *Cache) store(m Meta, tree string, changed []string) (files string, err error) {
 	if !validKey(m.Key) {
-		return fmt.Errorf("invalid cache key %q", m.Key)
+		return "", fmt.Errorf("invalid cache key %q", m.Key)
 	}
 	for _, d := range m.Deleted {
 		if err := checkRel(d); err != nil {
-			return &UncacheableError{Reason: fmt.Sprintf("deleted path %q: %v", d, err)}
+			return "", &UncacheableError{Reason: fmt.Sprintf("deleted path %q: %v", d, err)}
 		}
 	}
 	var root *os.Root // the live tree, opened for the first link judged
@@ -385,36 +395,36 @@ func (c *Cache) Put(m Meta, tree string, changed []string) error {
 	}()
 	for _, rel := range changed {
 		if err := checkRel(rel); err != nil {
-			return &UncacheableError{Reason: fmt.Sprintf("%q: %v", rel, err)}
+			return "", &UncacheableError{Reason: fmt.Sprintf("%q: %v", rel, err)}
 		}
 		full := filepath.Join(tree, filepath.FromSlash(rel))
 		if st, err := os.Lstat(full); err == nil && st.Mode()&fs.ModeSymlink != 0 {
 			target, err := os.Readlink(full)
 			if err != nil {
-				return err
+				return "", err
 			}
 			if err := checkLink(rel, target); err != nil {
-				return &UncacheableError{Reason: fmt.Sprintf("the step made the link %s, which %v", rel, err)}
+				return "", &UncacheableError{Reason: fmt.Sprintf("the step made the link %s, which %v", rel, err)}
 			}
 			if root == nil {
 				if root, err = os.OpenRoot(tree); err != nil {
-					return err
+					return "", err
 				}
 			}
 			// As the kernel resolves it, through the tree's other links.
 			if err := linkres.Check(root, rel, target); err != nil {
-				return &UncacheableError{Reason: err.Error()}
+				return "", &UncacheableError{Reason: err.Error()}
 			}
 		}
 	}
 	tmp, err := c.tempDir()
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer os.RemoveAll(tmp)
 	f, err := os.Create(filepath.Join(tmp, "files.tar"))
 	if err != nil {
-		return err
+		return "", err
 	}
 	h := sha256.New()
 	n, err := tarFiles(io.MultiWriter(f, h), tree, changed)
@@ -426,21 +436,38 @@ func (c *Cache) Put(m Meta, tree string, changed []string) error {
 		err = cerr
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	m.Files, m.Bytes, m.Dirs = len(changed), n, true
 	m.TarSHA256, m.TarSize = "sha256:"+hex.EncodeToString(h.Sum(nil)), size
 	data, _ := json.MarshalIndent(m, "", "  ")
 	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), data, 0o644); err != nil {
-		return err
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, builtFile), nil, 0o644); err != nil {
+		return "", err
 	}
 	if err := os.Rename(tmp, c.entry(m.Key)); err != nil {
 		if _, statErr := os.Stat(c.entry(m.Key)); statErr == nil {
-			return nil // another build stored the same result first
+			return "", nil // another build stored the same result first
 		}
-		return err
+		return "", err
 	}
-	return nil
+	return m.TarSHA256, nil
+}
+
+// builtFile marks an entry a build's own step stored (a pulled entry has
+// none: it is the registry's, vouched for by whoever signed it then).
+const builtFile = "built"
+
+// Built reports whether key's entry was stored by a step of a build on
+// this machine (dorisarm cache push offers only those).
+func (c *Cache) Built(key string) bool {
+	if !validKey(key) {
+		return false
+	}
+	st, err := os.Lstat(filepath.Join(c.entry(key), builtFile))
+	return err == nil && st.Mode().IsRegular()
 }
 
 // Init creates the cache directories.

@@ -43,7 +43,9 @@ func TestDownloadNamesURL(t *testing.T) {
 	}
 	src, _ := filepath.Abs(filepath.Join("testdata", "downloads"))
 	var log bytes.Buffer
-	err := RunProcess(context.Background(), Command{Step: "thirdparty:DOWNLOADS", Path: "cmake", Args: []string{"-S", src, "-B", t.TempDir()}, Dir: t.TempDir(), Stdout: &log, Stderr: &log})
+	bdir := t.TempDir()
+	err := RunProcess(context.Background(), Command{Step: "thirdparty:DOWNLOADS", Path: "cmake", Args: []string{"-S", src, "-B", bdir}, Dir: bdir, Stdout: &log, Stderr: &log,
+		Sandbox: &Sandbox{Writable: []Mount{{From: bdir}}, ReadOnly: []Mount{{From: src}}}})
 	var d *DownloadError
 	if !errors.As(err, &d) {
 		t.Fatalf("configure that downloads: %v, want a DownloadError\n%s", err, log.String())

@@ -98,6 +98,10 @@ type CacheStats struct {
 	Pulled []PulledStep `json:"pulled,omitempty"`
 	// Pushed counts entries offered to the remote cache (--cache-to).
 	Pushed int `json:"pushed,omitempty"`
+	// NotPushed are the local hits a build with --cache-to did not offer:
+	// entries an earlier process left, which this build neither made nor
+	// verified against a trusted signature.
+	NotPushed []string `json:"not_pushed,omitempty"`
 }
 
 // PulledStep is a step whose result came from the remote cache.

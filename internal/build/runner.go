@@ -598,6 +598,15 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 		defer unlock()
 		m, ok := r.cache.Get(s.Key)
 		var pulled *RemoteEntry
+		if made := r.opts.Pulls.madeHere(s.Key); ok && made != "" && made != m.TarSHA256 {
+			// A step of this build stored the entry with other files:
+			// something changed the cache under the build.
+			r.warn(fmt.Sprintf("%s: its cache entry holds files %s, not the %s this build stored; discarded it and running the step again", s.ID, plan.ShortDigest(m.TarSHA256), plan.ShortDigest(made)))
+			if derr := r.cache.Discard(s.Key); derr != nil {
+				return fmt.Errorf("%s: discarding the cache entry of %s: %w", target, s.ID, derr)
+			}
+			ok = false
+		}
 		if ok {
 			pulled = r.opts.Pulls.get(s.Key, m.TarSHA256)
 		} else {
@@ -656,13 +665,18 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 						return fmt.Errorf("%s: the PGO profile %s restored from the cache: %w", target, s.ID, err)
 					}
 				}
-				if pulled != nil {
-					r.shared.mu.Lock()
+				// A local hit is never offered to --cache-to: an entry
+				// pulled is the registry's already, one a step of this
+				// build stored was offered when it was stored, and one an
+				// earlier process left is not this build's to vouch for.
+				r.shared.mu.Lock()
+				switch {
+				case pulled != nil:
 					r.rec.Cache.Pulled = append(r.rec.Cache.Pulled, PulledStep{Step: s.ID, RemoteEntry: *pulled})
-					r.shared.mu.Unlock()
-				} else {
-					r.push(ctx, s)
+				case r.opts.CacheTo != nil && r.opts.Pulls.madeHere(s.Key) == "":
+					r.rec.Cache.NotPushed = append(r.rec.Cache.NotPushed, s.ID)
 				}
+				r.shared.mu.Unlock()
 				r.addStep(StepRecord{ID: s.ID, Key: s.Key, Cached: true, Seconds: time.Since(t0).Seconds(), Needs: s.Needs,
 					RanSeconds: m.Seconds, RanCPUSeconds: m.CPUSeconds}, s.Kind.Cacheable())
 				r.opts.Progress.Step(target, i, s.ID, true, time.Since(t0))
@@ -705,16 +719,18 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 		r.changed, r.deleted = diff(before, after)
 	}
 	if cacheable {
-		err = r.cache.Put(Meta{Key: s.Key, Step: s.ID, Deleted: r.deleted, Seconds: time.Since(t0).Seconds(), CPUSeconds: cpu,
+		var files string
+		files, err = r.cache.store(Meta{Key: s.Key, Step: s.ID, Deleted: r.deleted, Seconds: time.Since(t0).Seconds(), CPUSeconds: cpu,
 			Sysroot: r.sysrootDigest(s)}, r.root(), r.changed)
+		r.opts.Pulls.stored(s.Key, files)
 		var ue *UncacheableError
 		switch {
 		case errors.As(err, &ue):
 			r.warn(fmt.Sprintf("%s: %v; it will run again next time", s.ID, err))
 		case err != nil:
 			return fmt.Errorf("%s: caching %s: %w", target, s.ID, err)
-		default:
-			r.push(ctx, s)
+		case files != "":
+			r.push(ctx, s, files)
 		}
 	}
 	r.addStep(StepRecord{ID: s.ID, Key: s.Key, Seconds: time.Since(t0).Seconds(), Needs: s.Needs, CPUSeconds: cpu}, s.Kind.Cacheable())
@@ -970,11 +986,15 @@ func copyFile(src, dst string) error {
 
 // push offers a step's local cache entry to --cache-to. A registry that
 // does not take it costs a warning, not the build.
-func (r *runner) push(ctx context.Context, s plan.Step) {
+func (r *runner) push(ctx context.Context, s plan.Step, files string) {
 	if r.opts.CacheTo == nil {
 		return
 	}
-	if err := r.opts.CacheTo.Push(ctx, r.cache, s.Key); err != nil {
+	if m, ok := r.cache.Get(s.Key); !ok || m.TarSHA256 != files {
+		r.warn(fmt.Sprintf("%s: its cache entry changed after this build stored it: not offered to the remote cache", s.ID))
+		return
+	}
+	if err := r.opts.CacheTo.Push(ctx, r.cache, s.Key, files); err != nil {
 		r.warn(fmt.Sprintf("%s: %v", s.ID, err))
 		return
 	}
@@ -1025,6 +1045,35 @@ type Pulls struct {
 	mu       sync.Mutex
 	m        map[string]pulledEntry
 	inflight map[string]*flight
+	// made are the entries this process's steps stored, by key, with the
+	// digest of their files.tar: the only local entries a build offers
+	// to --cache-to, and what a restore of them must find.
+	made map[string]string
+}
+
+// stored remembers that a step of this process stored key's entry with
+// files (its files.tar digest).
+func (p *Pulls) stored(key, files string) {
+	if p == nil || files == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.made == nil {
+		p.made = map[string]string{}
+	}
+	p.made[key] = files
+}
+
+// madeHere is the files.tar digest a step of this process stored key's
+// entry with, or "".
+func (p *Pulls) madeHere(key string) string {
+	if p == nil {
+		return ""
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.made[key]
 }
 
 type pulledEntry struct {

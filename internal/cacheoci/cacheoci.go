@@ -162,15 +162,26 @@ type Pushed struct {
 	Bytes   int64  `json:"bytes"`
 	Entries int    `json:"pushed_entries"`
 	Repo    string `json:"repo"`
+	// Skipped are the entries not offered: pulled ones (the registry's,
+	// vouched for by their own signer) and ones no build step of this
+	// machine stored (an older dorisarm's, or put there by hand).
+	Skipped int `json:"skipped_entries"`
 }
 
 // WriteText prints p for people, on one line.
 func (p Pushed) WriteText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "pushed %d entries (%d bytes) to %s\n", p.Entries, p.Bytes, p.Repo)
+	_, err := fmt.Fprintf(w, "pushed %d entries (%d bytes) to %s", p.Entries, p.Bytes, p.Repo)
+	if err == nil && p.Skipped > 0 {
+		_, err = fmt.Fprintf(w, "; %d not offered: pulled, or not stored by a build step of this machine", p.Skipped)
+	}
+	if err == nil {
+		_, err = fmt.Fprintln(w)
+	}
 	return err
 }
 
-// PushAll uploads every entry of the local cache c; it stops at the first
+// PushAll uploads every entry of the local cache c that a build step of
+// this machine stored (never a pulled one, nor one of unknown origin); it stops at the first
 // failure, and then returns the zero Pushed. It returns the entries pushed
 // and their bytes.
 func (r *Repo) PushAll(ctx context.Context, c *build.Cache) (Pushed, error) {
@@ -183,7 +194,11 @@ func (r *Repo) PushAll(ctx context.Context, c *build.Cache) (Pushed, error) {
 	}
 	p := Pushed{Repo: r.Repo.String()}
 	for _, e := range ents {
-		if err := r.Push(ctx, c, e.Key); err != nil {
+		if !c.Built(e.Key) {
+			p.Skipped++
+			continue
+		}
+		if err := r.Push(ctx, c, e.Key, ""); err != nil {
 			return Pushed{}, fault.Gate(err)
 		}
 		p.Entries++
@@ -248,7 +263,7 @@ func (r *Repo) PullAll(ctx context.Context, c *build.Cache, warn func(error)) (P
 }
 
 // Push uploads the local entry of key (skipping blobs the registry has).
-func (r *Repo) Push(ctx context.Context, c *build.Cache, key string) error {
+func (r *Repo) Push(ctx context.Context, c *build.Cache, key, files string) error {
 	dir := c.EntryDir(key)
 	metaBytes, err := readBounded(filepath.Join(dir, "meta.json"), build.MaxMeta)
 	if err != nil {
@@ -258,7 +273,10 @@ func (r *Repo) Push(ctx context.Context, c *build.Cache, key string) error {
 	if err := json.Unmarshal(metaBytes, &m); err != nil || m.Key != key || m.TarSHA256 == "" {
 		return fmt.Errorf("local cache entry %s has no usable meta.json; prune it", key)
 	}
-	files, err := newFileLayer(filepath.Join(dir, "files.tar"), m.TarSHA256, m.TarSize)
+	if files != "" && m.TarSHA256 != files {
+		return fmt.Errorf("local cache entry %s holds files %s, not the %s this build stored: something changed the cache; not pushed", key, m.TarSHA256, files)
+	}
+	layer, err := newFileLayer(filepath.Join(dir, "files.tar"), m.TarSHA256, m.TarSize)
 	if err != nil {
 		return err
 	}
@@ -266,7 +284,7 @@ func (r *Repo) Push(ctx context.Context, c *build.Cache, key string) error {
 	img = mutate.ConfigMediaType(img, ConfigType)
 	img, err = mutate.Append(img,
 		mutate.Addendum{Layer: static.NewLayer(metaBytes, MetaType)},
-		mutate.Addendum{Layer: files})
+		mutate.Addendum{Layer: layer})
 	if err != nil {
 		return err
 	}

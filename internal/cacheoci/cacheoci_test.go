@@ -91,7 +91,7 @@ func TestPushPull(t *testing.T) {
 	r, _ := setup(t)
 	ctx := context.Background()
 	src := entry(t, key)
-	if err := r.Push(ctx, src, key); err != nil {
+	if err := r.Push(ctx, src, key, ""); err != nil {
 		t.Fatal(err)
 	}
 	dst := &build.Cache{Dir: t.TempDir()}
@@ -133,7 +133,7 @@ func TestPushPull(t *testing.T) {
 func TestPullWhereTheCacheHasTheEntry(t *testing.T) {
 	r, _ := setup(t)
 	ctx := context.Background()
-	if err := r.Push(ctx, entry(t, key), key); err != nil {
+	if err := r.Push(ctx, entry(t, key), key, ""); err != nil {
 		t.Fatal(err)
 	}
 	dst := entry(t, key) // made here, by "another build"
@@ -164,7 +164,7 @@ func TestForeignArtifactsRefused(t *testing.T) {
 	cases := map[string]func(t *testing.T, r *Repo, f *rotting){
 		"another key's entry": func(t *testing.T, r *Repo, f *rotting) {
 			c := entry(t, other)
-			if err := r.Push(ctx, c, other); err != nil {
+			if err := r.Push(ctx, c, other, ""); err != nil {
 				t.Fatal(err)
 			}
 			img, _ := remote.Image(r.Repo.Tag(other))
@@ -186,7 +186,7 @@ func TestForeignArtifactsRefused(t *testing.T) {
 		},
 		"files.tar altered in storage": func(t *testing.T, r *Repo, f *rotting) {
 			c := entry(t, key)
-			if err := r.Push(ctx, c, key); err != nil {
+			if err := r.Push(ctx, c, key, ""); err != nil {
 				t.Fatal(err)
 			}
 			m, _ := c.Get(key)
@@ -231,7 +231,7 @@ func TestPushAllPullAll(t *testing.T) {
 	if want := fmt.Sprintf("pushed 1 entries (%d bytes) to %s\n", ents[0].Bytes, r.Repo); b.String() != want {
 		t.Errorf("push text = %q, want %q", b.String(), want)
 	}
-	sameJSON(t, pushed, map[string]any{"repo": r.Repo.String(), "pushed_entries": 1, "bytes": ents[0].Bytes})
+	sameJSON(t, pushed, map[string]any{"repo": r.Repo.String(), "pushed_entries": 1, "bytes": ents[0].Bytes, "skipped_entries": 0})
 
 	dst := &build.Cache{Dir: t.TempDir()}
 	var warned []error
@@ -315,7 +315,7 @@ func TestSignedEntries(t *testing.T) {
 
 	r, _ := setup(t)
 	r.Trust = Trust{Signer: signer}
-	if err := r.Push(ctx, entry(t, key), key); err != nil {
+	if err := r.Push(ctx, entry(t, key), key, ""); err != nil {
 		t.Fatal(err)
 	}
 	dst := &build.Cache{Dir: t.TempDir()}
@@ -339,7 +339,7 @@ func TestSignedEntries(t *testing.T) {
 		t.Run(what, func(t *testing.T) {
 			r, _ := setup(t)
 			r.Trust = plant
-			if err := r.Push(ctx, entry(t, key), key); err != nil {
+			if err := r.Push(ctx, entry(t, key), key, ""); err != nil {
 				t.Fatal(err)
 			}
 			r.Trust = Trust{Verify: verify}
@@ -371,7 +371,40 @@ func TestSignedEntries(t *testing.T) {
 	if _, err := r.Pull(ctx, dst, key); !fault.IsInput(err) || !strings.Contains(err.Error(), "--cache-trust-unsigned") {
 		t.Errorf("pull without a trust setting: %v", err)
 	}
-	if err := r.Push(ctx, entry(t, key), key); !fault.IsInput(err) || !strings.Contains(err.Error(), "--cache-sign-key") {
+	if err := r.Push(ctx, entry(t, key), key, ""); !fault.IsInput(err) || !strings.Contains(err.Error(), "--cache-sign-key") {
 		t.Errorf("push without a signer: %v", err)
+	}
+}
+
+// TestPushOffersOnlyWhatABuildStored: cache push offers no entry it
+// pulled (the registry's, under its own signer: re-signing it would turn
+// an entry taken under --cache-trust-unsigned into a trusted one), and a
+// build's push of an entry whose files are no longer the ones it stored
+// is refused before anything is uploaded or signed.
+func TestPushOffersOnlyWhatABuildStored(t *testing.T) {
+	r, _ := setup(t)
+	ctx := context.Background()
+	src := entry(t, key)
+	if _, err := r.PushAll(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	dst := &build.Cache{Dir: t.TempDir()}
+	dst.Init()
+	if got, err := r.Pull(ctx, dst, key); got == nil || err != nil {
+		t.Fatalf("pull: %v %v", got, err)
+	}
+	if dst.Built(key) {
+		t.Fatal("a pulled entry is marked as built here")
+	}
+	p, err := r.PushAll(ctx, dst)
+	if err != nil || p.Entries != 0 || p.Skipped != 1 {
+		t.Errorf("PushAll of a pulled entry = %+v, %v; want it skipped", p, err)
+	}
+	m, _ := src.Get(key)
+	if err := r.Push(ctx, src, key, "sha256:"+strings.Repeat("0", 64)); err == nil || !strings.Contains(err.Error(), "not pushed") {
+		t.Errorf("a push of other files than stored: %v", err)
+	}
+	if err := r.Push(ctx, src, key, m.TarSHA256); err != nil {
+		t.Errorf("a push of the stored files: %v", err)
 	}
 }
