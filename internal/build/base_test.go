@@ -90,10 +90,20 @@ func TestPlaceBuildTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := filepath.Join(src, "thirdparty", "installed", "bin", "fakegen")
-	if link, err := os.Readlink(at); err != nil || link != filepath.Join(hostDir, "fakegen") {
-		t.Errorf("during the step %s is %q (%v), not the build machine's program", at, link, err)
+	if st, err := os.Lstat(at); err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o100 == 0 {
+		t.Errorf("during the step %s is %v (%v), not an executable copy", at, st, err)
 	}
-	restore()
+	if got, _ := source.FileDigest(at); got != d {
+		t.Errorf("during the step %s is %s, not the build machine's program %s", at, got, d)
+	}
+	// What the step writes there is its tree's, never the build machine's program.
+	os.WriteFile(at, []byte("overwritten by the step"), 0o755)
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := source.FileDigest(filepath.Join(hostDir, "fakegen")); got != d {
+		t.Error("the step's write reached the build machine's program")
+	}
 	if got, err := os.ReadFile(at); err != nil || string(got) != "target ELF" {
 		t.Errorf("after the step: %q, %v; want the target program back", got, err)
 	}
@@ -113,6 +123,39 @@ func TestPlaceBuildTools(t *testing.T) {
 	restore()
 	if got, err := os.ReadFile(at); err != nil || string(got) != "target ELF" {
 		t.Errorf("after a refused step: %q, %v", got, err)
+	}
+}
+
+// TestBuildToolsRestoreFollowsNoLink: a step that replaces installed/bin
+// with a link to a directory of the build machine (which holds the host's
+// program under the same name) makes the restore fail, not delete that
+// program, and the step fails.
+func TestBuildToolsRestoreFollowsNoLink(t *testing.T) {
+	hostDir := t.TempDir()
+	writeFiles(t, hostDir, map[string]string{"fakegen": "#!/bin/sh\necho fakegen 1.0\n"})
+	t.Setenv("PATH", hostDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	d, _ := source.FileDigest(filepath.Join(hostDir, "fakegen"))
+	tool := plan.BuildToolInfo{Name: "fakegen", Path: "thirdparty/installed/bin/fakegen", Version: "1.0", Digest: d}
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"thirdparty/installed/bin/fakegen": "target ELF"})
+	r := &runner{src: src}
+	s := plan.Step{ID: "build:be", Kind: plan.KindBuild, Inputs: plan.StepInputs{Build: &plan.BuildInputs{Tools: []plan.BuildToolInfo{tool}}}}
+	restore, err := r.placeBuildTools(s, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(src, "thirdparty", "installed", "bin")
+	if err := os.RemoveAll(bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(hostDir, bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := restore(); err == nil {
+		t.Error("the restore through a link out of the tree succeeded")
+	}
+	if got, err := source.FileDigest(filepath.Join(hostDir, "fakegen")); err != nil || got != d {
+		t.Errorf("the build machine's program after the restore: %s, %v", got, err)
 	}
 }
 

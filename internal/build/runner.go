@@ -717,6 +717,11 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 			return err
 		}
 		r.changed, r.deleted = diff(before, after)
+		if copies := r.hostToolCopies(s); len(copies) > 0 {
+			r.opts.Progress.Failed(target, i, s.ID, time.Since(t0))
+			return &StepError{Target: target, Step: s.ID, Log: logPath, Tail: tail(logPath, 20),
+				Err: fmt.Errorf("its result holds copies of the build machine's code generators, which no output may ship: %s", strings.Join(copies, ", "))}
+		}
 	}
 	if cacheable {
 		var files string
@@ -807,16 +812,11 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		if err != nil {
 			return err
 		}
-		defer restore()
-		if s.Phase == plan.PhasePGO {
-			for _, d := range r.in.Recipe.PGO.Clean {
-				fmt.Fprintf(log, "removing %s before the optimized build\n", d)
-				if err := os.RemoveAll(filepath.Join(r.src, filepath.FromSlash(d))); err != nil {
-					return err
-				}
-			}
+		err = r.buildCommand(ctx, s, log)
+		if rerr := restore(); rerr != nil && err == nil {
+			err = fmt.Errorf("putting the tree back after the build tools (what stood at their paths): %w", rerr)
 		}
-		if err := r.command(ctx, s, s.Command, r.env(s), log); err != nil {
+		if err != nil {
 			return err
 		}
 		return leakError(s, logPath)
@@ -861,6 +861,27 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		return r.gate(ctx, log)
 	}
 	return fmt.Errorf("unknown step kind %q", s.Kind)
+}
+
+// buildCommand runs a build step's command (after removing the PGO
+// build's stale directories).
+func (r *runner) buildCommand(ctx context.Context, s plan.Step, log io.Writer) error {
+	if s.Phase == plan.PhasePGO && len(r.in.Recipe.PGO.Clean) > 0 {
+		// Through an os.Root: a directory the instrumented build made a
+		// link out of the tree is not followed.
+		root, err := os.OpenRoot(r.src)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		for _, d := range r.in.Recipe.PGO.Clean {
+			fmt.Fprintf(log, "removing %s before the optimized build\n", d)
+			if err := root.RemoveAll(filepath.FromSlash(d)); err != nil {
+				return err
+			}
+		}
+	}
+	return r.command(ctx, s, s.Command, r.env(s), log)
 }
 
 func (r *runner) command(ctx context.Context, s plan.Step, argv []string, env []string, log io.Writer) error {
