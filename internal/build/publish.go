@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -60,16 +61,30 @@ func (r *runner) collect(s plan.Step, log io.Writer) error {
 	if err := os.MkdirAll(stage, 0o755); err != nil {
 		return err
 	}
+	// The tree is what the steps wrote: read through an os.Root of it.
+	root, err := os.OpenRoot(r.src)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := r.collectInto(root, s, stage, log); err != nil {
+		return err
+	}
+	return checkStageLinks(stage)
+}
+
+// collectInto copies the build's outputs from the tree under root into
+// stage.
+func (r *runner) collectInto(root *os.Root, s plan.Step, stage string, log io.Writer) error {
 	if dir := s.Inputs.Collect.Slice; dir != "" {
-		return r.collectSlice(dir, stage, log)
+		return r.collectSlice(root, dir, stage, log)
 	}
 	if inst := s.Inputs.Collect.Thirdparty; inst != "" {
 		// --packages: the third-party install tree is the build's output.
-		src := filepath.Join(r.src, filepath.FromSlash(inst))
-		if _, err := os.Stat(src); err != nil {
+		if _, err := root.Lstat(filepath.FromSlash(inst)); err != nil {
 			return fmt.Errorf("no package installed anything into %s", inst)
 		}
-		if err := copyTree(src, filepath.Join(stage, "thirdparty", "installed"), nil); err != nil {
+		if err := copyOut(root, inst, filepath.Join(stage, "thirdparty", "installed")); err != nil {
 			return err
 		}
 		fmt.Fprintf(log, "collected %s -> thirdparty/installed\n", inst)
@@ -77,12 +92,11 @@ func (r *runner) collect(s plan.Step, log io.Writer) error {
 	}
 	for _, name := range r.in.Recipe.StepNames() {
 		for _, o := range r.in.Recipe.Steps[name].Outputs {
-			src := filepath.Join(r.src, filepath.FromSlash(o))
 			dst := filepath.Join(stage, strings.TrimPrefix(filepath.ToSlash(o), "output/"))
-			if _, err := os.Stat(src); err != nil {
+			if _, err := root.Stat(filepath.FromSlash(o)); err != nil {
 				return fmt.Errorf("step %s did not produce %s", name, o)
 			}
-			if err := copyTree(src, dst, nil); err != nil {
+			if err := copyOut(root, o, dst); err != nil {
 				return err
 			}
 			fmt.Fprintf(log, "collected %s\n", o)
@@ -96,13 +110,13 @@ func (r *runner) collect(s plan.Step, log io.Writer) error {
 				continue
 			}
 		}
-		matches, _ := filepath.Glob(filepath.Join(r.src, filepath.FromSlash(c.From)))
+		matches, _ := fs.Glob(root.FS(), c.From)
 		if len(matches) == 0 {
 			return fmt.Errorf("collect rule %s matched nothing in the tree", c.From)
 		}
 		for _, m := range matches {
-			dst := filepath.Join(stage, filepath.FromSlash(c.To), filepath.Base(m))
-			if err := copyTree(m, dst, nil); err != nil {
+			dst := filepath.Join(stage, filepath.FromSlash(c.To), path.Base(m))
+			if err := copyOut(root, m, dst); err != nil {
 				return err
 			}
 			fmt.Fprintf(log, "collected %s -> %s\n", m, c.To)
@@ -352,37 +366,32 @@ const SliceDir = "be-slice"
 // collectSlice collects a BE built part way: CMake's compile_commands.json
 // and every object and archive under its build directory, at their paths
 // relative to it, in be-slice/.
-func (r *runner) collectSlice(dir, stage string, log io.Writer) error {
-	src := filepath.Join(r.src, filepath.FromSlash(dir))
-	cc := filepath.Join(src, "compile_commands.json")
-	if _, err := os.Stat(cc); err != nil {
+func (r *runner) collectSlice(root *os.Root, dir, stage string, log io.Writer) error {
+	if st, err := root.Lstat(filepath.FromSlash(path.Join(dir, "compile_commands.json"))); err != nil || !st.Mode().IsRegular() {
 		return fmt.Errorf("the BE configure wrote no %s/compile_commands.json (is CMAKE_EXPORT_COMPILE_COMMANDS on?)", dir)
 	}
 	dst := filepath.Join(stage, SliceDir)
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
-	if err := copyFile(cc, filepath.Join(dst, "compile_commands.json")); err != nil {
+	if err := copyOut(root, path.Join(dir, "compile_commands.json"), filepath.Join(dst, "compile_commands.json")); err != nil {
 		return err
 	}
 	n := 0
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(root.FS(), dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if !d.Type().IsRegular() || (!strings.HasSuffix(p, ".o") && !strings.HasSuffix(p, ".a")) {
 			return nil
 		}
-		rel, err := filepath.Rel(src, p)
+		rel := strings.TrimPrefix(p, dir+"/")
+		n++
+		info, err := d.Info()
 		if err != nil {
 			return err
 		}
-		out := filepath.Join(dst, rel)
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			return err
-		}
-		n++
-		return copyFile(p, out)
+		return copyOutOne(root, p, filepath.Join(dst, filepath.FromSlash(rel)), info)
 	})
 	if err != nil {
 		return err
