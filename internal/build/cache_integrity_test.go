@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -265,6 +266,14 @@ func TestPutRefusesLinksOut(t *testing.T) {
 	os.Symlink("b/u/../../etc", filepath.Join(tree, "a", "p"))
 	if err := c.Put(Meta{Key: "k2"}, tree, []string{"a/b/u", "a/p"}); !errors.As(err, &ue) || !strings.Contains(err.Error(), "a/p -> b/u/../../etc climbs above") {
 		t.Errorf("Put of a link chain out of the tree: %v, want an UncacheableError naming a/p", err)
+	}
+	// A FIFO a step left: no entry (a restore would refuse it, and a
+	// reader of it would block).
+	if err := syscall.Mkfifo(filepath.Join(tree, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put(Meta{Key: "k3"}, tree, []string{"fifo"}); !errors.As(err, &ue) || !strings.Contains(err.Error(), "fifo") {
+		t.Errorf("Put of a FIFO: %v, want an UncacheableError naming it", err)
 	}
 	for _, key := range []string{"", "../x", ".tmp-x", "a/b"} {
 		if err := c.Put(Meta{Key: key}, tree, nil); err == nil {
