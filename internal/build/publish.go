@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -269,32 +267,6 @@ func (r *runner) smoke(ctx context.Context, dir string, argv []string) (SmokeRes
 		return res, fmt.Errorf("%w: %s: smoke run %v failed (exit %d %s):\n%s", ErrGate, target, argv, res.Exit, res.Signal, res.Output)
 	}
 	return res, fmt.Errorf("%s: smoke run %v: %w", target, argv, err)
-}
-
-// DigestTree lists the regular files under root with their sizes and
-// SHA-256, by path relative to root, sorted.
-func DigestTree(root string) ([]OutputFile, error) {
-	var out []OutputFile
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		h := sha256.New()
-		n, err := io.Copy(h, f)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		out = append(out, OutputFile{Path: filepath.ToSlash(rel), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))})
-		return nil
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, err
 }
 
 // copyTree copies a file or directory tree (symlinks as symlinks), leaving
