@@ -272,6 +272,12 @@ func (r *runner) smoke(ctx context.Context, dir string, argv []string) (SmokeRes
 // copyTree copies a file or directory tree (symlinks as symlinks), leaving
 // out paths (relative to src) listed in ignore.
 func copyTree(src, dst string, ignore []string) error {
+	return copyTreeLinks(src, dst, ignore, nil)
+}
+
+// copyTreeLinks is copyTree with each symlink's target given by link(rel,
+// target) (rel slash-separated, relative to src); nil keeps every target.
+func copyTreeLinks(src, dst string, ignore []string, link func(rel, target string) (string, error)) error {
 	skip := map[string]bool{}
 	for _, i := range ignore {
 		skip[filepath.ToSlash(filepath.Clean(i))] = true
@@ -296,12 +302,17 @@ func copyTree(src, dst string, ignore []string) error {
 		case d.IsDir():
 			return os.MkdirAll(target, info.Mode().Perm()|0o700)
 		case info.Mode()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
+			to, err := os.Readlink(p)
 			if err != nil {
 				return err
 			}
+			if link != nil {
+				if to, err = link(filepath.ToSlash(rel), to); err != nil {
+					return err
+				}
+			}
 			os.Remove(target)
-			return os.Symlink(link, target)
+			return os.Symlink(to, target)
 		case info.Mode().IsRegular():
 			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 				return err
