@@ -77,6 +77,11 @@ func TestBuildBadInputExitsTwo(t *testing.T) {
 	dir := t.TempDir()
 	allow := filepath.Join(dir, "allow.yaml")
 	os.WriteFile(allow, []byte("exceptions:\n  - rule: glibc-version\n    bogus: 1\n"), 0o644)
+	// A prebuilt third-party install with a link into the build machine.
+	base := filepath.Join(dir, "base")
+	os.MkdirAll(filepath.Join(base, "lib"), 0o755)
+	os.WriteFile(filepath.Join(base, "lib", "libz.a"), []byte("z"), 0o644)
+	os.Symlink("/etc/hostname", filepath.Join(base, "lib", "libhost.so"))
 	cases := []struct {
 		args []string
 		want string
@@ -86,6 +91,7 @@ func TestBuildBadInputExitsTwo(t *testing.T) {
 		{[]string{"build", "--target", "graviton2", "--compiler", "icc"}, `does not list compiler "icc"`},
 		{[]string{"build", "--target", "graviton2", "--allow", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
 		{[]string{"build", "--target", "graviton2", "--allow", allow}, "allow.yaml:3"},
+		{[]string{"build", "--target", "graviton2", "--thirdparty-base", base}, "lib/libhost.so -> /etc/hostname resolves to /etc/hostname, outside the base"},
 	}
 	for _, c := range cases {
 		args := append(c.args, "--out", filepath.Join(dir, "out"), "--cache", filepath.Join(dir, "cache"))

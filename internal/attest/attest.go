@@ -261,12 +261,12 @@ func (a *Builds) sharedTrees(b *image.Build) ([]sharedTree, error) {
 }
 
 // jars are the .jar files under dir with their SHA-256, for a shared
-// image's SBOM.
+// image's SBOM; a link named .jar is not listed (regular files only).
 func jars(dir string) ([]sign.SharedFile, error) {
 	files, err := build.DigestTree(dir)
 	var out []sign.SharedFile
 	for _, f := range files {
-		if strings.HasSuffix(f.Path, ".jar") {
+		if f.Type == "" && strings.HasSuffix(f.Path, ".jar") {
 			out = append(out, sign.SharedFile{Path: f.Path, SHA256: f.SHA256})
 		}
 	}

@@ -13,7 +13,9 @@ import (
 
 // layBase copies the prebuilt third-party install into the tree and checks
 // that what landed is what the plan vouched for: a base changed between
-// planning and building is refused, not built from.
+// planning and building is refused, not built from. Its absolute links
+// into the base land as relative links (plan.Base.Link, as the plan's
+// digest counts them): the tree never points at the base's machine path.
 func (r *runner) layBase(s plan.Step, log io.Writer) error {
 	b := s.Inputs.Base
 	if r.opts.ThirdpartyBase == "" {
@@ -23,11 +25,21 @@ func (r *runner) layBase(s plan.Step, log io.Writer) error {
 	if err := os.RemoveAll(dst); err != nil {
 		return err
 	}
-	src, err := filepath.EvalSymlinks(r.opts.ThirdpartyBase)
-	if err != nil {
-		return fmt.Errorf("--thirdparty-base: %w", err)
+	if err := r.copyBase(b, dst); err != nil {
+		os.RemoveAll(dst) // a refused base leaves nothing of itself in the tree
+		return err
 	}
-	if err := copyTree(src, dst, nil); err != nil {
+	fmt.Fprintf(log, "laid down a prebuilt third-party install: %d files, %s, in %s\n", b.Files, b.Digest, b.Into)
+	return nil
+}
+
+// copyBase copies --thirdparty-base to dst and checks the copy's digest.
+func (r *runner) copyBase(b *plan.BaseInputs, dst string) error {
+	base, err := plan.OpenBase(r.opts.ThirdpartyBase)
+	if err != nil {
+		return err
+	}
+	if err := copyTreeLinks(base.Root, dst, nil, base.Link); err != nil {
 		return fmt.Errorf("copying --thirdparty-base %s: %w", r.opts.ThirdpartyBase, err)
 	}
 	got, err := source.TreeDigest(dst, nil)
@@ -37,7 +49,6 @@ func (r *runner) layBase(s plan.Step, log io.Writer) error {
 	if got != b.Digest {
 		return fmt.Errorf("--thirdparty-base %s changed since it was planned (%s, planned %s): plan and build again", r.opts.ThirdpartyBase, plan.ShortDigest(got), plan.ShortDigest(b.Digest))
 	}
-	fmt.Fprintf(log, "laid down a prebuilt third-party install: %d files, %s, in %s\n", b.Files, b.Digest, b.Into)
 	return nil
 }
 

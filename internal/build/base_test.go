@@ -68,6 +68,64 @@ func TestLayBase(t *testing.T) {
 	}
 }
 
+// An absolute link inside the base lands in the tree as a relative link
+// (the tree never points at the base's machine path) and the copy's digest
+// is the plan's; a link into the build machine added after planning is
+// refused (bad input, naming it), one that leaves the base by a relative
+// path fails the digest, and neither leaves the base in the tree.
+func TestLayBaseLinks(t *testing.T) {
+	base := t.TempDir()
+	writeFiles(t, base, map[string]string{"include/snappy.h": "h", "lib/libsnappy.a": "a"})
+	for link, target := range map[string]string{"lib64": filepath.Join(base, "lib"), "include/snappy-c.h": filepath.Join(base, "include", "snappy.h")} {
+		if err := os.Symlink(target, filepath.Join(base, filepath.FromSlash(link))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := plan.CheckBase(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Into = "thirdparty/installed"
+	src := t.TempDir()
+	inst := filepath.Join(src, "thirdparty", "installed")
+	r := &runner{src: src, opts: Options{ThirdpartyBase: base}}
+	s := plan.Step{ID: plan.BaseStep, Kind: plan.KindBase, Inputs: plan.StepInputs{Base: b}}
+	if err := r.layBase(s, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	for link, want := range map[string]string{"lib64": "lib", "include/snappy-c.h": "snappy.h"} {
+		if got, err := os.Readlink(filepath.Join(inst, filepath.FromSlash(link))); err != nil || got != want {
+			t.Errorf("%s -> %q (%v), want %q", link, got, err, want)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(inst, "lib64", "libsnappy.a")); err != nil || string(got) != "a" {
+		t.Errorf("lib64/libsnappy.a: %q, %v", got, err)
+	}
+
+	outside := filepath.Join(t.TempDir(), "libhost.so")
+	writeFiles(t, filepath.Dir(outside), map[string]string{"libhost.so": "host"})
+	for _, c := range []struct {
+		link, target, want string
+		input              bool
+	}{
+		{"lib/libhost.so", outside, "lib/libhost.so -> " + outside + " is an absolute link outside the base", true},
+		{"lib/libup.a", "../../" + filepath.Base(base) + "/lib/libsnappy.a", "changed since it was planned", false},
+	} {
+		p := filepath.Join(base, filepath.FromSlash(c.link))
+		if err := os.Symlink(c.target, p); err != nil {
+			t.Fatal(err)
+		}
+		err := r.layBase(s, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.want) || fault.IsInput(err) != c.input {
+			t.Errorf("%s -> %s added after planning: %v, want %q (bad input: %v)", c.link, c.target, err, c.want, c.input)
+		}
+		if _, err := os.Lstat(inst); !os.IsNotExist(err) {
+			t.Errorf("a refused base is left in the tree: %v", err)
+		}
+		os.Remove(p)
+	}
+}
+
 func TestPlaceBuildTools(t *testing.T) {
 	hostDir := t.TempDir()
 	writeFiles(t, hostDir, map[string]string{"fakegen": "#!/bin/sh\necho fakegen 1.0\n"})

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -286,35 +284,15 @@ func (r *runner) smoke(ctx context.Context, dir string, argv []string) (SmokeRes
 	return res, fmt.Errorf("%s: smoke run %v: %w", target, argv, err)
 }
 
-// DigestTree lists the regular files under root with their sizes and
-// SHA-256, by path relative to root, sorted.
-func DigestTree(root string) ([]OutputFile, error) {
-	var out []OutputFile
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		h := sha256.New()
-		n, err := io.Copy(h, f)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		out = append(out, OutputFile{Path: filepath.ToSlash(rel), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))})
-		return nil
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, err
-}
-
 // copyTree copies a file or directory tree (symlinks as symlinks), leaving
 // out paths (relative to src) listed in ignore.
 func copyTree(src, dst string, ignore []string) error {
+	return copyTreeLinks(src, dst, ignore, nil)
+}
+
+// copyTreeLinks is copyTree with each symlink's target given by link(rel,
+// target) (rel slash-separated, relative to src); nil keeps every target.
+func copyTreeLinks(src, dst string, ignore []string, link func(rel, target string) (string, error)) error {
 	skip := map[string]bool{}
 	for _, i := range ignore {
 		skip[filepath.ToSlash(filepath.Clean(i))] = true
@@ -339,12 +317,17 @@ func copyTree(src, dst string, ignore []string) error {
 		case d.IsDir():
 			return os.MkdirAll(target, info.Mode().Perm()|0o700)
 		case info.Mode()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
+			to, err := os.Readlink(p)
 			if err != nil {
 				return err
 			}
+			if link != nil {
+				if to, err = link(filepath.ToSlash(rel), to); err != nil {
+					return err
+				}
+			}
 			os.Remove(target)
-			return os.Symlink(link, target)
+			return os.Symlink(to, target)
 		case info.Mode().IsRegular():
 			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 				return err

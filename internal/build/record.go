@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -138,16 +139,9 @@ type SmokeResult struct {
 	Output  string   `json:"output,omitempty"`
 }
 
-// OutputFile is one collected file with its digest.
-type OutputFile struct {
-	Path   string `json:"path"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
-
 func newRecord(in Input) *Record {
 	p := in.Plan
-	r := &Record{Schema: 1, Cell: p.Cell, Source: p.Source, Recipe: p.Recipe, Matrix: p.Matrix, Compiler: p.Toolchain.Compiler,
+	r := &Record{Schema: RecordSchema, Cell: p.Cell, Source: p.Source, Recipe: p.Recipe, Matrix: p.Matrix, Compiler: p.Toolchain.Compiler,
 		Flags: map[string][]string{}, CMakeCache: p.Toolchain.CMakeCache, Patches: p.Patches}
 	for _, pk := range p.Packages {
 		rp := Package{Entry: pk.Entry, Version: pk.Version, Archive: pk.Name, MD5: pk.MD5}
@@ -198,7 +192,8 @@ func upToDate(p *plan.Plan, dir string) (*Record, bool) {
 }
 
 // Verify reads the build record of the published build in dir and checks
-// that the files there are exactly the ones it lists.
+// that dir holds exactly what it lists: every file with its bytes and
+// mode, every link with its target, every directory, and nothing else.
 func Verify(dir string) (*Record, error) {
 	path := filepath.Join(dir, RecordFile)
 	rec, err := ReadRecord(path)
@@ -210,27 +205,10 @@ func Verify(dir string) (*Record, error) {
 	}
 	outs, err := DigestTree(dir)
 	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if err := rec.checkEntries(dir, outs); err != nil {
 		return nil, err
-	}
-	want := map[string]string{}
-	for _, o := range rec.Outputs {
-		want[o.Path] = o.SHA256
-	}
-	for _, o := range outs {
-		if o.Path == RecordFile {
-			continue
-		}
-		w, ok := want[o.Path]
-		if !ok {
-			return nil, fmt.Errorf("%s: %s is not in the build record; rebuild with dorisarm build", dir, o.Path)
-		}
-		if w != o.SHA256 {
-			return nil, fmt.Errorf("%s: %s changed since it was built (sha256 %s, the record says %s); rebuild with dorisarm build", dir, o.Path, o.SHA256, w)
-		}
-		delete(want, o.Path)
-	}
-	for p := range want {
-		return nil, fmt.Errorf("%s: %s is in the build record but missing; rebuild with dorisarm build", dir, p)
 	}
 	return rec, nil
 }
@@ -294,7 +272,7 @@ func jsonAt(data []byte, err error) error {
 
 // ContentDigest identifies what a build is, leaving out when and how fast
 // it ran: sha256 over its cell (Doris version and target), plan step keys
-// and output files. Two builds of the same cell and plan with the same
+// and output entries (files, links with their targets, directories). Two builds of the same cell and plan with the same
 // outputs have the same content digest, whatever their timings and cache
 // hits; images carry it.
 func (r *Record) ContentDigest() string {
@@ -309,7 +287,26 @@ func (r *Record) ContentDigest() string {
 	outs := append([]OutputFile{}, r.Outputs...)
 	sort.Slice(outs, func(i, j int) bool { return outs[i].Path < outs[j].Path })
 	for _, o := range outs {
-		fmt.Fprintf(h, "file %s %d %s\n", o.Path, o.Size, o.SHA256)
+		io.WriteString(h, digestLine(o))
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// digestLine is an output entry's line of the content digest, its path
+// and target quoted (a space in one cannot pass for the other). A regular
+// file without a mode (a schema 1 record's) has the line it always had, so
+// old records keep their digests.
+func digestLine(o OutputFile) string {
+	switch o.Type {
+	case "":
+		if o.Mode == "" {
+			return fmt.Sprintf("file %s %d %s\n", o.Path, o.Size, o.SHA256)
+		}
+		return fmt.Sprintf("file %q %d %s %s\n", o.Path, o.Size, o.SHA256, o.Mode)
+	case TypeLink:
+		return fmt.Sprintf("link %q %q\n", o.Path, o.Target)
+	case TypeDir:
+		return fmt.Sprintf("dir %q %s\n", o.Path, o.Mode)
+	}
+	return fmt.Sprintf("%q %q\n", o.Type, o.Path)
 }

@@ -312,7 +312,7 @@ func targetImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, b Build,
 	if st, err := os.Stat(src); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("%s: the build has no %s/ for image %s", b.Dir, spec.From, name)
 	}
-	layer, err := Layer(src, spec.Path, o.Epoch)
+	layer, err := buildLayer(b, spec.From, spec.Path, o.Epoch)
 	if err != nil {
 		return nil, err
 	}

@@ -279,3 +279,19 @@ func TestMergeEarlierTable(t *testing.T) {
 		}
 	}
 }
+
+// dorisarm packages reads a build only as its record lists it: a link
+// planted in the published build after the build is refused, naming it.
+func TestLoadRefusesPlantedLink(t *testing.T) {
+	dir := publish(t, record("graviton3", "aarch64", "sha256:src"))
+	if _, err := Load([]string{dir}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/shadow", filepath.Join(dir, "libplanted.so")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load([]string{dir}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "libplanted.so (a link to /etc/shadow) is not in the build record") {
+		t.Errorf("got %v", err)
+	}
+}

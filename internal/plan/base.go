@@ -8,12 +8,15 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
+	"github.com/dorisarm/dorisarm/internal/linkres"
 	"github.com/dorisarm/dorisarm/internal/memo"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/source"
@@ -36,17 +39,24 @@ const BaseStep = "thirdparty-base"
 // CheckBase reads a --thirdparty-base directory: its digest and file count.
 // It refuses what a base must not hold: a link that resolves outside it
 // (the build would read the build machine's files through it), a dangling
-// link, a device or pipe.
+// link, a relative link whose path leaves the base (laid down elsewhere it
+// would point at something else), a device or pipe. An absolute link into
+// the base is counted as the relative link the build lays down in its
+// place (Base.Link): the tree never points at the base's machine path.
+// Its errors are bad input.
 func CheckBase(dir string) (*BaseInputs, error) {
-	st, err := os.Stat(dir)
-	if err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("--thirdparty-base %s: not a directory (give an unpacked third-party install, the directory holding include/ and lib/)", dir)
-	}
-	root, err := filepath.EvalSymlinks(dir)
+	b, err := checkBase(dir)
+	return b, fault.Input(err)
+}
+
+func checkBase(dir string) (*BaseInputs, error) {
+	base, err := OpenBase(dir)
 	if err != nil {
-		return nil, fmt.Errorf("--thirdparty-base %s: %w", dir, err)
+		return nil, err
 	}
+	root := base.Root
 	files := 0
+	links := map[string]baseLink{}
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -56,14 +66,9 @@ func CheckBase(dir string) (*BaseInputs, error) {
 		case t.IsDir():
 			return nil
 		case t&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			real, err := filepath.EvalSymlinks(p)
-			if err != nil {
-				return fmt.Errorf("%s -> %s does not resolve (%v): remove it or make it point at a file in the base", rel, target, err)
-			}
-			if real != root && !strings.HasPrefix(real, root+string(filepath.Separator)) {
-				return fmt.Errorf("%s -> %s resolves to %s, outside the base: a base must hold its own files (the build machine's programs come from the recipe's build_tools, its libraries never)", rel, target, real)
-			}
+			l, err := base.readLink(p, filepath.ToSlash(rel))
+			links[l.rel] = l
+			return err
 		case t.IsRegular():
 			files++
 		default:
@@ -71,17 +76,123 @@ func CheckBase(dir string) (*BaseInputs, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		err = base.checkLaid(links)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--thirdparty-base %s: %w", dir, err)
 	}
 	if files == 0 {
 		return nil, fmt.Errorf("--thirdparty-base %s: holds no files", dir)
 	}
-	digest, err := source.TreeDigest(root, nil)
+	digest, err := source.TreeDigestLinks(root, nil, func(rel, target string) string {
+		if l, ok := links[rel]; ok && l.target == target {
+			return l.laid
+		}
+		return target // changed since it was read: the build's copy will differ
+	})
 	if err != nil {
 		return nil, fmt.Errorf("--thirdparty-base %s: %w", dir, err)
 	}
 	return &BaseInputs{Digest: digest, Files: files}, nil
+}
+
+// Base is a --thirdparty-base directory.
+type Base struct {
+	Dir  string // as given, made absolute
+	Root string // Dir with its links resolved: what is read and copied
+}
+
+// OpenBase finds a --thirdparty-base directory.
+func OpenBase(dir string) (*Base, error) {
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("--thirdparty-base %s: not a directory (give an unpacked third-party install, the directory holding include/ and lib/)", dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--thirdparty-base %s: %w", dir, err)
+	}
+	root, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("--thirdparty-base %s: %w", dir, err)
+	}
+	return &Base{Dir: abs, Root: root}, nil
+}
+
+// Link is the target the link at rel (slash-separated, relative to the
+// base) with target gets where the base is laid down: a relative target
+// stays; an absolute one naming a path in the base (by the directory as
+// given or as resolved) becomes that path relative to the link; an
+// absolute one elsewhere is refused.
+func (b *Base) Link(rel, target string) (string, error) {
+	if !filepath.IsAbs(target) {
+		return target, nil
+	}
+	for _, dir := range []string{b.Root, b.Dir} {
+		in, err := filepath.Rel(dir, filepath.Clean(target))
+		if err != nil || in == ".." || strings.HasPrefix(in, ".."+string(filepath.Separator)) {
+			continue
+		}
+		laid, err := filepath.Rel(filepath.Dir(filepath.FromSlash(rel)), in)
+		return filepath.ToSlash(laid), err
+	}
+	return "", fault.Inputf("%s -> %s is an absolute link outside the base (%s): laid down into the tree it would point at a path of the build machine's; copy what it points to into the base and link to it by a relative path, or remove the link", rel, target, b.Dir)
+}
+
+// baseLink is a link of the base: its target and the target laid down.
+type baseLink struct {
+	rel, target, laid string
+}
+
+// readLink reads the link at p (rel in the base): it must resolve, to a
+// path in the base, and be one Link can lay down.
+func (b *Base) readLink(p, rel string) (baseLink, error) {
+	l := baseLink{rel: rel}
+	var err error
+	if l.target, err = os.Readlink(p); err != nil {
+		return l, err
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return l, fmt.Errorf("%s -> %s does not resolve (%v): remove it or make it point at a file in the base", rel, l.target, err)
+	}
+	if real != b.Root && !strings.HasPrefix(real, b.Root+string(filepath.Separator)) {
+		return l, fmt.Errorf("%s -> %s resolves to %s, outside the base: a base must hold its own files (the build machine's programs come from the recipe's build_tools, its libraries never); copy what it points to into the base, or remove the link", rel, l.target, real)
+	}
+	l.laid, err = b.Link(rel, l.target)
+	return l, err
+}
+
+// checkLaid checks the base's links as the build lays them down: followed
+// through each other, none leaves the base (a relative path that climbs
+// out and back in would lead elsewhere in the tree), and a rewritten
+// absolute link leads where it did.
+func (b *Base) checkLaid(links map[string]baseLink) error {
+	root, err := os.OpenRoot(b.Root)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	laid := &linkres.Overlay{Base: linkres.RootTree{Root: root}, Entries: map[string]*string{}}
+	for rel, l := range links {
+		laid.Entries[rel] = &l.laid
+	}
+	for _, rel := range slices.Sorted(maps.Keys(links)) {
+		l := links[rel]
+		if err := linkres.CheckIn(laid, rel, l.laid); err != nil {
+			return fault.Inputf("%v: a base's links must lead to its files by paths that stay in it (laid down into the tree, a path through the base's own directory leads elsewhere); make it a relative link that does not leave the base", err)
+		}
+		if l.laid == l.target {
+			continue
+		}
+		was, err1 := filepath.EvalSymlinks(filepath.Join(b.Root, filepath.FromSlash(rel)))
+		now, err2 := filepath.EvalSymlinks(filepath.Join(b.Root, filepath.FromSlash(path.Dir(rel)), filepath.FromSlash(l.laid)))
+		if err1 != nil || err2 != nil || was != now {
+			return fault.Inputf("%s -> %s: made relative to the base (%s) it would lead elsewhere; make it a relative link to the file in the base", rel, l.target, l.laid)
+		}
+	}
+	return nil
 }
 
 // BuildToolInfo is a build-machine program a cross build's BE steps run

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
@@ -94,6 +95,88 @@ func TestCheckBase(t *testing.T) {
 	}
 	if _, err := CheckBase(filepath.Join(dir, "include", "snappy.h")); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("a file as base: %v", err)
+	}
+}
+
+// An absolute link into the base counts as the relative link the build
+// lays down in its place: the base's digest is the same as with that
+// link, wherever the base is and whatever path its links name it by. An
+// absolute link outside it, or a relative one whose path leaves it, is
+// bad input naming the link, its target and what to do.
+func TestCheckBaseLinks(t *testing.T) {
+	want, err := CheckBase(writeBase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	relink := func(d, name, target string) {
+		t.Helper()
+		p := filepath.Join(d, filepath.FromSlash(name))
+		os.Remove(p)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	abs := writeBase(t)
+	relink(abs, "lib64", filepath.Join(abs, "lib"))
+	// Named through a link to the base, as --thirdparty-base is given.
+	alias := filepath.Join(t.TempDir(), "base")
+	if err := os.Symlink(abs, alias); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{abs, alias} {
+		got, err := CheckBase(dir)
+		if err != nil || got.Digest != want.Digest || got.Files != want.Files {
+			t.Errorf("%s with lib64 -> %s: %+v, %v; want the digest of lib64 -> lib, %s", dir, filepath.Join(abs, "lib"), got, err, want.Digest)
+		}
+	}
+	relink(abs, "lib64", alias+"/lib/") // by the path given, not clean
+	if got, err := CheckBase(alias); err != nil || got.Digest != want.Digest {
+		t.Errorf("lib64 -> %s/lib/: %+v, %v", alias, got, err)
+	}
+
+	// One level down: include/snappy-c.h -> <base>/include/snappy.h is snappy.h.
+	deep, rel := writeBase(t), writeBase(t)
+	relink(deep, "include/snappy-c.h", filepath.Join(deep, "include", "snappy.h"))
+	relink(rel, "include/snappy-c.h", "snappy.h")
+	d1, err1 := CheckBase(deep)
+	d2, err2 := CheckBase(rel)
+	if err1 != nil || err2 != nil || d1.Digest != d2.Digest {
+		t.Errorf("an absolute link one level down: %v %v, %v %v", d1, err1, d2, err2)
+	}
+
+	bad := []struct {
+		name string
+		make func(d string) error
+		want string
+	}{
+		{"absolute, outside", func(d string) error { return os.Symlink("/etc/hostname", filepath.Join(d, "lib", "libhost.so")) },
+			"lib/libhost.so -> /etc/hostname resolves to"},
+		// It resolves into the base, but through a path of the build machine's.
+		{"absolute, through an outside link", func(d string) error {
+			other := filepath.Join(t.TempDir(), "other")
+			if err := os.Symlink(d, other); err != nil {
+				return err
+			}
+			return os.Symlink(filepath.Join(other, "lib"), filepath.Join(d, "lib32"))
+		}, "is an absolute link outside the base"},
+		// Out of the base's own directory and back into it: laid down as
+		// thirdparty/installed it would lead to thirdparty/<base>/lib.
+		{"relative, out and back", func(d string) error {
+			return os.Symlink(filepath.Join("..", filepath.Base(d), "lib"), filepath.Join(d, "lib32"))
+		}, "link lib32 -> ../" + "BASE/lib climbs above the root of the tree"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			d := writeBase(t)
+			if err := tc.make(d); err != nil {
+				t.Fatal(err)
+			}
+			_, err := CheckBase(d)
+			w := strings.ReplaceAll(tc.want, "BASE", filepath.Base(d))
+			if err == nil || !strings.Contains(err.Error(), w) || !fault.IsInput(err) {
+				t.Errorf("got %v, want bad input containing %q", err, w)
+			}
+		})
 	}
 }
 

@@ -17,6 +17,14 @@ import (
 // target, in sorted order. Paths equal to or under an ignored path
 // (relative to dir) are left out. Modification times and owners do not count.
 func TreeDigest(dir string, ignore []string) (string, error) {
+	return TreeDigestLinks(dir, ignore, nil)
+}
+
+// TreeDigestLinks is TreeDigest of the tree as it will be once each
+// symlink's target is replaced by link(rel, target) (rel relative to dir,
+// slash-separated): a tree copied with its links rewritten has the digest
+// its source has here. A nil link keeps every target.
+func TreeDigestLinks(dir string, ignore []string, link func(rel, target string) string) (string, error) {
 	skip := map[string]bool{}
 	for _, i := range ignore {
 		skip[filepath.ToSlash(filepath.Clean(i))] = true
@@ -40,6 +48,9 @@ func TreeDigest(dir string, ignore []string) (string, error) {
 			target, err := os.Readlink(path)
 			if err != nil {
 				return err
+			}
+			if link != nil {
+				target = link(rel, target)
 			}
 			entries = append(entries, entry{rel, "L " + rel + " " + target})
 		case d.Type().IsRegular():
