@@ -26,6 +26,10 @@ type Resolved struct {
 	Atomics string `json:"atomics,omitempty"`
 	LTO     string `json:"lto,omitempty"` // thin, full, or "" for none
 	PGO     string `json:"pgo,omitempty"` // use, generate, or ""
+	// Assembler are the -march= and -mcpu= given to the assembler (-Wa,
+	// -Xassembler): they govern assembly sources only, not the code the
+	// compiler makes, so they are noted, never taken for the compiler's.
+	Assembler []string `json:"assembler,omitempty"`
 	// Err says why the flags could not be resolved (an -mcpu the matrix
 	// does not know, -march=native, an unknown modifier).
 	Err string `json:"error,omitempty"`
@@ -53,7 +57,9 @@ type memoVal struct {
 // NewResolver resolves flags for isa ("aarch64", "x86_64").
 func NewResolver(m *matrix.Matrix, isa string) *Resolver { return &Resolver{m: m, isa: isa} }
 
-// Resolve applies the driver's rules to r's arguments:
+// Resolve applies the driver's rules to r's arguments (read as readArgs
+// says: the values of -Wa, -Xassembler, -Xlinker, -Wl, -mllvm and the
+// like are not the compiler's flags):
 //   - the last -march, -mcpu and -mtune win;
 //   - GCC takes the architecture from -march when both are given, else
 //     from -mcpu; Clang does too, and also passes -mcpu's CPU to the code
@@ -63,37 +69,9 @@ func NewResolver(m *matrix.Matrix, isa string) *Resolver { return &Resolver{m: m
 //   - neither: the ISA's base level (armv8-a, x86-64), as the compilers'
 //     defaults are.
 func (rv *Resolver) Resolve(r Record) Resolved {
-	out := Resolved{Dialect: r.Dialect}
-	outline := ""
-	args := r.Args
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case strings.HasPrefix(a, "-march="):
-			out.March = strings.TrimPrefix(a, "-march=")
-		case strings.HasPrefix(a, "-mcpu="):
-			out.Mcpu = strings.TrimPrefix(a, "-mcpu=")
-		case strings.HasPrefix(a, "-mtune="):
-			out.Mtune = strings.TrimPrefix(a, "-mtune=")
-		case a == "-moutline-atomics":
-			outline = "on"
-		case a == "-mno-outline-atomics":
-			outline = "off"
-		case a == "-flto" || a == "-flto=full":
-			out.LTO = "full"
-		case a == "-flto=thin":
-			out.LTO = "thin"
-		case strings.HasPrefix(a, "-flto="):
-			// GCC's -flto=auto, -flto=jobserver, -flto=N: full LTO, in parallel.
-			out.LTO = "full"
-		case a == "-fno-lto":
-			out.LTO = ""
-		case a == "-fprofile-use" || strings.HasPrefix(a, "-fprofile-use=") || a == "-fprofile-instr-use" || strings.HasPrefix(a, "-fprofile-instr-use="):
-			out.PGO = "use"
-		case a == "-fprofile-generate" || strings.HasPrefix(a, "-fprofile-generate=") || a == "-fprofile-instr-generate" || strings.HasPrefix(a, "-fprofile-instr-generate="):
-			out.PGO = "generate"
-		}
-	}
+	f := readArgs(r)
+	out := Resolved{Dialect: r.Dialect, March: f.march, Mcpu: f.mcpu, Mtune: f.mtune, LTO: f.lto, PGO: f.pgo, Assembler: f.asm}
+	outline := f.outline
 	if out.Mtune == "" {
 		out.Mtune = out.Mcpu
 	}
