@@ -157,6 +157,9 @@ func (r Resolved) Describe() string {
 	if r.Mtune != "" && r.Mtune != r.Mcpu {
 		parts = append(parts, "-mtune="+r.Mtune)
 	}
+	if len(r.CC1) > 0 {
+		parts = append(parts, "cc1 "+strings.Join(r.CC1, " "))
+	}
 	if len(r.Assembler) > 0 {
 		parts = append(parts, "assembler "+strings.Join(r.Assembler, " "))
 	}

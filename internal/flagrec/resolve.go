@@ -26,6 +26,10 @@ type Resolved struct {
 	Atomics string `json:"atomics,omitempty"`
 	LTO     string `json:"lto,omitempty"` // thin, full, or "" for none
 	PGO     string `json:"pgo,omitempty"` // use, generate, or ""
+	// CC1 are the -target-cpu and -target-feature cc1 was given beyond the
+	// driver's own (clang -Xclang, or a cc1 record's): "-target-cpu
+	// neoverse-v1", "-target-feature +sve".
+	CC1 []string `json:"cc1,omitempty"`
 	// Assembler are the -march= and -mcpu= given to the assembler (-Wa,
 	// -Xassembler): they govern assembly sources only, not the code the
 	// compiler makes, so they are noted, never taken for the compiler's.
@@ -45,7 +49,9 @@ type Resolver struct {
 	memo sync.Map
 }
 
-type memoKey struct{ dialect, march, mcpu string }
+// memoKey is a flag set: the driver's -march and -mcpu, and cc1's
+// -target-cpu and -target-feature values (joined by spaces, in order).
+type memoKey struct{ dialect, march, mcpu, cc1CPU, cc1Features string }
 
 type memoVal struct {
 	exts   matrix.Set
@@ -67,7 +73,10 @@ func NewResolver(m *matrix.Matrix, isa string) *Resolver { return &Resolver{m: m
 //   - -mcpu=NAME means the matrix CPU some compiler spells NAME: its
 //     architecture level and the extensions it has, then NAME's modifiers;
 //   - neither: the ISA's base level (armv8-a, x86-64), as the compilers'
-//     defaults are.
+//     defaults are;
+//   - then what cc1 was given beyond the driver (clang's -Xclang, or a
+//     cc1 record): -target-cpu's CPU adds its extensions, and each
+//     -target-feature +NAME adds, -NAME takes away, in order (applyCC1).
 func (rv *Resolver) Resolve(r Record) Resolved {
 	f := readArgs(r)
 	out := Resolved{Dialect: r.Dialect, March: f.march, Mcpu: f.mcpu, Mtune: f.mtune, LTO: f.lto, PGO: f.pgo, Assembler: f.asm}
@@ -75,7 +84,9 @@ func (rv *Resolver) Resolve(r Record) Resolved {
 	if out.Mtune == "" {
 		out.Mtune = out.Mcpu
 	}
-	mv := rv.cachedFeatures(out.Dialect, out.March, out.Mcpu)
+	k := memoKey{dialect: out.Dialect, march: out.March, mcpu: out.Mcpu}
+	k.cc1CPU, k.cc1Features, out.CC1 = cc1Target(f.cc1)
+	mv := rv.cachedFeatures(k)
 	if mv.err != nil {
 		out.Err = mv.err.Error()
 		return out
@@ -98,12 +109,14 @@ func (rv *Resolver) Resolve(r Record) Resolved {
 
 // cachedFeatures is features, computed and sorted once per flag set
 // (callers only read the set and the slice).
-func (rv *Resolver) cachedFeatures(dialect, march, mcpu string) memoVal {
-	k := memoKey{dialect, march, mcpu}
+func (rv *Resolver) cachedFeatures(k memoKey) memoVal {
 	if v, ok := rv.memo.Load(k); ok {
 		return v.(memoVal)
 	}
-	exts, level, err := rv.features(dialect, march, mcpu)
+	exts, level, err := rv.features(k.dialect, k.march, k.mcpu)
+	if err == nil && (k.cc1CPU != "" || k.cc1Features != "") {
+		level, err = rv.applyCC1(exts, level, k.cc1CPU, k.cc1Features)
+	}
 	mv := memoVal{exts: exts, sorted: exts.Sorted(), level: level, err: err}
 	rv.memo.Store(k, mv)
 	return mv
@@ -171,4 +184,83 @@ func (rv *Resolver) mcpu(v string) (matrix.Set, string, error) {
 		}
 	}
 	return exts, cpu.Arch, nil
+}
+
+// cc1Target picks cc1's -target-cpu (the last) and -target-feature values
+// (in order) out of cc1's arguments; the pairs are also given back as the
+// record spells them, for Describe.
+func cc1Target(cc1 []string) (cpu, features string, pairs []string) {
+	var fs []string
+	for i := 0; i+1 < len(cc1); i++ {
+		switch cc1[i] {
+		case "-target-cpu":
+			cpu = cc1[i+1]
+		case "-target-feature":
+			fs = append(fs, cc1[i+1])
+		default:
+			continue
+		}
+		pairs = append(pairs, cc1[i]+" "+cc1[i+1])
+		i++
+	}
+	return cpu, strings.Join(fs, " "), pairs
+}
+
+// applyCC1 applies cc1's -target-cpu and -target-feature to exts (what
+// the driver's flags enable) as LLVM builds its subtarget: the driver's
+// features stand (it passes them as -target-feature), -target-cpu adds
+// its CPU's extensions (the last -target-cpu replaces the driver's, whose
+// extensions the driver already passed), and then each extra feature
+// applies in order, +NAME adding and -NAME taking away. Feature names are
+// LLVM's (features.yaml). It gives back the level, raised when a CPU or
+// a feature is of a higher one.
+func (rv *Resolver) applyCC1(exts matrix.Set, level, cpu, features string) (string, error) {
+	if cpu != "" {
+		cpuExts, cpuLevel, err := rv.cc1CPU(cpu)
+		if err != nil {
+			return "", fmt.Errorf("cc1 -target-cpu %s: %w", cpu, err)
+		}
+		for k := range cpuExts {
+			exts[k] = true
+		}
+		if rv.m.LevelWithin(level, cpuLevel) {
+			level = cpuLevel
+		}
+	}
+	for _, tf := range strings.Fields(features) {
+		n := strings.TrimLeft(tf, "+-")
+		if n == "" || (tf[0] != '+' && tf[0] != '-') {
+			return "", fmt.Errorf("cc1 -target-feature %s: a feature is +NAME or -NAME", tf)
+		}
+		f, err := rv.name("llvm", n)
+		if err != nil {
+			return "", fmt.Errorf("cc1 -target-feature %s: %w", tf, err)
+		}
+		if tf[0] == '-' {
+			rv.removeFeature(exts, f)
+			continue
+		}
+		if level, err = rv.addFeature(exts, level, f); err != nil {
+			return "", err
+		}
+	}
+	return level, nil
+}
+
+// cc1CPU resolves cc1's -target-cpu: "generic" is the ISA's base level;
+// on an ISA whose -march names are CPUs (x86-64: the driver passes
+// -march=x86-64-v3 as -target-cpu x86-64-v3) a level's name is that
+// level; any other name is a CPU, as -mcpu resolves it.
+func (rv *Resolver) cc1CPU(cpu string) (matrix.Set, string, error) {
+	level := ""
+	if al, ok := rv.m.ArchLevels[cpu]; ok && al.ISA == rv.isa {
+		level = cpu
+	} else if cpu == "generic" {
+		level = rv.m.DefaultLevel(rv.isa)
+	}
+	if level != "" {
+		exts, err := rv.m.LevelExtensions(level)
+		return exts, level, err
+	}
+	return rv.mcpu(cpu)
 }
