@@ -104,7 +104,7 @@ func (e *Expect) assemblerNote(r Resolved) string {
 		var exts matrix.Set
 		var err error
 		if v, ok := strings.CutPrefix(a, "-mcpu="); ok {
-			exts, _, err = e.resolver.mcpu(v)
+			exts, _, err = e.resolver.mcpu("gcc", v)
 		} else {
 			var mm matrix.March
 			mm, err = e.m.ParseMarch(strings.TrimPrefix(a, "-march="))

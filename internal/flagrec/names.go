@@ -73,7 +73,14 @@ func (rv *Resolver) name(compiler, n string) (feature, error) {
 		}
 		return feature{exts: exts}, nil
 	}
-	if e, ok := rv.m.Extensions[n]; ok && e.ISA == rv.isa {
+	if compiler == "gcc" {
+		// GCC's tokens are matrix.yaml's march spellings.
+		for name, e := range rv.m.Extensions {
+			if e.March == n && e.ISA == rv.isa {
+				return feature{exts: []string{name}}, nil
+			}
+		}
+	} else if e, ok := rv.m.Extensions[n]; ok && e.ISA == rv.isa {
 		return feature{exts: []string{n}}, nil
 	}
 	return feature{}, fmt.Errorf("%s feature %q: %s does not say what it enables, so it is not guessed at (add it under %s.features)", compiler, n, featuresFile, compiler)

@@ -126,7 +126,7 @@ func (rv *Resolver) features(dialect, march, mcpu string) (matrix.Set, string, e
 	var exts matrix.Set
 	var level string
 	if mcpu != "" {
-		cpuExts, cpuLevel, err := rv.mcpu(mcpu)
+		cpuExts, cpuLevel, err := rv.mcpu(dialect, mcpu)
 		if err != nil {
 			return nil, "", err
 		}
@@ -162,14 +162,38 @@ func (rv *Resolver) features(dialect, march, mcpu string) (matrix.Set, string, e
 	return mm.Extensions, mm.Level, nil
 }
 
-func (rv *Resolver) mcpu(v string) (matrix.Set, string, error) {
+// mcpu resolves -mcpu=NAME+MODS: the matrix CPU a compiler spells NAME
+// (the hardware's level and extensions), else the CPU the compilers'
+// own tables (cpus.yaml) name so; then the modifiers.
+func (rv *Resolver) mcpu(dialect, v string) (matrix.Set, string, error) {
 	name, mods, _ := strings.Cut(v, "+")
 	if name == "native" {
 		return nil, "", fmt.Errorf("-mcpu=native: the build machine's CPU, not a target's")
 	}
+	exts, level, err := rv.matrixCPU(name)
+	if err == nil && exts == nil {
+		var ok bool
+		if exts, level, ok, err = rv.tableCPU(dialect, name); err == nil && !ok {
+			err = fmt.Errorf("-mcpu=%s: no CPU in matrix.yaml is spelled %q by a compiler, and neither compiler's CPU table (%s) names it (add it under cpus in matrix.yaml with its extensions)", v, name, cpusFile)
+		}
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if mods != "" {
+		if err := rv.m.ApplyModifiers(exts, level, strings.Split(mods, "+")); err != nil {
+			return nil, "", fmt.Errorf("-mcpu=%s: %w", v, err)
+		}
+	}
+	return exts, level, nil
+}
+
+// matrixCPU is the matrix CPU some compiler spells name: its level and
+// the extensions the hardware has; nil when the matrix knows none.
+func (rv *Resolver) matrixCPU(name string) (matrix.Set, string, error) {
 	cpu := rv.m.CPUByMcpu(rv.isa, name)
 	if cpu == nil {
-		return nil, "", fmt.Errorf("-mcpu=%s: no CPU in matrix.yaml is spelled %q by a compiler (add it under cpus with its extensions)", v, name)
+		return nil, "", nil
 	}
 	exts, err := rv.m.LevelExtensions(cpu.Arch)
 	if err != nil {
@@ -177,11 +201,6 @@ func (rv *Resolver) mcpu(v string) (matrix.Set, string, error) {
 	}
 	for k := range rv.m.Closure(cpu.Extensions) {
 		exts[k] = true
-	}
-	if mods != "" {
-		if err := rv.m.ApplyModifiers(exts, cpu.Arch, strings.Split(mods, "+")); err != nil {
-			return nil, "", fmt.Errorf("-mcpu=%s: %w", v, err)
-		}
 	}
 	return exts, cpu.Arch, nil
 }
@@ -262,5 +281,5 @@ func (rv *Resolver) cc1CPU(cpu string) (matrix.Set, string, error) {
 		exts, err := rv.m.LevelExtensions(level)
 		return exts, level, err
 	}
-	return rv.mcpu(cpu)
+	return rv.mcpu("clang", cpu)
 }
