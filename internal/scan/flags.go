@@ -41,8 +41,10 @@ const assembly = "assembly"
 
 // FileFlags is what an object records about how it was compiled.
 type FileFlags struct {
-	// Source is where the records were read: .GCC.command.line or
-	// DW_AT_producer; "" when there were none.
+	// Source is where the records were read: .GCC.command.line,
+	// DW_AT_producer or both (comma-separated), llvm.commandline for
+	// bitcode; "" when there were none. Every record of every place is
+	// judged.
 	Source string `json:"source,omitempty"`
 	// Records counts the recorded command lines (a linked file holds
 	// those of every object that recorded one, identical ones merged).
@@ -77,54 +79,77 @@ type FlagSummary struct {
 // maxProducerUnits bounds the compile units whose DW_AT_producer is read.
 const maxProducerUnits = 100_000
 
-// maxProducerDWARF bounds the .debug_info read for DW_AT_producer.
+// maxProducerDWARF bounds the .debug_info of a relocatable object (or a
+// compressed one) read for DW_AT_producer: debug/elf reads those whole,
+// relocating or decompressing them. A linked file's are read in place.
 const maxProducerDWARF = 64 << 20
 
 // maxFlagSection bounds the bytes of .GCC.command.line read.
 const maxFlagSection = 256 << 20
 
-// flagRecords reads an ELF's recorded compile flags.
+// flagRecords reads every record an ELF carries of how it was compiled:
+// each command line in .GCC.command.line and each compile unit's
+// DW_AT_producer, identical ones once. Both are read, so a record
+// replaced in one place still tells in the other; source names the
+// places that held records.
 func flagRecords(f *elf.File, data []byte) (recs []flagrec.Record, source string, compiled bool) {
 	compiled = f.Section(".comment") != nil
-	if s := f.Section(".GCC.command.line"); s != nil && s.Type != elf.SHT_NOBITS && s.Size <= maxFlagSection {
-		b := sectionBytes(data, s)
-		if b == nil {
-			if rb, err := s.Data(); err == nil {
-				b = rb
-			}
+	var sources []string
+	seen := map[string]bool{}
+	for _, src := range []struct {
+		name string
+		recs []flagrec.Record
+	}{{sourceSection, sectionRecords(f, data)}, {sourceProducer, producers(f, data)}} {
+		if len(src.recs) == 0 {
+			continue
 		}
-		var strs []string
-		for _, p := range bytes.Split(b, []byte{0}) {
-			if len(p) > 0 {
-				strs = append(strs, string(p))
+		sources = append(sources, src.name)
+		for _, r := range src.recs {
+			k := r.Dialect + "\x00" + strings.Join(r.Args, "\x00")
+			if !seen[k] {
+				seen[k] = true
+				recs = append(recs, r)
 			}
-		}
-		if recs = flagrec.Split(strs); len(recs) > 0 {
-			return recs, sourceSection, true
 		}
 	}
-	if di := f.Section(".debug_info"); di == nil || di.Size > maxProducerDWARF {
-		// debug/dwarf reads every debug section whole: a 2 GB doris_be's
-		// DWARF is not read for this (a build records its flags anyway).
+	if len(recs) == 0 {
 		return nil, "", compiled
 	}
-	recs = producers(f)
-	if len(recs) > 0 {
-		return recs, sourceProducer, true
+	return recs, strings.Join(sources, ", "), true
+}
+
+// sectionRecords reads the command lines of .GCC.command.line.
+func sectionRecords(f *elf.File, data []byte) []flagrec.Record {
+	s := f.Section(".GCC.command.line")
+	if s == nil || s.Type == elf.SHT_NOBITS || s.Size > maxFlagSection {
+		return nil
 	}
-	return nil, "", compiled
+	b := sectionBytes(data, s)
+	if b == nil {
+		if rb, err := s.Data(); err == nil {
+			b = rb
+		}
+	}
+	var strs []string
+	for _, p := range bytes.Split(b, []byte{0}) {
+		if len(p) > 0 {
+			strs = append(strs, string(p))
+		}
+	}
+	return flagrec.Split(strs)
 }
 
 // producers reads the DW_AT_producer of each compile unit (GCC writes its
-// switches there by default with -g); only the unit entries are read.
-func producers(f *elf.File) (recs []flagrec.Record) {
+// switches there by default with -g, clang its command line with
+// -grecord-command-line); only the unit entries are read.
+func producers(f *elf.File, data []byte) (recs []flagrec.Record) {
 	defer func() {
 		if recover() != nil {
 			recs = nil
 		}
 	}()
-	d, err := f.DWARF()
-	if err != nil {
+	d := producerDWARF(f, data)
+	if d == nil {
 		return nil
 	}
 	seen := map[string]bool{}
@@ -142,9 +167,63 @@ func producers(f *elf.File) (recs []flagrec.Record) {
 				}
 			}
 		}
-		r.SkipChildren()
+		r.SkipChildren() // of a unit: on to the next unit
 	}
 	return recs
+}
+
+// producerDWARF opens f's DWARF for its units' producers: a linked
+// file's sections in place (their offsets are final; nothing is copied,
+// so a 2 GB doris_be's is read too), else, for a relocatable object or
+// compressed sections, through debug/elf, which relocates and
+// decompresses, within maxProducerDWARF.
+func producerDWARF(f *elf.File, data []byte) *dwarf.Data {
+	di := f.Section(".debug_info")
+	if di == nil {
+		return nil
+	}
+	if f.Type != elf.ET_REL {
+		if d := dwarfInPlace(f, data); d != nil {
+			return d
+		}
+	}
+	if di.Size > maxProducerDWARF {
+		return nil
+	}
+	d, err := f.DWARF()
+	if err != nil {
+		return nil
+	}
+	return d
+}
+
+// dwarfInPlace is a DWARF reader over the mapped sections a unit entry
+// needs; nil when one is compressed or lies outside the file.
+func dwarfInPlace(f *elf.File, data []byte) *dwarf.Data {
+	names := []string{".debug_info", ".debug_abbrev", ".debug_str", ".debug_str_offsets", ".debug_line_str", ".debug_addr", ".debug_rnglists"}
+	secs := make([][]byte, len(names))
+	for i, name := range names {
+		s := f.Section(name)
+		if s == nil {
+			continue
+		}
+		if s.Flags&elf.SHF_COMPRESSED != 0 || s.Type == elf.SHT_NOBITS {
+			return nil
+		}
+		if secs[i] = sectionBytes(data, s); secs[i] == nil {
+			return nil
+		}
+	}
+	d, err := dwarf.New(secs[1], nil, nil, secs[0], nil, nil, nil, secs[2])
+	if err != nil {
+		return nil
+	}
+	for i := 3; i < len(names); i++ {
+		if secs[i] != nil && d.AddSection(names[i], secs[i]) != nil {
+			return nil
+		}
+	}
+	return d
 }
 
 // judgeFlags reads and judges an ELF's records against the policy.
