@@ -79,11 +79,6 @@ type FlagSummary struct {
 // maxProducerUnits bounds the compile units whose DW_AT_producer is read.
 const maxProducerUnits = 100_000
 
-// maxProducerDWARF bounds the .debug_info of a relocatable object (or a
-// compressed one) read for DW_AT_producer: debug/elf reads those whole,
-// relocating or decompressing them. A linked file's are read in place.
-const maxProducerDWARF = 64 << 20
-
 // maxFlagSection bounds the bytes of .GCC.command.line read.
 const maxFlagSection = 256 << 20
 
@@ -170,60 +165,6 @@ func producers(f *elf.File, data []byte) (recs []flagrec.Record) {
 		r.SkipChildren() // of a unit: on to the next unit
 	}
 	return recs
-}
-
-// producerDWARF opens f's DWARF for its units' producers: a linked
-// file's sections in place (their offsets are final; nothing is copied,
-// so a 2 GB doris_be's is read too), else, for a relocatable object or
-// compressed sections, through debug/elf, which relocates and
-// decompresses, within maxProducerDWARF.
-func producerDWARF(f *elf.File, data []byte) *dwarf.Data {
-	di := f.Section(".debug_info")
-	if di == nil {
-		return nil
-	}
-	if f.Type != elf.ET_REL {
-		if d := dwarfInPlace(f, data); d != nil {
-			return d
-		}
-	}
-	if di.Size > maxProducerDWARF {
-		return nil
-	}
-	d, err := f.DWARF()
-	if err != nil {
-		return nil
-	}
-	return d
-}
-
-// dwarfInPlace is a DWARF reader over the mapped sections a unit entry
-// needs; nil when one is compressed or lies outside the file.
-func dwarfInPlace(f *elf.File, data []byte) *dwarf.Data {
-	names := []string{".debug_info", ".debug_abbrev", ".debug_str", ".debug_str_offsets", ".debug_line_str", ".debug_addr", ".debug_rnglists"}
-	secs := make([][]byte, len(names))
-	for i, name := range names {
-		s := f.Section(name)
-		if s == nil {
-			continue
-		}
-		if s.Flags&elf.SHF_COMPRESSED != 0 || s.Type == elf.SHT_NOBITS {
-			return nil
-		}
-		if secs[i] = sectionBytes(data, s); secs[i] == nil {
-			return nil
-		}
-	}
-	d, err := dwarf.New(secs[1], nil, nil, secs[0], nil, nil, nil, secs[2])
-	if err != nil {
-		return nil
-	}
-	for i := 3; i < len(names); i++ {
-		if secs[i] != nil && d.AddSection(names[i], secs[i]) != nil {
-			return nil
-		}
-	}
-	return d
 }
 
 // judgeFlags reads and judges an ELF's records against the policy.

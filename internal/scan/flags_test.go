@@ -284,8 +284,9 @@ func TestFlagReadBackEvasions(t *testing.T) {
 		}
 	}
 	// A linked library's DWARF is read in place, DWARF 5's indexed strings
-	// and addresses included (no size bound: nothing is copied).
-	for _, so := range []string{"libhidden.so", "libclanghidden.so"} {
+	// and addresses included (no size bound: nothing is copied); an
+	// object's unit entries are relocated without debug/elf.
+	for _, so := range []string{"libhidden.so", "libclanghidden.so", "gcc_hidden.o", "clang_hidden.o"} {
 		data, err := os.ReadFile(filepath.Join(dir, so))
 		if err != nil {
 			t.Fatal(err)
@@ -294,7 +295,7 @@ func TestFlagReadBackEvasions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if dwarfInPlace(f, data) == nil || len(producers(f, data)) != 1 {
+		if secs, ok := unitSectionBytes(f, data); !ok || newUnitDWARF(secs) == nil || len(producers(f, data)) != 1 {
 			t.Errorf("%s: DWARF not read in place: %v", so, producers(f, data))
 		}
 	}
