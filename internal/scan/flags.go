@@ -90,27 +90,34 @@ const maxFlagSection = 256 << 20
 func flagRecords(f *elf.File, data []byte) (recs []flagrec.Record, source string, compiled bool) {
 	compiled = f.Section(".comment") != nil
 	var sources []string
-	seen := map[string]bool{}
 	for _, src := range []struct {
 		name string
 		recs []flagrec.Record
 	}{{sourceSection, sectionRecords(f, data)}, {sourceProducer, producers(f, data)}} {
-		if len(src.recs) == 0 {
-			continue
-		}
-		sources = append(sources, src.name)
-		for _, r := range src.recs {
-			k := r.Dialect + "\x00" + strings.Join(r.Args, "\x00")
-			if !seen[k] {
-				seen[k] = true
-				recs = append(recs, r)
-			}
+		if len(src.recs) > 0 {
+			sources = append(sources, src.name)
+			recs = append(recs, src.recs...)
 		}
 	}
-	if len(recs) == 0 {
+	if recs = distinct(recs); len(recs) == 0 {
 		return nil, "", compiled
 	}
 	return recs, strings.Join(sources, ", "), true
+}
+
+// distinct keeps the first of records with the same arguments (GCC writes
+// the same line in both places; clang's producer repeats its command line).
+func distinct(recs []flagrec.Record) []flagrec.Record {
+	seen := map[string]bool{}
+	out := recs[:0]
+	for _, r := range recs {
+		k := r.Dialect + "\x00" + strings.Join(r.Args, "\x00")
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // sectionRecords reads the command lines of .GCC.command.line.
@@ -245,7 +252,7 @@ func (w *walker) bitcodeFlags(name string, b []byte) {
 		}
 	}
 	source := ""
-	if len(recs) > 0 {
+	if recs = distinct(recs); len(recs) > 0 {
 		source = sourceBitcode
 	}
 	_, fs := judgeRecords(name, recs, source, true, w.pol)
