@@ -75,7 +75,7 @@ func wrapTable(err error, name, compiler, v string) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("-mcpu=%s is %q to %s (%s), which cannot be read: %w", name, v, compiler, cpusFile, err)
+	return fmt.Errorf("-mcpu=%s: %s's CPU table (%s) gives %q, which cannot be read: %w", name, compiler, cpusFile, v, err)
 }
 
 // gccArch reads GCC's .arch value ("armv8.2-a+crypto+crc+fp16"): the
@@ -116,6 +116,6 @@ func (rv *Resolver) llvmFeatures(v string) (matrix.Set, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	level, err = rv.applyCC1(exts, level, "", v)
+	level, err = rv.applyFeatures(exts, level, v, "feature")
 	return exts, level, err
 }

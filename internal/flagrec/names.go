@@ -83,7 +83,7 @@ func (rv *Resolver) name(compiler, n string) (feature, error) {
 	} else if e, ok := rv.m.Extensions[n]; ok && e.ISA == rv.isa {
 		return feature{exts: []string{n}}, nil
 	}
-	return feature{}, fmt.Errorf("%s feature %q: %s does not say what it enables, so it is not guessed at (add it under %s.features)", compiler, n, featuresFile, compiler)
+	return feature{}, fmt.Errorf("%s does not say what %s's feature name %q enables, so it is not guessed at (add it under %s.levels or %s.features, or the level or extension to matrix.yaml)", featuresFile, compiler, n, compiler, compiler)
 }
 
 // addFeature adds what a feature name enables to exts, raising level to

@@ -237,7 +237,7 @@ func (rv *Resolver) applyCC1(exts matrix.Set, level, cpu, features string) (stri
 	if cpu != "" {
 		cpuExts, cpuLevel, err := rv.cc1CPU(cpu)
 		if err != nil {
-			return "", fmt.Errorf("cc1 -target-cpu %s: %w", cpu, err)
+			return "", fmt.Errorf("cc1's -target-cpu %s: %w", cpu, err)
 		}
 		for k := range cpuExts {
 			exts[k] = true
@@ -246,14 +246,21 @@ func (rv *Resolver) applyCC1(exts matrix.Set, level, cpu, features string) (stri
 			level = cpuLevel
 		}
 	}
+	return rv.applyFeatures(exts, level, features, "cc1's -target-feature")
+}
+
+// applyFeatures applies LLVM feature values ("+sve -dotprod", in order)
+// to exts: +NAME adds, -NAME takes away (features.yaml says what NAME
+// is). what names them in errors.
+func (rv *Resolver) applyFeatures(exts matrix.Set, level, features, what string) (string, error) {
 	for _, tf := range strings.Fields(features) {
 		n := strings.TrimLeft(tf, "+-")
 		if n == "" || (tf[0] != '+' && tf[0] != '-') {
-			return "", fmt.Errorf("cc1 -target-feature %s: a feature is +NAME or -NAME", tf)
+			return "", fmt.Errorf("%s %s: a feature is +NAME or -NAME", what, tf)
 		}
 		f, err := rv.name("llvm", n)
 		if err != nil {
-			return "", fmt.Errorf("cc1 -target-feature %s: %w", tf, err)
+			return "", fmt.Errorf("%s %s: %w", what, tf, err)
 		}
 		if tf[0] == '-' {
 			rv.removeFeature(exts, f)
