@@ -20,7 +20,9 @@ build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dorisarm
 
 # Rewrites derived files: internal/datafile/snapshots.bin, the parsed YAML of
-# matrix.yaml, recipes and internal/isa's data (TestSnapshotsFresh checks it).
+# matrix.yaml, recipes, internal/isa's and internal/flagrec's data (TestSnapshotsFresh
+# checks it). internal/flagrec/cpus.yaml itself comes from the installed
+# compilers: go run ./internal/flagrec/gencpus (TestCPUTableFresh checks it).
 generate:
 	$(GO) generate ./internal/datafile
 

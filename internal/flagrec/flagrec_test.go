@@ -44,6 +44,13 @@ func TestParseForms(t *testing.T) {
 		{"/usr/lib/llvm-16/bin/clang --target=aarch64-linux-gnu -c -march=armv8.2-a a.c -o c.o", true, "clang", []string{"--target=aarch64-linux-gnu", "-c", "-march=armv8.2-a", "a.c", "-o", "c.o"}},
 		{`/usr/bin/clang++ -I/my\ dir -c x.cc`, true, "clang", []string{"-I/my dir", "-c", "x.cc"}},
 		{"Debian clang version 16.0.6 (15~deb12u1)", false, "", nil},
+		// clang's DW_AT_producer with -grecord-command-line (clang-16, read
+		// back with llvm-dwarfdump-16), and the shape upstream builds write.
+		{"Debian clang version 16.0.6 (15~deb12u1) /usr/lib/llvm-16/bin/clang --target=aarch64-linux-gnu -O2 -c -g -grecord-command-line -march=armv8.2-a -Xclang -target-feature -Xclang +sve a.c -o x4.o", true, "clang",
+			[]string{"--target=aarch64-linux-gnu", "-O2", "-c", "-g", "-grecord-command-line", "-march=armv8.2-a", "-Xclang", "-target-feature", "-Xclang", "+sve", "a.c", "-o", "x4.o"}},
+		{"clang version 17.0.0 (https://github.com/llvm/llvm-project.git 4ba6a9c9f65bbc8bd06e3652cb20fd4dfc846137) /opt/llvm/bin/clang -c -march=armv8-a a.c", true, "clang", []string{"-c", "-march=armv8-a", "a.c"}},
+		{"Debian clang version 16.0.6 (15~deb12u1) not a command line", false, "", nil},
+		{"clang version 16.0.6 (unterminated /usr/bin/clang -c a.c", false, "", nil},
 		{"GNU C17 12.2.0", false, "", nil},
 		{"GCC: (Debian 12.2.0-14) 12.2.0", false, "", nil},
 		{"", false, "", nil},

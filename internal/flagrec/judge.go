@@ -58,6 +58,17 @@ func (e *Expect) Resolve(r Record) Resolved { return e.resolver.Resolve(r) }
 // x86-64, a level above the CPU's), lost (short of the target's flags) or
 // at the target; detail names the difference.
 func (e *Expect) Judge(r Resolved) (verdict, detail string) {
+	verdict, detail = e.judge(r)
+	if note := e.assemblerNote(r); note != "" {
+		if detail != "" {
+			detail += "; "
+		}
+		detail += note
+	}
+	return verdict, detail
+}
+
+func (e *Expect) judge(r Resolved) (verdict, detail string) {
 	if r.Err != "" {
 		return Unresolved, r.Err
 	}
@@ -78,6 +89,38 @@ func (e *Expect) Judge(r Resolved) (verdict, detail string) {
 		return Lost, fmt.Sprintf("architecture %s is below the target's -march=%s", r.Level, e.March)
 	}
 	return AtTarget, ""
+}
+
+// assemblerNote says which of the assembler's -march and -mcpu (-Wa,
+// -Xassembler) enable what the CPU lacks. They do not change the verdict:
+// the assembler's architecture governs assembly sources (a .S file's own
+// instructions, which the scan's ISA check reads in the object), never
+// the code the compiler makes from C and C++ (clang-16 and GCC 12 both
+// keep their own -march for it). The note tells a reader why an object
+// at the target's flags may still hold such instructions.
+func (e *Expect) assemblerNote(r Resolved) string {
+	var notes []string
+	for _, a := range r.Assembler {
+		var exts matrix.Set
+		var err error
+		if v, ok := strings.CutPrefix(a, "-mcpu="); ok {
+			exts, _, err = e.resolver.mcpu("gcc", v)
+		} else {
+			var mm matrix.March
+			mm, err = e.m.ParseMarch(strings.TrimPrefix(a, "-march="))
+			exts = mm.Extensions
+		}
+		switch extra := exts.Minus(e.has); {
+		case err != nil:
+			notes = append(notes, fmt.Sprintf("the assembler was given %s, which cannot be resolved (%v)", a, err))
+		case len(extra) > 0:
+			notes = append(notes, fmt.Sprintf("the assembler was given %s, which enables %s the CPU lacks", a, strings.Join(extra, ", ")))
+		}
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return "note: " + strings.Join(notes, "; ") + " (assembly sources only: the compiler's code is judged by its own flags, the instructions by the ISA check)"
 }
 
 // Rank orders verdicts from best to worst.
@@ -113,6 +156,12 @@ func (r Resolved) Describe() string {
 	}
 	if r.Mtune != "" && r.Mtune != r.Mcpu {
 		parts = append(parts, "-mtune="+r.Mtune)
+	}
+	if len(r.CC1) > 0 {
+		parts = append(parts, "cc1 "+strings.Join(r.CC1, " "))
+	}
+	if len(r.Assembler) > 0 {
+		parts = append(parts, "assembler "+strings.Join(r.Assembler, " "))
 	}
 	if r.Atomics != "" {
 		parts = append(parts, "atomics "+r.Atomics)

@@ -7,8 +7,10 @@
 // DW_AT_producer of -grecord-gcc-switches) writes "GNU C17 12.2.0" and the
 // options its driver passed to cc1, one -march kept of several. Clang
 // (-frecord-command-line) writes the driver's own command line, program
-// first, with spaces inside an argument escaped by a backslash. Older GCC
-// wrote one switch per string; Parse takes those joined.
+// first, with spaces inside an argument escaped by a backslash; its
+// DW_AT_producer (-grecord-command-line) writes its banner and then the
+// same line. Older GCC wrote one switch per string; Parse takes those
+// joined.
 package flagrec
 
 import (
@@ -46,11 +48,40 @@ func Parse(s string) (Record, bool) {
 	if len(args) < 2 {
 		return Record{}, false
 	}
-	prog := path.Base(args[0])
-	if !strings.Contains(prog, "clang") {
-		return Record{}, false
+	if !strings.Contains(path.Base(args[0]), "clang") || args[1] == "version" {
+		// Not a command line: a clang DW_AT_producer holds one after its
+		// banner ("Debian clang version", "clang version").
+		line, ok := clangProducer(s)
+		if !ok {
+			return Record{}, false
+		}
+		if args = splitEscaped(line); len(args) < 2 || !strings.Contains(path.Base(args[0]), "clang") {
+			return Record{}, false
+		}
 	}
 	return Record{Dialect: "clang", Args: args[1:]}, true
+}
+
+// clangProducer gives back the command line in clang's DW_AT_producer
+// with -grecord-command-line: the banner ("Debian clang version 16.0.6
+// (15~deb12u1)", where the parentheses may hold a repository and a
+// revision), then the driver's command line; ok is false for a banner
+// alone.
+func clangProducer(s string) (line string, ok bool) {
+	_, rest, ok := strings.Cut(s, "clang version ")
+	_, rest, hasVersion := strings.Cut(strings.TrimLeft(rest, " "), " ") // past the version
+	if !ok || !hasVersion {
+		return "", false
+	}
+	rest = strings.TrimLeft(rest, " ")
+	for strings.HasPrefix(rest, "(") {
+		end := strings.IndexByte(rest, ')')
+		if end < 0 {
+			return "", false
+		}
+		rest = strings.TrimLeft(rest[end+1:], " ")
+	}
+	return rest, rest != ""
 }
 
 // splitEscaped splits at unescaped spaces; a backslash escapes the next byte.

@@ -41,8 +41,10 @@ const assembly = "assembly"
 
 // FileFlags is what an object records about how it was compiled.
 type FileFlags struct {
-	// Source is where the records were read: .GCC.command.line or
-	// DW_AT_producer; "" when there were none.
+	// Source is where the records were read: .GCC.command.line,
+	// DW_AT_producer or both (comma-separated), llvm.commandline for
+	// bitcode; "" when there were none. Every record of every place is
+	// judged.
 	Source string `json:"source,omitempty"`
 	// Records counts the recorded command lines (a linked file holds
 	// those of every object that recorded one, identical ones merged).
@@ -77,54 +79,79 @@ type FlagSummary struct {
 // maxProducerUnits bounds the compile units whose DW_AT_producer is read.
 const maxProducerUnits = 100_000
 
-// maxProducerDWARF bounds the .debug_info read for DW_AT_producer.
-const maxProducerDWARF = 64 << 20
-
 // maxFlagSection bounds the bytes of .GCC.command.line read.
 const maxFlagSection = 256 << 20
 
-// flagRecords reads an ELF's recorded compile flags.
+// flagRecords reads every record an ELF carries of how it was compiled:
+// each command line in .GCC.command.line and each compile unit's
+// DW_AT_producer, identical ones once. Both are read, so a record
+// replaced in one place still tells in the other; source names the
+// places that held records.
 func flagRecords(f *elf.File, data []byte) (recs []flagrec.Record, source string, compiled bool) {
 	compiled = f.Section(".comment") != nil
-	if s := f.Section(".GCC.command.line"); s != nil && s.Type != elf.SHT_NOBITS && s.Size <= maxFlagSection {
-		b := sectionBytes(data, s)
-		if b == nil {
-			if rb, err := s.Data(); err == nil {
-				b = rb
-			}
-		}
-		var strs []string
-		for _, p := range bytes.Split(b, []byte{0}) {
-			if len(p) > 0 {
-				strs = append(strs, string(p))
-			}
-		}
-		if recs = flagrec.Split(strs); len(recs) > 0 {
-			return recs, sourceSection, true
+	var sources []string
+	for _, src := range []struct {
+		name string
+		recs []flagrec.Record
+	}{{sourceSection, sectionRecords(f, data)}, {sourceProducer, producers(f, data)}} {
+		if len(src.recs) > 0 {
+			sources = append(sources, src.name)
+			recs = append(recs, src.recs...)
 		}
 	}
-	if di := f.Section(".debug_info"); di == nil || di.Size > maxProducerDWARF {
-		// debug/dwarf reads every debug section whole: a 2 GB doris_be's
-		// DWARF is not read for this (a build records its flags anyway).
+	if recs = distinct(recs); len(recs) == 0 {
 		return nil, "", compiled
 	}
-	recs = producers(f)
-	if len(recs) > 0 {
-		return recs, sourceProducer, true
+	return recs, strings.Join(sources, ", "), true
+}
+
+// distinct keeps the first of records with the same arguments (GCC writes
+// the same line in both places; clang's producer repeats its command line).
+func distinct(recs []flagrec.Record) []flagrec.Record {
+	seen := map[string]bool{}
+	out := recs[:0]
+	for _, r := range recs {
+		k := r.Dialect + "\x00" + strings.Join(r.Args, "\x00")
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, r)
+		}
 	}
-	return nil, "", compiled
+	return out
+}
+
+// sectionRecords reads the command lines of .GCC.command.line.
+func sectionRecords(f *elf.File, data []byte) []flagrec.Record {
+	s := f.Section(".GCC.command.line")
+	if s == nil || s.Type == elf.SHT_NOBITS || s.Size > maxFlagSection {
+		return nil
+	}
+	b := sectionBytes(data, s)
+	if b == nil {
+		if rb, err := s.Data(); err == nil {
+			b = rb
+		}
+	}
+	var strs []string
+	for _, p := range bytes.Split(b, []byte{0}) {
+		if len(p) > 0 {
+			strs = append(strs, string(p))
+		}
+	}
+	return flagrec.Split(strs)
 }
 
 // producers reads the DW_AT_producer of each compile unit (GCC writes its
-// switches there by default with -g); only the unit entries are read.
-func producers(f *elf.File) (recs []flagrec.Record) {
+// switches there by default with -g, clang its command line with
+// -grecord-command-line); only the unit entries are read.
+func producers(f *elf.File, data []byte) (recs []flagrec.Record) {
 	defer func() {
 		if recover() != nil {
 			recs = nil
 		}
 	}()
-	d, err := f.DWARF()
-	if err != nil {
+	d := producerDWARF(f, data)
+	if d == nil {
 		return nil
 	}
 	seen := map[string]bool{}
@@ -142,7 +169,7 @@ func producers(f *elf.File) (recs []flagrec.Record) {
 				}
 			}
 		}
-		r.SkipChildren()
+		r.SkipChildren() // of a unit: on to the next unit
 	}
 	return recs
 }
@@ -225,7 +252,7 @@ func (w *walker) bitcodeFlags(name string, b []byte) {
 		}
 	}
 	source := ""
-	if len(recs) > 0 {
+	if recs = distinct(recs); len(recs) > 0 {
 		source = sourceBitcode
 	}
 	_, fs := judgeRecords(name, recs, source, true, w.pol)

@@ -1,7 +1,9 @@
 package scan
 
 import (
+	"bytes"
 	"context"
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -226,5 +228,92 @@ func TestFlagReadBackBitcode(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The adversarial probe's evasions (issue 45), on real objects from both
+// compilers, each judged for kunpeng920:
+//   - what clang passes on to cc1 (-Xclang -target-feature/-target-cpu);
+//   - an -mcpu the matrix lacks (a64fx has SVE);
+//   - a .GCC.command.line replaced by a clean one, while DW_AT_producer
+//     still records SVE: in an object (relocated by debug/elf) and in a
+//     linked library (read in place), from GCC and from clang (DWARF 5);
+//   - the assembler's -march, which is not the compiler's.
+func TestFlagReadBackEvasions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles a dozen objects; not in -short")
+	}
+	need(t, "aarch64-linux-gnu-gcc", "clang-16", "aarch64-linux-gnu-objcopy")
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.c"), "int sum(const int *a, int n) { int s = 0; for (int i = 0; i < n; i++) s += a[i] * 3; return s; }\n")
+	write(t, filepath.Join(dir, "sve.S"), ".text\n.globl vl\nvl:\n\tcntb x0\n\tret\n")
+	gcc := func(out string, flags ...string) {
+		run(t, dir, append(append([]string{"aarch64-linux-gnu-gcc", "-O2", "-c", "-frecord-gcc-switches"}, flags...), "a.c", "-o", out)...)
+	}
+	clang := func(src, out string, flags ...string) {
+		run(t, dir, append(append([]string{"clang-16", "--target=aarch64-linux-gnu", "-O2", "-c", "-frecord-command-line"}, flags...), src, "-o", out)...)
+	}
+	sve := kunpengFlags[0] + "+sve"
+	clang("a.c", "xclang_sve.o", append(kunpengFlags, "-Xclang", "-target-feature", "-Xclang", "+sve")...)
+	clang("a.c", "xclang_cpu.o", append(kunpengFlags, "-Xclang=-target-cpu", "-Xclang=neoverse-v1")...)
+	gcc("gcc_a64fx.o", "-mcpu=a64fx")
+	clang("a.c", "clang_a64fx.o", "-mcpu=a64fx")
+	gcc("gcc_hidden.o", "-g", sve)
+	clang("a.c", "clang_hidden.o", "-g", "-grecord-command-line", sve)
+	run(t, dir, "aarch64-linux-gnu-gcc", "-O2", "-g", "-fPIC", "-shared", "-frecord-gcc-switches", sve, "a.c", "-o", "libhidden.so")
+	clang("a.c", "clang_pic.o", "-g", "-grecord-command-line", "-fPIC", sve)
+	run(t, dir, "aarch64-linux-gnu-gcc", "-shared", "clang_pic.o", "-o", "libclanghidden.so")
+	clang("a.c", "asm_march.o", append(kunpengFlags, "-Xassembler", "-march=armv9-a+sve2")...)
+	clang("sve.S", "asm_sve.o", append(kunpengFlags, "-Wa,-march=armv8.2-a+sve")...)
+
+	// The clean records, as each compiler writes them for the target's flags.
+	write(t, filepath.Join(dir, "gcc.rec"), "GNU C17 12.2.0 -mtune=tsv110 -march=armv8.2-a+crypto+fp16+dotprod+fp16fml -mlittle-endian -mabi=lp64 -O2\x00")
+	write(t, filepath.Join(dir, "clang.rec"), "/usr/lib/llvm-16/bin/clang --target=aarch64-linux-gnu -O2 -c -frecord-command-line "+strings.Join(kunpengFlags, " ")+" a.c -o a.o\x00")
+	for f, rec := range map[string]string{"gcc_hidden.o": "gcc.rec", "libhidden.so": "gcc.rec", "clang_hidden.o": "clang.rec", "libclanghidden.so": "clang.rec"} {
+		run(t, dir, "aarch64-linux-gnu-objcopy", "--update-section", ".GCC.command.line="+rec, f)
+	}
+
+	r := scan(t, policy(t, "kunpeng920"), dir)
+	for suffix, want := range map[string]string{
+		"xclang_sve.o": "sve", "xclang_cpu.o": "bf16", "gcc_a64fx.o": "sve", "clang_a64fx.o": "sve",
+		"gcc_hidden.o": "sve", "clang_hidden.o": "sve", "libhidden.so": "sve", "libclanghidden.so": "sve",
+	} {
+		ff := fileFlags(t, r, suffix)
+		if f := flagFinding(r, KindFlagsBeyond, suffix); ff.Verdict != flagrec.Beyond || f == nil || !strings.Contains(f.Detail, want) {
+			t.Errorf("%s: %s (%s: %s), want beyond naming %s", suffix, ff.Verdict, ff.Flags, ff.Detail, want)
+		}
+	}
+	// A linked library's DWARF is read in place, DWARF 5's indexed strings
+	// and addresses included (no size bound: nothing is copied); an
+	// object's unit entries are relocated without debug/elf.
+	for _, so := range []string{"libhidden.so", "libclanghidden.so", "gcc_hidden.o", "clang_hidden.o"} {
+		data, err := os.ReadFile(filepath.Join(dir, so))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := elf.NewFile(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if secs, ok := unitSectionBytes(f, data); !ok || newUnitDWARF(secs) == nil || len(producers(f, data)) != 1 {
+			t.Errorf("%s: DWARF not read in place: %v", so, producers(f, data))
+		}
+	}
+	for _, suffix := range []string{"gcc_hidden.o", "clang_hidden.o", "libhidden.so", "libclanghidden.so"} {
+		if ff := fileFlags(t, r, suffix); ff.Source != sourceSection+", "+sourceProducer || ff.Records != 2 || ff.Verdicts[flagrec.AtTarget] != 1 {
+			t.Errorf("%s: both places, two records, the section's at the target: %+v", suffix, ff)
+		}
+	}
+	// The assembler's -march: the compiler's code is at the target's flags
+	// (noted); the assembly source's own SVE instruction is the ISA check's.
+	if ff := fileFlags(t, r, "asm_march.o"); ff.Verdict != flagrec.AtTarget || !strings.Contains(ff.Detail, "note: the assembler was given -march=armv9-a+sve2") {
+		t.Errorf("asm_march.o: %+v", ff)
+	}
+	// clang records no command line for an assembly source.
+	if ff := fileFlags(t, r, "asm_sve.o"); ff.Verdict != assembly {
+		t.Errorf("asm_sve.o flags: %+v", ff)
+	}
+	if !hasViolation(r, KindISA, "asm_sve.o") {
+		t.Errorf("asm_sve.o: the SVE instruction assembled under -Wa,-march=+sve is not an ISA violation: %+v", r.Findings)
 	}
 }
