@@ -124,6 +124,10 @@ e2e: deps
 	bash scripts/e2e-bundles.sh
 	@echo "== the shared step cache against a real docker-registry: signed entries, an altered blob, a planted self-consistent build:be entry, a planted link chain"
 	$(GO) test -count=1 -v -run '^TestRegistryCache$$' ./cmd/dorisarm
+	@echo "== a hostile tree's package script and BE build try every escape from their sandbox, as root and as nobody"
+	DORISARM_E2E=1 $(GO) test -count=1 -timeout 30m -v -run '^TestHostileTree$$' ./cmd/dorisarm
+	@echo "== builds killed with SIGKILL at 30 random moments: the cache, the processes, the next build"
+	DORISARM_E2E=1 $(GO) test -count=1 -timeout 60m -v -run '^TestKilledBuilds$$' ./cmd/dorisarm
 	@echo "== link chains out of the tree: the extractor and the step cache"
 	$(GO) test -count=1 -v -run 'TestHostileArchives|TestPoisonedEntryStaysInTree|TestPutRefusesLinksOut' ./internal/unpack ./internal/build
 

@@ -81,7 +81,7 @@ exit 0
 // from the same cache, and what --cache-to pushed verifies on a fresh
 // cache with --cache-verify-key.
 func TestHostileTree(t *testing.T) {
-	slow(t, "builds a hostile tree with real compilers against a real docker-registry")
+	e2eOnly(t, "builds a hostile tree three times, as root and as nobody, against a real docker-registry")
 	needBuildTools(t)
 	for _, tool := range []string{"bwrap", "curl", "nsenter"} {
 		if _, err := exec.LookPath(tool); err != nil {
