@@ -234,10 +234,10 @@ func (m *Dorisarm) Build(
 		ctr = ctr.WithFile("/pgo.profdata", pgoProfile)
 		args = append(args, "--pgo-profile", "/pgo.profdata")
 	}
-	// Build steps run in a network namespace of their own (dorisarm
-	// refuses to run them otherwise): unshare needs CAP_SYS_ADMIN, which a
-	// default exec lacks, and the engine's seccomp profile refuses
-	// unprivileged user namespaces.
+	// Build steps run in a bubblewrap sandbox of their own (PID, network
+	// and mount namespaces; dorisarm refuses to run them otherwise): as
+	// root it needs CAP_SYS_ADMIN, which a default exec lacks, and the
+	// engine's seccomp profile refuses unprivileged user namespaces.
 	return ctr.WithExec(args, dagger.ContainerWithExecOpts{InsecureRootCapabilities: true}).Directory(outDir), nil
 }
 
