@@ -30,6 +30,7 @@ const (
 	AnnMarch    = "io.dorisarm.march"
 	AnnCompiler = "io.dorisarm.compiler"
 	AnnPGO      = "io.dorisarm.pgo"
+	AnnPGONone  = "io.dorisarm.pgo.none"
 	AnnLTO      = "io.dorisarm.lto"
 	AnnPatches  = "io.dorisarm.patches.digest"
 	// AnnBuild is the build's content digest (build.Record.ContentDigest:
@@ -362,6 +363,9 @@ func targetImage(m *matrix.Matrix, name string, spec *recipe.ImageSpec, b Build,
 		ann[AnnMarch] = rec.Cell.March
 		ann[AnnCompiler] = rec.Compiler.Name + " " + rec.Compiler.Version
 		ann[AnnPGO] = strconv.FormatBool(rec.Cell.PGO)
+		if rec.Cell.PGONone != "" {
+			ann[AnnPGONone] = rec.Cell.PGONone
+		}
 		if rec.Cell.LTO != "" {
 			ann[AnnLTO] = rec.Cell.LTO
 		}

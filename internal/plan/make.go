@@ -247,9 +247,15 @@ func Make(in Inputs) (*Plan, error) {
 		if r.PGO.Step == "" {
 			return nil, fmt.Errorf("target %s uses PGO but recipe %s has no pgo section", c.Target.Name, r.Name)
 		}
-		if len(r.PGO.Train) == 0 && in.Profile == "" {
-			return nil, fmt.Errorf("target %s uses PGO and recipe %s has no training workload: pass --pgo-profile FILE (a profile collected on %s hardware)", c.Target.Name, r.Name, c.CPU.Name)
-		}
+	}
+	if pgo && len(r.PGO.Train) == 0 && in.Profile == "" {
+		// A first build for a CPU nobody has profiled yet: without PGO,
+		// said plainly, rather than refused.
+		pgo = false
+		p.Cell.PGO, p.Cell.PGONone = false, PGONoProfile
+		p.Warnings = append(p.Warnings, fmt.Sprintf("PGO: none (no profile): target %s uses PGO, and recipe %s has no training workload; pass --pgo-profile FILE (a profile collected on %s hardware) to build with it", c.Target.Name, r.Name, c.CPU.Name))
+	}
+	if pgo {
 		inst, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Instrument, ProfileDir: PROFILEDIR, ToolHome: ToolchainHome(PhaseInstrument), Sysroot: toolchain.SysrootPlaceholder})
 		if err != nil {
 			return nil, err

@@ -52,19 +52,23 @@ type Plan struct {
 
 // CellInfo is the resolved cell.
 type CellInfo struct {
-	Doris       string   `json:"doris"`
-	Series      string   `json:"series"`
-	Target      string   `json:"target"`
-	CPU         string   `json:"cpu"`
-	OS          string   `json:"os"`
-	ISA         string   `json:"isa"`
-	Glibc       string   `json:"glibc_max"`
-	PageSize    int      `json:"page_size"`
-	Qemu        string   `json:"qemu"`
-	March       string   `json:"march"`
-	Enabled     []string `json:"enabled"`
-	Allowed     []string `json:"allowed"`
-	PGO         bool     `json:"pgo"`
+	Doris    string   `json:"doris"`
+	Series   string   `json:"series"`
+	Target   string   `json:"target"`
+	CPU      string   `json:"cpu"`
+	OS       string   `json:"os"`
+	ISA      string   `json:"isa"`
+	Glibc    string   `json:"glibc_max"`
+	PageSize int      `json:"page_size"`
+	Qemu     string   `json:"qemu"`
+	March    string   `json:"march"`
+	Enabled  []string `json:"enabled"`
+	Allowed  []string `json:"allowed"`
+	PGO      bool     `json:"pgo"`
+	// PGONone says why a target that uses PGO builds without it ("no
+	// profile": the recipe has no training workload and no --pgo-profile
+	// was given); the record, attestation, images and report carry it.
+	PGONone     string   `json:"pgo_none,omitempty"`
 	LTO         string   `json:"lto,omitempty"`
 	OpenSSL     string   `json:"openssl"`
 	BaseImage   string   `json:"base_image"`
@@ -251,3 +255,7 @@ type SliceInfo struct {
 	ConfigureOnly bool     `json:"configure_only,omitempty"`
 	Targets       []string `json:"targets,omitempty"`
 }
+
+// PGONoProfile is CellInfo.PGONone for a target that uses PGO built with
+// no profile and no training workload.
+const PGONoProfile = "no profile"

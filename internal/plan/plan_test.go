@@ -197,7 +197,12 @@ func TestRequiredPatchMissing(t *testing.T) {
 	}
 }
 
-func TestPGOWithoutTrainingNeedsProfile(t *testing.T) {
+// TestPGOWithoutTrainingOrProfile: a target that uses PGO, with a recipe
+// that has no training workload (real Doris: profiles come from TPC-H on
+// the hardware) and no --pgo-profile, plans without PGO and says so
+// plainly ("PGO: none (no profile)"), in the cell the record, attestation
+// and report carry; with a profile, PGO uses it.
+func TestPGOWithoutTrainingOrProfile(t *testing.T) {
 	f := load(t, "")
 	f.Recipe.PGO.Train = nil
 	cell, _ := f.Matrix.Cell("2.1", "kunpeng920")
@@ -206,15 +211,27 @@ func TestPGOWithoutTrainingNeedsProfile(t *testing.T) {
 		t.Skip(err)
 	}
 	in := Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "2.1.8", Series: f.Series, Toolchain: tc, Lock: f.Lock, SysrootWaiver: "plan unit test"}
-	if _, err := Make(in); err == nil || !strings.Contains(err.Error(), "--pgo-profile") {
-		t.Fatalf("err = %v", err)
+	p, err := Make(in)
+	if err != nil {
+		t.Fatalf("no profile: %v", err)
+	}
+	if p.Cell.PGO || p.Cell.PGONone != PGONoProfile {
+		t.Errorf("no profile: cell PGO %v, PGONone %q", p.Cell.PGO, p.Cell.PGONone)
+	}
+	if _, ok := p.Phases[PhasePGO]; ok || p.Step("pgo:train") != nil || p.Step("pgo:merge") != nil {
+		t.Errorf("no profile: PGO steps or phases planned: %v", p.Phases)
+	}
+	var b strings.Builder
+	p.WriteTable(&b)
+	if !strings.Contains(b.String(), "pgo       none (no profile)") || !strings.Contains(b.String(), "--pgo-profile FILE") {
+		t.Errorf("the plan does not say PGO is off and how to turn it on:\n%s", b.String())
 	}
 	in.Profile = "sha256:0123"
-	p, err := Make(in)
+	p, err = Make(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Step("pgo:train") != nil || p.Step("build:be").Inputs.Build.Profile != "sha256:0123" {
+	if !p.Cell.PGO || p.Cell.PGONone != "" || p.Step("pgo:train") != nil || p.Step("build:be").Inputs.Build.Profile != "sha256:0123" {
 		t.Errorf("supplied profile not used: %+v", p.Step("build:be"))
 	}
 }

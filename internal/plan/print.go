@@ -60,6 +60,9 @@ func (p *Plan) WriteTable(w io.Writer) {
 	if f, ok := p.Phases[PhasePGO]; ok {
 		fmt.Fprintf(w, "  pgo-use   %s\n", strings.Join(f, " "))
 	}
+	if c.PGONone != "" {
+		fmt.Fprintf(w, "  pgo       none (%s)\n", c.PGONone)
+	}
 	if len(p.Toolchain.Emulator) > 0 {
 		fmt.Fprintf(w, "  emulator  %s\n", strings.Join(p.Toolchain.Emulator, " "))
 	}

@@ -216,6 +216,7 @@ type provenance struct {
 			} `json:"compiler"`
 			Flags   map[string]string `json:"flags"`
 			PGO     bool              `json:"pgo"`
+			PGONone string            `json:"pgoNone"`
 			LTO     string            `json:"lto"`
 			Build   string            `json:"build"`
 			Patches []string          `json:"patches"`
@@ -272,7 +273,7 @@ func targetFromImage(m *matrix.Matrix, version string, f *Found, im *Image, sts 
 		return nil, err
 	}
 	t := fromCell(cell)
-	t.Compiler, t.CompilerVersion, t.PGO, t.LTO = ip.Compiler.Name, ip.Compiler.Version, ip.PGO, ip.LTO
+	t.Compiler, t.CompilerVersion, t.PGO, t.PGONone, t.LTO = ip.Compiler.Name, ip.Compiler.Version, ip.PGO, ip.PGONone, ip.LTO
 	t.Patches, t.BuildID = ip.Patches, ip.Build
 	t.Sysroot, t.SysrootWaiver = "", ip.SysrootWaiver
 	if sr := ip.Sysroot; sr != nil {
@@ -309,7 +310,7 @@ func unattested(m *matrix.Matrix, version string, f *Found, im *Image) (*Target,
 		return nil, err
 	}
 	t := fromCell(cell)
-	t.PGO, t.LTO, t.BuildID = f.Annotations[image.AnnPGO] == "true", f.Annotations[image.AnnLTO], f.Annotations[image.AnnBuild]
+	t.PGO, t.PGONone, t.LTO, t.BuildID = f.Annotations[image.AnnPGO] == "true", f.Annotations[image.AnnPGONone], f.Annotations[image.AnnLTO], f.Annotations[image.AnnBuild]
 	t.Compiler, t.CompilerVersion, _ = strings.Cut(f.Annotations[image.AnnCompiler], " ")
 	why := im.Attestations.Detail
 	if why == "" {

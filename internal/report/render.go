@@ -37,8 +37,11 @@ func (r *Report) title() string {
 
 func pgoLTO(t Target) string {
 	var parts []string
-	if t.PGO {
+	switch {
+	case t.PGO:
 		parts = append(parts, "PGO")
+	case t.PGONone != "":
+		parts = append(parts, "PGO: none ("+t.PGONone+")")
 	}
 	if t.LTO != "" {
 		parts = append(parts, "LTO "+t.LTO)

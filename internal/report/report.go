@@ -56,13 +56,15 @@ type Target struct {
 	ISA         string `json:"isa"`
 	March       string `json:"march,omitempty"`
 	// Tune is the -mtune= or -mcpu= the compiler was given ("" when neither).
-	Tune            string   `json:"tune,omitempty"`
-	Compiler        string   `json:"compiler"`
-	CompilerVersion string   `json:"compiler_version"`
-	Flags           string   `json:"flags"`
-	PGO             bool     `json:"pgo"`
-	LTO             string   `json:"lto,omitempty"`
-	Patches         []string `json:"patches"`
+	Tune            string `json:"tune,omitempty"`
+	Compiler        string `json:"compiler"`
+	CompilerVersion string `json:"compiler_version"`
+	Flags           string `json:"flags"`
+	PGO             bool   `json:"pgo"`
+	// PGONone says why a target that uses PGO was built without it.
+	PGONone string   `json:"pgo_none,omitempty"`
+	LTO     string   `json:"lto,omitempty"`
+	Patches []string `json:"patches"`
 	// Extensions are the CPU's allowed extensions and every extension the
 	// build's code uses.
 	Extensions []Extension `json:"extensions"`
@@ -199,7 +201,7 @@ func FromRecord(rec *build.Record) Target {
 func fromCell(c plan.CellInfo) Target {
 	return Target{
 		Doris: c.Doris, Target: c.Target, Description: c.Description, CPU: c.CPU, OS: c.OS, ISA: c.ISA,
-		March: c.March, PGO: c.PGO, LTO: c.LTO, GlibcMax: c.Glibc,
+		March: c.March, PGO: c.PGO, PGONone: c.PGONone, LTO: c.LTO, GlibcMax: c.Glibc,
 	}
 }
 

@@ -237,3 +237,20 @@ func TestLandedTextNamesTheOther(t *testing.T) {
 		t.Errorf("no read-back: %q", got)
 	}
 }
+
+// TestPGONoneSaidPlainly: a target that uses PGO, built without a profile,
+// reads "PGO: none (no profile)" in the report, not a bare dash.
+func TestPGONoneSaidPlainly(t *testing.T) {
+	for _, c := range []struct {
+		t    Target
+		want string
+	}{
+		{Target{PGO: true, LTO: "thin"}, "PGO + LTO thin"},
+		{Target{PGONone: "no profile", LTO: "thin"}, "PGO: none (no profile) + LTO thin"},
+		{Target{}, "—"},
+	} {
+		if got := pgoLTO(c.t); got != c.want {
+			t.Errorf("pgoLTO(%+v) = %q, want %q", c.t, got, c.want)
+		}
+	}
+}

@@ -160,6 +160,7 @@ func Provenance(rec *build.Record, builderID string) ([]byte, error) {
 				"compiler":   map[string]string{"name": rec.Compiler.Name, "version": rec.Compiler.Version, "banner": rec.Compiler.Banner},
 				"flags":      flags,
 				"pgo":        rec.Cell.PGO,
+				"pgoNone":    rec.Cell.PGONone,
 				"lto":        rec.Cell.LTO,
 				"pgoProfile": rec.PGOProfile,
 				"build":      rec.ContentDigest(),
