@@ -63,6 +63,9 @@ func TestInputsThatNeverEnd(t *testing.T) {
 		{"layout blob from /dev/zero", []string{"image", "inspect", "oci:" + zeroBlob + ":doris-be:1"}, "blobs/sha256/" + h},
 		{"build record from /dev/zero", []string{"report", "--release", release}, "dorisarm-build.json"},
 		{"vars.sh from a pipe", []string{"sources", "list", "--source", tree}, "vars.sh"},
+		{"earlier table from a pipe", []string{"packages", "--previous", fifo, dir}, "--previous: read " + fifo + ": not a regular file (a named pipe)"},
+		{"earlier table from a directory", []string{"packages", "--previous", dir, dir}, "--previous: read " + dir + ": not a regular file (a directory)"},
+		{"earlier table from /dev/zero", []string{"packages", "--previous", "/dev/zero", dir}, "/dev/zero: not a regular file (a character device)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
