@@ -114,6 +114,10 @@ func (f *cacheTrustFlags) trust(ctx context.Context, warn io.Writer, ro registry
 		}
 		v := f.verify
 		t.Verify = &v
+		// The key (or trusted root) now, not at the first step pulled.
+		if err := t.LoadVerify(ctx); err != nil {
+			return t, fault.Inputf("%s: the shared cache's signer (--cache-verify-key or --cache-trusted-root): %v", flag, err)
+		}
 	}
 	switch {
 	case f.signKey != "" && f.keyless:
