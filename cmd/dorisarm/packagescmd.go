@@ -63,6 +63,7 @@ is an error.`,
 	}
 	formatFlag(cmd, &format, "output format: markdown or json", "markdown", "json")
 	cmd.Flags().StringVar(&previous, "previous", "", "merge this earlier table (packages -o json): cells these builds did not try come from it")
+	inputFlags(cmd, false, "previous")
 	cmd.Flags().StringSliceVar(&features, "feature", nil, "count the instructions of these extensions per package (scan names, e.g. sve,sve2)")
 	return cmd
 }

@@ -74,7 +74,7 @@ func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
 }
 
 func notRegular(path string, fi fs.FileInfo) error {
-	return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%s); give the path of a file", describe(fi.Mode()))}
+	return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%s); give the path of a file", Kind(fi.Mode()))}
 }
 
 // ReadFile reads the regular file at path whole (see OpenRegular),
@@ -99,8 +99,8 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	return data, nil
 }
 
-// describe names the kind of a file that is not regular.
-func describe(m fs.FileMode) string {
+// Kind names the kind of a file that is not regular ("a named pipe").
+func Kind(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"
