@@ -127,6 +127,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 	cmd.Flags().IntVar(&opts.PackagesAtOnce, "packages-at-once", 0, "third-party packages built at once in a target (default: --jobs; 1 builds them one after another, as Doris's script does)")
 	cmd.Flags().StringVar(&opts.Mirror, "mirror", "", "third-party archive mirror: DIR, file:// or http(s):// (default: the recipe's)")
 	cmd.Flags().StringVar(&allowFile, "allow", "", "reviewed scan exceptions")
+	inputFlags(cmd, false, "allow")
 	cmd.Flags().BoolVar(&opts.StrictVersions, "strict-versions", false, "fail a package whose unpacked source declares another version than vars.sh (or the recipe) names for it; a warning in the build record otherwise")
 	cmd.Flags().BoolVar(&opts.KeepGoing, "keep-going", false, "after a package fails, build every package that does not need it, then report each failure")
 	cmd.Flags().BoolVar(&opts.NoScan, "no-scan", false, "publish without the scan gate (recorded in the build record)")

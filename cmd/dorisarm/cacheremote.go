@@ -97,6 +97,7 @@ func (f *cacheTrustFlags) add(cmd *cobra.Command, pull, push bool) {
 		cmd.Flags().StringVar(&f.sigstore.FulcioURL, "cache-fulcio-url", "", "shared cache, keyless: Fulcio (default https://fulcio.sigstore.dev)")
 		cmd.Flags().StringVar(&f.sigstore.RekorURL, "cache-rekor-url", "", "shared cache, keyless: Rekor (default https://rekor.sigstore.dev)")
 	}
+	inputFlags(cmd, false, "cache-verify-key", "cache-trusted-root", "cache-sign-key")
 	cmd.Flags().BoolVar(&f.trustUnsigned, "cache-trust-unsigned", false, "take (and push) shared cache entries unsigned: anyone who can push to the repository can then put code into your builds")
 }
 
@@ -114,6 +115,10 @@ func (f *cacheTrustFlags) trust(ctx context.Context, warn io.Writer, ro registry
 		}
 		v := f.verify
 		t.Verify = &v
+		// The key (or trusted root) now, not at the first step pulled.
+		if err := t.LoadVerify(ctx); err != nil {
+			return t, fault.Inputf("%s: the shared cache's signer (--cache-verify-key or --cache-trusted-root): %v", flag, err)
+		}
 	}
 	switch {
 	case f.signKey != "" && f.keyless:

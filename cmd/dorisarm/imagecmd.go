@@ -13,6 +13,7 @@ import (
 func releaseFlags(cmd *cobra.Command, req *image.Request) {
 	cmd.Flags().StringVar(&req.Builds, "build", "out", "a dorisarm build --out directory (<doris>/<target>/ builds)")
 	cmd.Flags().StringVar(&req.RecipeFile, "recipe", "", "the recipe naming the images (default: recipes/<the builds' recipe>.yaml)")
+	inputFlags(cmd, false, "recipe")
 	cmd.Flags().StringVar(&req.Sources.Base, "base", "", "base image for every target: REF, oci:DIR or scratch (default: each target's base_image in matrix.yaml)")
 	cmd.Flags().StringVar(&req.Sources.Epoch, "epoch", "", "seconds since 1970 for every date in the images (default: $SOURCE_DATE_EPOCH, else the --source tree's last commit)")
 	cmd.Flags().StringVar(&req.Sources.SourceDir, "source", "", "the source tree whose last commit dates the images (default: the bundled sample)")

@@ -37,15 +37,20 @@ is an error.`,
 		Example: `  dorisarm packages --feature sve out/2.1.7-rc01/kunpeng920* out/2.1.7-rc01/graviton3* -o markdown`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, dirs []string) error {
+			// The earlier table first: a bad --previous fails before the
+			// builds' files are read and checked.
+			var prev *pkgstatus.Table
+			if previous != "" {
+				var err error
+				if prev, err = pkgstatus.ReadTable(previous); err != nil {
+					return fault.Inputf("--previous: %w", err)
+				}
+			}
 			t, err := pkgstatus.Load(dirs, pkgstatus.Options{Features: features})
 			if err != nil {
 				return fault.Input(err)
 			}
-			if previous != "" {
-				prev, err := pkgstatus.ReadTable(previous)
-				if err != nil {
-					return fault.Input(err)
-				}
+			if prev != nil {
 				if err := t.Merge(prev); err != nil {
 					return fault.Input(fmt.Errorf("%s: %w", previous, err))
 				}
@@ -58,6 +63,7 @@ is an error.`,
 	}
 	formatFlag(cmd, &format, "output format: markdown or json", "markdown", "json")
 	cmd.Flags().StringVar(&previous, "previous", "", "merge this earlier table (packages -o json): cells these builds did not try come from it")
+	inputFlags(cmd, false, "previous")
 	cmd.Flags().StringSliceVar(&features, "feature", nil, "count the instructions of these extensions per package (scan names, e.g. sve,sve2)")
 	return cmd
 }

@@ -159,6 +159,7 @@ header filled in. Edit Description and Evidence before committing.`,
 	cmd.Flags().StringVar(&n.Component, "component", "", "the component the patch is for")
 	cmd.Flags().StringVar(&n.Version, "version", "", "the component version the patch is written against (Applies-To: C = V)")
 	cmd.Flags().StringVar(&n.Pristine, "pristine", "", "the unedited source: a directory or a .tar.gz")
+	inputFlags(cmd, true, "pristine")
 	cmd.Flags().StringVar(&n.Targets, "targets", "", "Targets: target names, all, or selectors like !sve")
 	cmd.Flags().StringVar(&h.Description, "description", "", "Description (first line: summary)")
 	cmd.Flags().StringVar(&h.Evidence, "evidence", "", "Evidence: the measurement or bug behind it")

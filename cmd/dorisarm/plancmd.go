@@ -24,6 +24,7 @@ func (o *treeOptions) flags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.source, "source", "", "the Doris source tree (default: the bundled sample examples/minidoris)")
 	cmd.Flags().StringVar(&o.recipeFile, "recipe", "", "the recipe (default: recipes/minidoris.yaml for the sample, recipes/doris.yaml otherwise)")
 	cmd.Flags().StringVar(&o.doris, "doris", "", "the Doris version (default: the version the tree declares)")
+	inputFlags(cmd, false, "recipe")
 }
 
 // dir is --source, else the bundled sample.
@@ -80,6 +81,7 @@ func (o *planOptions) flags(cmd *cobra.Command, profileHelp string) {
 	cmd.Flags().BoolVar(&o.beConfigureOnly, "be-configure-only", false, "build the third-party packages (all, or --packages), then configure the BE and stop: the output is CMake's compile_commands.json; no FE, no PGO, no LTO")
 	cmd.Flags().StringVar(&o.req.ThirdpartyBase, "thirdparty-base", "", "start from this prebuilt third-party install (a directory holding include/ and lib/, e.g. Doris's prebuilt thirdparty unpacked): it is copied into thirdparty/installed before any package builds, the packages built go over it, and its digest keys every step after it")
 	cmd.Flags().StringSliceVar(&o.beTargets, "be-targets", nil, "configure the BE, then build only these targets of its CMake build directory (library names, or object files such as src/util/CMakeFiles/Util.dir/bitmap.cpp.o); the output is their objects and archives")
+	inputFlags(cmd, true, "pgo-profile") // GCC's is a directory
 }
 
 // slice turns --be-configure-only and --be-targets into the request's slice.

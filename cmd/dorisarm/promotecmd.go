@@ -108,6 +108,7 @@ tags, in this shape:
 	cmd.Flags().StringVar(&signKey, "sign-key", "", "cosign private key to sign the promotion record with ($COSIGN_PASSWORD)")
 	cmd.Flags().StringVar(&sigFormat, "signature-format", "both", "the promotion record's format with --sign-key: both (a Sigstore bundle and the legacy .att tag), bundle or legacy")
 	cmd.Flags().StringVar(&file, "file", "", "promotions file (promotions: [{source: REPO@sha256:..., tags: [REPO:TAG, ...]}]; see the shape above)")
+	inputFlags(cmd, false, "sign-key", "file")
 	cmd.Flags().BoolVar(&yes, "yes", false, "promote (without it: print the plan, write nothing)")
 	cmd.Flags().BoolVar(&rollback, "rollback", false, "let a floating tag (latest, 2.1) move back to an older, still verified release")
 	registryFlags(cmd, &ro)

@@ -76,6 +76,7 @@ another build.`,
 	cmd.Flags().StringVar(&release, "release", "", "a dorisarm build --out directory, or REGISTRY/PATH/NAME:VERSION")
 	cmd.Flags().StringVar(&images, "images", "", "with --release DIR: where the images are, REGISTRY/PATH or oci:DIR")
 	cmd.Flags().StringVar(&recipeFile, "recipe", "", "the recipe whose images: the release has (default: the builds' recipe; with --release REF, only REF's image)")
+	inputFlags(cmd, false, "recipe")
 	cmd.Flags().StringVar(&mdFile, "markdown", "", "write the Markdown here instead of stdout")
 	cmd.Flags().StringVar(&htmlFile, "html", "", "write a self-contained HTML page here")
 	registryFlags(cmd, &ro)

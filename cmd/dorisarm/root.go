@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
@@ -11,10 +13,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dorisarm/dorisarm/internal/about"
 	"github.com/dorisarm/dorisarm/internal/datafs"
 	"github.com/dorisarm/dorisarm/internal/fault"
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/textfmt"
@@ -135,13 +139,17 @@ Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return fmt.Errorf("%w (see --help)", err) })
 	root.PersistentFlags().StringVar(&g.data.Matrix, "matrix", "", "the build matrix (default: matrix.yaml in the working directory, else the one built into dorisarm)")
+	inputFlags(root, false, "matrix")
 	root.PersistentFlags().StringVar(&g.colorMode, "color", "auto", "colour status words: auto (a terminal without $NO_COLOR), always or never")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		var err error
 		if g.color, err = useColor(g.colorMode, os.Getenv, isTerminal(os.Stdout)); err != nil {
 			return err
 		}
-		return checkFormat(cmd)
+		if err := checkFormat(cmd); err != nil {
+			return err
+		}
+		return checkInputs(cmd)
 	}
 	for _, c := range commands {
 		if want(c.name) {
@@ -234,6 +242,82 @@ func checkFormat(cmd *cobra.Command) error {
 		return nil
 	}
 	return usageErr("--output/--format %q: use one of %s", f.Value.String(), strings.Join(allowed, ", "))
+}
+
+// inputFlags marks the flags named (those cmd has) as naming a file
+// dorisarm reads (dirs: or a directory). The root checks each one given
+// before the command runs (checkInputs).
+func inputFlags(cmd *cobra.Command, dirs bool, names ...string) {
+	kind := []string{"file"}
+	if dirs {
+		kind = append(kind, "dir")
+	}
+	for _, n := range names {
+		if cmd.Flags().Lookup(n) != nil {
+			cmd.Flags().SetAnnotation(n, "input", kind)
+		} else {
+			cmd.PersistentFlags().SetAnnotation(n, "input", kind)
+		}
+	}
+}
+
+// checkInputs refuses, before anything runs, a flag marked by inputFlags
+// that names something other than a regular file it can open (or a
+// directory, where one is taken): a named pipe would block the command for
+// ever, /dev/zero read without end, and a file that cannot serve, found
+// only at its first use, may leave, say, a shared cache silently unused.
+// The error names the flag, the path and what is there (exit status 2). A
+// file that is not there is left to the read, after the command's own
+// checks of its flags. The reads use fsutil.ReadFile or OpenRegular, which
+// check again and bound what they read. A name in dorisarm's built-in data
+// ("embedded:...") is not a path.
+func checkInputs(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		kind, ok := f.Annotations["input"]
+		path := f.Value.String()
+		if !ok || err != nil || path == "" || datafs.IsEmbedded(path) {
+			return
+		}
+		err = inputFile("--"+f.Name, path, slices.Contains(kind, "dir"))
+	})
+	return err
+}
+
+// inputFile checks one file a flag names (see checkInputs).
+func inputFile(flag, path string, dirs bool) error {
+	want := "give the path of a file"
+	if dirs {
+		want = "give the path of a file or a directory"
+	}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Said where the file is read, after the command's own checks of
+		// its flags (a missing file blocks nothing).
+		return nil
+	case err != nil:
+		return fault.Inputf("%s %s: %v", flag, path, pathCause(err))
+	case st.IsDir() && dirs:
+		return nil
+	case !st.Mode().IsRegular():
+		return fault.Inputf("%s %s: not a regular file (%s); %s", flag, path, fsutil.Kind(st.Mode()), want)
+	}
+	f, _, err := fsutil.OpenRegular(path)
+	if err != nil {
+		return fault.Inputf("%s %s: %v", flag, path, pathCause(err))
+	}
+	return f.Close()
+}
+
+// pathCause is what a *fs.PathError says is wrong, without the operation
+// and the path, which the caller's message names already.
+func pathCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // registryFlags registers --insecure and --registry-timeout on ro.

@@ -75,6 +75,7 @@ Without --target it reports what it found. Exit status: 0 clean, 1 violations,
 	formatFlag(cmd, &format, "output: "+strings.Join(scan.Formats, ", "), scan.Formats...)
 	cmd.Flags().StringArrayVar(&ships, "ship", nil, "a glob of the paths that ship for deployment (repeat it); the deployment checks judge those files alone (default: every file ships)")
 	cmd.Flags().StringVar(&allowFile, "allow", "", "reviewed exceptions (YAML: exceptions: [{path, kind, feature, reason}])")
+	inputFlags(cmd, false, "allow")
 	cmd.Flags().IntVar(&opts.MaxDepth, "max-depth", opts.MaxDepth, "archive nesting to follow")
 	cmd.Flags().Int64Var(&opts.MaxBytes, "max-bytes", opts.MaxBytes, "bytes to read out of archives, in all")
 	cmd.Flags().IntVar(&opts.MaxEntries, "max-entries", opts.MaxEntries, "archive entries to read, in all")

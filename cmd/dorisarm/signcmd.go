@@ -91,6 +91,7 @@ Actions with "permissions: id-token: write" provides one; elsewhere pass
 		},
 	}
 	cmd.Flags().StringVar(&req.Key, "key", "", "cosign private key (cosign.key)")
+	inputFlags(cmd, false, "key")
 	cmd.Flags().BoolVar(&req.Keyless, "keyless", false, "sign with a Fulcio certificate for the CI's OIDC identity, logged in Rekor")
 	cmd.Flags().StringVar(&req.Sigstore.FulcioURL, "fulcio-url", "", "keyless: Fulcio (default https://fulcio.sigstore.dev)")
 	cmd.Flags().StringVar(&req.Sigstore.RekorURL, "rekor-url", "", "keyless: Rekor (default https://rekor.sigstore.dev); with --key: log every signature and attestation there too")
@@ -112,6 +113,7 @@ func (f *trustFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.t.IdentityRegexp, "certificate-identity-regexp", "", "keyless: a regular expression the signer's identity must match")
 	cmd.Flags().StringVar(&f.t.Issuer, "certificate-oidc-issuer", "", "keyless: the OIDC issuer (e.g. https://token.actions.githubusercontent.com)")
 	cmd.Flags().StringVar(&f.t.TrustedRoot, "trusted-root", "", "keyless: a trusted_root.json to trust instead of Sigstore's (from TUF), for a private Sigstore; with --key: require each signature's Rekor entry, checked against its logs")
+	inputFlags(cmd, false, "key", "trusted-root")
 }
 
 func (f *trustFlags) trust(warn io.Writer) (sign.Trust, error) {

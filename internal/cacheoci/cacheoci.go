@@ -41,6 +41,7 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/build"
 	"github.com/dorisarm/dorisarm/internal/fault"
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/sign"
 )
@@ -75,6 +76,10 @@ func (r *Repo) signatureChecker(ctx context.Context) (*sign.SignatureChecker, er
 	if r.checker != nil && r.checkerFor == r.Verify {
 		return r.checker, nil
 	}
+	if r.loaded != nil && r.loadedFor == r.Verify {
+		r.checker, r.checkerFor = r.loaded, r.Verify
+		return r.checker, nil
+	}
 	c, err := sign.NewSignatureChecker(ctx, *r.Verify)
 	if err != nil {
 		return nil, err
@@ -94,6 +99,28 @@ type Trust struct {
 	Verify        *sign.Trust
 	TrustUnsigned bool
 	Signer        Signer
+
+	// loaded is Verify (loadedFor) as LoadVerify read it.
+	loaded    *sign.SignatureChecker
+	loadedFor *sign.Trust
+}
+
+// LoadVerify reads and checks Verify's key or trusted root now, once for
+// every entry pulled: a file that cannot serve (missing, unreadable, not a
+// regular file, not a key) is then bad input before anything runs,
+// instead of a warning for every step and a shared cache silently unused.
+// Keyless trust in Sigstore's own root is left for the first pull: that
+// root is fetched over the network.
+func (t *Trust) LoadVerify(ctx context.Context) error {
+	if t.Verify == nil || (t.Verify.Key == "" && t.Verify.TrustedRoot == "") {
+		return nil
+	}
+	c, err := sign.NewSignatureChecker(ctx, *t.Verify)
+	if err != nil {
+		return fault.Input(err)
+	}
+	t.loaded, t.loadedFor = c, t.Verify
+	return nil
 }
 
 // Signer signs an artifact by digest (sign.Signer, sign.KeylessSigner).
@@ -265,7 +292,7 @@ func (r *Repo) PullAll(ctx context.Context, c *build.Cache, warn func(error)) (P
 // Push uploads the local entry of key (skipping blobs the registry has).
 func (r *Repo) Push(ctx context.Context, c *build.Cache, key, files string) error {
 	dir := c.EntryDir(key)
-	metaBytes, err := readBounded(filepath.Join(dir, "meta.json"), build.MaxMeta)
+	metaBytes, err := fsutil.ReadFile(filepath.Join(dir, "meta.json"), build.MaxMeta)
 	if err != nil {
 		return err
 	}
@@ -455,19 +482,3 @@ func (r *Repo) blob(ctx context.Context, d v1.Descriptor, w io.Writer) ([]byte, 
 type appender struct{ b *[]byte }
 
 func (a *appender) Write(p []byte) (int, error) { *a.b = append(*a.b, p...); return len(p), nil }
-
-func readBounded(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is over %d bytes", path, max)
-	}
-	return data, nil
-}

@@ -408,3 +408,39 @@ func TestPushOffersOnlyWhatABuildStored(t *testing.T) {
 		t.Errorf("a push of the stored files: %v", err)
 	}
 }
+
+// LoadVerify reads the key once, before any pull: a key that cannot serve
+// is bad input then, and the pulls use what it read (the file may be gone
+// by then). Keyless trust in Sigstore's own root is left for the first
+// pull (its root comes over the network).
+func TestLoadVerify(t *testing.T) {
+	ctx := context.Background()
+	signer, pub := keyPair(t)
+	r, _ := setup(t)
+	r.Trust = Trust{Signer: signer}
+	if err := r.Push(ctx, entry(t, key), key, ""); err != nil {
+		t.Fatal(err)
+	}
+	tr := Trust{Verify: &sign.Trust{Key: pub}}
+	if err := tr.LoadVerify(ctx); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(pub)
+	r.Trust = tr
+	dst := &build.Cache{Dir: t.TempDir()}
+	dst.Init()
+	if got, err := r.Pull(ctx, dst, key); err != nil || got == nil {
+		t.Errorf("pull with the key loaded before it was removed: %v %v", got, err)
+	}
+
+	for _, bad := range []string{"/dev/null", t.TempDir(), pub} {
+		tr := Trust{Verify: &sign.Trust{Key: bad}}
+		if err := tr.LoadVerify(ctx); !fault.IsInput(err) || !strings.Contains(err.Error(), bad) {
+			t.Errorf("LoadVerify with key %s: %v, want bad input naming it", bad, err)
+		}
+	}
+	keyless := Trust{Verify: &sign.Trust{Identity: "a@example.com", Issuer: "https://issuer.example.com"}}
+	if err := keyless.LoadVerify(ctx); err != nil || keyless.loaded != nil {
+		t.Errorf("keyless with Sigstore's root: %v, loaded %v", err, keyless.loaded)
+	}
+}

@@ -44,25 +44,48 @@ func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
 	return nil
 }
 
-// ReadFile reads the regular file at path whole, refusing anything else
-// and anything over max bytes. A named pipe, a device such as /dev/zero or
-// a directory given where a data file belongs would otherwise block for
-// ever or read without end. The error names path and says what is wrong.
-func ReadFile(path string, max int64) ([]byte, error) {
+// OpenRegular opens the regular file at path for reading, refusing
+// anything else without waiting: a named pipe, a device such as /dev/zero,
+// a socket or a directory given where a file belongs would otherwise block
+// for ever or read without end. The error names path and says what it is.
+// It is the one check for every file a user names (ReadFile uses it); a
+// caller that streams the file (a digest) bounds nothing more.
+func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
 	// O_NONBLOCK: opening a named pipe for reading must not wait for a
 	// writer; it changes nothing for a regular file.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		// A socket cannot be opened (ENXIO): say what it is.
+		if fi, serr := os.Stat(path); errors.Is(err, syscall.ENXIO) && serr == nil && !fi.Mode().IsRegular() {
+			return nil, nil, notRegular(path, fi)
+		}
+		return nil, nil, err
 	}
-	defer f.Close()
 	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, notRegular(path, fi)
+	}
+	return f, fi, nil
+}
+
+func notRegular(path string, fi fs.FileInfo) error {
+	return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%s); give the path of a file", Kind(fi.Mode()))}
+}
+
+// ReadFile reads the regular file at path whole (see OpenRegular),
+// refusing anything over max bytes. The error names path and says what is
+// wrong.
+func ReadFile(path string, max int64) ([]byte, error) {
+	f, fi, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%s); give the path of a file", describe(fi.Mode()))}
-	}
+	defer f.Close()
 	if fi.Size() > max {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("the file is %d bytes, more than the %d this input may have (is it the right file?)", fi.Size(), max)}
 	}
@@ -76,8 +99,8 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	return data, nil
 }
 
-// describe names the kind of a file that is not regular.
-func describe(m fs.FileMode) string {
+// Kind names the kind of a file that is not regular ("a named pipe").
+func Kind(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"

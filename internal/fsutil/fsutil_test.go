@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,22 +59,48 @@ func TestReadFile(t *testing.T) {
 	}
 	link := filepath.Join(dir, "zero")
 	os.Symlink("/dev/zero", link)
+	sock := filepath.Join(dir, "sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
 	for _, c := range []struct{ path, want string }{
 		{fifo, "a named pipe"},
 		{"/dev/zero", "a character device"},
 		{link, "a character device"},
 		{dir, "a directory"},
+		{sock, "a socket"},
 	} {
-		done := make(chan error, 1)
-		go func() { _, err := ReadFile(c.path, 1<<20); done <- err }()
-		select {
-		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.path) {
-				t.Errorf("ReadFile(%s) = %v, want an error naming it %s", c.path, err, c.want)
+		for _, open := range []struct {
+			name string
+			f    func(string) error
+		}{
+			{"ReadFile", func(p string) error { _, err := ReadFile(p, 1<<20); return err }},
+			{"OpenRegular", func(p string) error {
+				f, _, err := OpenRegular(p)
+				if err == nil {
+					f.Close()
+				}
+				return err
+			}},
+		} {
+			done := make(chan error, 1)
+			go func() { done <- open.f(c.path) }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.path) {
+					t.Errorf("%s(%s) = %v, want an error naming it %s", open.name, c.path, err, c.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s(%s) still blocked after 5 s", open.name, c.path)
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("ReadFile(%s) still blocked after 5 s", c.path)
 		}
+	}
+	if f, fi, err := OpenRegular(p); err != nil || fi.Size() != 10 {
+		t.Errorf("OpenRegular(%s) = %v, %v", p, fi, err)
+	} else {
+		f.Close()
 	}
 	if _, err := ReadFile(filepath.Join(dir, "missing"), 10); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)

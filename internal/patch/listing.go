@@ -72,9 +72,9 @@ func (s *Series) ApplyTo(m *matrix.Matrix, q Query, source string, dryRun bool) 
 	}
 	var skipped []string
 	sel = slices.DeleteFunc(sel, func(p *Patch) bool {
-		miss := p.Missing(source)
+		miss, why := p.Missing(source)
 		if miss != "" {
-			skipped = append(skipped, fmt.Sprintf("%s: the tree has no %s (Needs-Path)", p.ID(), miss))
+			skipped = append(skipped, fmt.Sprintf("%s: the tree has no %s (Needs-Path%s)", p.ID(), miss, whyNot(why)))
 		}
 		return miss != ""
 	})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dorisarm/dorisarm/internal/datafs"
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 )
 
 // Header is what a new patch says about itself.
@@ -268,7 +269,7 @@ func readPristine(p string) (map[string][]byte, error) {
 	if !strings.HasSuffix(p, ".tar.gz") && !strings.HasSuffix(p, ".tgz") {
 		return nil, fmt.Errorf("pristine source %s: want a directory or a .tar.gz archive", p)
 	}
-	f, err := os.Open(p)
+	f, _, err := fsutil.OpenRegular(p) // a named pipe must not block
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +370,7 @@ func FindPristineArchive(dir string) (string, error) {
 // topDir returns the top directory of a .tar.gz archive's first entry
 // (metadata such as git's pax_global_header is not an entry), or "".
 func topDir(archive string) string {
-	f, err := os.Open(archive)
+	f, _, err := fsutil.OpenRegular(archive)
 	if err != nil {
 		return ""
 	}

@@ -8,12 +8,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,6 +188,40 @@ func TestPristineArchiveSafety(t *testing.T) {
 	os.WriteFile(big, buf.Bytes(), 0o644)
 	if _, err := readPristine(big); err == nil || !strings.Contains(err.Error(), "expands to more than") {
 		t.Errorf("size bound: %v", err)
+	}
+}
+
+// A named pipe named like an archive, given (--pristine) or beside the
+// tree, is refused or passed over at once: opening it waited for a writer
+// for ever.
+func TestPristinePipe(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pkg-1.0.tar.gz")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join(dir, "pkg-1.0")
+	os.Mkdir(tree, 0o755)
+	done := make(chan error, 1)
+	go func() {
+		_, err := readPristine(fifo)
+		if err == nil || !strings.Contains(err.Error(), "a named pipe") {
+			done <- fmt.Errorf("readPristine of a pipe: %v, want it named as one", err)
+			return
+		}
+		if found, err := FindPristineArchive(tree); err == nil {
+			done <- fmt.Errorf("FindPristineArchive took the pipe %s", found)
+			return
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still blocked on the pipe after 10 s")
 	}
 }
 

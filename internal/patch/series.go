@@ -61,11 +61,57 @@ type Patch struct {
 	files      []*FileDiff
 }
 
-// Missing is the first of NeedsPath the source tree at root lacks, or "".
-func (p *Patch) Missing(root string) string {
+// Missing is the first of NeedsPath the source tree at root does not
+// hold, or "" when it holds them all. Each is looked up inside the tree
+// (os.Root), following only symbolic links that stay in it: a path reached
+// through a link out of the tree (be/src/foo -> /etc satisfying
+// be/src/foo/passwd) or through a link to nothing is not the tree's, so
+// it counts as missing and the patch is not applied; why then names the
+// link, for the plan's warning ("" when the path is simply not there).
+func (p *Patch) Missing(root string) (path, why string) {
+	if len(p.NeedsPath) == 0 {
+		return "", ""
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return p.NeedsPath[0], err.Error()
+	}
+	defer r.Close()
 	for _, np := range p.NeedsPath {
-		if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(np))); err != nil {
-			return np
+		if _, err := r.Stat(filepath.FromSlash(np)); err != nil {
+			return np, linkOut(r, np)
+		}
+	}
+	return "", ""
+}
+
+// whyNot is why from Missing as the end of a parenthesis: "; why" or "".
+func whyNot(why string) string {
+	if why == "" {
+		return ""
+	}
+	return "; " + why
+}
+
+// linkOut names the first symbolic link on the way to rel (a slash path)
+// that does not lead to something inside r, or "".
+func linkOut(r *os.Root, rel string) string {
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		at := filepath.Join(parts[:i+1]...)
+		fi, err := r.Lstat(at)
+		if err != nil {
+			return ""
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if _, err := r.Stat(at); err != nil {
+			target, _ := r.Readlink(at)
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Sprintf("%s is a symbolic link to %s, which is not in the tree", filepath.ToSlash(at), target)
+			}
+			return fmt.Sprintf("%s is a symbolic link out of the tree, to %s", filepath.ToSlash(at), target)
 		}
 	}
 	return ""

@@ -141,6 +141,64 @@ func TestSamplePatchesParse(t *testing.T) {
 	}
 }
 
+// Needs-Path is looked up inside the tree: a path reached through a
+// symbolic link out of it (be/src/foo -> /etc satisfying be/src/foo/passwd
+// before) or through a link to nothing is missing, and the skip names the
+// link; a link that stays in the tree is followed.
+func TestNeedsPathThroughALinkOutOfTheTree(t *testing.T) {
+	m, err := matrix.Load(filepath.Join("..", "..", "matrix.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	pdir := filepath.Join(dir, "patches", "doris")
+	os.MkdirAll(pdir, 0o755)
+	sub := strings.NewReplacer("bitshuffle = 0.5.1", "doris >= 2.1", "Targets: kunpeng920, !sve\n", "Needs-Path: sub/x.c\n").Replace(good)
+	os.WriteFile(filepath.Join(pdir, "0001-sub.patch"), []byte(sub), 0o644)
+	s, err := LoadSeries(filepath.Join(dir, "patches"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.Patches[0]
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "x.c"), []byte("a\n"), 0o644)
+
+	tree := t.TempDir()
+	os.WriteFile(filepath.Join(tree, "x.c"), []byte("a\n"), 0o644)
+	os.Symlink(outside, filepath.Join(tree, "sub"))
+	miss, why := p.Missing(tree)
+	if miss != "sub/x.c" || why != "sub is a symbolic link out of the tree, to "+outside {
+		t.Errorf("through an absolute link out: Missing = %q, %q", miss, why)
+	}
+	res, err := s.ApplyTo(m, Query{Component: "doris", Version: "2.1.7"}, tree, false)
+	if err != nil || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0], "doris/0001-sub: the tree has no sub/x.c (Needs-Path; sub is a symbolic link out of the tree") {
+		t.Fatalf("through a link out: %+v, %v", res, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "x.c")); string(b) != "a\n" {
+		t.Errorf("the file out of the tree changed: %q", b)
+	}
+
+	rel, _ := filepath.Rel(tree, outside)
+	for name, c := range map[string]struct {
+		target, needs, miss, why string
+	}{
+		"relative link out":          {rel, "sub/x.c", "sub/x.c", "sub is a symbolic link out of the tree, to " + rel},
+		"the path itself a link out": {outside, "sub", "sub", "sub is a symbolic link out of the tree, to " + outside},
+		"link to nothing":            {"gone", "sub/x.c", "sub/x.c", "sub is a symbolic link to gone, which is not in the tree"},
+		"link in the tree":           {"real", "sub/x.c", "", ""},
+		"no such path":               {"real", "other/x.c", "other/x.c", ""},
+	} {
+		tree := t.TempDir()
+		os.MkdirAll(filepath.Join(tree, "real"), 0o755)
+		os.WriteFile(filepath.Join(tree, "real", "x.c"), []byte("a\n"), 0o644)
+		os.Symlink(c.target, filepath.Join(tree, "sub"))
+		p.NeedsPath = []string{c.needs}
+		if miss, why := p.Missing(tree); miss != c.miss || why != c.why {
+			t.Errorf("%s: Missing = %q, %q; want %q, %q", name, miss, why, c.miss, c.why)
+		}
+	}
+}
+
 // A patch to a submodule's file says so (Needs-Path): a tree without the
 // submodule skips it, saying why, instead of failing the whole series.
 func TestNeedsPath(t *testing.T) {

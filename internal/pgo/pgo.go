@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 )
 
 // Info describes a profile that passed Validate.
@@ -103,7 +105,7 @@ const expectMagic = `expected 0xff6c70726f666981 "\xfflprofi\x81"`
 // indexed checks the header of an LLVM indexed profile: magic, version and
 // the offsets that must fall inside the file.
 func indexed(path string, size int64) (Info, error) {
-	f, err := os.Open(path)
+	f, _, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return Info{}, fmt.Errorf("pgo profile: %w", err)
 	}
@@ -382,7 +384,7 @@ func gccVersion(w uint32) string {
 
 // head reads up to n bytes from the start of a file.
 func head(path string, n int) ([]byte, error) {
-	f, err := os.Open(path)
+	f, _, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("pgo profile: %w", err)
 	}

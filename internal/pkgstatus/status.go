@@ -9,14 +9,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/dorisarm/dorisarm/internal/build"
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 )
 
 // Status is what became of one package in one build.
@@ -322,17 +321,10 @@ const maxTableBytes = 16 << 20
 
 // ReadTable reads a table written by dorisarm packages -o json.
 func ReadTable(path string) (*Table, error) {
-	f, err := os.Open(path)
+	// A regular file only: a named pipe would block, /dev/zero never end.
+	data, err := fsutil.ReadFile(path, maxTableBytes)
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxTableBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > maxTableBytes {
-		return nil, fmt.Errorf("%s: over %d bytes: not a table written by dorisarm packages -o json", path, maxTableBytes)
+		return nil, fmt.Errorf("%w (want the output of dorisarm packages -o json)", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -189,8 +189,11 @@ func Make(in Inputs) (*Plan, error) {
 		if pt.Component != treeComponent {
 			return false
 		}
-		miss := pt.Missing(in.Tree)
-		if miss != "" {
+		miss, why := pt.Missing(in.Tree)
+		switch {
+		case miss != "" && why != "":
+			p.Warnings = append(p.Warnings, fmt.Sprintf("patch %s is not applied: the tree has no %s (Needs-Path; %s)", pt.ID(), miss, why))
+		case miss != "":
 			p.Warnings = append(p.Warnings, fmt.Sprintf("patch %s is not applied: the tree has no %s (Needs-Path; a submodule not checked out?)", pt.ID(), miss))
 		}
 		return miss != ""

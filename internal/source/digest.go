@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 )
 
 // TreeDigest hashes a directory by content: every regular file's path
@@ -92,7 +94,9 @@ func ValidDigest(d string) bool {
 	return err == nil && strings.ToLower(h) == h
 }
 
-// FileDigest is a file's content digest, "sha256:<hex>".
+// FileDigest is a regular file's content digest, "sha256:<hex>". Anything
+// else is refused at once (fsutil.OpenRegular): a named pipe would block
+// the hash for ever, /dev/zero never end it.
 func FileDigest(path string) (string, error) {
 	sum, err := fileSHA256(path)
 	if err != nil {
@@ -102,7 +106,7 @@ func FileDigest(path string) (string, error) {
 }
 
 func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+	f, _, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return "", err
 	}

@@ -97,7 +97,9 @@ func Open(mirror, name string) (io.ReadCloser, error) {
 		}
 		mirror = u.Path
 	}
-	f, err := os.Open(filepath.Join(mirror, name))
+	// A regular file only: a named pipe in the mirror would block the
+	// fetch for ever, a device never end it.
+	f, _, err := fsutil.OpenRegular(filepath.Join(mirror, name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("archive %s is not in mirror %s: %w", name, mirror, ErrMissing)
 	}

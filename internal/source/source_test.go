@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dorisarm/dorisarm/internal/recipe"
 )
@@ -146,6 +148,20 @@ func TestLockPinsAndRefuses(t *testing.T) {
 	}
 	if _, err := Open(mirror, "../etc/passwd"); err == nil {
 		t.Error("path escape accepted")
+	}
+	// A named pipe in the mirror is refused at once, by name.
+	if err := syscall.Mkfifo(filepath.Join(mirror, "pipe.tar.gz"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan error, 1)
+	go func() { _, err := Open(mirror, "pipe.tar.gz"); opened <- err }()
+	select {
+	case err := <-opened:
+		if err == nil || !strings.Contains(err.Error(), "pipe.tar.gz") || !strings.Contains(err.Error(), "a named pipe") {
+			t.Errorf("open a pipe in the mirror: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("opening a named pipe in the mirror still blocked after 10 s")
 	}
 	if _, err := ReadLock(filepath.Join("testdata", "doristree", "thirdparty", "vars.sh")); err == nil {
 		t.Error("garbage lock accepted")

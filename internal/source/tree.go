@@ -122,7 +122,7 @@ func ReadTreePatchesMemo(tree string, r *recipe.Recipe, script, machine string, 
 		return nil, err
 	}
 	scriptPath := filepath.Join(absTree, script)
-	data, err := os.ReadFile(scriptPath)
+	data, err := fsutil.ReadFile(scriptPath, maxScript)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/testproc"
@@ -174,5 +176,23 @@ fi
 	os.WriteFile(filepath.Join(tp, "download-thirdparty.sh"), []byte("echo hi\n"), 0o755)
 	if _, err := ReadTreePatches(tree, r, "thirdparty/download-thirdparty.sh", "aarch64"); err == nil || !strings.Contains(err.Error(), "PATCHED_MARK") {
 		t.Errorf("no patch section: %v", err)
+	}
+	// A named pipe for the script is refused at once, by name.
+	os.Remove(filepath.Join(tp, "download-thirdparty.sh"))
+	if err := syscall.Mkfifo(filepath.Join(tp, "download-thirdparty.sh"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ReadTreePatches(tree, r, "thirdparty/download-thirdparty.sh", "aarch64")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "download-thirdparty.sh: not a regular file (a named pipe)") {
+			t.Errorf("a pipe for the script: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading a named pipe for the script still blocked after 10 s")
 	}
 }
