@@ -437,3 +437,24 @@ func (s *Series) Select(m *matrix.Matrix, c matrix.Cell, versions map[string]str
 	}
 	return out
 }
+
+// Removes reports whether the patch takes the line text (compared with
+// its leading and trailing space trimmed) out of the file rel (a path
+// relative to the component's source, slash-separated).
+func (p *Patch) Removes(rel, text string) bool {
+	text = strings.TrimSpace(text)
+	for _, fd := range p.files {
+		name := strings.TrimPrefix(strings.TrimPrefix(fd.OldName, "a/"), "./")
+		if name != rel {
+			continue
+		}
+		for _, h := range fd.Hunks {
+			for _, l := range h.Lines {
+				if l.Op == '-' && strings.TrimSpace(l.Text) == text {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

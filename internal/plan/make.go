@@ -52,6 +52,9 @@ type Inputs struct {
 	// HostEnv are the recipe's host_env variables as found on the build
 	// machine (ResolveHostEnv); the tree's steps read them.
 	HostEnv []HostEnvInfo
+	// AcceptLostTuning is the user's reason for building a BE whose tree
+	// fixes an -march no selected patch replaces (--accept-lost-tuning).
+	AcceptLostTuning string
 }
 
 // Placeholders the runner substitutes.
@@ -206,6 +209,9 @@ func Make(in Inputs) (*Plan, error) {
 		p.Patches = append(p.Patches, PatchRef{ID: pt.ID(), Component: pt.Component, SHA256: pt.SHA256, Why: pt.Summary()})
 		byComponent[pt.Component] = append(byComponent[pt.Component], pt)
 		names[pt.Name] = true
+	}
+	if err := guardMarch(p, in, selected, pkgsOnly); err != nil {
+		return nil, err
 	}
 	for _, req := range c.Target.Patches {
 		if !names[req] {

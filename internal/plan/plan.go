@@ -68,12 +68,16 @@ type CellInfo struct {
 	// PGONone says why a target that uses PGO builds without it ("no
 	// profile": the recipe has no training workload and no --pgo-profile
 	// was given); the record, attestation, images and report carry it.
-	PGONone     string   `json:"pgo_none,omitempty"`
-	LTO         string   `json:"lto,omitempty"`
-	OpenSSL     string   `json:"openssl"`
-	BaseImage   string   `json:"base_image"`
-	Required    []string `json:"required_patches,omitempty"`
-	Description string   `json:"description,omitempty"`
+	PGONone string `json:"pgo_none,omitempty"`
+	// LostTuning is the user's reason for building a BE whose tree fixes
+	// an -march no selected patch replaces (FixedMarch lists the lines).
+	LostTuning  string       `json:"lost_tuning,omitempty"`
+	FixedMarch  []FixedMarch `json:"fixed_march,omitempty"`
+	LTO         string       `json:"lto,omitempty"`
+	OpenSSL     string       `json:"openssl"`
+	BaseImage   string       `json:"base_image"`
+	Required    []string     `json:"required_patches,omitempty"`
+	Description string       `json:"description,omitempty"`
 	// Sysroot is the target OS's libraries the build links against;
 	// SysrootWaiver the recorded reason when it links the build machine's.
 	Sysroot       *toolchain.Sysroot `json:"sysroot,omitempty"`

@@ -46,6 +46,9 @@ type Request struct {
 	// SysrootWaiver builds against this machine's libraries, for this
 	// recorded reason, instead of the target OS's sysroot.
 	SysrootWaiver string
+	// AcceptLostTuning builds a BE whose tree fixes an -march no patch
+	// replaces, for this recorded reason.
+	AcceptLostTuning string
 	// SysrootCache is where sysroots (and which compilers passed their
 	// check against one) are kept.
 	SysrootCache string
@@ -154,7 +157,7 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 		}
 		p, err := Make(Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: req.Tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock, Memo: memoDir(req.SysrootCache),
 			Profile: profile, Packages: req.Packages, SysrootWaiver: req.SysrootWaiver, Slice: req.Slice,
-			Base: base, BuildTools: tools, HostEnv: hostEnv})
+			Base: base, BuildTools: tools, HostEnv: hostEnv, AcceptLostTuning: req.AcceptLostTuning})
 		if err != nil {
 			return nil, fault.Input(err)
 		}

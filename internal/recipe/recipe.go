@@ -44,6 +44,12 @@ type Recipe struct {
 	// HostEnv are environment variables the tree's steps (BE, FE) take from
 	// the build machine, each naming a directory they read.
 	HostEnv map[string]*HostEnv `yaml:"host_env" shape:"is keyed by variable name: JAVA_HOME: {read: [include], install: how to get it}"`
+	// FixedMarch are the tree's build files (globs relative to it) where a
+	// literal -march (or -mcpu) sets the instruction set of everything
+	// they compile: Doris 2.1 and 3.0's be/CMakeLists.txt adds
+	// -march=armv8-a+crc after the caller's flags. A plan that builds the
+	// BE refuses such a line that no selected patch replaces.
+	FixedMarch []string `yaml:"fixed_march"`
 	// LibstdcxxMin is the oldest GCC release whose C++ library the tree's
 	// own code compiles against (checked against the sysroot's libstdcxx).
 	LibstdcxxMin string `yaml:"libstdcxx_min"`

@@ -224,6 +224,7 @@ type provenance struct {
 				Name, Digest, Glibc string
 			} `json:"sysroot"`
 			SysrootWaiver string `json:"sysrootWaiver"`
+			LostTuning    string `json:"lostTuning"`
 		} `json:"internalParameters"`
 	} `json:"buildDefinition"`
 	RunDetails struct {
@@ -275,7 +276,7 @@ func targetFromImage(m *matrix.Matrix, version string, f *Found, im *Image, sts 
 	t := fromCell(cell)
 	t.Compiler, t.CompilerVersion, t.PGO, t.PGONone, t.LTO = ip.Compiler.Name, ip.Compiler.Version, ip.PGO, ip.PGONone, ip.LTO
 	t.Patches, t.BuildID = ip.Patches, ip.Build
-	t.Sysroot, t.SysrootWaiver = "", ip.SysrootWaiver
+	t.Sysroot, t.SysrootWaiver, t.LostTuning = "", ip.SysrootWaiver, ip.LostTuning
 	if sr := ip.Sysroot; sr != nil {
 		t.Sysroot = sysrootText(sr.Name, sr.Glibc, sr.Digest)
 	}

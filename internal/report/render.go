@@ -156,16 +156,29 @@ func (r *Report) Markdown(w io.Writer) error {
 		}
 		p("\n")
 	}
-	var waived []Target
+	var waived, lost []Target
 	for _, x := range r.Targets {
 		if x.SysrootWaiver != "" {
 			waived = append(waived, x)
 		}
+		if x.LostTuning != "" {
+			lost = append(lost, x)
+		}
+	}
+	if len(waived) > 0 || len(lost) > 0 {
+		p("## Waivers\n\n")
 	}
 	if len(waived) > 0 {
-		p("## Waivers\n\nBuilt without the target OS's sysroot (against the build machine's libraries), with the glibc gate waived:\n\n")
+		p("Built without the target OS's sysroot (against the build machine's libraries), with the glibc gate waived:\n\n")
 		for _, x := range waived {
 			p("- %s %s: %s\n", x.Doris, x.Target, x.SysrootWaiver)
+		}
+		p("\n")
+	}
+	if len(lost) > 0 {
+		p("BE built at the -march its tree fixes, not the target's (lost tuning accepted):\n\n")
+		for _, x := range lost {
+			p("- %s %s: %s\n", x.Doris, x.Target, x.LostTuning)
 		}
 		p("\n")
 	}

@@ -78,6 +78,9 @@ type Target struct {
 	// glibc, digest); SysrootWaiver the user's reason for building without.
 	Sysroot       string `json:"sysroot,omitempty"`
 	SysrootWaiver string `json:"sysroot_waiver,omitempty"`
+	// LostTuning is the user's reason for a BE built at a -march its tree
+	// fixes (--accept-lost-tuning).
+	LostTuning string `json:"lost_tuning,omitempty"`
 	// Landed is the flag read-back of the build's objects: how many are at
 	// the target's -march, and the flags that landed (nil: not read back).
 	Landed *scan.FlagSummary `json:"landed,omitempty"`
@@ -164,6 +167,7 @@ const (
 func FromRecord(rec *build.Record) Target {
 	t := fromCell(rec.Cell)
 	t.SysrootWaiver = rec.Cell.SysrootWaiver
+	t.LostTuning = rec.Cell.LostTuning
 	if sr := rec.Cell.Sysroot; sr != nil {
 		t.Sysroot = sysrootText(sr.Name, sr.Glibc, sr.Digest)
 	}

@@ -168,6 +168,8 @@ func Provenance(rec *build.Record, builderID string) ([]byte, error) {
 				// The target OS's libraries the build linked against, or why not.
 				"sysroot":       rec.Cell.Sysroot,
 				"sysrootWaiver": rec.Cell.SysrootWaiver,
+				// A BE built at the -march its tree fixes, and why.
+				"lostTuning": rec.Cell.LostTuning,
 			},
 			"resolvedDependencies": deps,
 		},
