@@ -186,7 +186,9 @@ func (sb *sandboxer) args(c Command) ([]string, error) {
 		a = append(a, "--unshare-user", "--disable-userns", "--cap-drop", "ALL")
 	}
 	a = append(a, sb.system...)
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--perms", "01777", "--dir", "/var/tmp")
+	// /tmp and /var/tmp private and writable by the step's user (the
+	// compilers' temporary files: clang fails without them).
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--perms", "01777", "--tmpfs", "/tmp", "--perms", "01777", "--dir", "/var/tmp")
 	type mnt struct {
 		Mount
 		rw bool

@@ -21,6 +21,8 @@ import (
 // server on this machine's loopback.
 var escapes = []struct{ name, sh string }{
 	{"uid-is-root", `[ "$(id -u)" = 0 ] && echo ESCAPED uid-is-root`},
+	// Not an escape: what a compiler needs (clang's temporary files).
+	{"tmp-not-writable", `for d in /tmp /var/tmp "$TMPDIR" "$HOME"; do echo x > "$d/.probe" || echo ESCAPED tmp-not-writable "$d"; done`},
 	{"capabilities", `grep -q '^CapEff:[[:space:]]*0*$' /proc/self/status || echo ESCAPED capabilities`},
 	{"no-new-privs", `grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/self/status || echo ESCAPED no-new-privs`},
 	{"read-cache", `cat "$SECRET/steps/entry/meta.json" 2>/dev/null && echo ESCAPED read-cache`},
@@ -129,7 +131,7 @@ func testSandboxEscapes(t *testing.T) {
 	}
 	for _, e := range escapes {
 		if strings.Contains(out.String(), "ESCAPED "+e.name) {
-			t.Errorf("%s: the step got out of its sandbox (%s)", e.name, e.sh)
+			t.Errorf("%s: the sandbox let it through (%s)", e.name, e.sh)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(secret, "planted")); err == nil {
