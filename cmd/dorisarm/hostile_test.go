@@ -178,7 +178,7 @@ func hostileTree(t *testing.T, uid int) {
 	if d, _ := source.FileDigest(filepath.Join(hostTools, "fakegen")); d != toolDigest {
 		t.Error("the build machine's code generator was changed or deleted")
 	}
-	if pids := survivors(token); len(pids) > 0 {
+	if pids := testproc.ProcessesWith(token, "hostile.sh"); len(pids) > 0 {
 		t.Errorf("processes a step started outlive it: %v", pids)
 	}
 	after := cacheEntries(t, cache)
@@ -311,22 +311,6 @@ func cacheEntries(t *testing.T, cache string) map[string]string {
 	}
 	if len(out) == 0 {
 		t.Fatal("the clean build left no cache entry: nothing to check")
-	}
-	return out
-}
-
-// survivors are the processes whose command line holds token.
-func survivors(token string) []string {
-	var out []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(token)) && !bytes.Contains(b, []byte("hostile.sh")) {
-			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
-		}
 	}
 	return out
 }

@@ -151,17 +151,7 @@ func lastStarted(log string) string {
 func leftRunning(dir string, limit time.Duration) []string {
 	deadline := time.Now().Add(limit)
 	for {
-		var left []string
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			if _, err := strconv.Atoi(e.Name()); err != nil {
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			if err == nil && bytes.Contains(b, []byte(dir)) {
-				left = append(left, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
-			}
-		}
+		left := testproc.ProcessesWith(dir)
 		if len(left) == 0 || time.Now().After(deadline) {
 			return left
 		}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dorisarm/dorisarm/internal/testproc"
 )
 
 // escapes are what a hostile step tries, each a shell snippet that
@@ -143,30 +145,9 @@ func testSandboxEscapes(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(ro, "input")); string(b) != "in" {
 		t.Errorf("the read-only input reads %q after the step", b)
 	}
-	if pids := processesWith(token); len(pids) > 0 {
-		for _, p := range pids {
-			st, _ := os.ReadFile("/proc/" + p + "/status")
-			cl, _ := os.ReadFile("/proc/" + p + "/cmdline")
-			t.Logf("%s: %q\n%s", p, cl, st)
-		}
-		t.Errorf("daemon: processes %v the step started outlive it", pids)
+	if pids := testproc.ProcessesWith(token); len(pids) > 0 {
+		t.Errorf("daemon: processes the step started outlive it: %v", pids)
 	}
-}
-
-// processesWith are the processes whose command line holds s.
-func processesWith(s string) []string {
-	var out []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(s)) {
-			out = append(out, e.Name())
-		}
-	}
-	return out
 }
 
 // TestSandboxRefusesWhatItCannotShow: a path inside the system

@@ -4,6 +4,7 @@
 package testproc
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -78,4 +81,29 @@ func RegistryStorage(t testing.TB) (addr, storage string) {
 	}
 	Serve(t, "http://"+addr+"/v2/", bin, "serve", cfg)
 	return addr, filepath.Join(dir, "data")
+}
+
+// ProcessesWith are the processes of this machine whose command line
+// holds s, each as "PID: command line", except those whose command line
+// also holds one of except.
+func ProcessesWith(s string, except ...string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(b, []byte(s)) {
+			continue
+		}
+		skip := false
+		for _, x := range except {
+			skip = skip || bytes.Contains(b, []byte(x))
+		}
+		if !skip {
+			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
 }
