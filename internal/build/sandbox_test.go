@@ -3,6 +3,7 @@ package build
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -178,5 +179,15 @@ func TestStepEnvIsAllowListed(t *testing.T) {
 	want := []string{"LANG=C.UTF-8", "LC_ALL=C", "JAVA_HOME=/jdk"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("stepEnv = %q, want %q", got, want)
+	}
+}
+
+// TestNoSandboxNoStep: where bubblewrap cannot be found the probe fails,
+// saying what to install (RunProcess has no other way to run a step).
+func TestNoSandboxNoStep(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := probeSandbox()
+	if err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") || !errors.Is(err, errNoSandbox) {
+		t.Errorf("probe without bwrap: %v", err)
 	}
 }
