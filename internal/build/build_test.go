@@ -1,7 +1,6 @@
 package build
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,15 +9,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/sample"
+	"github.com/dorisarm/dorisarm/internal/testproc"
 	"github.com/dorisarm/dorisarm/internal/scan"
 )
 
@@ -213,19 +211,23 @@ func TestGraviton3KeepsSVE(t *testing.T) {
 // gate refuses the build. Nothing is published in any case.
 func TestLeakedSVEFailsSmokeAndScan(t *testing.T) {
 	need(t)
-	cpuinfo := filepath.Join(t.TempDir(), "cpuinfo")
-	os.WriteFile(cpuinfo, []byte("Features\t: fp asimd atomics sve\n"), 0o644)
-	t.Setenv("CPUINFO", cpuinfo)
+	// The build host's /proc/cpuinfo as simdprobe's Makefile reads it
+	// (CPUINFO), inside the tree: a step sees nothing else of the machine.
+	tree := t.TempDir()
+	exec.Command("cp", "-a", filepath.Join(repo, "examples/minidoris")+"/.", tree).Run()
+	os.WriteFile(filepath.Join(tree, "cpuinfo-sve"), []byte("Features\t: fp asimd atomics sve\n"), 0o644)
 	pdir := t.TempDir()
 	exec.Command("cp", "-a", filepath.Join(repo, "examples/minidoris/patches")+"/.", pdir).Run()
 	os.RemoveAll(filepath.Join(pdir, "simdprobe"))
-	noPin := func(r *recipe.Recipe) { delete(r.Thirdparty.Env, "SIMDPROBE") }
+	noPin := func(r *recipe.Recipe) {
+		r.Thirdparty.Env["SIMDPROBE"] = map[string]string{"CPUINFO": "$SRC/cpuinfo-sve"}
+	}
 	out, cache := t.TempDir(), t.TempDir()
-	_, err := Run(context.Background(), input(t, setup{target: "kunpeng920", compiler: "gcc", patches: pdir, recipe: noPin}), Options{Out: out, Cache: cache})
+	_, err := Run(context.Background(), input(t, setup{target: "kunpeng920", compiler: "gcc", patches: pdir, recipe: noPin, tree: tree}), Options{Out: out, Cache: cache})
 	if !errors.Is(err, ErrGate) || !strings.Contains(err.Error(), "SIGILL under qemu -cpu neoverse-n1") || !strings.Contains(err.Error(), "PGO training") {
 		t.Fatalf("training gate: %v", err)
 	}
-	_, err = Run(context.Background(), input(t, setup{target: "graviton2", compiler: "gcc", patches: pdir, recipe: noPin}), Options{Out: out, Cache: cache})
+	_, err = Run(context.Background(), input(t, setup{target: "graviton2", compiler: "gcc", patches: pdir, recipe: noPin, tree: tree}), Options{Out: out, Cache: cache})
 	if !errors.Is(err, ErrGate) || !strings.Contains(err.Error(), "be/lib/doris_be died with SIGILL under qemu -cpu neoverse-n1") {
 		t.Fatalf("smoke gate: %v", err)
 	}
@@ -362,12 +364,15 @@ func TestInterrupt(t *testing.T) {
 	need(t)
 	tree, out, cache := t.TempDir(), t.TempDir(), t.TempDir()
 	exec.Command("cp", "-a", filepath.Join(repo, "examples/minidoris")+"/.", tree).Run()
-	pidFile := filepath.Join(t.TempDir(), "pid")
+	// The step writes in its own tree (the cell's, under the cache), and
+	// its child is found by a command line of its own.
+	token := fmt.Sprintf("%d.%d", 60+os.Getpid()%100, time.Now().UnixNano()%1000000)
 	script := filepath.Join(tree, "build.sh")
 	data, _ := os.ReadFile(script)
-	hang := "set -eo pipefail\nsleep 60 & echo $! > " + pidFile + "; wait"
+	hang := "set -eo pipefail\nsleep " + token + " & echo started > \"$(dirname \"$0\")/hang.started\"; wait"
 	os.WriteFile(script, []byte(strings.Replace(string(data), "set -eo pipefail", hang, 1)), 0o755)
 	in := input(t, setup{target: "generic-armv8", compiler: "gcc", tree: tree})
+	started := filepath.Join(cache, "work", "generic-armv8-"+in.Plan.Cell.Doris, "src", "hang.started")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -376,22 +381,21 @@ func TestInterrupt(t *testing.T) {
 		_, err := Run(ctx, in, Options{Out: out, Cache: cache})
 		done <- err
 	}()
-	var pid int
-	for deadline := time.Now().Add(2 * time.Minute); pid == 0; time.Sleep(50 * time.Millisecond) {
-		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 1 {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil && len(testproc.ProcessesWith(token)) > 0 {
+			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("build.sh never started")
+			found, _ := filepath.Glob(filepath.Join(cache, "work", "*", "src", "hang.started"))
+			t.Fatalf("build.sh never started (%s; found %v; running %v)", started, found, testproc.ProcessesWith(token))
 		}
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted build returned %v", err)
 	}
-	if alive(pid) {
-		syscall.Kill(pid, syscall.SIGKILL)
-		t.Error("the step's child process outlived the interrupt")
+	if left := testproc.ProcessesWith(token); len(left) > 0 {
+		t.Errorf("the step's child process outlived the interrupt: %v", left)
 	}
 	c := &Cache{Dir: cache}
 	for _, s := range in.Plan.Steps {
@@ -406,22 +410,6 @@ func TestInterrupt(t *testing.T) {
 	if ents, _ := os.ReadDir(out); len(ents) != 0 {
 		t.Errorf("an interrupted build left %v in the output directory", ents)
 	}
-}
-
-// alive says whether pid runs (a zombie waiting for a reaper does not).
-func alive(pid int) bool {
-	// The kernel needs a moment to deliver SIGTERM; poll briefly.
-	for i := 0; i < 50; i++ {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return false
-		}
-		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
 }
 
 // flipCached flips 16 bytes in the middle of the cached result of step.

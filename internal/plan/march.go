@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/dorisarm/dorisarm/internal/patch"
 )
@@ -26,8 +27,8 @@ type FixedMarch struct {
 func (f FixedMarch) String() string { return fmt.Sprintf("%s:%d: %s", f.File, f.Line, f.Text) }
 
 // literalMarch is a -march= (or -mcpu=) whose value is written out, not a
-// variable the build sets (${ARM_MARCH}).
-var literalMarch = regexp.MustCompile(`-m(arch|cpu)=[A-Za-z0-9]`)
+// variable the build sets (${ARM_MARCH}); made on first use.
+var literalMarch = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-m(arch|cpu)=[A-Za-z0-9]`) })
 
 // maxGuarded bounds one file the guard reads.
 const maxGuarded = 4 << 20
@@ -81,7 +82,7 @@ func fixedIn(root *os.Root, rel string, patches []*patch.Patch) ([]FixedMarch, e
 	sc.Buffer(make([]byte, 64<<10), maxGuarded)
 	for n := 1; sc.Scan(); n++ {
 		code, _, _ := strings.Cut(sc.Text(), "#")
-		if !literalMarch.MatchString(code) {
+		if !literalMarch().MatchString(code) {
 			continue
 		}
 		removed := false
