@@ -54,6 +54,12 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			if cacheMax < 0 {
 				return usageErr("--cache-max-size %d: give the bytes the cache may keep after the build", cacheMax)
 			}
+			if opts.Jobs < 1 {
+				return usageErr("--jobs %d: give the build's CPU budget, 1 or more (nproc says how many CPUs this machine has)", opts.Jobs)
+			}
+			if opts.PackagesAtOnce < 0 {
+				return usageErr("--packages-at-once %d: give how many packages may build at once, 1 or more (0: as many as --jobs)", opts.PackagesAtOnce)
+			}
 			tree, err := o.tree.dir(g)
 			if err != nil {
 				return err
