@@ -119,8 +119,7 @@ func Share(budget, n int) (cells, jobs int) {
 // runCellReplanning builds one cell and, while its toolchain step rejects
 // its compiler, plans it again with the target's next one
 // (Options.Replan) and builds that at once, in the same slot: the other
-// cells need not finish first (three targets in one build then cost what
-// three builds would).
+// cells need not finish first.
 func runCellReplanning(ctx context.Context, in Input, opts Options) (Outcome, bool) {
 	o, ok := runCell(ctx, in, opts)
 	var tried []string
