@@ -92,6 +92,10 @@ func TestBuildBadInputExitsTwo(t *testing.T) {
 		{[]string{"build", "--target", "graviton2", "--allow", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
 		{[]string{"build", "--target", "graviton2", "--allow", allow}, "allow.yaml:3"},
 		{[]string{"build", "--target", "graviton2", "--thirdparty-base", base}, "lib/libhost.so -> /etc/hostname resolves to /etc/hostname, outside the base"},
+		{[]string{"build", "--target", "graviton2", "--jobs", "0"}, "--jobs 0: give the build's CPU budget"},
+		{[]string{"build", "--target", "graviton2", "--jobs", "-3"}, "--jobs -3"},
+		{[]string{"build", "--target", "graviton2", "--packages-at-once", "-1"}, "--packages-at-once -1"},
+		{[]string{"build", "--target", "graviton2", "--doris", "2.1.99"}, "--doris 2.1.99: the tree declares Doris 2.1.8"},
 	}
 	for _, c := range cases {
 		args := append(c.args, "--out", filepath.Join(dir, "out"), "--cache", filepath.Join(dir, "cache"))

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -53,6 +55,12 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cacheMax < 0 {
 				return usageErr("--cache-max-size %d: give the bytes the cache may keep after the build", cacheMax)
+			}
+			if opts.Jobs < 1 {
+				return usageErr("--jobs %d: give the build's CPU budget, 1 or more (nproc says how many CPUs this machine has)", opts.Jobs)
+			}
+			if opts.PackagesAtOnce < 0 {
+				return usageErr("--packages-at-once %d: give how many packages may build at once, 1 or more (0: as many as --jobs)", opts.PackagesAtOnce)
 			}
 			tree, err := o.tree.dir(g)
 			if err != nil {
@@ -104,11 +112,15 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 				}
 			}
 			opts.Pulls = &build.Pulls{} // shared with the attempts below
+			if forced == "" {
+				// A compiler the toolchain step rejected (it cannot link
+				// for the target OS's sysroot; the verdict is remembered,
+				// so the plan skips it now) is replaced by the target's
+				// next one, at once, while the other targets build.
+				opts.Replan = replanner(g, o)
+			}
 			outs, err := build.RunAll(ctx, ins, opts, report)
-			// A compiler the toolchain step rejected (it cannot link for
-			// the target OS's sysroot; the verdict is remembered, so the
-			// plan skips it now) is replaced by the target's next one.
-			outs, err = replanRejected(ctx, g, o, opts, outs, err, forced, report)
+			outs, err = sayRejected(ctx, g, outs, err, forced)
 			if cacheMax > 0 && ctx.Err() == nil {
 				if _, perr := (&build.Cache{Dir: opts.Cache}).Prune(cacheMax); perr != nil {
 					return errors.Join(err, perr)
@@ -165,56 +177,37 @@ func newCacheCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// replanRejected plans and builds again, each on its own, the targets whose
-// compiler the toolchain step rejected, until none is rejected or a
-// target has no compiler left. A target that cannot be planned again is a
-// failed outcome; the others keep theirs.
-func replanRejected(ctx context.Context, g *globals, o *planOptions, opts build.Options, outs []build.Outcome, err error,
-	forced string, report func(build.Outcome)) ([]build.Outcome, error) {
-	if forced != "" {
-		return outs, err
-	}
-	tried := map[string]map[string]bool{} // target → compilers rejected in this build
-	for changed := true; changed && ctx.Err() == nil; {
-		changed = false
-		for i := range outs {
-			out := outs[i]
-			if out.State != "failed" || out.Rejected == "" || ctx.Err() != nil {
-				continue
-			}
-			if tried[out.Target] == nil {
-				tried[out.Target] = map[string]bool{}
-			}
-			tried[out.Target][out.Rejected] = true
-			fmt.Fprintf(g.stderr, "dorisarm: %s: %s cannot build for its sysroot; planning it again with its next compiler:\n  %s\n",
-				out.Target, out.Rejected, strings.ReplaceAll(out.Error, "\n", "\n  "))
-			retry := *o
-			retry.req.Targets = out.Target
-			again := build.Outcome{Target: out.Target, Doris: out.Doris, Dir: out.Dir, State: "failed"}
-			ps, req, perr := makePlanned(ctx, g, &retry)
-			var ins []build.Input
-			if perr == nil {
-				if tc := ps[0].Toolchain; tried[out.Target][tc.Compiler.Name] {
-					perr = fmt.Errorf("the plan took %s again, which this build found unable to build for the sysroot", tc.Compiler.Name)
-				} else {
-					ins, perr = build.Inputs(req, ps)
-				}
-			}
-			if perr != nil {
-				again.Error = fmt.Sprintf("%s: planning again after %s was rejected: %v", out.Target, out.Rejected, perr)
-				fmt.Fprintln(g.stderr, "dorisarm: "+again.Error)
-				outs[i] = again
-				continue
-			}
-			more, _ := build.RunAll(ctx, ins, opts, report)
-			if len(more) == 1 {
-				outs[i] = more[0]
-				changed = outs[i].Rejected != ""
-			} else {
-				again.Error = out.Target + ": interrupted"
-				outs[i] = again
-			}
+// replanner plans a target again after its compiler was rejected,
+// saying so; the plan must take another compiler than those tried.
+func replanner(g *globals, o *planOptions) func(context.Context, build.Outcome, []string) (*build.Input, error) {
+	var mu sync.Mutex // one plan at a time: they share the sysroot cache and stderr
+	return func(ctx context.Context, out build.Outcome, tried []string) (*build.Input, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(g.stderr, "dorisarm: %s: %s cannot build for its sysroot; planning it again with its next compiler:\n  %s\n",
+			out.Target, out.Rejected, strings.ReplaceAll(out.Error, "\n", "\n  "))
+		retry := *o
+		retry.req.Targets = out.Target
+		ps, req, err := makePlanned(ctx, g, &retry)
+		if err != nil {
+			return nil, err
 		}
+		if tc := ps[0].Toolchain; slices.Contains(tried, tc.Compiler.Name) {
+			return nil, fmt.Errorf("the plan took %s again, which this build found unable to build for the sysroot", tc.Compiler.Name)
+		}
+		ins, err := build.Inputs(req, ps)
+		if err != nil {
+			return nil, err
+		}
+		return &ins[0], nil
+	}
+}
+
+// sayRejected prints the rejections no other compiler replaced (--compiler
+// forced one, or none was left) and sums the outcomes up.
+func sayRejected(ctx context.Context, g *globals, outs []build.Outcome, err error, forced string) ([]build.Outcome, error) {
+	if forced != "" {
+		return outs, err // each said as it ended
 	}
 	for _, out := range outs {
 		if out.State == "failed" && out.Rejected != "" {

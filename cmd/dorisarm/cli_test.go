@@ -166,6 +166,8 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"keygen", "-o", "yaml"}, "--output/--format \"yaml\""},
 		{[]string{"verify", "--registry-timeout", "-1s", "--key", "k", "127.0.0.1:1/x/y:z"}, "want a duration above zero"},
 		{[]string{"scan", "--registry-timeout", "0", "."}, "want a duration above zero"},
+		{[]string{"scan", "--jobs", "-1", "."}, "--jobs -1"},
+		{[]string{"publish", "--build", dir, "--repo", "127.0.0.1:1/doris", "--jobs", "0"}, "--jobs 0"},
 	} {
 		_, errOut, code := run(t, c.args...)
 		if code != 2 || !strings.Contains(errOut, c.want) {

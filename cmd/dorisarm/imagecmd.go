@@ -78,6 +78,9 @@ for loopback registries; --insecure allows it elsewhere.`,
   dorisarm publish --build out --repo oci:out/images`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if req.Jobs < 1 {
+				return usageErr("--jobs %d: give how many blobs may upload at once, 1 or more", req.Jobs)
+			}
 			if passwordStdin {
 				req.Password = cmd.InOrStdin()
 			}

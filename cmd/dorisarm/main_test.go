@@ -160,7 +160,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"plan", "--target", "kunpeng930"}, `unknown target "kunpeng930"`},
 		{[]string{"plan", "--target", "kunpeng920", "--format", "xml"}, `--output/--format "xml"`},
 		{[]string{"plan", "--target", "kunpeng920", "--compiler", "icc"}, `does not list compiler "icc"`},
-		{[]string{"plan", "--target", "kunpeng920", "--doris", "1.2.3"}, "not in any supported series"},
+		{[]string{"plan", "--target", "kunpeng920", "--doris", "1.2.3"}, "--doris 1.2.3: the tree declares Doris 2.1.8"},
 		{[]string{"plan", "--target", "kunpeng920", "--source", "/nonexistent"}, "not a directory"},
 		{[]string{"plan", "--bogus"}, "unknown flag"},
 		{[]string{"frobnicate"}, "unknown command"},

@@ -61,6 +61,9 @@ Without --target it reports what it found. Exit status: 0 clean, 1 violations,
   dorisarm scan /usr/lib/aarch64-linux-gnu/libcrypto.so.3`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Workers < 0 {
+				return usageErr("--jobs %d: give how many files may be analysed at once, 1 or more (0: one per CPU)", opts.Workers)
+			}
 			rep, err := scan.Run(cmd.Context(), scan.Request{Inputs: args, Target: target, AllowFile: allowFile, Ships: ships, Matrix: g.loadMatrix, Options: opts})
 			if err != nil {
 				return err

@@ -75,7 +75,7 @@ start:
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			o, ok := runCell(ctx, in, opts)
+			o, ok := runCellReplanning(ctx, in, opts)
 			mu.Lock()
 			defer mu.Unlock()
 			outs[i], finished[i] = o, ok
@@ -114,6 +114,26 @@ func Share(budget, n int) (cells, jobs int) {
 	}
 	cells = min(max(n, 1), budget)
 	return cells, max(budget/cells, 1)
+}
+
+// runCellReplanning builds one cell and, while its toolchain step rejects
+// its compiler, plans it again with the target's next one
+// (Options.Replan) and builds that at once, in the same slot: the other
+// cells need not finish first.
+func runCellReplanning(ctx context.Context, in Input, opts Options) (Outcome, bool) {
+	o, ok := runCell(ctx, in, opts)
+	var tried []string
+	for ok && o.Rejected != "" && opts.Replan != nil && ctx.Err() == nil {
+		tried = append(tried, o.Rejected)
+		next, err := opts.Replan(ctx, o, tried)
+		if err != nil {
+			again := Outcome{Target: o.Target, Doris: o.Doris, Dir: o.Dir, State: "failed"}
+			again.Error = fmt.Sprintf("%s: planning again after %s was rejected: %v", o.Target, o.Rejected, err)
+			return again, true
+		}
+		o, ok = runCell(ctx, *next, opts)
+	}
+	return o, ok
 }
 
 // runCell builds one cell; ok is false when the build was interrupted.

@@ -63,6 +63,12 @@ type Options struct {
 	// tool, smoke runs); RunProcess when nil. Tests give one that needs no
 	// compiler or emulator.
 	Exec Exec
+	// Replan, when set, plans a cell again after its toolchain step
+	// rejected its compiler (o.Rejected; tried are the compilers this build
+	// rejected for the target so far, o.Rejected last): RunAll builds what
+	// it returns at once, in the cell's slot. An error ends the target
+	// with it. Without Replan a rejected cell is a failed outcome.
+	Replan func(ctx context.Context, o Outcome, tried []string) (*Input, error)
 }
 
 // Input is everything a cell's build needs besides the plan.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/sample"
@@ -115,6 +116,44 @@ func TestSetupSteps(t *testing.T) {
 			if strings.HasPrefix(s, "thirdparty:") || strings.HasPrefix(s, "build:") {
 				t.Errorf("%s ran with the compiler rejected", s)
 			}
+		}
+	})
+
+	// A rejected cell is planned again and built at once, in its slot,
+	// while the other cells go on: the other target's package step waits
+	// here until the replan has happened (it would wait for ever if the
+	// replan came only after every cell had ended, as it did before).
+	t.Run("rejected, replanned at once", func(t *testing.T) {
+		var made atomic.Int32
+		in, probes := sysrootInput(t, target, &made, "", nil)
+		verdict(t, in, probes, ".fail", "gcc links against a newer glibc (planted)")
+		other := fastInput(t, "kunpeng920", "")
+		replanned := make(chan struct{})
+		var tried []string
+		fx := &fakeExec{}
+		exec := func(ctx context.Context, c Command) error {
+			if strings.HasPrefix(c.Step, "thirdparty:") && strings.Contains(c.Dir, "kunpeng920") {
+				select {
+				case <-replanned:
+				case <-time.After(20 * time.Second):
+					return errors.New("the rejected target was not planned again while this one built")
+				}
+			}
+			return fx.exec(ctx, c)
+		}
+		opts := Options{Out: t.TempDir(), Cache: t.TempDir(), Jobs: 2, Exec: exec}
+		opts.Replan = func(_ context.Context, o Outcome, tr []string) (*Input, error) {
+			tried = tr
+			close(replanned)
+			next := fastInput(t, target, "")
+			return &next, nil
+		}
+		outs, err := RunAll(context.Background(), []Input{in, other}, opts, nil)
+		if err != nil || len(outs) != 2 || outs[0].State != "built" || outs[1].State != "built" {
+			t.Fatalf("outcomes %+v, %v: want both built", outs, err)
+		}
+		if len(tried) != 1 || tried[0] != "gcc" {
+			t.Errorf("Replan was told %v, want [gcc]", tried)
 		}
 	})
 

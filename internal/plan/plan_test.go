@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"os"
 	"path/filepath"
 	"slices"
@@ -348,5 +349,22 @@ func TestPatchStepsSelect(t *testing.T) {
 	in.Series, in.Packages = f.Series, nil
 	if _, err := Make(in); err == nil || !strings.Contains(err.Error(), `0001-dynamic-openssl.patch: Steps names "nosuch"`) {
 		t.Errorf("unknown step: %v", err)
+	}
+}
+
+// TestDorisFlagCannotRelabel: --doris names the version of a tree that
+// declares none or of a development tree; another version than a tree
+// declares is bad input (its binaries would say one release, the record,
+// images and report another).
+func TestDorisFlagCannotRelabel(t *testing.T) {
+	f := load(t, "")
+	if err := checkDorisFlag(f.Tree, f.Recipe, "2.1.99"); !fault.IsInput(err) || !strings.Contains(err.Error(), "declares Doris 2.1.8") {
+		t.Errorf("relabelled: %v", err)
+	}
+	if err := checkDorisFlag(f.Tree, f.Recipe, "2.1.8"); err != nil {
+		t.Errorf("the declared version: %v", err)
+	}
+	if err := checkDorisFlag(t.TempDir(), f.Recipe, "2.1.99"); err != nil {
+		t.Errorf("a tree that declares none: %v", err)
 	}
 }

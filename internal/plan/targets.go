@@ -87,6 +87,8 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 		if ver, err = source.ReadVersion(req.Tree, r); err != nil {
 			return nil, fault.Input(err)
 		}
+	} else if err := checkDorisFlag(req.Tree, r, ver); err != nil {
+		return nil, err
 	}
 	var trunkNote string
 	if req.Doris == "" {
@@ -302,4 +304,17 @@ func Sysroot(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, 
 		run = base.Path
 	}
 	return &toolchain.Sysroot{Name: name, Key: key, Path: got.Path, RunPath: run, Digest: got.Digest, Glibc: got.Glibc, Source: got.Source, Cached: got.Cached}, nil
+}
+
+// checkDorisFlag refuses --doris naming another version than the one the
+// tree declares: the build's record, its images' labels and the report
+// would then name a release the binaries are not. It names the version of
+// a tree that declares none, or a development tree (recipe version.trunk).
+func checkDorisFlag(tree string, r *recipe.Recipe, flag string) error {
+	declared, err := source.ReadVersion(tree, r)
+	if err != nil || (r.Version.Trunk != "" && declared == r.Version.Trunk) || declared == flag {
+		return nil
+	}
+	return fault.Inputf("--doris %s: the tree declares Doris %s (%s); a build of it is Doris %s, so its record, images and report say so: drop --doris (it names the version of a tree that declares none, or of a development tree)",
+		flag, declared, filepath.Join(tree, r.Version.File), declared)
 }
