@@ -16,8 +16,8 @@ import (
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/sample"
-	"github.com/dorisarm/dorisarm/internal/testproc"
 	"github.com/dorisarm/dorisarm/internal/scan"
+	"github.com/dorisarm/dorisarm/internal/testproc"
 )
 
 const repo = "../.."
