@@ -215,12 +215,12 @@ func TestLeakedSVEFailsSmokeAndScan(t *testing.T) {
 	// (CPUINFO), inside the tree: a step sees nothing else of the machine.
 	tree := t.TempDir()
 	exec.Command("cp", "-a", filepath.Join(repo, "examples/minidoris")+"/.", tree).Run()
-	os.WriteFile(filepath.Join(tree, "cpuinfo-sve"), []byte("Features\t: fp asimd atomics sve\n"), 0o644)
+	os.WriteFile(filepath.Join(tree, "thirdparty", "cpuinfo-sve"), []byte("Features\t: fp asimd atomics sve\n"), 0o644)
 	pdir := t.TempDir()
 	exec.Command("cp", "-a", filepath.Join(repo, "examples/minidoris/patches")+"/.", pdir).Run()
 	os.RemoveAll(filepath.Join(pdir, "simdprobe"))
 	noPin := func(r *recipe.Recipe) {
-		r.Thirdparty.Env["SIMDPROBE"] = map[string]string{"CPUINFO": "$SRC/cpuinfo-sve"}
+		r.Thirdparty.Env["SIMDPROBE"] = map[string]string{"CPUINFO": "$SRC/thirdparty/cpuinfo-sve"}
 	}
 	out, cache := t.TempDir(), t.TempDir()
 	_, err := Run(context.Background(), input(t, setup{target: "kunpeng920", compiler: "gcc", patches: pdir, recipe: noPin, tree: tree}), Options{Out: out, Cache: cache})
@@ -232,7 +232,7 @@ func TestLeakedSVEFailsSmokeAndScan(t *testing.T) {
 		t.Fatalf("smoke gate: %v", err)
 	}
 	noSmoke := func(r *recipe.Recipe) { noPin(r); r.Smoke = nil }
-	_, err = Run(context.Background(), input(t, setup{target: "graviton2", compiler: "gcc", patches: pdir, recipe: noSmoke}), Options{Out: out, Cache: cache})
+	_, err = Run(context.Background(), input(t, setup{target: "graviton2", compiler: "gcc", patches: pdir, recipe: noSmoke, tree: tree}), Options{Out: out, Cache: cache})
 	if !errors.Is(err, ErrGate) || !strings.Contains(err.Error(), "isa-extension sve in simdprobe_sum") {
 		t.Fatalf("scan gate: %v", err)
 	}
