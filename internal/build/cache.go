@@ -398,10 +398,11 @@ func (c *Cache) store(m Meta, tree string, changed []string) (files string, err 
 			return "", &UncacheableError{Reason: fmt.Sprintf("%q: %v", rel, err)}
 		}
 		full := filepath.Join(tree, filepath.FromSlash(rel))
-		if st, err := os.Lstat(full); err == nil && !st.IsDir() && !st.Mode().IsRegular() && st.Mode()&fs.ModeSymlink == 0 {
-			return "", &UncacheableError{Reason: fmt.Sprintf("the step made %s, a %s (a step's result holds files, directories and links)", rel, st.Mode().Type())}
+		st, err := os.Lstat(full)
+		if err == nil && !st.IsDir() && !st.Mode().IsRegular() && st.Mode()&fs.ModeSymlink == 0 {
+			return "", &UncacheableError{Reason: fmt.Sprintf("the step made %s, %s (a step's result holds files, directories and links)", rel, fsutil.Kind(st.Mode()))}
 		}
-		if st, err := os.Lstat(full); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		if err == nil && st.Mode()&fs.ModeSymlink != 0 {
 			target, err := os.Readlink(full)
 			if err != nil {
 				return "", err

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/dorisarm/dorisarm/internal/fsutil"
 	"github.com/dorisarm/dorisarm/internal/linkres"
 )
 
@@ -62,7 +63,7 @@ func copyOutOne(root *os.Root, p, target string, info fs.FileInfo) error {
 		defer in.Close()
 		return writeFile(target, io.LimitReader(in, info.Size()), info.Mode().Perm(), info.ModTime())
 	}
-	return fmt.Errorf("%s is a %s, not a file, directory or link: a build's output holds none", p, info.Mode().Type())
+	return fmt.Errorf("%s is %s, not a file, directory or link: a build's output holds none", p, fsutil.Kind(info.Mode()))
 }
 
 // checkStageLinks refuses a staged build with a link that leads out of
