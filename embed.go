@@ -14,7 +14,7 @@ import (
 // it leaves in the tree (output/, be/build/, thirdparty/src/ … — its
 // .gitignore) is never embedded.
 //
-//go:embed matrix.yaml recipes patches
+//go:embed matrix.yaml recipes patches runtimes
 //go:embed examples/minidoris/.gitignore examples/minidoris/README.md
 //go:embed examples/minidoris/build.sh examples/minidoris/env.sh
 //go:embed examples/minidoris/be/src examples/minidoris/bin examples/minidoris/conf
@@ -45,4 +45,5 @@ var Executables = []string{
 	"examples/minidoris/thirdparty/download-thirdparty.sh",
 	"examples/minidoris/thirdparty/pack.sh",
 	"examples/minidoris/thirdparty/pkgsrc/openssl-sysimport-3.0/import.sh",
+	"runtimes/gcc-cxxrt.sh",
 }

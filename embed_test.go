@@ -18,7 +18,7 @@ func tracked(t *testing.T) map[string]bool {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
-	out, err := exec.Command("git", "ls-files", "-s", "--", "matrix.yaml", "recipes", "patches", Sample).Output()
+	out, err := exec.Command("git", "ls-files", "-s", "--", "matrix.yaml", "recipes", "patches", "runtimes", Sample).Output()
 	if err != nil {
 		t.Skipf("not a git checkout: %v", err)
 	}

@@ -176,7 +176,7 @@ func Inputs(req *plan.Request, ps []plan.Planned) ([]Input, error) {
 			return nil, fault.Input(err)
 		}
 		ins = append(ins, Input{Plan: p.Plan, Recipe: req.Recipe, Tree: req.Tree, Series: p.Series, TC: p.Toolchain, Lock: p.Lock, Policy: pol,
-			MakeSysroot: p.MakeSysroot, ProbeCache: p.ProbeCache})
+			MakeSysroot: p.MakeSysroot, ProbeCache: p.ProbeCache, Runtime: p.Runtime})
 	}
 	return ins, nil
 }

@@ -86,6 +86,9 @@ type Input struct {
 	// and checked the compiler against it.
 	MakeSysroot func(context.Context) (*toolchain.Sysroot, error)
 	ProbeCache  string
+	// Runtime is what the plan's C++ runtime step needs of this machine
+	// (plan.Planned.Runtime); nil when the plan has none.
+	Runtime *plan.RuntimeBuild
 }
 
 // StepError is a failed step, with where its log is.
@@ -164,6 +167,10 @@ type runner struct {
 	// changed and deleted are the step's result: the paths (relative to
 	// its tree) it made or changed, and those it removed.
 	changed, deleted []string
+	// runtimeSource and runtimeSysroot are what a runtime step's build
+	// reads (its source archive in the cache, the sysroot capped at the
+	// runtime's glibc), laid out just before it runs.
+	runtimeSource, runtimeSysroot string
 }
 
 // cellState is what the steps of one cell, running at once, share.
@@ -553,6 +560,10 @@ func (r *runner) sysrootDigest(s plan.Step) string {
 	switch s.Kind {
 	case plan.KindFetch, plan.KindUnpack, plan.KindPatch, plan.KindPatchTree, plan.KindBase:
 		return ""
+	case plan.KindRuntime:
+		// Built against the sysroot capped at the runtime's glibc, which
+		// its key names; every cell of the ISA shares it, whatever its OS.
+		return ""
 	}
 	r.shared.sysrootMu.RLock()
 	defer r.shared.sysrootMu.RUnlock()
@@ -813,6 +824,8 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		return err
 	case plan.KindBase:
 		return r.layBase(s, log)
+	case plan.KindRuntime:
+		return r.buildRuntime(ctx, s, log)
 	case plan.KindBuild:
 		restore, err := r.placeBuildTools(s, log)
 		if err != nil {

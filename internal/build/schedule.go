@@ -96,6 +96,14 @@ func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int,
 					setupBusy = true
 					go func() { results <- result{i, r.setupStep(ctx, i, s)} }()
 				}
+			case plan.KindRuntime:
+				// In a tree of its own, beside everything else: the
+				// toolchain step (and so every compile) waits for it.
+				if needsDone(s) {
+					state[i] = running
+					nRunning++
+					go func() { results <- result{i, r.runtimeStep(ctx, i, s)} }()
+				}
 			case plan.KindThirdparty:
 				if needsDone(s) {
 					ready = append(ready, i)
@@ -159,6 +167,7 @@ func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int,
 			nPackages--
 		case plan.KindSysroot, plan.KindToolchain:
 			setupBusy = false
+		case plan.KindRuntime:
 		default:
 			treeBusy = false
 		}

@@ -47,6 +47,9 @@ func (r *runner) declaredInputs(s plan.Step) []string {
 			}
 		}
 	}
+	if s.Kind == plan.KindRuntime {
+		in = append(in, r.runtimeSource, r.runtimeSysroot)
+	}
 	if s.Inputs.Build != nil {
 		for _, h := range s.Inputs.Build.HostEnv {
 			in = append(in, os.Getenv(h.Name))

@@ -74,6 +74,9 @@ func (m *Matrix) nameEntries() {
 	for n, v := range m.Sysroots {
 		v.Name = n
 	}
+	for n, v := range m.Runtimes {
+		v.Name = n
+	}
 }
 
 // Set is a set of extension names.

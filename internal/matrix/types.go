@@ -18,6 +18,8 @@ type Matrix struct {
 	Doris      map[string]*DorisRange `yaml:"doris"`
 	Targets    map[string]*Target     `yaml:"targets"`
 	Sysroots   map[string]*Sysroot    `yaml:"sysroots"`
+	// Runtimes are C++ runtimes built for an old glibc (runtimes:).
+	Runtimes map[string]*Runtime `yaml:"runtimes"`
 	// Scan says which of the scanner's checks judge only what a build
 	// ships for deployment.
 	Scan ScanRules `yaml:"scan"`
@@ -166,8 +168,49 @@ type Sysroot struct {
 	// Libstdcxx is the GCC release whose C++ library (headers and
 	// libstdc++.a) the sysroot provides, e.g. "10"; "" when unknown.
 	Libstdcxx string `yaml:"libstdcxx"`
-	Pos       datafile.Pos
-	Keys      datafile.Keys
+	// Runtime names the C++ runtime (runtimes.<name>) builds against the
+	// sysroot compile and link with when a recipe needs a newer C++
+	// library than the sysroot's own (libstdcxx_min); "" for none.
+	Runtime string `yaml:"runtime"`
+	Pos     datafile.Pos
+	Keys    datafile.Keys
+}
+
+// Runtime is a newer GCC's C++ runtime (libstdc++, libsupc++, libgcc,
+// libgcc_eh: static archives and headers) built from a pinned source
+// against a sysroot capped at an old glibc, so that programs linking it
+// statically (-static-libstdc++ -static-libgcc) start on every OS with
+// that glibc or newer: what Doris's ldb_toolchain ships for CentOS 7.
+type Runtime struct {
+	Name        string `yaml:"-"`
+	Description string `yaml:"description"`
+	// Libstdcxx is the GCC release whose C++ library the runtime is ("12");
+	// a recipe's libstdcxx_min is checked against it.
+	Libstdcxx string `yaml:"libstdcxx"`
+	// Compiler is the compiler (compilers.<name>, GCC dialect) that builds
+	// it for each ISA; its identity is part of the runtime's key.
+	Compiler string `yaml:"compiler"`
+	// Glibc is the glibc the runtime is built against (the sysroot capped
+	// there): it serves every OS with this glibc or newer, and one runtime
+	// per ISA serves them all.
+	Glibc string `yaml:"glibc"`
+	// Source is the pinned source archive.
+	Source RuntimeSource `yaml:"source"`
+	// Script builds it (a file beside matrix.yaml), run in a step's
+	// sandbox; see the script's header for its interface.
+	Script string `yaml:"script"`
+	Pos    datafile.Pos
+	Keys   datafile.Keys
+}
+
+// RuntimeSource is where a runtime's source comes from, pinned by digest
+// and size.
+type RuntimeSource struct {
+	URL    string `yaml:"url"`
+	SHA256 string `yaml:"sha256"`
+	Size   int64  `yaml:"size"`
+	Pos    datafile.Pos
+	Keys   datafile.Keys
 }
 
 // SysrootDebian are Debian packages of one suite and architecture.

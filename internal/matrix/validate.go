@@ -3,6 +3,7 @@ package matrix
 import (
 	"fmt"
 	"maps"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -234,6 +235,7 @@ func (m *Matrix) validate() error {
 			}
 		}
 	}
+	c.runtimes()
 	for _, n := range slices.Sorted(maps.Keys(m.Doris)) {
 		d := m.Doris[n]
 		cs := c.constraint(d.Keys.At("versions", d.Pos), "doris "+n+": versions", d.Versions)
@@ -434,5 +436,72 @@ func (m *Matrix) Warnings() []string {
 func (m *Matrix) knownISA(c *checker, at datafile.Pos, what, isa string) {
 	if _, ok := m.ISAs[isa]; !ok {
 		c.fail(at, "%s: unknown isa %q", what, isa)
+	}
+}
+
+// runtimes checks runtimes: and the sysroots that carry one: a runtime
+// must be newer than the sysroot's own C++ library and built for a glibc
+// no newer than any OS using the sysroot has.
+func (c *checker) runtimes() {
+	m := c.m
+	for _, n := range slices.Sorted(maps.Keys(m.Runtimes)) {
+		rt := m.Runtimes[n]
+		if _, err := c.newVersion(rt.Libstdcxx); err != nil {
+			c.fail(rt.Keys.At("libstdcxx", rt.Pos), "runtime %s: libstdcxx %q must be a GCC release number like \"12\"", n, rt.Libstdcxx)
+		}
+		if _, err := c.newVersion(rt.Glibc); err != nil {
+			c.fail(rt.Keys.At("glibc", rt.Pos), "runtime %s: glibc %q must be a version like \"2.17\" (the glibc it is built against)", n, rt.Glibc)
+		}
+		switch cc := m.Compilers[rt.Compiler]; {
+		case cc == nil:
+			c.fail(rt.Keys.At("compiler", rt.Pos), "runtime %s: compiler %q is not in compilers (one of: %s)", n, rt.Compiler, strings.Join(slices.Sorted(maps.Keys(m.Compilers)), ", "))
+		case cc.Dialect != "gcc":
+			c.fail(rt.Keys.At("compiler", rt.Pos), "runtime %s: compiler %s is %s; GCC's C++ runtime is built with GCC (a compiler of dialect gcc)", n, rt.Compiler, cc.Dialect)
+		}
+		src := rt.Source
+		at := rt.Keys.At("source", rt.Pos)
+		if u, err := url.Parse(src.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || path.Base(u.Path) == "/" || path.Base(u.Path) == "." {
+			c.fail(src.Keys.At("url", at), "runtime %s: source.url %q must be an http or https URL of an archive", n, src.URL)
+		}
+		if len(src.SHA256) != 64 || strings.Trim(src.SHA256, "0123456789abcdef") != "" {
+			c.fail(src.Keys.At("sha256", at), "runtime %s: source.sha256 must be the archive's sha256 (64 lower-case hex digits)", n)
+		}
+		if src.Size <= 0 {
+			c.fail(src.Keys.At("size", at), "runtime %s: source.size must be the archive's size in bytes (a download is cut there)", n)
+		}
+		if rt.Script == "" || path.IsAbs(rt.Script) || strings.HasPrefix(path.Clean(rt.Script), "..") {
+			c.fail(rt.Keys.At("script", rt.Pos), "runtime %s: script %q must be a path beside matrix.yaml (e.g. runtimes/gcc-cxxrt.sh)", n, rt.Script)
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(m.Sysroots)) {
+		sr := m.Sysroots[n]
+		if sr.Runtime == "" {
+			continue
+		}
+		at := sr.Keys.At("runtime", sr.Pos)
+		rt, ok := m.Runtimes[sr.Runtime]
+		if !ok {
+			c.fail(at, "sysroot %s: runtime %q is not in runtimes (one of: %s)", n, sr.Runtime, strings.Join(slices.Sorted(maps.Keys(m.Runtimes)), ", "))
+			continue
+		}
+		have, err1 := version.NewVersion(sr.Libstdcxx)
+		got, err2 := version.NewVersion(rt.Libstdcxx)
+		if err1 == nil && err2 == nil && !have.LessThan(got) {
+			c.fail(at, "sysroot %s: runtime %s holds GCC %s's C++ library, no newer than the sysroot's own (GCC %s): drop it, or name a newer one", n, rt.Name, rt.Libstdcxx, sr.Libstdcxx)
+		}
+		floor, err := version.NewVersion(rt.Glibc)
+		if err != nil {
+			continue
+		}
+		for _, on := range slices.Sorted(maps.Keys(m.OSes)) {
+			o := m.OSes[on]
+			g, err := version.NewVersion(o.Glibc)
+			if err != nil || !slices.Contains(slices.Collect(maps.Values(o.Sysroot)), n) {
+				continue
+			}
+			if g.LessThan(floor) {
+				c.fail(at, "sysroot %s: runtime %s is built for glibc %s, and os %s (which uses the sysroot) has glibc %s: a program linking it would not start there; build the runtime for glibc %s or older", n, rt.Name, rt.Glibc, on, o.Glibc, o.Glibc)
+			}
+		}
 	}
 }

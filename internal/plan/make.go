@@ -55,6 +55,9 @@ type Inputs struct {
 	// AcceptLostTuning is the user's reason for building a BE whose tree
 	// fixes an -march no selected patch replaces (--accept-lost-tuning).
 	AcceptLostTuning string
+	// Runtime is the C++ runtime the cell's builds use (Toolchain.Runtime)
+	// and what it is made from; nil for none.
+	Runtime *RuntimeInputs
 }
 
 // Placeholders the runner substitutes.
@@ -81,7 +84,14 @@ const (
 )
 
 // ToolchainHome is the placeholder for a phase's generated compiler home.
-func ToolchainHome(phase string) string { return "$TOOLCHAIN/" + phase }
+func ToolchainHome(phase string) string { return ToolchainRoot + "/" + phase }
+
+// ToolchainRoot is the placeholder for the cell's toolchain directory
+// (the compiler homes, the C++ runtime), read-only to every step.
+const ToolchainRoot = "$TOOLCHAIN"
+
+// RuntimeHome is the placeholder for the cell's made C++ runtime.
+const RuntimeHome = ToolchainRoot + "/" + toolchain.RuntimeDir
 
 // Make builds the plan of one cell.
 func Make(in Inputs) (*Plan, error) {
@@ -221,12 +231,12 @@ func Make(in Inputs) (*Plan, error) {
 	}
 
 	// Toolchain phases.
-	release, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, LTOCache: LTOCACHE, ToolHome: ToolchainHome(PhaseRelease), Sysroot: toolchain.SysrootPlaceholder})
+	release, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, LTOCache: LTOCACHE, ToolHome: ToolchainHome(PhaseRelease), Sysroot: toolchain.SysrootPlaceholder, Runtime: RuntimeHome})
 	if err != nil {
 		return nil, err
 	}
 	p.Phases[PhaseRelease] = flagList(release)
-	tp, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, NoLTO: true, ToolHome: ToolchainHome(PhaseThirdparty), Sysroot: toolchain.SysrootPlaceholder})
+	tp, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, NoLTO: true, ToolHome: ToolchainHome(PhaseThirdparty), Sysroot: toolchain.SysrootPlaceholder, Runtime: RuntimeHome})
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +255,7 @@ func Make(in Inputs) (*Plan, error) {
 			}
 		}
 		pgo = false // a slice is never trained or linked
-		sl, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, NoLTO: true, ToolHome: ToolchainHome(PhaseSlice), Sysroot: toolchain.SysrootPlaceholder})
+		sl, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, NoLTO: true, ToolHome: ToolchainHome(PhaseSlice), Sysroot: toolchain.SysrootPlaceholder, Runtime: RuntimeHome})
 		if err != nil {
 			return nil, err
 		}
@@ -265,11 +275,11 @@ func Make(in Inputs) (*Plan, error) {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("PGO: none (no profile): target %s uses PGO, and recipe %s has no training workload; pass --pgo-profile FILE (a profile collected on %s hardware) to build with it", c.Target.Name, r.Name, c.CPU.Name))
 	}
 	if pgo {
-		inst, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Instrument, ProfileDir: PROFILEDIR, ToolHome: ToolchainHome(PhaseInstrument), Sysroot: toolchain.SysrootPlaceholder})
+		inst, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Instrument, ProfileDir: PROFILEDIR, ToolHome: ToolchainHome(PhaseInstrument), Sysroot: toolchain.SysrootPlaceholder, Runtime: RuntimeHome})
 		if err != nil {
 			return nil, err
 		}
-		opt, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, Profile: PROFILE, ProfileDir: PROFILEDIR, LTOCache: LTOCACHE, ToolHome: ToolchainHome(PhasePGO), Sysroot: toolchain.SysrootPlaceholder})
+		opt, err := tc.Flags(toolchain.FlagOptions{Phase: toolchain.Release, Profile: PROFILE, ProfileDir: PROFILEDIR, LTOCache: LTOCACHE, ToolHome: ToolchainHome(PhasePGO), Sysroot: toolchain.SysrootPlaceholder, Runtime: RuntimeHome})
 		if err != nil {
 			return nil, err
 		}
@@ -591,7 +601,7 @@ func Make(in Inputs) (*Plan, error) {
 	scanStep.Command = append(scanStep.Command, OUT)
 	p.Steps = append(p.Steps, scanStep)
 
-	if err := p.addSetup(tc); err != nil {
+	if err := p.addSetup(tc, in.Runtime); err != nil {
 		return nil, err
 	}
 	if err := p.computeKeys(); err != nil {
@@ -606,13 +616,21 @@ func Make(in Inputs) (*Plan, error) {
 // which also lays out the compiler wrappers. Every step that runs the
 // compiler or a target program needs them; fetching, unpacking and
 // patching do not, keep keys free of the target, and run beside them.
-func (p *Plan) addSetup(tc *toolchain.Toolchain) error {
+func (p *Plan) addSetup(tc *toolchain.Toolchain, rt *RuntimeInputs) error {
 	var setup []Step
 	var needs []string
 	if sr := tc.Sysroot; sr != nil {
 		id := "sysroot:" + sr.Name
 		setup = append(setup, Step{ID: id, Kind: KindSysroot, Inputs: StepInputs{Sysroot: &SysrootInputs{Name: sr.Name, Key: sr.Key}}})
 		needs = []string{id}
+	}
+	if rt != nil && tc.Runtime != nil {
+		// The runtime first: the compiler's check links against it, and
+		// its key is in every compiling step's (through the toolchain's).
+		id := runtimeStepID(rt.Name)
+		setup = append(setup, Step{ID: id, Kind: KindRuntime, Inputs: StepInputs{Runtime: rt},
+			Outputs: []string{ToolchainRoot + "/" + toolchain.RuntimeDir}})
+		needs = append(needs, id)
 	}
 	in := &ToolchainInputs{Compiler: tc.Identity.Name, Digest: tc.Identity.Digest, Parts: tc.Identity.Parts}
 	if tc.Sysroot != nil {
@@ -647,6 +665,9 @@ func checkLibstdcxx(in Inputs, compiles bool) string {
 	if !compiles || r.LibstdcxxMin == "" || sr == nil {
 		return ""
 	}
+	if rt := in.Toolchain.Runtime; rt != nil && in.Runtime != nil && !olderGCC(rt.Libstdcxx, r.LibstdcxxMin) {
+		return ""
+	}
 	ms, ok := in.Matrix.Sysroots[sr.Name]
 	if !ok || ms.Libstdcxx == "" {
 		return ""
@@ -656,8 +677,8 @@ func checkLibstdcxx(in Inputs, compiles bool) string {
 	if err1 != nil || err2 != nil || !have.LessThan(need) {
 		return ""
 	}
-	return fmt.Sprintf("recipe %s compiles against libstdc++ of GCC %s or newer (libstdcxx_min), and sysroot %s holds GCC %s's (sysroots.%s.libstdcxx in %s): give %s a sysroot with a newer C++ library built for glibc %s or older (as Doris's ldb_toolchain ships), or, for a BE slice that links nothing, pass --waive-sysroot REASON",
-		r.Name, r.LibstdcxxMin, sr.Name, ms.Libstdcxx, sr.Name, in.Matrix.File, in.Cell.OS.ID, in.Cell.OS.Glibc)
+	return fmt.Sprintf("recipe %s compiles against libstdc++ of GCC %s or newer (libstdcxx_min), and sysroot %s holds GCC %s's (sysroots.%s.libstdcxx in %s) and no C++ runtime new enough (sysroots.%s.runtime): name a runtime of GCC %s or newer built for glibc %s or older (runtimes in %s, as Doris's ldb_toolchain ships), or, for a BE slice that links nothing, pass --waive-sysroot REASON",
+		r.Name, r.LibstdcxxMin, sr.Name, ms.Libstdcxx, sr.Name, in.Matrix.File, sr.Name, r.LibstdcxxMin, in.Cell.OS.Glibc, in.Matrix.File)
 }
 
 func findPackage(pkgs []source.Package, entry string) (source.Package, bool) {
@@ -690,6 +711,9 @@ func flagList(f toolchain.Flags) []string {
 	}
 	for _, l := range f.CXXRuntime {
 		out = append(out, "link-c++:"+l)
+	}
+	for _, l := range f.CXXInclude {
+		out = append(out, "c++:"+l)
 	}
 	return out
 }

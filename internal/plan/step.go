@@ -26,6 +26,7 @@ const (
 	KindScan       Kind = "scan"            // scan $OUT with the target's policy; no inputs
 	KindSysroot    Kind = "sysroot"         // make (or find) the target OS's sysroot; inputs: Sysroot
 	KindToolchain  Kind = "toolchain"       // check the compiler against the sysroot, lay out its wrappers; inputs: Toolchain
+	KindRuntime    Kind = "runtime"         // build the C++ runtime against the capped sysroot; inputs: Runtime
 )
 
 // Cacheable reports whether the runner keeps a step of this kind's result
@@ -56,6 +57,7 @@ type StepInputs struct {
 	// Sysroot and Toolchain are the setup steps' inputs.
 	Sysroot   *SysrootInputs   `json:"sysroot,omitempty"`
 	Toolchain *ToolchainInputs `json:"toolchain,omitempty"`
+	Runtime   *RuntimeInputs   `json:"runtime,omitempty"`
 }
 
 // SysrootInputs name the target OS's sysroot by its spec's key (what it is
@@ -194,6 +196,8 @@ func (s *Step) Validate() error {
 		ok = in.Sysroot != nil && in.Sysroot.Key != ""
 	case KindToolchain:
 		ok = in.Toolchain != nil && in.Toolchain.Digest != ""
+	case KindRuntime:
+		ok = in.Runtime != nil && in.Runtime.Source.SHA256 != "" && in.Runtime.Sysroot.Key != "" && in.Runtime.Compiler.Digest != "" && len(s.Outputs) == 1
 	default:
 		return fmt.Errorf("step %s: unknown kind %q (plan schema %d knows %s); plan again with this dorisarm", s.ID, s.Kind, Schema, strings.Join(kindNames(), ", "))
 	}
@@ -205,7 +209,7 @@ func (s *Step) Validate() error {
 
 func kindNames() []string {
 	var out []string
-	for _, k := range []Kind{KindSysroot, KindToolchain, KindPatchTree, KindFetch, KindUnpack, KindPatch, KindBase, KindThirdparty, KindBuild, KindTrain, KindMerge, KindCollect, KindScan} {
+	for _, k := range []Kind{KindSysroot, KindRuntime, KindToolchain, KindPatchTree, KindFetch, KindUnpack, KindPatch, KindBase, KindThirdparty, KindBuild, KindTrain, KindMerge, KindCollect, KindScan} {
 		out = append(out, string(k))
 	}
 	return out

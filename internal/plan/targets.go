@@ -67,6 +67,9 @@ type Planned struct {
 	MakeSysroot func(context.Context) (*toolchain.Sysroot, error)
 	// ProbeCache keeps the verdicts of the toolchain step's check.
 	ProbeCache string
+	// Runtime is what the plan's C++ runtime step needs of this machine;
+	// nil when the plan has none.
+	Runtime *RuntimeBuild
 }
 
 // ForTargets plans req's tree for each of its targets: the Doris series of
@@ -143,7 +146,11 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 				return Sysroot(ctx, m, cell, cache, "", ro)
 			}
 		}
-		tc, err := toolchain.Resolve(m, cell, toolchain.Options{Compiler: req.Compiler, Sysroot: sr, ProbeCache: probes, Memo: memoDir(req.SysrootCache)})
+		rt, rtIn, rtBuild, err := runtimeFor(ctx, m, r, cell, sr, req)
+		if err != nil {
+			return nil, err
+		}
+		tc, err := toolchain.Resolve(m, cell, toolchain.Options{Compiler: req.Compiler, Sysroot: sr, Runtime: rt, ProbeCache: probes, Memo: memoDir(req.SysrootCache)})
 		if err != nil {
 			var miss *toolchain.MissingError
 			if errors.As(err, &miss) {
@@ -159,14 +166,14 @@ func ForTargets(ctx context.Context, req Request) ([]Planned, error) {
 		}
 		p, err := Make(Inputs{Matrix: m, Cell: cell, Recipe: r, Tree: req.Tree, Version: ver, Series: ps, Toolchain: tc, Lock: lock, Memo: memoDir(req.SysrootCache),
 			Profile: profile, Packages: req.Packages, SysrootWaiver: req.SysrootWaiver, Slice: req.Slice,
-			Base: base, BuildTools: tools, HostEnv: hostEnv, AcceptLostTuning: req.AcceptLostTuning})
+			Base: base, BuildTools: tools, HostEnv: hostEnv, AcceptLostTuning: req.AcceptLostTuning, Runtime: rtIn})
 		if err != nil {
 			return nil, fault.Input(err)
 		}
 		if trunkNote != "" {
 			p.Warnings = append([]string{trunkNote}, p.Warnings...)
 		}
-		out = append(out, Planned{Plan: p, Toolchain: tc, Series: ps, Lock: lock, MakeSysroot: makeSysroot, ProbeCache: probes})
+		out = append(out, Planned{Plan: p, Toolchain: tc, Series: ps, Lock: lock, MakeSysroot: makeSysroot, ProbeCache: probes, Runtime: rtBuild})
 	}
 	return out, nil
 }
@@ -232,7 +239,7 @@ func memoDir(cacheDir string) memo.Dir {
 
 // sysrootSpec is the sysroot spec of a cell's target OS and how to reach
 // it; ok is false when the sysroot is waived.
-func sysrootSpec(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, waiver string, ro registry.Options) (spec sysroot.Spec, abs string, opts []sysroot.Option, ok bool, err error) {
+func sysrootSpec(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, waiver, glibc string, ro registry.Options) (spec sysroot.Spec, abs string, opts []sysroot.Option, ok bool, err error) {
 	if waiver != "" {
 		return spec, "", nil, false, nil
 	}
@@ -246,7 +253,7 @@ func sysrootSpec(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheD
 		return spec, "", nil, false, err
 	}
 	sr := m.Sysroots[name]
-	spec = sysroot.Spec{Name: name, Image: sr.Image, Digest: sr.Digest, Glibc: cell.OS.Glibc, Triple: sr.Triple}
+	spec = sysroot.Spec{Name: name, Image: sr.Image, Digest: sr.Digest, Glibc: glibc, Triple: sr.Triple}
 	if d := sr.Debian; d != nil {
 		spec.Debian = &sysroot.DebianSpec{Suite: d.Suite, Arch: d.Arch, Packages: d.Packages, Mirror: d.Mirror}
 	}
@@ -262,7 +269,17 @@ func sysrootSpec(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheD
 // the key of its spec, without making it. It returns nil with no error
 // when the sysroot is waived.
 func SysrootKey(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, waiver string, ro registry.Options) (*toolchain.Sysroot, error) {
-	spec, abs, opts, ok, err := sysrootSpec(ctx, m, cell, cacheDir, waiver, ro)
+	return sysrootKey(ctx, m, cell, cacheDir, waiver, cell.OS.Glibc, ro)
+}
+
+// sysrootKeyAt is the key of the cell's sysroot capped at glibc instead
+// of its OS's (a C++ runtime's).
+func sysrootKeyAt(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, glibc string, ro registry.Options) (*toolchain.Sysroot, error) {
+	return sysrootKey(ctx, m, cell, cacheDir, "", glibc, ro)
+}
+
+func sysrootKey(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, waiver, glibc string, ro registry.Options) (*toolchain.Sysroot, error) {
+	spec, abs, opts, ok, err := sysrootSpec(ctx, m, cell, cacheDir, waiver, glibc, ro)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -279,7 +296,17 @@ func SysrootKey(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDi
 // sysroot is pulled for the ISA's platform through ro. It returns nil with
 // no error when the sysroot is waived. A build's sysroot step runs it.
 func Sysroot(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, waiver string, ro registry.Options) (*toolchain.Sysroot, error) {
-	spec, abs, opts, ok, err := sysrootSpec(ctx, m, cell, cacheDir, waiver, ro)
+	return makeSysroot(ctx, m, cell, cacheDir, waiver, cell.OS.Glibc, ro)
+}
+
+// sysrootAt makes the cell's sysroot capped at glibc instead of its OS's
+// (a C++ runtime's).
+func sysrootAt(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, glibc string, ro registry.Options) (*toolchain.Sysroot, error) {
+	return makeSysroot(ctx, m, cell, cacheDir, "", glibc, ro)
+}
+
+func makeSysroot(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDir, waiver, glibc string, ro registry.Options) (*toolchain.Sysroot, error) {
+	spec, abs, opts, ok, err := sysrootSpec(ctx, m, cell, cacheDir, waiver, glibc, ro)
 	if err != nil || !ok {
 		return nil, err
 	}

@@ -40,6 +40,9 @@ type FlagOptions struct {
 	// Sysroot is the path the flags name for the toolchain's sysroot (a
 	// placeholder in plans); its real path when empty.
 	Sysroot string
+	// Runtime is the path the flags name for the toolchain's C++ runtime
+	// (a placeholder in plans); its real path when empty.
+	Runtime string
 }
 
 // Flags are the flags a cell's compiles and links get, split by purpose so the
@@ -62,6 +65,9 @@ type Flags struct {
 	// one, and clang reports the flag unused there, which fails every
 	// -Werror configure check that links (jemalloc's).
 	CXXRuntime []string `json:"cxx_runtime,omitempty"`
+	// CXXInclude are added only by the C++ driver, to every compile: the
+	// C++ runtime's headers instead of the compiler's (Toolchain.Runtime).
+	CXXInclude []string `json:"cxx_include,omitempty"`
 }
 
 // LinkFor returns every flag a link through the C driver (cxx false) or the
@@ -105,6 +111,9 @@ func (f Flags) Compile() []string {
 	out = append(out, f.PGO...)
 	return append(out, f.LTO...)
 }
+
+// CompileCXX returns every flag a compile through the C++ driver gets.
+func (f Flags) CompileCXX() []string { return append(f.Compile(), f.CXXInclude...) }
 
 // String is the compile flags as one shell-quoted line.
 func (f Flags) String() string { return shellJoin(f.Compile()) }
@@ -153,6 +162,7 @@ func (tc *Toolchain) Flags(o FlagOptions) (Flags, error) {
 	}
 	f := Flags{Target: tc.TargetFlags()}
 	f.Sysroot, f.Runtime, f.CXXRuntime = tc.sysrootFlags(o.Sysroot)
+	f.CXXInclude, f.Link = tc.runtimeFlags(o.Runtime)
 	clang := tc.Compiler.Dialect == "clang"
 	if clang {
 		f.Record = []string{"-frecord-command-line"}

@@ -47,6 +47,43 @@ const (
 	SysrootRunPlaceholder = "$SYSROOT_RUN"
 )
 
+// Runtime is the C++ runtime (matrix runtimes) a cell's C++ compiles and
+// links use instead of the compiler's and the sysroot's own: its headers
+// come before every other C++ header, its static archives before the
+// compiler's (-static-libstdc++ -static-libgcc then take them).
+type Runtime struct {
+	Name string `json:"name"`
+	// Libstdcxx is the GCC release of its C++ library ("12"): its headers
+	// are under include/c++/<Libstdcxx>.
+	Libstdcxx string `json:"libstdcxx"`
+	// Glibc is the glibc it was built against.
+	Glibc string `json:"glibc"`
+	// Key is the key of the build step that makes it.
+	Key string `json:"key,omitempty"`
+	// Path is the made runtime (its include/ and lib/), set by the build's
+	// runtime step.
+	Path string `json:"-"`
+}
+
+// RuntimeDir is where a cell's made runtime is, under its toolchain
+// directory (the plans' $TOOLCHAIN), read-only to every step.
+const RuntimeDir = "cxxrt"
+
+// runtimeFlags are the flags that make C++ compiles (cxx) and every link
+// (link) use the runtime at path; none without a runtime.
+func (tc *Toolchain) runtimeFlags(path string) (cxx, link []string) {
+	rt := tc.Runtime
+	if rt == nil {
+		return nil, nil
+	}
+	if path == "" {
+		path = rt.Path
+	}
+	inc := path + "/include/c++/" + rt.Libstdcxx
+	return []string{"-nostdinc++", "-isystem", inc, "-isystem", inc + "/" + tc.Cell.ISA.Triple, "-isystem", inc + "/backward"},
+		[]string{"-L" + path + "/lib"}
+}
+
 // sysrootFlags are the flags that make the compiler use the sysroot; the
 // compiler's runtime (libgcc) and the C++ runtime (the C++ driver's links
 // only) are linked statically, as Doris ships them, so the target OS's
@@ -95,7 +132,7 @@ func (tc *Toolchain) checkSysroot(ctx context.Context) error {
 		return err
 	}
 	out := filepath.Join(dir, "probe")
-	args := append(append(append([]string{}, f.Compile()...), "-O1", "-pthread", src, "-o", out), f.LinkFor(true)...)
+	args := append(append(append([]string{}, f.CompileCXX()...), "-O1", "-pthread", src, "-o", out), f.LinkFor(true)...)
 	if b, err := exec.CommandContext(ctx, tc.CXX, args...).CombinedOutput(); err != nil {
 		// Only the compiler's own answer is a verdict: it ran to its end
 		// and said no. A signal (Ctrl-C reaches the whole process group),
@@ -133,7 +170,10 @@ func (tc *Toolchain) ProbeKey() (string, error) {
 		bin = "path " + tc.CXX // a toolchain made by hand
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "cxx %s\nflags %q %q\nsysroot %s\nglibc %s\n%s", bin, f.Compile(), f.LinkFor(true), tc.Sysroot.Key, tc.Cell.OS.Glibc, probeProgram)
+	fmt.Fprintf(h, "cxx %s\nflags %q %q\nsysroot %s\nglibc %s\n%s", bin, f.CompileCXX(), f.LinkFor(true), tc.Sysroot.Key, tc.Cell.OS.Glibc, probeProgram)
+	if rt := tc.Runtime; rt != nil {
+		fmt.Fprintf(h, "\nruntime %s %s", rt.Name, rt.Key)
+	}
 	for _, role := range slices.Sorted(maps.Keys(tc.Identity.Tools)) {
 		fmt.Fprintf(h, "\ntool %s %s", role, tc.Identity.Tools[role])
 	}

@@ -63,6 +63,10 @@ type Toolchain struct {
 	// Sysroot is the target OS's libraries, nil when the build uses the
 	// build machine's (a recorded waiver).
 	Sysroot *Sysroot
+	// Runtime is the C++ runtime the cell's C++ code compiles and links
+	// against instead of the compiler's and the sysroot's own; nil for
+	// none.
+	Runtime *Runtime
 	// Tools maps a tool role (ar, nm, objcopy, strip, ld, ranlib, profdata) to a path.
 	Tools map[string]string
 	// Notes record decisions the user should know about (e.g. -mtune dropped).
@@ -88,6 +92,10 @@ type Options struct {
 	// Sysroot, when set, is what the cell's builds link against; a compiler
 	// that cannot build for it (its runtime needs a newer glibc) is skipped.
 	Sysroot *Sysroot
+	// Runtime, when set, is the C++ runtime the cell's C++ code uses (it
+	// is part of the sysroot check: a compiler remembered failing
+	// without it is not skipped with it).
+	Runtime *Runtime
 	// ProbeCache, when set, is a directory that remembers which compiler
 	// (by binary digest) passed the sysroot check with which flags against
 	// which sysroot (by key), so the check runs once per machine. Resolve
@@ -130,6 +138,7 @@ func Resolve(m *matrix.Matrix, cell matrix.Cell, opts Options) (*Toolchain, erro
 		tc.Host = m.ISAs[HostISA()]
 		if opts.Sysroot != nil {
 			tc.Sysroot = opts.Sysroot
+			tc.Runtime = opts.Runtime
 			if err := tc.knownSysrootFailure(opts.ProbeCache); err != nil {
 				miss.Tried = append(miss.Tried, err.Error())
 				continue
@@ -141,6 +150,26 @@ func Resolve(m *matrix.Matrix, cell matrix.Cell, opts Options) (*Toolchain, erro
 		return tc, nil
 	}
 	return nil, miss
+}
+
+// Probe finds compiler name of the matrix for the cell's ISA, whether or
+// not the cell's target lists it, and identifies it (a C++ runtime's
+// builder: the target may prefer clang).
+func Probe(m *matrix.Matrix, cell matrix.Cell, name string, opts Options) (*Toolchain, error) {
+	cc := m.Compilers[name]
+	if cc == nil {
+		return nil, fmt.Errorf("compiler %q is not in %s's compilers", name, m.File)
+	}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	tc, err := probe(cell, cc, getenv, opts.Memo)
+	if err != nil {
+		return nil, err
+	}
+	tc.Host = m.ISAs[HostISA()]
+	return tc, nil
 }
 
 func probe(cell matrix.Cell, cc *matrix.Compiler, getenv func(string) string, m memo.Dir) (*Toolchain, error) {

@@ -139,6 +139,12 @@ func (tc *Toolchain) wrapperScript(real string, f Flags, log string, cxx bool) s
 	fmt.Fprintf(&b, "#!/bin/sh\n# Written by dorisarm for target %s with %s %s. Do not edit.\n",
 		tc.Cell.Target.Name, tc.Identity.Name, tc.Identity.Version)
 	b.WriteString(wrapperScan)
+	if cxx && len(f.CXXInclude) > 0 {
+		// The C++ runtime's headers, only where the driver compiles a
+		// source (clang calls -nostdinc++ unused in a link or a question,
+		// an error under -Werror).
+		fmt.Fprintf(&b, "if [ \"$src\" = 1 ]; then set -- %s \"$@\"; fi\n", shellJoin(f.CXXInclude))
+	}
 	fmt.Fprintf(&b, "if [ \"$inputs\" = 0 ]; then set -- %s \"$@\"\nelif [ \"$asm\" = 1 ] && [ \"$other\" = 0 ]; then set -- %s \"$@\"\nelse set -- %s \"$@\"; fi\n",
 		shellJoin(f.Query()), shellJoin(f.Assemble()), shellJoin(f.Compile()))
 	fmt.Fprintf(&b, "if [ \"$link\" = 1 ]; then\n  set -- \"$@\" %s\n", shellJoin(f.Link))
@@ -158,9 +164,11 @@ func (tc *Toolchain) wrapperScript(real string, f Flags, log string, cxx bool) s
 
 // wrapperScan reads a driver's arguments: whether it links (it has inputs
 // and no option that stops before the link), whether it links the runtime
-// libraries, and whether its inputs are all plain assembly. Options whose
+// libraries, whether its inputs are all plain assembly, and whether it
+// compiles a source (src: a C, C++ or preprocessed file, standard input,
+// or an input of a -x language). Options whose
 // value is the next argument are skipped with it, so "-o x.s" is no input.
-const wrapperScan = `link=1 inputs=0 rt=1 cxxrt=1 asm=0 other=0 lang= skip=
+const wrapperScan = `link=1 inputs=0 rt=1 cxxrt=1 asm=0 other=0 src=0 lang= skip=
 for a in "$@"; do
   if [ -n "$skip" ]; then
     [ "$skip" = -x ] && lang=$a
@@ -173,13 +181,17 @@ for a in "$@"; do
   -nostdlib++) cxxrt=0 ;;
   -x|-o|-I|-L|-D|-U|-include|-imacros|-isystem|-idirafter|-iquote|-iprefix|-iwithprefix|-iwithprefixbefore|-isysroot|-Xlinker|-Xassembler|-Xpreprocessor|-Xclang|-MF|-MT|-MQ|-u|-T|-z|-e|--param|-target|-arch|-mllvm|-aux-info) skip=$a ;;
   -x*) lang=${a#-x} ;;
-  -) inputs=1; if [ "$lang" = assembler ]; then asm=1; else other=1; fi ;;
+  -) inputs=1; if [ "$lang" = assembler ]; then asm=1; else other=1 src=1; fi ;;
   -*) ;;
   *) inputs=1
     case "$lang" in
     assembler) asm=1 ;;
-    ''|none) case "$a" in *.s) asm=1 ;; *) other=1 ;; esac ;;
-    *) other=1 ;;
+    ''|none) case "$a" in
+      *.s) asm=1 ;;
+      *.c|*.cc|*.cp|*.cxx|*.cpp|*.CPP|*.c++|*.C|*.i|*.ii|*.h|*.hh|*.hpp|*.hxx|*.h++|*.H|*.tcc) other=1 src=1 ;;
+      *) other=1 ;;
+      esac ;;
+    *) other=1 src=1 ;;
     esac ;;
   esac
 done

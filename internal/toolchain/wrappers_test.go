@@ -48,6 +48,12 @@ func TestWrappersAddNoUnusedFlag(t *testing.T) {
 			for _, o := range phases {
 				checkNoUnusedFlag(t, tc, o)
 			}
+			// Again with a C++ runtime: its headers and archives (here
+			// GCC 12's own headers, as a built runtime lays them out).
+			tc.Runtime = fakeRuntime(t, cell.ISA.Triple)
+			for _, o := range phases {
+				checkNoUnusedFlag(t, tc, o)
+			}
 		})
 	}
 }
@@ -159,4 +165,93 @@ func checkNoUnusedFlag(t *testing.T, tc *Toolchain, o FlagOptions) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestRuntimeFlagsWhereTheyBelong: with a C++ runtime, the C++ driver's
+// compiles read its headers first (-nostdinc++ and its include
+// directories) and every link its archives (-L); a C compile, an
+// assembly and a compile's link-free run get neither.
+func TestRuntimeFlagsWhereTheyBelong(t *testing.T) {
+	m := repoMatrix(t)
+	cell, err := m.Cell("2.1", "graviton3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// "Compilers" that print the arguments they were given.
+	echo := filepath.Join(dir, "echo-args")
+	if err := os.WriteFile(echo, []byte("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tc := &Toolchain{Cell: cell, Compiler: m.Compilers["gcc"], CC: echo, CXX: echo, Tools: map[string]string{},
+		Sysroot: &Sysroot{Name: "s", Path: "/sysroot"}, Runtime: &Runtime{Name: "gcc-12", Libstdcxx: "12", Path: "/rt"}}
+	f, err := tc.Flags(FlagOptions{NoLTO: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := tc.WriteWrappers(filepath.Join(dir, "home"), f, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := func(driver string, a ...string) string {
+		b, err := exec.Command(driver, a...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", driver, a, err, b)
+		}
+		return "\n" + string(b)
+	}
+	inc := "\n-isystem\n/rt/include/c++/12\n-isystem\n/rt/include/c++/12/aarch64-linux-gnu\n-isystem\n/rt/include/c++/12/backward\n"
+	for _, c := range []struct {
+		name          string
+		got           string
+		headers, libs bool
+	}{
+		{"c++ compile", args(w.CXX, "-c", "x.cc"), true, false},
+		{"c++ link", args(w.CXX, "x.o", "-o", "x"), false, true},
+		{"c++ compile and link", args(w.CXX, "x.cpp", "-o", "x"), true, true},
+		{"c++ from standard input", args(w.CXX, "-E", "-x", "c++", "-"), true, false},
+		{"cc compile", args(w.CC, "-c", "x.c"), false, false},
+		{"cc link", args(w.CC, "x.o", "-o", "x"), false, true},
+		{"c++ assembly", args(w.CXX, "-c", "x.s"), false, false},
+		{"c++ question", args(w.CXX, "-dumpmachine"), false, false},
+	} {
+		if h := strings.Contains(c.got, "\n-nostdinc++\n") && strings.Contains(c.got, inc); h != c.headers {
+			t.Errorf("%s: runtime headers %v, want %v:%s", c.name, h, c.headers, c.got)
+		}
+		if l := strings.Contains(c.got, "\n-L/rt/lib\n"); l != c.libs {
+			t.Errorf("%s: runtime archives %v, want %v:%s", c.name, l, c.libs, c.got)
+		}
+	}
+}
+
+// fakeRuntime lays out the installed GCC 12's C++ headers for triple as
+// a built runtime has them (include/c++/12 with the triple's directory
+// inside), and an empty lib/.
+func fakeRuntime(t *testing.T, triple string) *Runtime {
+	t.Helper()
+	dir := t.TempDir()
+	inc := filepath.Join(dir, "include", "c++", "12")
+	if err := os.MkdirAll(inc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "lib"), 0o755)
+	var found bool
+	for _, d := range []string{"/usr/" + triple + "/include/c++/12", "/usr/include/c++/12"} {
+		es, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range es {
+			os.Symlink(filepath.Join(d, e.Name()), filepath.Join(inc, e.Name()))
+		}
+		found = true
+		break
+	}
+	if _, err := os.Stat(filepath.Join(inc, triple)); err != nil {
+		os.Symlink(filepath.Join("/usr/include", triple, "c++", "12"), filepath.Join(inc, triple))
+	}
+	if !found {
+		t.Skipf("no GCC 12 C++ headers for %s installed", triple)
+	}
+	return &Runtime{Name: "gcc-12", Libstdcxx: "12", Path: dir}
 }
