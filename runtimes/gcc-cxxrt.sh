@@ -47,10 +47,13 @@ rm -rf "$WORK"; mkdir -p "$WORK" "$PREFIX"
 say "unpack $(basename "$SRC")"
 # Only what the runtime needs: the other front ends, runtimes and the test
 # suites are most of the archive. Anchored, and * does not cross '/'.
-EXCL=(gcc/testsuite 'libstdc++-v3/testsuite' libgo libphobos libgfortran libsanitizer libada gnattools gotools
+# (libstdc++'s configure reads testsuite/ and doc/ templates: only their
+# tests and generated manuals go.)
+EXCL=(gcc/testsuite 'libstdc++-v3/testsuite/[0-9]*' libstdc++-v3/testsuite/ext libstdc++-v3/testsuite/tr1
+      libstdc++-v3/testsuite/experimental libgo libphobos libgfortran libsanitizer libada gnattools gotools
       libobjc libgomp libitm libvtv liboffloadmic libquadmath libssp libffi zlib lto-plugin libcc1 c++tools
       libatomic libbacktrace intl maintainer-scripts gcc/ada gcc/go gcc/d gcc/fortran gcc/m2 gcc/objc
-      gcc/objcp gcc/jit gcc/po libcpp/po libstdc++-v3/doc newlib)
+      gcc/objcp gcc/jit gcc/po libcpp/po libstdc++-v3/doc/html libstdc++-v3/doc/xml newlib)
 ex=(--anchored --no-wildcards-match-slash --no-same-owner --no-same-permissions)
 for e in "${EXCL[@]}"; do ex+=(--exclude="gcc-*/$e"); done
 case $SRC in

@@ -62,7 +62,7 @@ func TestCXXRuntime(t *testing.T) {
 		"x86_64":        {"x86_64", "2.17", ""},
 	}
 	stdout, stderr, code := run(t, "build", "--matrix", matrixFile, "--source", tree, "--recipe", recipe,
-		"--target", "generic-armv8,kunpeng920,graviton3,x86_64", "--out", out, "--cache", cache, "--jobs", "2")
+		"--target", "generic-armv8,kunpeng920,graviton3,x86_64", "--out", out, "--cache", cache, "--jobs", "4")
 	if code != 0 {
 		if strings.Contains(stderr, "fetching http://deb.debian.org/") {
 			t.Skipf("the runtime's pinned source cannot be had here:\n%s", stderr)
