@@ -328,7 +328,7 @@ func (w *worstOf) findings(path string, total int, origin, sev string, pol *Poli
 	case origin == OriginTree:
 		of = append(of, "compiled by the tree's own build")
 	case origin != "":
-		of = append(of, "of package "+origin)
+		of = append(of, "compiled by "+origin)
 	}
 	in := ""
 	if len(of) > 0 {

@@ -97,7 +97,7 @@ func TestFlagOriginsSplitTreeFromPackages(t *testing.T) {
 				ff.Origins["thirdparty:PKG"] == nil || ff.Origins["thirdparty:PKG"].Verdict != flagrec.Lost {
 				t.Errorf("BE at target, package lost: file flags %+v, origins %+v", ff, ff.Origins)
 			}
-			if f := findings(r, KindLostTuning, "thirdparty:PKG"); len(f) != 1 || f[0].Severity != SevWarning || !strings.Contains(f[0].Detail, "of package thirdparty:PKG") {
+			if f := findings(r, KindLostTuning, "thirdparty:PKG"); len(f) != 1 || f[0].Severity != SevWarning || !strings.Contains(f[0].Detail, "compiled by thirdparty:PKG") {
 				t.Errorf("package lost tuning: %+v", r.Findings)
 			}
 			if !r.Summary.Clean || len(findings(r, KindLostTuning, OriginTree)) != 0 || r.Summary.Flags.LostBy["thirdparty:PKG"] != 1 || r.Summary.Flags.LostBy[OriginTree] != 0 {
