@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/matrix"
 	"github.com/dorisarm/dorisarm/internal/patch"
 	"github.com/dorisarm/dorisarm/internal/plan"
@@ -227,5 +228,78 @@ func TestGateRecordsNotKept(t *testing.T) {
 	r.in.Plan.Steps = []plan.Step{{ID: plan.BaseStep, Kind: plan.KindBase}, {ID: "build:be", Kind: plan.KindBuild}}
 	if _, unknown := r.origins(); strings.Join(unknown, " ") != plan.BaseStep {
 		t.Errorf("a prebuilt base: unknown %q", unknown)
+	}
+}
+
+// TestLostTuningGateBuild builds the sample for kunpeng920 for real
+// (clang: PGO and ThinLTO, so the packages' records reach doris_be
+// through bitcode). A tree whose BE compiles end with Doris's
+// -march=armv8-a+crc (after the target's flags, as Doris 2.1 and 3.0's
+// be/CMakeLists.txt puts it; in build.sh here, which the recipe's
+// fixed_march does not name, so the plan's guard does not see it) fails
+// the scan gate, a failed check naming doris_be and both -march values,
+// and publishes nothing; with --accept-lost-tuning the same build is
+// published, the record saying it was accepted. The sample as it is,
+// with bitshuffle's neon variant left at Doris's -march (no
+// 0002-bitshuffle-neon-march patch), is published with a warning: that
+// lost tuning is the package's.
+func TestLostTuningGateBuild(t *testing.T) {
+	need(t)
+	tree := t.TempDir()
+	if out, err := exec.Command("cp", "-a", filepath.Join(repo, "examples/minidoris")+"/.", tree).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	buildSh := filepath.Join(tree, "build.sh")
+	b, _ := os.ReadFile(buildSh)
+	compile := `-Werror "${ARCH_FLAGS[@]}" ${EXTRA_CXX_FLAGS} \`
+	if strings.Count(string(b), compile) != 1 {
+		t.Fatalf("the sample's BE compile line changed: %s has no one %q", buildSh, compile)
+	}
+	os.WriteFile(buildSh, []byte(strings.Replace(string(b), compile, `-Werror "${ARCH_FLAGS[@]}" ${EXTRA_CXX_FLAGS} -march=armv8-a+crc \`, 1)), 0o755)
+	out, cache := t.TempDir(), t.TempDir()
+	pub := Dir(out, "2.1.8", "kunpeng920")
+
+	_, err := Run(context.Background(), input(t, setup{target: "kunpeng920", compiler: "clang", tree: tree}), Options{Out: out, Cache: cache})
+	if !errors.Is(err, ErrGate) || fault.IsInput(err) {
+		t.Fatalf("the BE below the target's -march: %v, want a failed gate (exit status 1)", err)
+	}
+	for _, want := range []string{"compiled by the tree's own build are below the target's -march=" + kunpengMarch, "be/lib/doris_be: -march=armv8-a+crc", "--accept-lost-tuning REASON"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the gate's message lacks %q:\n%v", want, err)
+		}
+	}
+	if _, err := os.Stat(pub); err == nil {
+		t.Error("a build that failed its gate was published")
+	}
+
+	reason := "testing the gate: a tree whose -march no patch replaces yet"
+	if _, err := Run(context.Background(), input(t, setup{target: "kunpeng920", compiler: "clang", tree: tree, accept: reason}), Options{Out: out, Cache: cache}); err != nil {
+		t.Fatalf("accepted: %v", err)
+	}
+	rec, err := ReadRecord(filepath.Join(pub, RecordFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rec.Scan.Flags; rec.Cell.LostTuning != reason || f == nil || f.LostTuningAccepted != reason || f.LostBy[scan.OriginTree] != 1 || rec.Scan.Warned[scan.KindLostTuning] != 1 {
+		t.Errorf("accepted: cell %q, scan %+v, flags %+v", rec.Cell.LostTuning, rec.Scan, f)
+	}
+
+	pdir := t.TempDir()
+	if out, err := exec.Command("cp", "-a", filepath.Join(repo, "examples/minidoris/patches")+"/.", pdir).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	if err := os.Remove(filepath.Join(pdir, "doris", "0002-bitshuffle-neon-march.patch")); err != nil {
+		t.Fatal(err)
+	}
+	out = t.TempDir()
+	if _, err := Run(context.Background(), input(t, setup{target: "kunpeng920", compiler: "clang", patches: pdir}), Options{Out: out, Cache: cache}); err != nil {
+		t.Fatalf("a package below the target's -march: %v, want a warning", err)
+	}
+	rec, err = ReadRecord(filepath.Join(Dir(out, "2.1.8", "kunpeng920"), RecordFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rec.Scan.Flags; f == nil || f.LostBy["thirdparty:BITSHUFFLE"] != 1 || f.LostBy[scan.OriginTree] != 0 || rec.Scan.Warned[scan.KindLostTuning] != 1 || rec.PackageFlags["BITSHUFFLE"].Verdicts["lost"] == 0 {
+		t.Errorf("package lost tuning: scan %+v, flags %+v, package flags %+v", rec.Scan, f, rec.PackageFlags["BITSHUFFLE"])
 	}
 }
