@@ -143,7 +143,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 	cmd.Flags().BoolVar(&opts.StrictVersions, "strict-versions", false, "fail a package whose unpacked source declares another version than vars.sh (or the recipe) names for it; a warning in the build record otherwise")
 	cmd.Flags().BoolVar(&opts.KeepGoing, "keep-going", false, "after a package fails, build every package that does not need it, then report each failure")
 	cmd.Flags().BoolVar(&opts.NoScan, "no-scan", false, "publish without the scan gate (recorded in the build record)")
-	cmd.Flags().BoolVar(&opts.RequireTargetFlags, "require-target-flags", false, "the scan gate fails on objects compiled below the target's -march (lost tuning) or with no recorded flags")
+	cmd.Flags().BoolVar(&opts.RequireTargetFlags, "require-target-flags", false, "the scan gate also fails on third-party packages' objects compiled below the target's -march (lost tuning; the tree's own objects fail it unless --accept-lost-tuning) and on objects with no recorded flags")
 	cmd.Flags().StringVar(&cacheFrom, "cache-from", "", "a registry repository (REGISTRY/PATH) to restore steps from when the local cache lacks them")
 	cmd.Flags().StringVar(&cacheTo, "cache-to", "", "a registry repository to offer every step result to (may be the same as --cache-from)")
 	cacheTrust.add(cmd, true, true)

@@ -75,7 +75,7 @@ func (o *planOptions) flags(cmd *cobra.Command, profileHelp string) {
 	cmd.Flags().StringVar(&o.req.Targets, "target", "", "target name, comma-separated names, or all")
 	cmd.Flags().StringVar(&o.req.Compiler, "compiler", "", "use this compiler of the target's list instead of the first installed")
 	cmd.Flags().StringVar(&o.req.PGOProfile, "pgo-profile", "", profileHelp)
-	cmd.Flags().StringVar(&o.req.AcceptLostTuning, "accept-lost-tuning", "", "build a BE whose tree fixes an -march that no patch replaces (Doris 3.0's be/CMakeLists.txt), for this reason: its objects are then not at the target's -march (recorded in the build record, its attestation and the report)")
+	cmd.Flags().StringVar(&o.req.AcceptLostTuning, "accept-lost-tuning", "", "build a BE whose tree fixes an -march that no patch replaces (Doris 3.0's be/CMakeLists.txt), for this reason: its objects are then not at the target's -march, and the build's scan gate warns of them instead of failing (recorded in the build record, its attestation and the report)")
 	cmd.Flags().StringVar(&o.req.SysrootWaiver, "waive-sysroot", "", "build without the target OS's sysroot, against this machine's libraries, for this reason (recorded in the build record, its attestation and the report; the glibc gate is waived)")
 	cmd.Flags().StringVar(&o.sysrootCache, "sysroot-cache", os.Getenv("DORISARM_SYSROOT_CACHE"), "where target-OS sysroots (and which compilers passed their check) are kept, shared by step caches; default: the cache directory ($DORISARM_SYSROOT_CACHE)")
 	cmd.Flags().StringSliceVar(&o.req.Packages, "packages", nil, "only these third-party packages (names as vars.sh or build-thirdparty.sh spell them, any case) and what they need; no BE, no FE")

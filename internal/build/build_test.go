@@ -28,6 +28,7 @@ type setup struct {
 	tree             string // source tree (default: the sample)
 	recipe           func(*recipe.Recipe)
 	packages         []string // --packages (default: the whole sample)
+	accept           string   // --accept-lost-tuning
 }
 
 // need skips a test that builds the sample with real compilers and qemu
@@ -52,7 +53,7 @@ func input(t *testing.T, s setup) Input {
 		s.recipe(in.Recipe)
 	}
 	cell, tc := in.Toolchain(t, s.target, s.compiler)
-	return planned(t, in, cell, tc, plan.Inputs{Packages: s.packages,
+	return planned(t, in, cell, tc, plan.Inputs{Packages: s.packages, AcceptLostTuning: s.accept,
 		// The sysroot path is tested end to end by the CLI and the demo; these tests build against this machine's libraries.
 		SysrootWaiver: "unit test of the runner"})
 }

@@ -169,9 +169,30 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 				return fmt.Errorf("the plan's scan step: %w", err)
 			}
 		}
-		rep, err := scan.Scan(ctx, []string{stage}, pol, scan.Options{Allow: allow, RequireTargetFlags: r.opts.RequireTargetFlags})
+		// Each record is the tree's own build's or a package's: lost
+		// tuning in the tree's own objects fails the gate unless accepted.
+		origins, unknown := r.origins()
+		opts := scan.Options{Allow: allow, RequireTargetFlags: r.opts.RequireTargetFlags, Origins: origins}
+		rep, err := scan.Scan(ctx, []string{stage}, pol, opts)
 		if err != nil {
 			return err
+		}
+		if len(unknown) > 0 && len(treeLost(rep)) > 0 {
+			// Some third-party objects' records were not kept: the
+			// install tells whether these are theirs.
+			read, n, err := r.installOrigins(ctx, origins, unknown, pol)
+			if err != nil {
+				return err
+			}
+			if read {
+				unknown = nil
+			}
+			if n > 0 {
+				fmt.Fprintf(log, "the flag records of %d third-party object(s) were not kept: read them from the third-party install, scanning again\n", n)
+				if rep, err = scan.Scan(ctx, []string{stage}, pol, opts); err != nil {
+					return err
+				}
+			}
 		}
 		scan.Write(log, rep, "table")
 		r.rec.Scan = &rep.Summary
@@ -179,7 +200,14 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 			var b strings.Builder
 			scan.Write(&b, rep, "table")
 			os.RemoveAll(stage)
-			return fmt.Errorf("%w: %s: the scan found %d violation(s); nothing was published:\n%s", ErrGate, target, rep.Summary.Violations, b.String())
+			why := ""
+			if lost := treeLost(rep); len(lost) > 0 {
+				why = r.lostTuningError(rep, lost, unknown) + "\n"
+			}
+			return fmt.Errorf("%w: %s: %sthe scan found %d violation(s); nothing was published:\n%s", ErrGate, target, why, rep.Summary.Violations, b.String())
+		}
+		if fl := rep.Summary.Flags; origins != nil && origins.Accepted != "" && fl != nil && fl.LostBy[scan.OriginTree] > 0 {
+			r.warn(fmt.Sprintf("%d object(s) compiled by the tree's own build are below the target's -march=%s: lost tuning accepted (%s)", fl.LostBy[scan.OriginTree], fl.Requested, origins.Accepted))
 		}
 	}
 	outs, err := DigestTree(stage)

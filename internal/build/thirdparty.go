@@ -342,7 +342,7 @@ func (r *runner) checkInstalled(s plan.Step, before snapshot, log io.Writer) err
 			return err
 		}
 	}
-	rep, err := scan.Scan(context.Background(), paths, pol, scan.Options{})
+	rep, err := scan.Scan(context.Background(), paths, pol, scan.Options{Digests: true})
 	if err != nil {
 		return err
 	}
@@ -441,6 +441,12 @@ func (r *runner) saveFlags(s plan.Step, rep *scan.Report, log io.Writer) error {
 	}
 	fmt.Fprintf(log, "flag read-back of %d installed object(s): %.0f%% at -march=%s (%v)\n", sum.Objects, 100*sum.AtTarget, sum.Requested, sum.Verdicts)
 	if b, err = json.Marshal(sum); err != nil {
+		return err
+	}
+	// The records themselves, by digest: the scan gate tells by them the
+	// package's records in what the tree's own build links from the ones
+	// the tree compiled.
+	if err := saveRecords(dir, pkg, rep.Digests); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, pkg+".json"), b, 0o644)

@@ -62,3 +62,23 @@ func TestOptionValuesAreNotCompilerFlags(t *testing.T) {
 		}
 	}
 }
+
+// A record's digest is its dialect and arguments: the same compile read
+// from an object and from what it was linked into has one digest; another
+// dialect, argument or split of the same text has another.
+func TestRecordDigest(t *testing.T) {
+	a, _ := Parse("GNU C17 12.2.0 -march=armv8-a+crc -mlittle-endian -mabi=lp64 -g -O2")
+	b, _ := Parse("GNU C++17 12.2.0 -march=armv8-a+crc -mlittle-endian -mabi=lp64 -g -O2")
+	if a.Digest() != b.Digest() || len(a.Digest()) != 64 {
+		t.Errorf("the same switches: %s %s", a.Digest(), b.Digest())
+	}
+	for _, other := range []Record{
+		{Dialect: "clang", Args: a.Args},
+		{Dialect: "gcc", Args: append(append([]string{}, a.Args...), "-fPIC")},
+		{Dialect: "gcc", Args: []string{"-march=armv8-a+crc -mlittle-endian", "-mabi=lp64", "-g", "-O2"}},
+	} {
+		if other.Digest() == a.Digest() {
+			t.Errorf("%+v has the digest of %+v", other, a)
+		}
+	}
+}

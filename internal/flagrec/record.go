@@ -14,6 +14,8 @@
 package flagrec
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path"
 	"strings"
 )
@@ -22,6 +24,20 @@ import (
 type Record struct {
 	Dialect string   `json:"dialect"` // gcc or clang
 	Args    []string `json:"args"`
+}
+
+// Digest identifies a record by its dialect and arguments (sha256, hex):
+// the same compile read from an object and from a file it was linked
+// into has the same digest, so a build can tell which objects a record
+// came from.
+func (r Record) Digest() string {
+	h := sha256.New()
+	h.Write([]byte(r.Dialect))
+	for _, a := range r.Args {
+		h.Write([]byte{0})
+		h.Write([]byte(a))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Parse reads one recorded command line; ok is false when s is not one

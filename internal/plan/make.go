@@ -169,7 +169,7 @@ func Make(in Inputs) (*Plan, error) {
 	}
 
 	// Patches: the tree is component "doris"; each package answers to its names.
-	versions := map[string]string{treeComponent: in.Version}
+	versions := map[string]string{TreeComponent: in.Version}
 	for _, pk := range pkgs {
 		for _, comp := range componentsOf(pk) {
 			versions[comp] = pk.Version
@@ -199,7 +199,7 @@ func Make(in Inputs) (*Plan, error) {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("patch %s is not applied: only the %s step uses what it changes (Steps), and this plan does not build it", pt.ID(), strings.Join(pt.Steps, "/")))
 			return true
 		}
-		if pt.Component != treeComponent {
+		if pt.Component != TreeComponent {
 			return false
 		}
 		miss, why := pt.Missing(in.Tree)
@@ -340,11 +340,11 @@ func Make(in Inputs) (*Plan, error) {
 
 	// 1. dorisarm's patches on the tree itself.
 	var treeNeeds []string
-	if pts := byComponent[treeComponent]; len(pts) > 0 {
+	if pts := byComponent[TreeComponent]; len(pts) > 0 {
 		in := patchInputs(pts)
 		in.Tree = p.Source.Digest // what it patches
-		p.Steps = append(p.Steps, Step{ID: "patch:" + treeComponent, Kind: KindPatchTree, Inputs: StepInputs{Patch: in}})
-		treeNeeds = []string{"patch:" + treeComponent}
+		p.Steps = append(p.Steps, Step{ID: "patch:" + TreeComponent, Kind: KindPatchTree, Inputs: StepInputs{Patch: in}})
+		treeNeeds = []string{"patch:" + TreeComponent}
 	}
 	// A prebuilt third-party install, under every package and the BE.
 	var baseNeeds []string
@@ -391,7 +391,7 @@ func Make(in Inputs) (*Plan, error) {
 		p.Steps = append(p.Steps, unpack)
 		last := "unpack:" + pk.Entry
 		for _, comp := range componentsOf(pk) {
-			if pts := byComponent[comp]; len(pts) > 0 && comp != treeComponent {
+			if pts := byComponent[comp]; len(pts) > 0 && comp != TreeComponent {
 				dir := pk.Source
 				if dir == "" {
 					dir = "."

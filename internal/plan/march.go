@@ -102,14 +102,17 @@ func fixedIn(root *os.Root, rel string, patches []*patch.Patch) ([]FixedMarch, e
 // guardMarch refuses a plan that builds the BE from a tree that fixes a
 // literal -march no selected patch replaces, unless the user accepted the
 // lost tuning (recorded in the cell, so the record, attestation and
-// report carry it).
+// report carry it). An acceptance is recorded whenever the plan builds
+// the BE: the build's scan gate, which fails on the tree's own objects
+// below the target's -march wherever the -march came from (a line the
+// recipe's fixed_march files do not hold too), then only warns of them.
 func guardMarch(p *Plan, in Inputs, selected []*patch.Patch, pkgsOnly bool) error {
 	if pkgsOnly || in.Tree == "" {
 		return nil // no BE unit is compiled
 	}
 	var tree []*patch.Patch
 	for _, pt := range selected {
-		if pt.Component == treeComponent {
+		if pt.Component == TreeComponent {
 			tree = append(tree, pt)
 		}
 	}
@@ -118,6 +121,10 @@ func guardMarch(p *Plan, in Inputs, selected []*patch.Patch, pkgsOnly bool) erro
 		return err
 	}
 	if len(fixed) == 0 {
+		if in.AcceptLostTuning != "" {
+			p.Cell.LostTuning = in.AcceptLostTuning
+			p.Warnings = append(p.Warnings, fmt.Sprintf("lost tuning accepted (%s): no line of the recipe's fixed_march files fixes the BE's -march, but the scan gate will only warn of the tree's own objects below -march=%s", in.AcceptLostTuning, p.Cell.March))
+		}
 		return nil
 	}
 	if in.AcceptLostTuning == "" {
@@ -126,7 +133,7 @@ func guardMarch(p *Plan, in Inputs, selected []*patch.Patch, pkgsOnly bool) erro
 			lines = append(lines, "  "+f.String())
 		}
 		return fmt.Errorf("doris %s: the tree fixes the BE's instruction set, and no patch selected for %s replaces it, so every BE object would be built at that -march instead of %s:\n%s\nadd a patch under %s whose Applies-To covers doris %s (as %s/0002-be-march-from-build.patch does for 2.1), or pass --accept-lost-tuning REASON to build it so (recorded in the build record, its attestation and the report)",
-			in.Version, p.Cell.Target, p.Cell.March, strings.Join(lines, "\n"), in.Series.Dir, in.Version, treeComponent)
+			in.Version, p.Cell.Target, p.Cell.March, strings.Join(lines, "\n"), in.Series.Dir, in.Version, TreeComponent)
 	}
 	p.Cell.LostTuning, p.Cell.FixedMarch = in.AcceptLostTuning, fixed
 	p.Warnings = append(p.Warnings, fmt.Sprintf("lost tuning accepted (%s): %s fixes the BE's -march, not %s", in.AcceptLostTuning, fixed[0], p.Cell.March))

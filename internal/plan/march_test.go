@@ -106,4 +106,23 @@ func TestPlanRefusesFixedMarch(t *testing.T) {
 	if _, err := Make(in); err != nil {
 		t.Errorf("a --packages plan compiles no BE unit: %v", err)
 	}
+	// A tree whose fixed_march files fix nothing: an acceptance is still
+	// recorded (the scan gate fails on the BE's objects below the
+	// target's -march wherever it came from, and honours it), with no
+	// lines; without one nothing is.
+	in.Packages = nil
+	os.WriteFile(filepath.Join(tree, "be", "CMakeLists.txt"), []byte("project(be)\nadd_compile_options(-march=${ARM_MARCH})\n"), 0o644)
+	if p, err = Make(in); err != nil {
+		t.Fatal(err)
+	}
+	if p.Cell.LostTuning != "" {
+		t.Errorf("nothing fixed, nothing accepted: cell %q", p.Cell.LostTuning)
+	}
+	in.AcceptLostTuning = "an -march set outside the recipe's fixed_march files"
+	if p, err = Make(in); err != nil {
+		t.Fatal(err)
+	}
+	if p.Cell.LostTuning != in.AcceptLostTuning || len(p.Cell.FixedMarch) != 0 || !strings.Contains(strings.Join(p.Warnings, "\n"), "the scan gate will only warn") {
+		t.Errorf("nothing fixed, accepted: cell %q %+v, warnings %q", p.Cell.LostTuning, p.Cell.FixedMarch, p.Warnings)
+	}
 }

@@ -230,8 +230,8 @@ func componentsOf(p source.Package) []string {
 	return out
 }
 
-// treeComponent is the component name of patches on the tree itself.
-const treeComponent = "doris"
+// TreeComponent is the component name of patches on the tree itself.
+const TreeComponent = "doris"
 
 // CellInfoOf is what a build record says about its cell.
 func CellInfoOf(c matrix.Cell, version string) CellInfo { return cellInfo(c, version) }

@@ -45,6 +45,7 @@ func machineName(m elf.Machine) string {
 type analyzed struct {
 	file     File
 	findings []Finding
+	digests  []string // the flag records' digests (Options.Digests)
 	eh       *ehTable // the unwind table, once read (ehTable)
 }
 

@@ -5,6 +5,8 @@ import (
 	"debug/dwarf"
 	"debug/elf"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/dorisarm/dorisarm/internal/flagrec"
@@ -16,7 +18,8 @@ const (
 	// KindFlagsBeyond: compiled for extensions the CPU lacks (an error).
 	KindFlagsBeyond = "flags-beyond-cpu"
 	// KindLostTuning: compiled for a weaker architecture than the target's
-	// flags (a warning; an error with --require-target-flags).
+	// flags (a warning; an error with --require-target-flags, and in the
+	// records of the tree's own build when the scan knows origins).
 	KindLostTuning = "lost-tuning"
 	// KindFlagsUnresolved: recorded flags dorisarm cannot resolve.
 	KindFlagsUnresolved = "flags-unresolved"
@@ -59,6 +62,49 @@ type FileFlags struct {
 	Flags string `json:"flags,omitempty"`
 	// Detail says how the worst record differs from the target.
 	Detail string `json:"detail,omitempty"`
+	// Origins are the records by the build that compiled them (with
+	// Options.Origins): OriginTree, or the package Origins.Packages names.
+	Origins map[string]*OriginFlags `json:"origins,omitempty"`
+}
+
+// OriginTree is the origin of a record no third-party package's installed
+// objects carry: the tree's own build compiled it (the BE's objects, and
+// the link of everything into doris_be).
+const OriginTree = "tree"
+
+// Origins says which build compiled each record a scan reads
+// (Options.Origins): a record one of the third-party packages' installed
+// objects carries is that package's, every other one the tree's own. It
+// is data the build collected, each package's records as its install
+// scan read them (Options.Digests), not a rule about paths: a linked
+// doris_be holds both the BE's records and those of the package archives
+// linked into it.
+type Origins struct {
+	// Packages maps a record's digest (flagrec.Record.Digest) to the
+	// package whose installed objects carry it.
+	Packages map[string]string
+	// Accepted is the user's reason for building the tree's own code below
+	// the target's -march (--accept-lost-tuning): its lost tuning is then
+	// judged as a package's, a warning (an error with
+	// --require-target-flags). Without it, lost tuning in the tree's own
+	// records is an error.
+	Accepted string
+}
+
+// of is the origin of a record.
+func (o *Origins) of(r flagrec.Record) string {
+	if pkg, ok := o.Packages[r.Digest()]; ok {
+		return pkg
+	}
+	return OriginTree
+}
+
+// OriginFlags is how the records of one origin in an object were judged.
+type OriginFlags struct {
+	Records int `json:"records"`
+	// Verdict is the worst of them, Flags its resolved flags.
+	Verdict string `json:"verdict"`
+	Flags   string `json:"flags,omitempty"`
 }
 
 // FlagSummary counts the flag read-back over a scan.
@@ -74,6 +120,12 @@ type FlagSummary struct {
 	// AtTarget is the share of compiled objects (assembly left out) whose
 	// every record is at the target's flags.
 	AtTarget float64 `json:"at_target"`
+	// LostBy counts the objects with lost tuning by the origin of the
+	// records that lost it (with Options.Origins): OriginTree or a package.
+	LostBy map[string]int `json:"lost_by,omitempty"`
+	// LostTuningAccepted is the user's reason for accepting lost tuning in
+	// the tree's own objects (Origins.Accepted).
+	LostTuningAccepted string `json:"lost_tuning_accepted,omitempty"`
 }
 
 // maxProducerUnits bounds the compile units whose DW_AT_producer is read.
@@ -183,10 +235,18 @@ func (a *analyzed) judgeFlags(f *elf.File, data []byte, pol *Policy) {
 	var fs []Finding
 	a.file.Flags, fs = judgeRecords(a.file.Path, recs, source, compiled, pol)
 	a.findings = append(a.findings, fs...)
+	if pol.keepDigests {
+		for _, r := range recs {
+			a.digests = append(a.digests, r.Digest())
+		}
+	}
 }
 
 // judgeRecords judges an object's records against the policy: its flags
-// and the findings they make.
+// and the findings they make. With origins (Policy.origins) the records of
+// each origin are judged apart, each origin's worst making its own
+// finding, and lost tuning in the tree's own records is an error unless
+// the user accepted it.
 func judgeRecords(path string, recs []flagrec.Record, source string, compiled bool, pol *Policy) (ff *FileFlags, findings []Finding) {
 	ff = &FileFlags{Source: source, Records: len(recs)}
 	sev := SevWarning
@@ -204,32 +264,97 @@ func judgeRecords(path string, recs []flagrec.Record, source string, compiled bo
 		return ff, findings
 	}
 	ff.Verdicts = map[string]int{}
-	worst, worstRes, worstDetail := "", flagrec.Resolved{}, ""
+	all := &worstOf{}
+	var byOrigin map[string]*worstOf
+	if pol.origins != nil {
+		byOrigin = map[string]*worstOf{}
+	}
 	for _, r := range recs {
 		res := pol.Flags.Resolve(r)
 		v, d := pol.Flags.Judge(res)
 		ff.Verdicts[v]++
-		if worst == "" || flagrec.Rank(v) > flagrec.Rank(worst) {
-			worst, worstRes, worstDetail = v, res, d
+		all.add(v, res, d)
+		if byOrigin != nil {
+			o := pol.origins.of(r)
+			if byOrigin[o] == nil {
+				byOrigin[o] = &worstOf{}
+			}
+			byOrigin[o].add(v, res, d)
 		}
 	}
-	ff.Verdict, ff.Flags, ff.Detail = worst, worstRes.Describe(), worstDetail
-	of := ""
-	if len(recs) > 1 {
-		of = fmt.Sprintf(" (%d of its %d recorded command lines)", ff.Verdicts[worst], len(recs))
+	ff.Verdict, ff.Flags, ff.Detail = all.verdict, all.res.Describe(), all.detail
+	if byOrigin == nil {
+		return ff, all.findings(path, len(recs), "", sev, pol)
 	}
-	switch worst {
-	case flagrec.Beyond:
-		findings = append(findings, Finding{Kind: KindFlagsBeyond, Severity: SevError, Path: path,
-			Detail: fmt.Sprintf("compiled with %s%s: %s; on %s it may die with SIGILL", ff.Flags, of, worstDetail, pol.CPU)})
-	case flagrec.Lost:
-		findings = append(findings, Finding{Kind: KindLostTuning, Severity: sev, Path: path,
-			Detail: fmt.Sprintf("compiled with %s%s: %s (lost tuning: a flag after the target's overrode it)", ff.Flags, of, worstDetail)})
-	case flagrec.Unresolved:
-		findings = append(findings, Finding{Kind: KindFlagsUnresolved, Severity: sev, Path: path,
-			Detail: fmt.Sprintf("recorded flags cannot be judged%s: %s", of, worstDetail)})
+	ff.Origins = map[string]*OriginFlags{}
+	for _, o := range slices.Sorted(maps.Keys(byOrigin)) {
+		w := byOrigin[o]
+		ff.Origins[o] = &OriginFlags{Records: w.n, Verdict: w.verdict, Flags: w.res.Describe()}
+		findings = append(findings, w.findings(path, len(recs), o, sev, pol)...)
 	}
 	return ff, findings
+}
+
+// worstOf is the worst verdict of some records, and how many there were
+// and of which verdict.
+type worstOf struct {
+	n       int
+	counts  map[string]int
+	verdict string
+	res     flagrec.Resolved
+	detail  string
+}
+
+func (w *worstOf) add(v string, res flagrec.Resolved, detail string) {
+	if w.counts == nil {
+		w.counts = map[string]int{}
+	}
+	w.n++
+	w.counts[v]++
+	if w.verdict == "" || flagrec.Rank(v) > flagrec.Rank(w.verdict) {
+		w.verdict, w.res, w.detail = v, res, detail
+	}
+}
+
+// findings are the findings of the worst verdict of records of origin
+// ("": not known) in an object holding total records.
+func (w *worstOf) findings(path string, total int, origin, sev string, pol *Policy) []Finding {
+	flags := w.res.Describe()
+	var of []string
+	if total > 1 {
+		of = append(of, fmt.Sprintf("%d of its %d recorded command lines", w.counts[w.verdict], total))
+	}
+	switch {
+	case origin == OriginTree:
+		of = append(of, "compiled by the tree's own build")
+	case origin != "":
+		of = append(of, "compiled by "+origin)
+	}
+	in := ""
+	if len(of) > 0 {
+		in = " (" + strings.Join(of, ", ") + ")"
+	}
+	switch w.verdict {
+	case flagrec.Beyond:
+		return []Finding{{Kind: KindFlagsBeyond, Severity: SevError, Path: path, Origin: origin,
+			Detail: fmt.Sprintf("compiled with %s%s: %s; on %s it may die with SIGILL", flags, in, w.detail, pol.CPU)}}
+	case flagrec.Lost:
+		lsev, why := sev, "lost tuning: a flag after the target's overrode it"
+		if origin == OriginTree {
+			if pol.origins.Accepted == "" {
+				lsev = SevError
+				why += "; the tree's own objects must be at the target's -march: patch the tree's -march, or accept it with --accept-lost-tuning REASON"
+			} else {
+				why += "; accepted (--accept-lost-tuning): " + pol.origins.Accepted
+			}
+		}
+		return []Finding{{Kind: KindLostTuning, Severity: lsev, Path: path, Origin: origin,
+			Detail: fmt.Sprintf("compiled with %s%s: %s (%s)", flags, in, w.detail, why)}}
+	case flagrec.Unresolved:
+		return []Finding{{Kind: KindFlagsUnresolved, Severity: sev, Path: path, Origin: origin,
+			Detail: fmt.Sprintf("recorded flags cannot be judged%s: %s", in, w.detail)}}
+	}
+	return nil
 }
 
 // sourceBitcode: the command line in LTO bitcode's metadata.
@@ -257,6 +382,13 @@ func (w *walker) bitcodeFlags(name string, b []byte) {
 	}
 	_, fs := judgeRecords(name, recs, source, true, w.pol)
 	w.add(fs...)
+	if w.pol.keepDigests {
+		w.mu.Lock()
+		for _, r := range recs {
+			w.digests[r.Digest()] = true
+		}
+		w.mu.Unlock()
+	}
 }
 
 // summarizeFlags fills the report's flag summary from its files.
@@ -283,6 +415,17 @@ func (r *Report) summarizeFlags() {
 		if f.Flags.Flags != "" {
 			landed[f.Flags.Flags]++
 		}
+		for o, of := range f.Flags.Origins {
+			if of.Verdict == flagrec.Lost {
+				if s.LostBy == nil {
+					s.LostBy = map[string]int{}
+				}
+				s.LostBy[o]++
+			}
+		}
+	}
+	if r.Policy.origins != nil {
+		s.LostTuningAccepted = r.Policy.origins.Accepted
 	}
 	if compiled > 0 {
 		s.AtTarget = float64(at) / float64(compiled)

@@ -44,6 +44,9 @@ type Report struct {
 	Allowed  []AllowUse `json:"allowed,omitempty"`
 	Warnings []string   `json:"warnings,omitempty"`
 	Summary  Summary    `json:"summary"`
+	// Digests are the digests of every flag record read
+	// (flagrec.Record.Digest), sorted, each once: with Options.Digests.
+	Digests []string `json:"-"`
 }
 
 // File is one ELF (or other executable format) found in the inputs.
@@ -82,6 +85,9 @@ type Finding struct {
 	Guarded  bool   `json:"guarded,omitempty"`
 	// Allowed names the allow-file entry that waived this violation.
 	Allowed string `json:"allowed,omitempty"`
+	// Origin is the build that compiled the records a flag finding judges
+	// (with Options.Origins): OriginTree or a third-party package.
+	Origin string `json:"origin,omitempty"`
 }
 
 // Violation reports whether the finding fails the scan.

@@ -46,6 +46,10 @@ type Policy struct {
 	Ships      []string `json:"ships,omitempty"`
 	allowed    map[string]bool
 	deployOnly map[string]bool
+	// origins and keepDigests are the scan's Options.Origins and
+	// Options.Digests.
+	origins     *Origins
+	keepDigests bool
 }
 
 // Scopes a file is judged in (File.Scope).

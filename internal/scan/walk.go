@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -44,7 +45,15 @@ type Options struct {
 	// RequireTargetFlags makes the flag read-back's warnings (lost tuning,
 	// unrecorded or unresolved flags) violations.
 	RequireTargetFlags bool
-	Allow              []Exception
+	// Origins attributes each flag record to the build that compiled it,
+	// the tree's own or a third-party package's: lost tuning in the tree's
+	// own records is then an error unless accepted (the build's scan
+	// gate). nil: records are not told apart.
+	Origins *Origins
+	// Digests keeps the digest of every flag record read in
+	// Report.Digests (a package's install scan, for Origins).
+	Digests bool
+	Allow   []Exception
 	// Insecure allows plain-HTTP registries that are not on loopback.
 	Insecure bool
 	// RegistryStall bounds how long a registry may send nothing (0: the
@@ -155,6 +164,8 @@ type walker struct {
 	jars   []*jarInfo
 	root   string // the resolved directory of the current input: thin-archive members stay inside it
 	seen   map[string]bool
+	// digests are the flag records' digests read (Options.Digests).
+	digests map[string]bool
 }
 
 // Scan scans inputs — directories, files (ELF, ar, tar, tar.gz, tar.zst, zip,
@@ -180,12 +191,12 @@ func Scan(ctx context.Context, inputs []string, pol *Policy, opts Options) (*Rep
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	if pol != nil && opts.RequireTargetFlags != pol.RequireFlags {
+	if pol != nil && (opts.RequireTargetFlags != pol.RequireFlags || opts.Origins != pol.origins || opts.Digests != pol.keepDigests) {
 		p := *pol
-		p.RequireFlags = opts.RequireTargetFlags
+		p.RequireFlags, p.origins, p.keepDigests = opts.RequireTargetFlags, opts.Origins, opts.Digests
 		pol = &p
 	}
-	w := &walker{opts: opts, pol: pol, table: isa.Default, ctx: ctx, jobs: make(chan job), rep: &Report{Inputs: inputs, Policy: pol}}
+	w := &walker{opts: opts, pol: pol, table: isa.Default, ctx: ctx, jobs: make(chan job), rep: &Report{Inputs: inputs, Policy: pol}, digests: map[string]bool{}}
 	if pol != nil {
 		w.rep.Target = pol.Target
 	}
@@ -297,7 +308,7 @@ func (w *walker) analyze(j job) {
 	if j.jar != nil {
 		// A jar's native libraries are other projects' builds: how they
 		// were compiled is theirs, judged by the ISA checks alone.
-		a.file.Flags = nil
+		a.file.Flags, a.digests = nil, nil
 		a.findings = slices.DeleteFunc(a.findings, func(f Finding) bool { return isFlagKind(f.Kind) })
 		// Other platforms' libraries belong in a multi-platform jar; the jar
 		// as a whole is judged by its coverage of the target.
@@ -313,6 +324,9 @@ func (w *walker) analyze(j job) {
 		w.rep.Files = append(w.rep.Files, a.file)
 	}
 	w.rep.Findings = append(w.rep.Findings, a.findings...)
+	for _, d := range a.digests {
+		w.digests[d] = true
+	}
 	w.mu.Unlock()
 	if a.file.Path != "" {
 		w.native(j, "elf", a.file.Machine)
@@ -1082,4 +1096,7 @@ func (w *walker) finish() {
 	}
 	r.summarizeFlags()
 	s.Clean = s.Violations == 0
+	if w.opts.Digests {
+		r.Digests = slices.Sorted(maps.Keys(w.digests))
+	}
 }
