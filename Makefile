@@ -128,6 +128,8 @@ e2e: deps
 	DORISARM_E2E=1 $(GO) test -count=1 -timeout 30m -v -run '^TestHostileTree$$' ./cmd/dorisarm
 	@echo "== builds killed with SIGKILL at 30 random moments: the cache, the processes, the next build"
 	DORISARM_E2E=1 $(GO) test -count=1 -timeout 60m -v -run '^TestKilledBuilds$$' ./cmd/dorisarm
+	@echo "== the C++ runtime: GCC 12's libstdc++ built from its pinned source for aarch64 and x86_64 at glibc 2.17, a C++20 probe built against it for four targets, readelf and qemu"
+	DORISARM_E2E=1 $(GO) test -count=1 -timeout 60m -v -run '^TestCXXRuntime$$' ./cmd/dorisarm
 	@echo "== link chains out of the tree: the extractor and the step cache"
 	$(GO) test -count=1 -v -run 'TestHostileArchives|TestPoisonedEntryStaysInTree|TestPutRefusesLinksOut' ./internal/unpack ./internal/build
 

@@ -57,6 +57,10 @@ type Record struct {
 	// BuildTools are the build machine's programs its BE steps ran in place
 	// of the tree's (a cross build's code generators).
 	BuildTools []plan.BuildToolInfo `json:"build_tools,omitempty"`
+	// CXXRuntime is the C++ runtime the build's C++ code compiled and
+	// linked against instead of the sysroot's own (runtimes in the
+	// matrix): which, for what glibc, and its step's key.
+	CXXRuntime *CXXRuntime `json:"cxx_runtime,omitempty"`
 	// Partial is set on a partial build: the packages it lacks.
 	Partial  *Partial     `json:"partial,omitempty"`
 	ScanSkip string       `json:"scan_skipped,omitempty"`
@@ -139,6 +143,19 @@ type SmokeResult struct {
 	Output  string   `json:"output,omitempty"`
 }
 
+// CXXRuntime says which C++ runtime a build used: the GCC release of its
+// library, the glibc it was built for, its pinned source and the step
+// (and key) that made it.
+type CXXRuntime struct {
+	Name      string `json:"name"`
+	Libstdcxx string `json:"libstdcxx"`
+	Glibc     string `json:"glibc"`
+	Source    string `json:"source"`
+	SHA256    string `json:"sha256"`
+	Step      string `json:"step"`
+	Key       string `json:"key"`
+}
+
 func newRecord(in Input) *Record {
 	p := in.Plan
 	r := &Record{Schema: RecordSchema, Cell: p.Cell, Source: p.Source, Recipe: p.Recipe, Matrix: p.Matrix, Compiler: p.Toolchain.Compiler,
@@ -154,6 +171,11 @@ func newRecord(in Input) *Record {
 	}
 	if r.Patches == nil {
 		r.Patches = []plan.PatchRef{}
+	}
+	for _, s := range p.Steps {
+		if in := s.Inputs.Runtime; in != nil {
+			r.CXXRuntime = &CXXRuntime{Name: in.Name, Libstdcxx: in.Libstdcxx, Glibc: in.Glibc, Source: in.Source.URL, SHA256: in.Source.SHA256, Step: s.ID, Key: s.Key}
+		}
 	}
 	for _, s := range p.Steps {
 		switch {

@@ -366,7 +366,11 @@ func Make(in Inputs) (*Plan, error) {
 		if e, ok := in.Lock.Archives[pk.Name]; ok {
 			fin.SHA256 = e.SHA256
 		} else {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("archive %s is not pinned in %s; only its MD5 from vars.sh will vouch for it (run dorisarm sources lock)", pk.Name, r.Lock))
+			where := "recipe " + r.Name + "'s lock (it names none: set lock: in the recipe)"
+			if r.Lock != "" {
+				where = r.Lock
+			}
+			p.Warnings = append(p.Warnings, fmt.Sprintf("archive %s is not pinned in %s; only its MD5 from vars.sh will vouch for it (run dorisarm sources lock)", pk.Name, where))
 		}
 		p.Steps = append(p.Steps, Step{ID: "fetch:" + pk.Entry, Kind: KindFetch, Inputs: StepInputs{Fetch: fin},
 			Outputs: []string{SRC + "/" + r.Thirdparty.SrcDir + "/" + pk.Name}})

@@ -65,6 +65,10 @@ type Runtime struct {
 	Path string `json:"-"`
 }
 
+// RuntimePlaceholder names the made runtime in what is keyed before it
+// is made (the sysroot check's key): the runtime's own key stands for it.
+const RuntimePlaceholder = "$CXXRT"
+
 // RuntimeDir is where a cell's made runtime is, under its toolchain
 // directory (the plans' $TOOLCHAIN), read-only to every step.
 const RuntimeDir = "cxxrt"
@@ -161,7 +165,7 @@ func (tc *Toolchain) checkSysroot(ctx context.Context) error {
 func (tc *Toolchain) ProbeKey() (string, error) {
 	// Where the compiler and its tools are installed is not part of it:
 	// the flags name them by placeholders, and their bytes count.
-	f, err := tc.Flags(FlagOptions{NoLTO: true, Sysroot: SysrootPlaceholder, ToolHome: "$TOOLCHAIN"})
+	f, err := tc.Flags(FlagOptions{NoLTO: true, Sysroot: SysrootPlaceholder, ToolHome: "$TOOLCHAIN", Runtime: RuntimePlaceholder})
 	if err != nil {
 		return "", err
 	}

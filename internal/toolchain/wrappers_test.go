@@ -255,3 +255,28 @@ func fakeRuntime(t *testing.T, triple string) *Runtime {
 	}
 	return &Runtime{Name: "gcc-12", Libstdcxx: "12", Path: dir}
 }
+
+// TestProbeKeyNamesTheRuntimeByKey: the sysroot check's verdict is keyed
+// before the runtime is made and looked up after: where the runtime is
+// does not change the key, which runtime does.
+func TestProbeKeyNamesTheRuntimeByKey(t *testing.T) {
+	m := repoMatrix(t)
+	cell, err := m.Cell("2.1", "generic-armv8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &Toolchain{Cell: cell, Compiler: m.Compilers["gcc"], CC: "/usr/bin/gcc", CXX: "/usr/bin/g++", Tools: map[string]string{},
+		Sysroot: &Sysroot{Name: "s", Key: "k"}, Runtime: &Runtime{Name: "gcc-12", Libstdcxx: "12", Key: "r1"}}
+	planned, err := tc.ProbeKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.Runtime.Path = "/work/cell/toolchain/cxxrt"
+	if made, _ := tc.ProbeKey(); made != planned {
+		t.Error("the probe key changed when the runtime was made")
+	}
+	tc.Runtime.Key = "r2"
+	if other, _ := tc.ProbeKey(); other == planned {
+		t.Error("another runtime, the same probe key")
+	}
+}
