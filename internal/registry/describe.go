@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 // Describe says what a registry's error answer means and what to do about
@@ -83,4 +85,22 @@ func has(te *transport.Error, code transport.ErrorCode) bool {
 		}
 	}
 	return false
+}
+
+// Text is err's message with every registry error answer in it said as
+// Describe says it: what a command prints of an error that may hold one.
+func Text(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	seen := map[*transport.Error]bool{}
+	fault.Walk(err, func(e error) bool {
+		if te, ok := e.(*transport.Error); ok && !seen[te] {
+			seen[te] = true
+			msg = strings.ReplaceAll(msg, te.Error(), Describe(te))
+		}
+		return false
+	})
+	return msg
 }

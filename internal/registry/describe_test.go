@@ -3,14 +3,18 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 // TestDescribe: what a registry's error answers become, read by
@@ -70,5 +74,23 @@ func TestDescribe(t *testing.T) {
 				t.Errorf("%s: %q has the raw %q", c.name, got, raw)
 			}
 		}
+	}
+}
+
+// TestText: a registry's answer deep in a chain, and two of them joined,
+// are said in the message; the rest of the message stays.
+func TestText(t *testing.T) {
+	get := &http.Request{Method: "GET", URL: &url.URL{Scheme: "http", Host: "r:5000", Path: "/v2/doris/doris-be/manifests/9.9.9-kunpeng920"}}
+	te := &transport.Error{StatusCode: 404, Request: get, Errors: []transport.Diagnostic{{Code: transport.ManifestUnknownErrorCode, Message: "manifest unknown", Detail: map[string]any{"Tag": "9.9.9-kunpeng920"}}}}
+	blob := &transport.Error{StatusCode: 503, Request: &http.Request{Method: "GET", URL: &url.URL{Host: "r:5000", Path: "/v2/doris/doris-be/blobs/sha256:ab"}}}
+	err := fault.Input(fmt.Errorf("r:5000/doris/doris-be:9.9.9-kunpeng920: %w", errors.Join(te, blob)))
+	got := Text(err)
+	if !strings.HasPrefix(got, "r:5000/doris/doris-be:9.9.9-kunpeng920: the registry r:5000 has no tag 9.9.9-kunpeng920 in doris/doris-be") ||
+		!strings.Contains(got, "the registry r:5000 failed (503 Service Unavailable, GET /v2/doris/doris-be/blobs/sha256:ab)") ||
+		strings.Contains(got, "map[") || strings.Contains(got, "MANIFEST_UNKNOWN") {
+		t.Errorf("Text = %q", got)
+	}
+	if Text(nil) != "" || Text(errors.New("plain")) != "plain" {
+		t.Error("Text changed what holds no registry answer")
 	}
 }
