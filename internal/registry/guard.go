@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 // DefaultStall is how long a registry may send nothing (no response, or
@@ -77,6 +79,11 @@ func (e *GuardError) Error() string { return e.Msg }
 // Timeout says the registry or the network was too slow (a stall, a
 // trickle): the environment failed, not the image (fault.Network).
 func (e *GuardError) Timeout() bool { return e.Slow }
+
+// Is makes a stall or a trickle a failure of the environment
+// (fault.ErrEnv), found through go-containerregistry's joined ping errors
+// too, which errors.Is searches but Unwrap does not expose.
+func (e *GuardError) Is(target error) bool { return e.Slow && target == fault.ErrEnv }
 
 func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())

@@ -416,3 +416,19 @@ func TestGuardBoundsSlowReads(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardStallIsTheEnvironment: a registry that never answers its ping
+// (/v2/) fails after the stall as the environment (exit 3), though
+// go-containerregistry joins the ping's two attempts (HTTPS, then HTTP on
+// loopback) in an error that does not Unwrap.
+func TestGuardStallIsTheEnvironment(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	ref := mustRef(t, strings.TrimPrefix(srv.URL, "http://")+"/doris/doris-be:2.1.8")
+	_, err := remote.Get(ref, Options{Stall: 300 * time.Millisecond}.Remote(context.Background())...)
+	if err == nil || !strings.Contains(err.Error(), "sent nothing for 300ms") || !fault.IsEnv(err) {
+		t.Errorf("a registry that never answers: %v (environment: %v)", err, fault.IsEnv(err))
+	}
+}
