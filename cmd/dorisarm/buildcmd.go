@@ -217,14 +217,5 @@ func sayRejected(ctx context.Context, g *globals, outs []build.Outcome, err erro
 	if ctx.Err() != nil {
 		return outs, fault.Gatef("interrupted; the cache keeps every finished step, run again to resume")
 	}
-	var failed []string
-	for _, out := range outs {
-		if out.State == "failed" {
-			failed = append(failed, out.Target)
-		}
-	}
-	if len(failed) > 0 {
-		return outs, fault.Gatef("build failed for %s", strings.Join(failed, ", "))
-	}
-	return outs, nil
+	return outs, build.Failed(outs)
 }

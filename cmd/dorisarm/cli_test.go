@@ -3,12 +3,17 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/spf13/cobra"
 
 	"github.com/dorisarm/dorisarm/internal/datafile"
@@ -205,6 +210,7 @@ func TestPromoteHelpShapeParses(t *testing.T) {
 
 // TestExitCodeMapping: the one mapping from error kinds to exit statuses.
 func TestExitCodeMapping(t *testing.T) {
+	enospc := &fs.PathError{Op: "write", Path: "/var/cache/dorisarm/work/x", Err: syscall.ENOSPC}
 	in := fault.Inputf("bad flag")
 	gate := fault.Gatef("scan found 3 violations")
 	for _, c := range []struct {
@@ -217,10 +223,26 @@ func TestExitCodeMapping(t *testing.T) {
 		{in, true, exitUsage},
 		{fmt.Errorf("plan: %w", in), true, exitUsage},
 		{gate, true, exitCheck},
-		{fault.Gate(in), true, exitCheck}, // a gate around bad input: the gate wins
-		{errors.New("registry down"), true, exitCheck},
+		{fault.Gate(in), true, exitCheck},              // a gate around bad input: the gate wins
+		{errors.New("registry down"), true, exitCheck}, // a message is not a kind
 		{&datafile.Error{Msg: "x"}, true, exitUsage},
 		{&promote.GateError{Reason: "unsigned"}, true, exitCheck},
+		// The environment, by mark or by cause, wins over the marks
+		// around it: the check or the input is not what failed.
+		{fault.Envf("mirror down"), true, exitEnv},
+		{fault.Gatef("build failed: %w", enospc), true, exitEnv},
+		{fault.Input(fmt.Errorf("keygen: %w", enospc)), true, exitEnv},
+		{fault.Because(fault.Gatef("build failed for kunpeng920"), enospc), true, exitEnv},
+		{fmt.Errorf("publishing: %w", &fs.PathError{Op: "mkdir", Path: "/out/2.1.8", Err: syscall.EACCES}), true, exitEnv},
+		{fault.Input(&fs.PathError{Op: "open", Path: "allow.yaml", Err: syscall.EACCES}), true, exitUsage}, // a file the user named
+		{fault.Input(&url.Error{Op: "Get", URL: "https://127.0.0.1:1/v2/", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}), true, exitEnv},
+		{&transport.Error{StatusCode: 503}, true, exitEnv},
+		{&transport.Error{StatusCode: 401}, true, exitEnv},
+		{fault.Gate(fmt.Errorf("x: %w", &transport.Error{StatusCode: 404, Errors: []transport.Diagnostic{{Code: transport.ManifestUnknownErrorCode}}})), true, exitCheck},
+		{fmt.Errorf("promote: %w", &transport.Error{StatusCode: 404, Errors: []transport.Diagnostic{{Code: transport.ManifestUnknownErrorCode}}}), true, exitUsage},
+		{&transport.Error{StatusCode: 404, Errors: []transport.Diagnostic{{Code: transport.BlobUnknownErrorCode}}}, true, exitCheck},
+		{fmt.Errorf("writing the output: %w", &fs.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}), true, exitCheck},
+		{enospc, false, exitUsage}, // refused by cobra before RunE
 	} {
 		if got := exitCode(c.err, c.ran); got != c.want {
 			t.Errorf("exitCode(%v, ran=%v) = %d, want %d", c.err, c.ran, got, c.want)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"archive/zip"
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -151,16 +153,29 @@ func TestNullPath(t *testing.T) {
 	}
 }
 
-// A scan with nothing to report: its lists are empty, not null.
+// A scan with nothing to report: its lists are empty, not null. The tree
+// holds a jar of Java classes alone (judged: it has no native library to
+// miss), beside a text file (a tree of text alone is nothing checked, exit
+// 2: TestScanNothingToJudgeExitsTwo).
 func TestScanJSONEmptyLists(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("text\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	var jar bytes.Buffer
+	zw := zip.NewWriter(&jar)
+	for _, name := range []string{"META-INF/MANIFEST.MF", "org/apache/doris/Main.class"} {
+		w, _ := zw.Create(name)
+		w.Write([]byte("Manifest-Version: 1.0\n"))
+	}
+	zw.Close()
+	if err := os.WriteFile(filepath.Join(dir, "fe.jar"), jar.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []string{"json", "sarif"} {
 		stdout, errOut, code := run(t, "scan", "-o", f, dir)
 		if code != 0 || !strings.Contains(stdout, "[]") {
-			t.Errorf("scan -o %s of a text file: exit %d\n%s%s", f, code, stdout, errOut)
+			t.Errorf("scan -o %s of a jar and a text file: exit %d\n%s%s", f, code, stdout, errOut)
 		}
 	}
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // Output that cannot be written (a full disk; /dev/full here) is an error
-// with exit status 1, for every command and output form: before, commands
-// printing tables, plans or help exited 0 with their output cut short.
+// for every command and output form, exit status 3 (the machine failed,
+// not the command): before, commands printing tables, plans or help
+// exited 0 with their output cut short.
 func TestOutputWriteErrors(t *testing.T) {
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
@@ -37,8 +38,8 @@ func TestOutputWriteErrors(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); ok {
 			code = ee.ExitCode()
 		}
-		if code != 1 || !strings.Contains(stderr.String(), "no space left on device") {
-			t.Errorf("dorisarm %v > /dev/full: exit %d, want 1 and the write error:\n%s", args, code, stderr.String())
+		if code != 3 || !strings.Contains(stderr.String(), "no space left on device") || !strings.Contains(stderr.String(), "the disk is full") {
+			t.Errorf("dorisarm %v > /dev/full: exit %d, want 3 and the write error:\n%s", args, code, stderr.String())
 		}
 	}
 }

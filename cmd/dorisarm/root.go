@@ -130,7 +130,10 @@ ARMv8 servers.
 Every command that prints data takes --output json (-o json). Status words
 are coloured on a terminal unless $NO_COLOR is set (or --color never).
 
-Exit status: 0 ok, 1 a check failed, 2 bad input or usage.`,
+Exit status: 0 ok, 1 a check failed, 2 bad input or usage, 3 the machine or
+the network failed (a registry that cannot be reached or answers 5xx, a full
+disk, permission denied): retry those. 130 interrupted. README.md, "Exit
+status", has the table.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -12,6 +12,7 @@ func newScanCmd(g *globals) *cobra.Command {
 	var target, format, allowFile string
 	var ships []string
 	opts := scan.DefaultOptions()
+	opts.RequireCode = true // an input with nothing judged is bad input, never clean
 	cmd := &cobra.Command{
 		Use:   "scan [--target NAME] PATH...",
 		Short: "Prove a build fits its target CPU and OS",
@@ -51,8 +52,12 @@ objects (archive members, .o files) are judged for those alone: the rest is
 judged where they are linked. Each file's scope is in the report. Without
 --ship every file ships.
 
+An input with nothing in it the scanner judges (a directory of text files,
+an archive of them) is bad input, never clean: nothing was checked.
+
 Without --target it reports what it found. Exit status: 0 clean, 1 violations,
-2 bad input or usage.`,
+2 bad input or usage (nothing to judge included), 3 the machine or the network
+failed (a registry that cannot be reached, a full disk).`,
 		Example: `  dorisarm scan --target kunpeng920 out/2.1.8/kunpeng920
   dorisarm scan --target graviton3 --format sarif apache-doris-2.1.8-bin-arm64.tar.gz > scan.sarif
   dorisarm scan --target kunpeng920 --allow scan-allow.yaml oci:out/registry

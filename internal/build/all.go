@@ -9,6 +9,7 @@ import (
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/scan"
 )
 
@@ -24,6 +25,9 @@ type Outcome struct {
 	CacheSteps int     `json:"cache_steps"`
 	Seconds    float64 `json:"seconds"`
 	Error      string  `json:"error,omitempty"`
+	// Err is the error Error says, for its kind (fault.IsEnv: the machine
+	// failed the cell, not its build).
+	Err error `json:"-"`
 	// Rejected is the compiler the toolchain step found unable to build
 	// for the sysroot: planning again takes the target's next one.
 	Rejected string `json:"-"`
@@ -86,23 +90,37 @@ start:
 	}
 	wg.Wait()
 	got := []Outcome{}
-	var failed []string
 	for i, o := range outs {
-		if !finished[i] {
-			continue
-		}
-		got = append(got, o)
-		if o.State == "failed" {
-			failed = append(failed, o.Target)
+		if finished[i] {
+			got = append(got, o)
 		}
 	}
 	if ctx.Err() != nil {
 		return got, fault.Gatef("interrupted; the cache keeps every finished step, run again to resume")
 	}
-	if len(failed) > 0 {
-		return got, fault.Gatef("build failed for %s", strings.Join(failed, ", "))
+	return got, Failed(got)
+}
+
+// Failed is the error of outcomes that failed: a failed gate naming the
+// targets (each said its error as it ended), whose causes keep their kind,
+// so a cell that the machine failed (a full disk, the network) makes the
+// whole a failure of the machine (fault.IsEnv). Nil when none failed.
+func Failed(outs []Outcome) error {
+	var failed []string
+	var causes []error
+	for _, o := range outs {
+		if o.State != "failed" {
+			continue
+		}
+		failed = append(failed, o.Target)
+		if o.Err != nil {
+			causes = append(causes, o.Err)
+		}
 	}
-	return got, nil
+	if len(failed) == 0 {
+		return nil
+	}
+	return fault.Because(fault.Gatef("build failed for %s", strings.Join(failed, ", ")), causes...)
 }
 
 // Share divides a --jobs budget among n cells: how many run at once, and
@@ -128,7 +146,8 @@ func runCellReplanning(ctx context.Context, in Input, opts Options) (Outcome, bo
 		next, err := opts.Replan(ctx, o, tried)
 		if err != nil {
 			again := Outcome{Target: o.Target, Doris: o.Doris, Dir: o.Dir, State: "failed"}
-			again.Error = fmt.Sprintf("%s: planning again after %s was rejected: %v", o.Target, o.Rejected, err)
+			again.Err = fmt.Errorf("%s: planning again after %s was rejected: %w", o.Target, o.Rejected, err)
+			again.Error = registry.Text(again.Err)
 			return again, true
 		}
 		o, ok = runCell(ctx, *next, opts)
@@ -145,7 +164,7 @@ func runCell(ctx context.Context, in Input, opts Options) (o Outcome, ok bool) {
 	case err != nil && ctx.Err() != nil:
 		return o, false
 	case err != nil:
-		o.State, o.Error = "failed", err.Error()
+		o.State, o.Err, o.Error = "failed", err, registry.Text(err)
 		var rej *CompilerRejected
 		if errors.As(err, &rej) {
 			o.Rejected = rej.Compiler

@@ -265,6 +265,19 @@ func sysrootSpec(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheD
 	return spec, abs, opts, true, nil
 }
 
+// sysrootErr is a sysroot that could not be keyed or made (what says
+// which: "sysroot", "cannot make sysroot"). A failure of the machine or the
+// network (a full disk, a mirror or registry that cannot be reached) is
+// said as it is and is no fault of the matrix: no waiver mends a full
+// disk. Anything else is bad input, pointing at the matrix and the waiver.
+func sysrootErr(m *matrix.Matrix, cell matrix.Cell, name, what string, err error) error {
+	if fault.IsEnv(err) {
+		return fault.Envf("target %s: %s %s for %s: %w", cell.Target.Name, what, name, cell.OS.ID, err)
+	}
+	return fault.Inputf("target %s: %s %s for %s: %w\n(check sysroots.%s in %s, or pass --waive-sysroot REASON to build against this machine's libraries, recorded as a waiver)",
+		cell.Target.Name, what, name, cell.OS.ID, err, name, m.File)
+}
+
 // SysrootKey is the sysroot of a cell's target OS as a plan knows it: by
 // the key of its spec, without making it. It returns nil with no error
 // when the sysroot is waived.
@@ -285,8 +298,7 @@ func sysrootKey(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheDi
 	}
 	key, err := sysroot.Key(ctx, spec, abs, opts...)
 	if err != nil {
-		return nil, fault.Inputf("target %s: sysroot %s for %s: %w\n(check sysroots.%s in %s, or pass --waive-sysroot REASON to build against this machine's libraries, recorded as a waiver)",
-			cell.Target.Name, spec.Name, cell.OS.ID, err, spec.Name, m.File)
+		return nil, sysrootErr(m, cell, spec.Name, "sysroot", err)
 	}
 	return &toolchain.Sysroot{Name: spec.Name, Key: key}, nil
 }
@@ -313,12 +325,11 @@ func makeSysroot(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheD
 	name := spec.Name
 	key, err := sysroot.Key(ctx, spec, abs, opts...)
 	if err != nil {
-		return nil, fault.Inputf("target %s: sysroot %s: %w", cell.Target.Name, name, err)
+		return nil, sysrootErr(m, cell, name, "sysroot", err)
 	}
 	got, err := sysroot.Ensure(ctx, spec, abs, opts...)
 	if err != nil {
-		return nil, fault.Inputf("target %s: cannot make sysroot %s for %s: %w\n(check sysroots.%s in %s, or pass --waive-sysroot REASON to build against this machine's libraries, recorded as a waiver)",
-			cell.Target.Name, name, cell.OS.ID, err, name, m.File)
+		return nil, sysrootErr(m, cell, name, "cannot make sysroot", err)
 	}
 	run := got.Path
 	if got.GlibcFrom != "" {
@@ -326,7 +337,7 @@ func makeSysroot(ctx context.Context, m *matrix.Matrix, cell matrix.Cell, cacheD
 		spec.Glibc = ""
 		base, err := sysroot.Ensure(ctx, spec, abs, opts...)
 		if err != nil {
-			return nil, fault.Inputf("target %s: sysroot %s: %w", cell.Target.Name, name, err)
+			return nil, sysrootErr(m, cell, name, "cannot make sysroot", err)
 		}
 		run = base.Path
 	}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 // DefaultStall is how long a registry may send nothing (no response, or
@@ -65,15 +67,28 @@ type guard struct {
 	minRate int64 // bytes per second
 }
 
-// GuardError is a registry answer the guard refused.
-type GuardError struct{ Msg string }
+// GuardError is a registry answer the guard refused: one that did not come
+// in time (Slow), or one it may not trust.
+type GuardError struct {
+	Msg  string
+	Slow bool
+}
 
 func (e *GuardError) Error() string { return e.Msg }
+
+// Timeout says the registry or the network was too slow (a stall, a
+// trickle): the environment failed, not the image (fault.Network).
+func (e *GuardError) Timeout() bool { return e.Slow }
+
+// Is makes a stall or a trickle a failure of the environment
+// (fault.ErrEnv), found through go-containerregistry's joined ping errors
+// too, which errors.Is searches but Unwrap does not expose.
+func (e *GuardError) Is(target error) bool { return e.Slow && target == fault.ErrEnv }
 
 func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
 	stalled := func() {
-		cancel(&GuardError{fmt.Sprintf("registry %s sent nothing for %s (%s %s): check the registry or the network, or raise --registry-timeout", req.URL.Host, g.stall, req.Method, req.URL.Path)})
+		cancel(&GuardError{Slow: true, Msg: fmt.Sprintf("registry %s sent nothing for %s (%s %s): check the registry or the network, or raise --registry-timeout", req.URL.Host, g.stall, req.Method, req.URL.Path)})
 	}
 	// answered is set once the response has come: a late tick of the
 	// timer, or of the request body still being sent, then does nothing.
@@ -121,7 +136,7 @@ func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	mt := types.MediaType(strings.TrimSpace(strings.Split(resp.Header.Get("Content-Type"), ";")[0]))
 	if mt == types.DockerManifestSchema1 || mt == types.DockerManifestSchema1Signed {
 		resp.Body.Close()
-		return nil, &GuardError{fmt.Sprintf("%s: the registry answered with a Docker schema 1 manifest (%s); dorisarm reads only OCI and Docker v2 manifests, whose bytes it can check against their digest", what, mt)}
+		return nil, &GuardError{Msg: fmt.Sprintf("%s: the registry answered with a Docker schema 1 manifest (%s); dorisarm reads only OCI and Docker v2 manifests, whose bytes it can check against their digest", what, mt)}
 	}
 	want, ok := strings.CutPrefix(m[2], "sha256:")
 	if !ok || req.Method != http.MethodGet {
@@ -133,11 +148,11 @@ func (g guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if len(b) > maxManifest {
-		return nil, &GuardError{fmt.Sprintf("%s: the manifest is larger than %d MiB", what, maxManifest>>20)}
+		return nil, &GuardError{Msg: fmt.Sprintf("%s: the manifest is larger than %d MiB", what, maxManifest>>20)}
 	}
 	sum := sha256.Sum256(b)
 	if got := hex.EncodeToString(sum[:]); got != want {
-		return nil, &GuardError{fmt.Sprintf("%s: the registry answered with other bytes than the digest names (they hash to sha256:%s); do not trust this registry's copy", what, got)}
+		return nil, &GuardError{Msg: fmt.Sprintf("%s: the registry answered with other bytes than the digest names (they hash to sha256:%s); do not trust this registry's copy", what, got)}
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(b))
 	resp.ContentLength = int64(len(b))
@@ -213,7 +228,7 @@ func (b *stallBody) slowError() error {
 	if b.size > 0 {
 		of = fmt.Sprintf("%d bytes", b.size)
 	}
-	return &GuardError{fmt.Sprintf("registry %s sent %d of %s in %s (%.1f KiB/s), slower than the minimum of %d KiB/s on average: check the registry or the network, or lower --registry-min-rate",
+	return &GuardError{Slow: true, Msg: fmt.Sprintf("registry %s sent %d of %s in %s (%.1f KiB/s), slower than the minimum of %d KiB/s on average: check the registry or the network, or lower --registry-min-rate",
 		b.what, got, of, el.Round(time.Millisecond), float64(got)/1024/el.Seconds(), b.minRate>>10)}
 }
 

@@ -23,6 +23,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 // hostile is a registry in front of an honest one: its rewrite, when set,
@@ -124,6 +126,9 @@ func TestGuardRefusesOtherBytesForADigest(t *testing.T) {
 		var ge *GuardError
 		if err == nil || !errors.As(err, &ge) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want a GuardError containing %q", c.name, err, c.want)
+		}
+		if fault.IsEnv(err) {
+			t.Errorf("%s: a registry's lie counts as the environment failing (exit 3), not as a failed check: %v", c.name, err)
 		}
 	}
 	// A child of an index is fetched by digest inside go-containerregistry:
@@ -246,8 +251,8 @@ func TestGuardBoundsStalls(t *testing.T) {
 		go func() { done <- c.do() }()
 		select {
 		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), "sent nothing for 300ms") {
-				t.Errorf("%s: err = %v, want the stall error", c.name, err)
+			if err == nil || !strings.Contains(err.Error(), "sent nothing for 300ms") || !fault.IsEnv(err) {
+				t.Errorf("%s: err = %v, want the stall error, an environment failure", c.name, err)
 			}
 		case <-time.After(20 * stall):
 			t.Errorf("%s: still waiting after %s, stall is %s", c.name, 20*stall, stall)
@@ -403,8 +408,27 @@ func TestGuardBoundsSlowReads(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "slower than the minimum of 4096 KiB/s") || !strings.Contains(err.Error(), host) || !strings.Contains(err.Error(), ld.Hex) {
 			t.Errorf("declared size %v: err = %v, want the rate error naming the registry and blob", declared, err)
 		}
+		if !fault.IsEnv(err) {
+			t.Errorf("declared size %v: a slow registry is not an environment failure: %v", declared, err)
+		}
 		if took > 1200*time.Millisecond {
 			t.Errorf("declared size %v: failed after %s; the deadline was about 0.55 s", declared, took)
 		}
+	}
+}
+
+// TestGuardStallIsTheEnvironment: a registry that never answers its ping
+// (/v2/) fails after the stall as the environment (exit 3), though
+// go-containerregistry joins the ping's two attempts (HTTPS, then HTTP on
+// loopback) in an error that does not Unwrap.
+func TestGuardStallIsTheEnvironment(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	ref := mustRef(t, strings.TrimPrefix(srv.URL, "http://")+"/doris/doris-be:2.1.8")
+	_, err := remote.Get(ref, Options{Stall: 300 * time.Millisecond}.Remote(context.Background())...)
+	if err == nil || !strings.Contains(err.Error(), "sent nothing for 300ms") || !fault.IsEnv(err) {
+		t.Errorf("a registry that never answers: %v (environment: %v)", err, fault.IsEnv(err))
 	}
 }

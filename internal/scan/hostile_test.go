@@ -514,8 +514,11 @@ func TestWrappingSegment(t *testing.T) {
 }
 
 // An input with nothing in it to scan (an empty directory, a tree of FIFOs,
-// a layout whose index lists no image) is an input error naming it, not a
-// clean report of nothing: the path is most likely wrong.
+// a layout whose index lists no image), or, with RequireCode (dorisarm
+// scan), with nothing in it the scanner judges (text files, data, an
+// archive of them), is an input error naming it and what the scanner
+// judges, not a clean report of nothing: the path is most likely wrong,
+// and nothing was checked.
 func TestEmptyInput(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
@@ -524,16 +527,49 @@ func TestEmptyInput(t *testing.T) {
 	os.MkdirAll(layout, 0o755)
 	os.WriteFile(filepath.Join(layout, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644)
 	os.WriteFile(filepath.Join(layout, "index.json"), []byte(`{"schemaVersion":2,"manifests":[]}`), 0o644)
+	docs := filepath.Join(dir, "docs")
+	os.MkdirAll(filepath.Join(docs, "img"), 0o755)
+	os.WriteFile(filepath.Join(docs, "README.md"), []byte("# text\n"), 0o644)
+	os.WriteFile(filepath.Join(docs, "conf.yaml"), []byte("a: 1\n"), 0o644)
+	os.WriteFile(filepath.Join(docs, "img", "logo.png"), []byte("\x89PNG\r\n\x1a\n"), 0o644)
+	var tgz bytes.Buffer // an archive of text: nothing judged in it either
+	gz := gzip.NewWriter(&tgz)
+	tw := tar.NewWriter(gz)
+	tw.WriteHeader(&tar.Header{Name: "NOTICE", Mode: 0o644, Size: 4, Typeflag: tar.TypeReg})
+	tw.Write([]byte("text"))
+	tw.Close()
+	gz.Close()
+	os.WriteFile(filepath.Join(docs, "notes.tar.gz"), tgz.Bytes(), 0o644)
 	file := filepath.Join(dir, "README")
 	os.WriteFile(file, []byte("text"), 0o644)
-	for _, in := range []string{empty, "oci:" + layout} {
-		_, err := Scan(context.Background(), []string{file, in}, policy(t, "kunpeng920"), Options{})
-		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), in) || !strings.Contains(err.Error(), "holds no") {
-			t.Errorf("%s: %v, want an input error naming it", in, err)
+	for _, c := range []struct {
+		in, want    string
+		requireCode bool
+	}{
+		{empty, "holds no file to scan", false},
+		{"oci:" + layout, "holds no image to scan", false},
+		{docs, "holds 5 file(s), none of them code the scanner judges (it judges ELF programs", true},
+		{file, "is not code the scanner judges", true},
+	} {
+		r, err := Scan(context.Background(), []string{c.in}, policy(t, "kunpeng920"), Options{RequireCode: c.requireCode})
+		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), c.in) || !strings.Contains(err.Error(), c.want) || r != nil {
+			t.Errorf("%s: %v, want an input error naming it and %q", c.in, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "clean") && !strings.Contains(err.Error(), "not clean") {
+			t.Errorf("%s: %v says clean", c.in, err)
 		}
 	}
-	// A file with no code in it was looked at: that is a clean report.
-	if r, err := Scan(context.Background(), []string{file}, policy(t, "kunpeng920"), Options{}); err != nil || !r.Summary.Clean || r.Summary.Files != 1 {
-		t.Errorf("a text file: %v %+v", err, r)
+	// With RequireCode, any input with nothing to judge fails the scan,
+	// beside one with code.
+	obj := filepath.Join(dir, "x.o")
+	os.WriteFile(obj, x86Object(t), 0o644)
+	if _, err := Scan(context.Background(), []string{obj, docs}, policy(t, "kunpeng920"), Options{RequireCode: true}); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), docs) {
+		t.Errorf("code and a tree of text: %v", err)
+	}
+	// Without it (the build's check of the files a package installed:
+	// headers, pkg-config files), files with no code in them were looked
+	// at, and the report says how many.
+	if r, err := Scan(context.Background(), []string{file, docs}, policy(t, "kunpeng920"), Options{}); err != nil || !r.Summary.Clean || r.Summary.Files != 6 {
+		t.Errorf("text files without RequireCode: %v %+v", err, r)
 	}
 }

@@ -24,15 +24,24 @@ const (
 
 // resolved is a checked input: for files and directories, root is the
 // resolved directory that thin-archive members must stay inside.
-// empty says what an input of this kind that held nothing to scan is.
-func (k inputKind) empty() string {
-	switch k {
-	case inLayout, inRemote:
+// judgedKinds is what the scanner judges, for the error that says an input
+// held none of it.
+const judgedKinds = "it judges ELF programs, libraries and objects, PE and Mach-O images, LLVM bitcode, and jars and ar, tar and zip archives, compressed or not, that hold them"
+
+// nothing says what an input of this kind that held nothing to judge is:
+// files of it were read, none of them code the scanner judges.
+func (k inputKind) nothing(files int) string {
+	switch {
+	case (k == inLayout || k == inRemote) && files == 0:
 		return "holds no image to scan (is it the right layout or reference?)"
-	case inDir:
+	case k == inLayout || k == inRemote:
+		return fmt.Sprintf("holds %d file(s) in its images, none of them code the scanner judges (%s): nothing was checked, so it is not clean either (is it the right image?)", files, judgedKinds)
+	case k == inDir && files == 0:
 		return "holds no file to scan: nothing was checked (is it the right directory?)"
+	case k == inDir:
+		return fmt.Sprintf("holds %d file(s), none of them code the scanner judges (%s): nothing was checked, so it is not clean either (is it the right directory?)", files, judgedKinds)
 	}
-	return "nothing in it was scanned"
+	return fmt.Sprintf("is not code the scanner judges, nor an archive that holds some (%s): nothing was checked, so it is not clean either", judgedKinds)
 }
 
 type resolved struct {

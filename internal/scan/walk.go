@@ -62,6 +62,12 @@ type Options struct {
 	// RegistryMinRate is the slowest average a registry read may have, in
 	// bytes per second (0: the registry package's default).
 	RegistryMinRate int64
+	// RequireCode makes an input that holds files but nothing the scanner
+	// judges (text, data, an archive of them) bad input, as an empty one
+	// always is: nothing was checked, which is not clean. dorisarm scan
+	// sets it; the build's checks of what a package installed (headers,
+	// pkg-config files) and of a stage do not.
+	RequireCode bool
 }
 
 // DefaultOptions are generous for real Doris output (doris_be with its
@@ -166,6 +172,8 @@ type walker struct {
 	seen   map[string]bool
 	// digests are the flag records' digests read (Options.Digests).
 	digests map[string]bool
+	judged  int // programs, objects and jars found to judge (examined)
+	noted   int // findings of the walk itself (add; examined)
 }
 
 // Scan scans inputs — directories, files (ELF, ar, tar, tar.gz, tar.zst, zip,
@@ -221,14 +229,16 @@ func Scan(ctx context.Context, inputs []string, pol *Policy, opts Options) (*Rep
 	}
 	var inputErr error
 	for _, in := range ins {
-		before := w.examined()
+		before, files := w.examined(), w.files()
 		if err := w.input(in); err != nil {
 			inputErr = err
 			break
 		}
-		if w.examined() == before {
-			// Nothing to report is not the same as nothing wrong.
-			inputErr = fmt.Errorf("%w %s: %s", ErrInput, in.arg, in.kind.empty())
+		// Nothing to report is not the same as nothing wrong; with
+		// RequireCode, files that are none of what the scanner judges
+		// (text, images, data) are nothing checked either.
+		if read := w.files() - files; w.examined() == before && (read == 0 || opts.RequireCode) {
+			inputErr = fmt.Errorf("%w %s: %s", ErrInput, in.arg, in.kind.nothing(read))
 			break
 		}
 	}
@@ -265,15 +275,45 @@ func isFault(r any) bool {
 	return ok
 }
 
-// examined counts the files and findings so far: an input that adds neither
-// had nothing in it to scan.
+// examined counts what the walk found to judge and its own findings so far
+// (not the analyses', which may come in while a later input is walked): an
+// input that adds neither had nothing in it the scanner judges, whatever
+// other files it held.
 func (w *walker) examined() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.rep.Summary.Files + len(w.rep.Findings)
+	return w.judged + w.noted
 }
 
+// files counts the files read so far, archive members included.
+func (w *walker) files() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rep.Summary.Files
+}
+
+// send hands a program or object to the analysis: something judged.
+func (w *walker) send(j job) {
+	w.mu.Lock()
+	w.judged++
+	w.mu.Unlock()
+	w.jobs <- j
+}
+
+// add records findings of the walk itself (an unreadable file, a link out,
+// an opaque format): they count as something examined in the input being
+// walked.
 func (w *walker) add(fs ...Finding) {
+	w.mu.Lock()
+	w.rep.Findings = append(w.rep.Findings, fs...)
+	w.noted += len(fs)
+	w.mu.Unlock()
+}
+
+// found records findings of an analysis, which runs on a worker while the
+// walk goes on (perhaps into the next input): its job was counted when it
+// was sent.
+func (w *walker) found(fs ...Finding) {
 	w.mu.Lock()
 	w.rep.Findings = append(w.rep.Findings, fs...)
 	w.mu.Unlock()
@@ -290,7 +330,7 @@ func (w *walker) analyze(j job) {
 	}()
 	// A mapped file that shrinks while it is read faults; with
 	// SetPanicOnFault that is a panic, reported here as an unreadable file.
-	defer recoverFault(func() { w.add(unreadable(j.path, changedDetail)) })
+	defer recoverFault(func() { w.found(unreadable(j.path, changedDetail)) })
 	if format, machine, ok := otherFormat(j.data); ok {
 		w.mu.Lock()
 		w.rep.Files = append(w.rep.Files, File{Path: j.path, Format: format, Machine: machine, Size: int64(len(j.data)), Scope: w.pol.scopeOf(j.path, "")})
@@ -336,7 +376,7 @@ func (w *walker) analyze(j job) {
 func (w *walker) native(j job, format, machine string) {
 	if j.jar == nil {
 		if w.pol != nil && format != "elf" {
-			w.add(Finding{Kind: KindForeignArch, Severity: SevError, Path: j.path,
+			w.found(Finding{Kind: KindForeignArch, Severity: SevError, Path: j.path,
 				Detail: fmt.Sprintf("%s %s image in a Linux %s build", format, machine, w.pol.ISA)})
 		}
 		return
@@ -548,7 +588,7 @@ func (w *walker) file(fsPath, name string, depth int, jar *jarInfo) error {
 			// the analysis's.
 			w.zip(data, name, depth)
 		}
-		w.jobs <- job{path: name, data: data, unmap: unmap, jar: jar}
+		w.send(job{path: name, data: data, unmap: unmap, jar: jar})
 	case kAr:
 		// Members are slices of the mapping: unmap once their analyses are done.
 		keep := &sync.WaitGroup{}
@@ -652,7 +692,7 @@ func (w *walker) memory(data []byte, name string, depth int, jar *jarInfo, keep 
 		if k != nil {
 			k.Add(1)
 		}
-		w.jobs <- job{path: name, data: data, jar: jar, keep: k}
+		w.send(job{path: name, data: data, jar: jar, keep: k})
 	case kOther:
 		if zipAtEnd(bytes.NewReader(data), int64(len(data))) {
 			w.zip(data, name, depth) // an executable jar, a self-extracting zip
@@ -773,7 +813,8 @@ func (w *walker) zip(data []byte, name string, depth int) {
 	if isJar(name, zr) {
 		jar = &jarInfo{path: name}
 		w.mu.Lock()
-		w.jars = append(w.jars, jar)
+		w.jars = append(w.jars, jar) // judged: its native libraries must cover the target
+		w.judged++
 		w.mu.Unlock()
 	}
 	overlap := zipOverlaps(zr.File, int64(len(data)))

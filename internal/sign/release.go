@@ -10,7 +10,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/image"
+	"github.com/dorisarm/dorisarm/internal/registry"
 )
 
 // BuildDigest reads the io.dorisarm.build.digest annotation of d's manifest.
@@ -46,6 +48,10 @@ func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts 
 			continue // an image of the user's, or an index of such images
 		}
 		sts, attached, verr := verifyAttestations(ctx, d, trust, opts...)
+		if verr != nil && fault.IsEnv(verr) {
+			// Not a failed check: the attestations could not be read.
+			return nil, nil, fmt.Errorf("checking the attestations of %s: %w", d, verr)
+		}
 		byType := map[string][]Statement{}
 		for _, st := range sts {
 			if st.Subject == d.DigestStr() {
@@ -63,7 +69,7 @@ func attestationChecks(ctx context.Context, ds []name.Digest, trust Trust, opts 
 			cands := byType[typ]
 			switch {
 			case verr != nil:
-				c.Why = verr.Error()
+				c.Why = registry.Text(verr)
 			case len(cands) == 0 && attached[typ]:
 				c.Why = "attached, but its signature does not verify: it was altered or signed with another key"
 			case len(cands) == 0:

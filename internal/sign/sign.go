@@ -277,7 +277,11 @@ func VerifyRelease(ctx context.Context, ref name.Reference, trust Trust, signatu
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{Digests: ds, Signatures: signatureChecks(ctx, ds, v)}
+	sigs, err := signatureChecks(ctx, ds, v)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Digests: ds, Signatures: sigs}
 	// A signature vouches for a manifest, and the manifest for its blobs by
 	// digest: read them all, or a layer altered in storage goes unnoticed.
 	// A manifest without a valid signature vouches for nothing: its blob
@@ -313,18 +317,25 @@ func VerifyRelease(ctx context.Context, ref name.Reference, trust Trust, signatu
 	return r, err
 }
 
-func signatureChecks(ctx context.Context, ds []name.Digest, v *verifier) []Check {
+// signatureChecks checks the signatures of ds. A signature that could not
+// be read because the machine or the network failed (fault.IsEnv) is not a
+// failed check: that is the error.
+func signatureChecks(ctx context.Context, ds []name.Digest, v *verifier) ([]Check, error) {
 	var checks []Check
 	for _, d := range ds {
 		c := Check{What: "signature of " + d.String()}
-		if formats, err := v.verifySignatures(ctx, d); err != nil {
+		formats, err := v.verifySignatures(ctx, d)
+		switch {
+		case err != nil && fault.IsEnv(err):
+			return nil, fmt.Errorf("checking the signature of %s: %w", d, err)
+		case err != nil:
 			c.Why = explain(err)
-		} else {
+		default:
 			c.OK, c.Formats = true, formats
 		}
 		checks = append(checks, c)
 	}
-	return checks
+	return checks, nil
 }
 
 // Trust is what signatures must verify against: a cosign public key, or
@@ -451,7 +462,7 @@ const maxTrustedRoot = 4 << 20
 func explain(err error) string {
 	var none *errNoMatch
 	if errors.As(err, &none) {
-		return "no signature by this key: " + err.Error()
+		return "no signature by this key: " + registry.Text(err)
 	}
-	return err.Error()
+	return registry.Text(err)
 }

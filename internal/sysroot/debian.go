@@ -13,6 +13,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
+
+	"github.com/dorisarm/dorisarm/internal/fault"
 )
 
 // AptError is a failed apt-get run.
@@ -24,8 +27,13 @@ type AptError struct {
 	Where    string // matrix.yaml oses.<name>.sysroot
 	// Unreachable: apt could not connect to the mirror at all.
 	Unreachable bool
-	Output      string // apt's error and warning lines
-	Err         error
+	// DiskFull: apt said "No space left on device": the disk that holds
+	// Dir (its lists, caches and downloads, under the sysroot cache) is
+	// full.
+	DiskFull bool
+	Dir      string
+	Output   string // apt's error and warning lines
+	Err      error
 }
 
 func (e *AptError) Error() string {
@@ -36,6 +44,8 @@ func (e *AptError) Error() string {
 	}
 	fmt.Fprintf(&b, " from %s (%s): %s", e.Suite, e.Mirror, e.Output)
 	switch {
+	case e.DiskFull:
+		fmt.Fprintf(&b, "; the disk is full: apt could not write under %s (no space left on device); free space there (df -h %s), or point --cache (or $DORISARM_CACHE) at a disk with room, then run again", e.Dir, e.Dir)
 	case e.Unreachable:
 		fmt.Fprintf(&b, "; the mirror cannot be reached: check the network, or set %s.debian.mirror to a mirror this machine reaches", e.Where)
 	case e.Op == "update":
@@ -47,6 +57,14 @@ func (e *AptError) Error() string {
 }
 
 func (e *AptError) Unwrap() error { return e.Err }
+
+// Is makes a full disk seen in apt's output ENOSPC, as a write of
+// dorisarm's own that found no space is (fault.DiskFull), and a mirror that
+// cannot be reached a failure of the network (fault.ErrEnv): neither is
+// the matrix's sysroot being wrong.
+func (e *AptError) Is(target error) bool {
+	return e.DiskFull && target == syscall.ENOSPC || e.Unreachable && target == fault.ErrEnv
+}
 
 var (
 	rePackage = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:_-]+)?$`) })
@@ -168,7 +186,7 @@ func (s *debianSource) fill(ctx context.Context, u *unpacker, work string) (fill
 		common = append(common, "-o", "APT::Sandbox::User=root")
 	}
 	if out, err := runApt(ctx, "", append(common, "update")...); err != nil {
-		return filled{}, s.aptError("update", out, err, nil)
+		return filled{}, s.aptError("update", work, out, err, nil)
 	}
 	var want []string
 	for _, p := range s.packages {
@@ -180,7 +198,7 @@ func (s *debianSource) fill(ctx context.Context, u *unpacker, work string) (fill
 		want = append(want, w)
 	}
 	if out, err := runApt(ctx, dirs["debs"], append(append(common, "download", "--"), want...)...); err != nil {
-		return filled{}, s.aptError("download", out, err, want)
+		return filled{}, s.aptError("download", work, out, err, want)
 	}
 	debs, err := filepath.Glob(filepath.Join(dirs["debs"], "*.deb"))
 	if err != nil {
@@ -210,14 +228,20 @@ func (s *debianSource) fill(ctx context.Context, u *unpacker, work string) (fill
 	return f, nil
 }
 
-func (s *debianSource) aptError(op string, out []byte, err error, want []string) *AptError {
-	e := &AptError{Op: op, Suite: s.suite, Mirror: s.mirror.URI, Where: s.spec.where(), Err: err}
+// aptError reads apt's output (apt-get ran in work) into an AptError. A
+// full disk is only in apt's text: "E: Write error - write (28: No space
+// left on device)", "... Write error ... No space left on device".
+func (s *debianSource) aptError(op, work string, out []byte, err error, want []string) *AptError {
+	e := &AptError{Op: op, Suite: s.suite, Mirror: s.mirror.URI, Where: s.spec.where(), Dir: work, Err: err}
 	var lines []string
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		l := strings.TrimSpace(sc.Text())
 		if strings.HasPrefix(l, "E:") || strings.HasPrefix(l, "Err:") || strings.HasPrefix(l, "W:") {
 			lines = append(lines, l)
+		}
+		if strings.Contains(l, "No space left on device") {
+			e.DiskFull = true
 		}
 		for _, unreach := range []string{"Could not connect", "Temporary failure resolving", "Could not resolve", "Connection timed out", "Network is unreachable", "No route to host", "Connection failed"} {
 			if strings.Contains(l, unreach) {
