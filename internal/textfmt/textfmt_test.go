@@ -76,4 +76,7 @@ func TestJSONWritesNoNull(t *testing.T) {
 	if v.Nested.List == nil || strings.Contains(b.String(), "null") || strings.Contains(b.String(), "Opt") {
 		t.Errorf("through a pointer: %+v\n%s", v.Nested, b.String())
 	}
+	if v.private != nil { // unexported: JSON does not write it, so it is left alone
+		t.Errorf("an unexported field was filled: %#v", v.private)
+	}
 }
