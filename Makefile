@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build generate test test-short test-race test-ci-module vet fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-real-heavy bench-cache e2e scan-corpus test-real-be
+.PHONY: all deps build generate test test-short test-race test-ci-module vet lint fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-real-heavy bench-cache e2e scan-corpus test-real-be
 
 all: build
 
@@ -30,8 +30,12 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "run gofmt -w"; exit 1; }
 
+# staticcheck (pinned, installed by deps into .cache/bin) must print nothing.
+lint: deps
+	.cache/bin/staticcheck ./...
+
 # The test suite: real cross compilers, clang-16 and qemu-user (installed by deps).
-test: deps vet
+test: deps vet lint
 	$(GO) test -count=1 -timeout 45m ./...
 
 # The fast tier: in-process tests with seams (no compilers, registries in

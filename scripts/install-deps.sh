@@ -7,7 +7,8 @@
 #          thirdparty scripts check for. The Dagger module's build
 #          containers install only this.
 #   test   build + what the test suite adds: docker-registry, headless
-#          Chromium for the report tests, bc and time, actionlint.
+#          Chromium for the report tests, bc and time, actionlint and
+#          staticcheck (Go tools, into .cache/bin).
 #   demo   build + what `make demo` adds: docker-registry, bc, Chromium
 #          (the report screenshot).
 #
@@ -116,6 +117,12 @@ if [ -n "$want_test" ]; then
   tools_bin="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.cache/bin"
   if [ ! -x "${tools_bin}/actionlint" ]; then
     GOBIN="${tools_bin}" go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.7
+  fi
+  # make test runs it (make lint); 2026.2.2 knows Go 1.26. A different
+  # version installed earlier is replaced.
+  staticcheck_version=v0.8.2
+  if ! "${tools_bin}/staticcheck" -version 2>/dev/null | grep -qF "(${staticcheck_version#v})"; then
+    GOBIN="${tools_bin}" go install "honnef.co/go/tools/cmd/staticcheck@${staticcheck_version}"
   fi
 fi
 

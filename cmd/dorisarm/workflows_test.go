@@ -11,7 +11,7 @@ import (
 	"testing"
 	"unicode"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // TestWorkflowsLint runs actionlint (installed by scripts/install-deps.sh

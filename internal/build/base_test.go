@@ -12,6 +12,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/fault"
 	"github.com/dorisarm/dorisarm/internal/plan"
 	"github.com/dorisarm/dorisarm/internal/recipe"
+	"github.com/dorisarm/dorisarm/internal/scan"
 	"github.com/dorisarm/dorisarm/internal/source"
 )
 
@@ -269,6 +270,35 @@ func TestInstalledLoopLinksRemoved(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "removed lib64/lib64 -> lib64") {
 		t.Errorf("log: %s", log.String())
+	}
+}
+
+// A package's flag read-back is kept in the step's work tree; a runner
+// without one (a test's, as one was) is an error, and nothing is written
+// under the working directory (internal/build/flag-readback/GLOG.scan.json
+// was committed that way).
+func TestSaveFlagsNeedsAWorkTree(t *testing.T) {
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	src := t.TempDir()
+	r := &runner{src: src, in: Input{Recipe: &recipe.Recipe{Thirdparty: recipe.Thirdparty{Install: "thirdparty/installed"}}}}
+	var log bytes.Buffer
+	if err := r.saveFlags(plan.Step{ID: "thirdparty:GLOG"}, &scan.Report{}, &log); err == nil || !strings.Contains(err.Error(), "no work tree") {
+		t.Errorf("saveFlags without a work tree: %v", err)
+	}
+	// Through the package check of a step that installed nothing.
+	if err := r.checkInstalled(plan.Step{ID: "thirdparty:GLOG"}, nil, &log); err == nil || !strings.Contains(err.Error(), "no work tree") {
+		t.Errorf("checkInstalled without a work tree: %v", err)
+	}
+	if ents, _ := os.ReadDir(cwd); len(ents) != 0 {
+		t.Errorf("written under the working directory: %v", ents)
+	}
+	r.work = t.TempDir()
+	if err := r.saveFlags(plan.Step{ID: "thirdparty:GLOG"}, &scan.Report{}, &log); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(r.work, flagsDir, "GLOG"+scanSuffix)); err != nil || !strings.Contains(string(b), `"files":0`) {
+		t.Errorf("the empty scan in the work tree: %q %v", b, err)
 	}
 }
 

@@ -10,13 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
-)
-
-var (
-	isolationOnce sync.Once
-	isolation     *syscall.SysProcAttr
-	isolationErr  error
 )
 
 // What a failed download looks like in a step's log. Tools that print the

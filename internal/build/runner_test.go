@@ -600,10 +600,8 @@ func TestRecordHoldsNoMachinePaths(t *testing.T) {
 	const target = "graviton3"
 	in := fastInput(t, target, "")
 	var recs [][]byte
-	var caches []string
 	for i := 0; i < 2; i++ {
 		out, cache := t.TempDir(), t.TempDir()
-		caches = append(caches, cache)
 		// The sysroot where each machine's cache keeps it.
 		tc := *in.TC
 		sr := filepath.Join(cache, "sysroots", "sha256-0123")

@@ -421,8 +421,13 @@ const flagsDir = "flag-readback"
 
 // saveFlags keeps what the package's installed objects record they were
 // compiled with, and what the scan found in them, for the build record.
+// They belong in the step's work tree (its cached result): a runner
+// without one is an error, not a write under the working directory.
 func (r *runner) saveFlags(s plan.Step, rep *scan.Report, log io.Writer) error {
 	pkg := strings.TrimPrefix(s.ID, "thirdparty:")
+	if r.root() == "" {
+		return fmt.Errorf("%s: no work tree to keep the flag read-back of %s in", s.ID, pkg)
+	}
 	dir := filepath.Join(r.root(), flagsDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"sync"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/dorisarm/dorisarm/internal/fault"
 )

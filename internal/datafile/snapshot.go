@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Snapshots spare a process parsing the YAML files dorisarm is built with.

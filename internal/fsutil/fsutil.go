@@ -17,7 +17,10 @@ import (
 
 // WriteFileAtomic writes data to a temporary file beside path and renames it
 // over path: a reader sees the old file or the new one, never half of one,
-// and a failure leaves path as it was and no temporary file behind.
+// and a failure leaves path as it was and no temporary file behind. The
+// file is synced before the rename and its directory after, so a crash
+// (of the machine, not only the process) leaves the old file or the whole
+// new one, not an empty or truncated one under path's name.
 func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
@@ -34,12 +37,35 @@ func WriteFileAtomic(path string, data []byte, mode fs.FileMode) error {
 	if err := tmp.Chmod(mode); err != nil {
 		return fail(err)
 	}
+	if err := syncFile(tmp); err != nil {
+		return fail(err)
+	}
 	if err := tmp.Close(); err != nil {
 		return fail(err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
 		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncFile is (*os.File).Sync; tests replace it to see what is synced, and
+// when.
+var syncFile = (*os.File).Sync
+
+// syncDir syncs the directory dir, so that a rename in it survives a crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = syncFile(d)
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("syncing directory %s: %w", dir, err)
 	}
 	return nil
 }

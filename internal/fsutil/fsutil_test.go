@@ -40,6 +40,55 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 }
 
+// WriteFileAtomic syncs the new file before it takes path's name and the
+// directory after the rename; a failed sync leaves path as it was.
+func TestWriteFileAtomicSyncs(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "dorisarm-build.json")
+	if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var synced []string
+	var failWith error
+	defer func(f func(*os.File) error) { syncFile = f }(syncFile)
+	syncFile = func(f *os.File) error {
+		// What path holds when f is synced.
+		now, _ := os.ReadFile(p)
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		what := "file"
+		if fi.IsDir() {
+			what = "dir"
+		}
+		synced = append(synced, fmt.Sprintf("%s %s, path holds %q", what, filepath.Base(f.Name()), now))
+		if failWith != nil {
+			return failWith
+		}
+		return f.Sync()
+	}
+	if err := WriteFileAtomic(p, []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 2 || !strings.HasPrefix(synced[0], "file .dorisarm-build.json.") || !strings.HasSuffix(synced[0], `path holds "old"`) ||
+		synced[1] != fmt.Sprintf("dir %s, path holds %q", filepath.Base(dir), "new") {
+		t.Errorf("synced:\n%s\nwant the temporary file while path holds the old bytes, then the directory once it holds the new ones", strings.Join(synced, "\n"))
+	}
+	// A sync that fails (a full disk, an I/O error) fails the write
+	// before the rename: path keeps its old bytes, no temporary file stays.
+	synced, failWith = nil, syscall.EIO
+	if err := WriteFileAtomic(p, []byte("newer"), 0o644); !errors.Is(err, syscall.EIO) {
+		t.Errorf("a failed sync: %v, want EIO", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "new" || len(synced) != 1 {
+		t.Errorf("after a failed sync path holds %q (synced %q), want the old bytes and no rename", b, synced)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("left behind: %v", ents)
+	}
+}
+
 // ReadFile reads regular files within the bound and refuses, at once and by
 // name, what would block or never end: a named pipe with no writer,
 // /dev/zero, a directory, a file over the bound.

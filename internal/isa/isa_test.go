@@ -26,9 +26,6 @@ var llvmAttr = map[string]string{
 	"sve2p1": "+sve2p1", "b16b16": "+sve2p1,+b16b16", "sme2": "+sme2", "sme2p1": "+sme2,+sme2p1",
 }
 
-var sveFamily = map[string]bool{"sve": true, "sve2": true, "sve2-aes": true, "sve2-bitperm": true, "sve2-sha3": true,
-	"sve2-sm4": true, "f32mm": true, "f64mm": true, "sme": true, "i8mm": true, "bf16": true}
-
 const baseAttr = "+v8a,+neon,+fp-armv8"
 
 func need(t *testing.T, tools ...string) {

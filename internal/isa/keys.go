@@ -51,9 +51,8 @@ func (k *keyTable) candidates(w uint32) []compiled {
 // ruleSet is a set of rule indexes (at most 256 rules).
 type ruleSet [4]uint64
 
-func (s *ruleSet) add(i int)     { s[i>>6] |= 1 << (i & 63) }
-func (s ruleSet) empty() bool    { return s[0]|s[1]|s[2]|s[3] == 0 }
-func (s ruleSet) has(i int) bool { return s[i>>6]&(1<<(i&63)) != 0 }
+func (s *ruleSet) add(i int)  { s[i>>6] |= 1 << (i & 63) }
+func (s ruleSet) empty() bool { return s[0]|s[1]|s[2]|s[3] == 0 }
 func (s ruleSet) and(o ruleSet) ruleSet {
 	return ruleSet{s[0] & o[0], s[1] & o[1], s[2] & o[2], s[3] & o[3]}
 }

@@ -60,6 +60,41 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// Resolve walks as Check does, with chroot semantics where Check refuses:
+// ".." at the root stays there, an absolute link restarts from the root.
+func TestResolve(t *testing.T) {
+	root := tree(t, map[string]string{"a/b/u": "..", "abs/l": "/etc", "loop/x": "y", "loop/y": "x", "lib64/lib": ".", "usr/lib64": "../lib64"}, "a/b", "lib64", "etc")
+	for _, c := range []struct{ p, want string }{
+		{"a/b/u/../../etc/passwd", "etc/passwd"}, // a/b/u is a, a/.. the root, the root's .. the root
+		{"a/b/u/x", "a/x"},
+		{"abs/l/passwd", "etc/passwd"},
+		{"abs/l", "etc"}, // the last element is followed too
+		{"usr/lib64/lib/lib/libc.so.6", "lib64/libc.so.6"},
+		{"missing/../x", "x"},
+		{"../../..", "."},
+		{"", "."},
+	} {
+		if got, err := Resolve(RootTree{Root: root}, c.p); err != nil || got != c.want {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", c.p, got, err, c.want)
+		}
+	}
+	if _, err := Resolve(RootTree{Root: root}, "loop/x/f"); err == nil || !strings.Contains(err.Error(), "too many levels of symbolic links") {
+		t.Errorf("a loop: %v", err)
+	}
+	// Dirs learns the directories looked up, and what it holds is not
+	// looked up again.
+	dirs := map[string]bool{}
+	if got, err := Resolve(RootTree{Root: root, Dirs: dirs}, "a/b/u/x"); err != nil || got != "a/x" {
+		t.Fatalf("with Dirs: %q %v", got, err)
+	}
+	if !dirs["a"] || !dirs["a/b"] || dirs["a/b/u"] || len(dirs) != 2 {
+		t.Errorf("Dirs learnt %v, want a and a/b", dirs)
+	}
+	if got, err := Resolve(RootTree{Root: root, Dirs: map[string]bool{"a/b/u": true}}, "a/b/u/x"); got != "a/b/u/x" {
+		t.Errorf("a path Dirs holds was looked up: %q %v", got, err)
+	}
+}
+
 // A link that was inside when made escapes once a later member turns a
 // directory it goes through into a link: CheckAll sees the finished tree.
 func TestCheckAllSeesLaterLinks(t *testing.T) {

@@ -256,9 +256,7 @@ func Parse(path string, data []byte) (*Patch, error) {
 			p.constraint, p.AppliesTo = cs, c
 		}
 	}
-	for _, t := range strings.FieldsFunc(get("Targets"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
-		p.Targets = append(p.Targets, t)
-	}
+	p.Targets = append(p.Targets, strings.FieldsFunc(get("Targets"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })...)
 	for _, np := range strings.FieldsFunc(get("Needs-Path"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
 		if c := filepath.Clean(np); filepath.IsAbs(np) || c == ".." || strings.HasPrefix(c, "../") {
 			fail(p.Fields["Needs-Path"].Line, "Needs-Path %q must be a path inside the component's source", np)

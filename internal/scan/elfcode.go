@@ -449,8 +449,6 @@ func inSpans(spans []span, v uint64) bool {
 	return base < len(spans) && spans[base].lo <= v
 }
 
-func mustOne(d loaderDyn, t elf.DynTag) uint64 { v, _ := d.one(t); return v }
-
 // elfHeaderLayout returns the ELF header's size and the program header
 // table's offset and size, as the file header states them.
 func elfHeaderLayout(f *elf.File, data []byte) (ehsize, phoff, phsize uint64) {

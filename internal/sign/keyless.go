@@ -320,18 +320,18 @@ func (s *KeylessSigner) certify(ctx context.Context) error {
 	resp, err := fulcioapi.NewClient(u, fulcioapi.WithUserAgent("dorisarm"), fulcioapi.WithTimeout(time.Minute)).
 		SigningCert(fulcioapi.CertificateRequest{PublicKey: fulcioapi.Key{Content: der, Algorithm: "ecdsa"}, SignedEmailAddress: proof}, tok)
 	if err != nil {
-		return fmt.Errorf("Fulcio refused a certificate (is the OIDC token valid and for audience \"sigstore\"?): %w", err)
+		return fmt.Errorf("certificate refused by Fulcio (is the OIDC token valid and for audience \"sigstore\"?): %w", err)
 	}
 	blk, _ := pem.Decode(resp.CertPEM)
 	if blk == nil {
-		return fmt.Errorf("Fulcio %s returned no certificate", s.cfg.FulcioURL)
+		return fmt.Errorf("no certificate from Fulcio %s", s.cfg.FulcioURL)
 	}
 	cert, err := x509.ParseCertificate(blk.Bytes)
 	if err != nil {
-		return fmt.Errorf("Fulcio %s returned a bad certificate: %w", s.cfg.FulcioURL, err)
+		return fmt.Errorf("a bad certificate from Fulcio %s: %w", s.cfg.FulcioURL, err)
 	}
 	if got, _ := x509.MarshalPKIXPublicKey(cert.PublicKey); !bytes.Equal(got, der) {
-		return fmt.Errorf("Fulcio %s certified another key than the one sent", s.cfg.FulcioURL)
+		return fmt.Errorf("the certificate from Fulcio %s is for another key than the one sent", s.cfg.FulcioURL)
 	}
 	s.key, s.cert, s.certs = key, cert, *resp
 	return nil

@@ -282,10 +282,10 @@ func TestKeylessFailures(t *testing.T) {
 
 	f.Refuse("token revoked")
 	s := releaseSigner(t, f)
-	if _, err := s.Sign(ctx, ref); err == nil || !strings.Contains(err.Error(), "Fulcio refused") || !strings.Contains(err.Error(), "token revoked") {
+	if _, err := s.Sign(ctx, ref); err == nil || !strings.Contains(err.Error(), "refused by Fulcio") || !strings.Contains(err.Error(), "token revoked") {
 		t.Errorf("Fulcio refusing: %v", err)
 	}
-	if err := s.Attest(ctx, ds[1], PredicateScan, []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "Fulcio refused") {
+	if err := s.Attest(ctx, ds[1], PredicateScan, []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "refused by Fulcio") {
 		t.Errorf("Fulcio refusing an attestation: %v", err)
 	}
 	nothingWritten("Fulcio refusing")
@@ -297,7 +297,7 @@ func TestKeylessFailures(t *testing.T) {
 	defer other.Close()
 	otherTok := strings.Split(other.Token(releaseIdentity), ".")
 	s, _ = NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: forged[0] + "." + forged[1] + "." + otherTok[2]}, noEnv)
-	if _, err := s.Sign(ctx, ref); err == nil || !strings.Contains(err.Error(), "Fulcio refused") {
+	if _, err := s.Sign(ctx, ref); err == nil || !strings.Contains(err.Error(), "refused by Fulcio") {
 		t.Errorf("a forged token: %v", err)
 	}
 	if _, err := (&KeylessSigner{cfg: Keyless{IDToken: "not-a-jwt"}}).Sign(ctx, ref); err == nil || !strings.Contains(err.Error(), "not a JWT") {

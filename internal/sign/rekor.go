@@ -24,7 +24,7 @@ type rekorLog struct {
 func newRekorLog(url string, retries uint) (*rekorLog, error) {
 	c, err := rekorclient.GetRekorClient(url, rekorclient.WithUserAgent("dorisarm"), rekorclient.WithRetryCount(retries))
 	if err != nil {
-		return nil, fmt.Errorf("Rekor %s: %w", url, err)
+		return nil, fmt.Errorf("transparency log (Rekor %s): %w", url, err)
 	}
 	return &rekorLog{url: url, client: c}, nil
 }
@@ -56,7 +56,7 @@ func (r *rekorLog) checked(e *models.LogEntryAnon, err error) (*models.LogEntryA
 		err = errors.New("no signed entry timestamp in the answer")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("Rekor %s: %w", r.url, err)
+		return nil, fmt.Errorf("transparency log (Rekor %s): %w", r.url, err)
 	}
 	return e, nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/tuf"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/cryptoutils/goodkey"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 
@@ -400,7 +401,7 @@ var trustedRoot = func() (root.TrustedMaterial, error) {
 	}
 	tr, err := root.FetchTrustedRootWithOptions(o)
 	if err != nil {
-		return nil, fmt.Errorf("Sigstore's TUF repository (%s): %w (or pass --trusted-root FILE)", o.RepositoryBaseURL, err)
+		return nil, fmt.Errorf("the Sigstore TUF repository (%s): %w (or pass --trusted-root FILE)", o.RepositoryBaseURL, err)
 	}
 	return tr, nil
 }
@@ -445,7 +446,7 @@ func (t Trust) verifier(ctx context.Context, opts ...remote.Option) (*verifier, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a public key: %w", t.Key, err)
 	}
-	if err := cryptoutils.ValidatePubKey(pk); err != nil {
+	if err := goodkey.ValidatePubKey(pk); err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Key, err)
 	}
 	sv, err := signature.LoadDefaultVerifier(pk)

@@ -2,10 +2,16 @@ package sign
 
 import (
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
 	"errors"
 	"io"
 	"log"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,6 +28,7 @@ import (
 	"github.com/dorisarm/dorisarm/internal/image"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
 func registryHost(t *testing.T) string {
@@ -261,5 +268,54 @@ func TestKeylessConfiguration(t *testing.T) {
 	}
 	if k, _ := (Keyless{IDToken: "flag"}).Resolve(getenv); k.IDToken != "flag" {
 		t.Errorf("--identity-token must win over the environment: %q", k.IDToken)
+	}
+}
+
+// A verification key is checked by goodkey's policy (boulder's, as Fulcio
+// uses), not only by its size: an RSA key with an exponent other than
+// 65537, which the deprecated cryptoutils check let through, and a curve
+// outside P-256/384/521 are refused, naming the file.
+func TestVerificationKeyPolicy(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, pub crypto.PublicKey) string {
+		t.Helper()
+		pemBytes, err := cryptoutils.MarshalPublicKeyToPEM(pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pemBytes, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ec256, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec224, err := ecdsa.GenerateKey(elliptic.P224(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rk, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e3 := &rsa.PublicKey{N: rk.N, E: 3}
+	for _, c := range []struct {
+		name string
+		pub  crypto.PublicKey
+		ok   bool
+	}{
+		{"p256.pub", &ec256.PublicKey, true},
+		{"rsa2048.pub", &rk.PublicKey, true},
+		{"rsa-e3.pub", e3, false},
+		{"p224.pub", &ec224.PublicKey, false},
+	} {
+		p := write(c.name, c.pub)
+		_, err := Trust{Key: p}.verifier(context.Background())
+		if c.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), p)) {
+			t.Errorf("%s: %v, want ok=%v (an error naming the file)", c.name, err, c.ok)
+		}
 	}
 }

@@ -61,7 +61,7 @@ func DeclaredVersion(dir string, extra *VersionFrom) (version, file string) {
 			continue
 		}
 		m := re.FindSubmatch(b)
-		if m == nil || len(m) < 2 || len(m[1]) == 0 {
+		if len(m) < 2 || len(m[1]) == 0 {
 			continue
 		}
 		var parts []string

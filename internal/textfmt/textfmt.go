@@ -9,15 +9,17 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 )
 
 // Table writes rows as columns aligned two spaces apart, with no trailing
-// blanks.
+// blanks. Cells are measured in columns on a terminal (width), not in
+// bytes: a cell holding "—" or "ü" is as wide as it looks.
 func Table(w io.Writer, rows [][]string) {
 	widths := map[int]int{}
 	for _, r := range rows {
 		for i, c := range r {
-			widths[i] = max(widths[i], len(c))
+			widths[i] = max(widths[i], width(c))
 		}
 	}
 	for _, r := range rows {
@@ -27,10 +29,33 @@ func Table(w io.Writer, rows [][]string) {
 				b.WriteString(c)
 				break
 			}
-			b.WriteString(c + strings.Repeat(" ", widths[i]-len(c)+2))
+			b.WriteString(c + strings.Repeat(" ", widths[i]-width(c)+2))
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
+}
+
+// width is how many columns s takes on a terminal: its runes (each taken
+// as one column, as text/tabwriter and fmt's widths take them; the East
+// Asian wide characters that take two do not occur in what dorisarm
+// prints), not counting the colour escapes Paint adds.
+func width(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		if strings.HasPrefix(s[i:], "\033[") {
+			// A CSI sequence: parameters, then one final byte in @..~.
+			j := i + 2
+			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+				j++
+			}
+			i = j + 1
+			continue
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		n++
+	}
+	return n
 }
 
 // JSON writes v indented: what --output json prints. Every list and map in

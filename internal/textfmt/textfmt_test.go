@@ -16,6 +16,35 @@ func TestTable(t *testing.T) {
 	}
 }
 
+// Cells that are not ASCII, or are coloured, are padded by the columns
+// they take, not by their bytes: the next column starts at one place.
+func TestTableNonASCII(t *testing.T) {
+	var b bytes.Buffer
+	Table(&b, [][]string{
+		{"TARGET", "OS", "NOTE"},
+		{"kunpeng920", "kylin-v10", "x"},
+		{"kunpeng—920", "Kylin V10 “SP1”", "y"},
+		{"graviton3", Paint(true, false, "débian-12"), "z"},
+		{"ampère", "—", ""},
+	})
+	want := "TARGET       OS               NOTE\n" +
+		"kunpeng920   kylin-v10        x\n" +
+		"kunpeng—920  Kylin V10 “SP1”  y\n" +
+		"graviton3    \033[31mdébian-12\033[0m        z\n" +
+		"ampère       —\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	for _, c := range []struct {
+		s    string
+		want int
+	}{{"", 0}, {"abc", 3}, {"—", 1}, {"ü", 1}, {"“SP1”", 5}, {Paint(true, true, "ok"), 2}, {"\033[1;31mab", 2}, {"\033[", 0}} {
+		if got := width(c.s); got != c.want {
+			t.Errorf("width(%q) = %d, want %d", c.s, got, c.want)
+		}
+	}
+}
+
 func TestColor(t *testing.T) {
 	env := func(v map[string]string) func(string) string { return func(k string) string { return v[k] } }
 	for _, c := range []struct {
@@ -75,5 +104,8 @@ func TestJSONWritesNoNull(t *testing.T) {
 	JSON(&b, &v)
 	if v.Nested.List == nil || strings.Contains(b.String(), "null") || strings.Contains(b.String(), "Opt") {
 		t.Errorf("through a pointer: %+v\n%s", v.Nested, b.String())
+	}
+	if v.private != nil { // unexported: JSON does not write it, so it is left alone
+		t.Errorf("an unexported field was filled: %#v", v.private)
 	}
 }

@@ -1,13 +1,11 @@
 package unpack
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"strings"
-	"syscall"
+
+	"github.com/dorisarm/dorisarm/internal/linkres"
 )
 
 // rewriteLink returns the target to store for a symlink in dir (a resolved
@@ -82,58 +80,7 @@ func relPath(from, to string) string {
 // chroot semantics and returns a path none of whose existing elements is a
 // symlink (elements that do not exist are kept as they are). Every element,
 // the last one too, is followed. dirs, if not nil, holds paths known to be
-// directories, and learns more.
+// directories, and learns more. It is linkres.Resolve on the tree on disk.
 func Resolve(root *os.Root, p string, dirs map[string]bool) (string, error) {
-	var out []string
-	todo := strings.Split(p, "/")
-	hops := 0
-	for len(todo) > 0 {
-		e := todo[0]
-		todo = todo[1:]
-		switch e {
-		case "", ".":
-			continue
-		case "..":
-			if len(out) > 0 {
-				out = out[:len(out)-1]
-			}
-			continue
-		}
-		cand := strings.Join(append(out[:len(out):len(out)], e), "/")
-		if dirs[cand] {
-			out = append(out, e)
-			continue
-		}
-		fi, err := root.Lstat(cand)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-				out = append(out, e)
-				continue
-			}
-			return "", err
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			if fi.IsDir() && dirs != nil {
-				dirs[cand] = true
-			}
-			out = append(out, e)
-			continue
-		}
-		hops++
-		if hops > maxSymlinkHops {
-			return "", fmt.Errorf("too many levels of symbolic links resolving %s", p)
-		}
-		t, err := root.Readlink(cand)
-		if err != nil {
-			return "", err
-		}
-		if path.IsAbs(t) {
-			out = out[:0]
-		}
-		todo = append(strings.Split(t, "/"), todo...)
-	}
-	if len(out) == 0 {
-		return ".", nil
-	}
-	return strings.Join(out, "/"), nil
+	return linkres.Resolve(linkres.RootTree{Root: root, Dirs: dirs}, p)
 }

@@ -89,8 +89,6 @@ type dirTime struct {
 	mtime time.Time
 }
 
-const maxSymlinkHops = 64
-
 // New returns a Tree that writes into root. The caller keeps root open
 // until Close.
 func New(root *os.Root, opt Options) *Tree {

@@ -20,7 +20,6 @@ type entry struct {
 	name, body, link string
 	typ              byte
 	mode             int64
-	size             int64 // 0: len(body)
 	mtime            time.Time
 }
 

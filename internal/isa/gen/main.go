@@ -78,15 +78,6 @@ func (g group) keyLen() int {
 	return n
 }
 
-func (g group) key(w uint32) uint32 {
-	var k uint32
-	for _, r := range g.keyBits {
-		width := r[0] - r[1] + 1
-		k = k<<width | (w>>r[1])&(1<<width-1)
-	}
-	return k
-}
-
 // random returns a random word of the group with the given key.
 func (g group) random(rng *rand.Rand, k uint32) uint32 {
 	w := rng.Uint32()&^g.mask | g.value
