@@ -42,7 +42,6 @@ func TestFlagOriginsSplitTreeFromPackages(t *testing.T) {
 	type toolset struct {
 		name              string
 		cc, cxx, ar, link []string
-		pkgFlags, beFlags []string
 	}
 	for _, ts := range []toolset{
 		{name: "gcc", cc: []string{"aarch64-linux-gnu-gcc", "-frecord-gcc-switches", "-g"}, cxx: []string{"aarch64-linux-gnu-g++", "-frecord-gcc-switches", "-g"},
