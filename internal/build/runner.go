@@ -254,8 +254,12 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 		r.shared.index[s.ID] = i
 	}
 	r.warn = func(s string) {
+		// The record says this machine's paths by the plan's names for
+		// them ($CACHE, $WORK …): records made on two machines differ
+		// only in times. The terminal shows the paths themselves.
+		rs := r.placeholders([]string{s})[0]
 		r.shared.mu.Lock()
-		r.rec.Warnings = append(r.rec.Warnings, s)
+		r.rec.Warnings = append(r.rec.Warnings, rs)
 		r.shared.mu.Unlock()
 		opts.Progress.Warn(p.Cell.Target, s)
 	}

@@ -599,6 +599,7 @@ func TestRecordHoldsNoMachinePaths(t *testing.T) {
 	t.Parallel()
 	const target = "graviton3"
 	in := fastInput(t, target, "")
+	plan0 := *in.Plan
 	var recs [][]byte
 	for i := 0; i < 2; i++ {
 		out, cache := t.TempDir(), t.TempDir()
@@ -607,6 +608,11 @@ func TestRecordHoldsNoMachinePaths(t *testing.T) {
 		sr := filepath.Join(cache, "sysroots", "sha256-0123")
 		tc.Sysroot = &toolchain.Sysroot{Name: "test", Path: sr, RunPath: sr + "-run", Digest: "sha256:0123"}
 		in.TC = &tc
+		// A compiler skipped for a verdict remembered in this machine's cache.
+		pl := plan0
+		pl.Warnings = append(slices.Clone(pl.Warnings), "preferred compiler skipped: gcc links C++ against sysroot test but the result needs arc4random@GLIBC_2.36\n(remembered in "+
+			filepath.Join(cache, "sysroots", ".probes", "0123.fail")+": plans skip gcc for this target while that file is there; remove it to check again)")
+		in.Plan = &pl
 		fx := &fakeExec{}
 		if _, err := Run(context.Background(), in, Options{Out: out, Cache: cache, Exec: fx.exec}); err != nil {
 			t.Fatal(err)
@@ -625,6 +631,9 @@ func TestRecordHoldsNoMachinePaths(t *testing.T) {
 	json.Unmarshal(recs[1], &b)
 	if fa, fb := fmt.Sprint(a.Flags), fmt.Sprint(b.Flags); fa != fb {
 		t.Errorf("the records' flags differ:\n%s\n%s", fa, fb)
+	}
+	if wa, wb := strings.Join(a.Warnings, "\n"), strings.Join(b.Warnings, "\n"); wa != wb || !strings.Contains(wa, "remembered in $CACHE/sysroots/.probes/0123.fail") {
+		t.Errorf("the records' warnings differ, or name no placeholder:\n%s\n%s", wa, wb)
 	}
 }
 
