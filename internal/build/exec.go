@@ -64,6 +64,7 @@ func RunProcess(ctx context.Context, c Command) error {
 	if !sameWriter(c.Stdout, c.Stderr) {
 		cmd.Stderr = teeWatch(c.Stderr, watch)
 	}
+	becomeSubreaper()
 	run, err := startSandbox(cmd)
 	if err != nil {
 		return fmt.Errorf("step %s: %w: %v", c.Step, errNoSandbox, err)
@@ -83,11 +84,12 @@ func RunProcess(ctx context.Context, c Command) error {
 	}()
 	err = cmd.Wait()
 	close(done)
-	if gerr := run.waitGone(30 * time.Second); gerr != nil {
+	inside, gerr := run.waitGone(30 * time.Second)
+	if gerr != nil {
 		return fmt.Errorf("step %s: %w", c.Step, gerr)
 	}
 	if c.CPU != nil && cmd.ProcessState != nil {
-		*c.CPU += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		*c.CPU += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime() + inside
 	}
 	if ctx.Err() != nil && err != nil {
 		return ctx.Err()

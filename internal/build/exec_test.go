@@ -138,3 +138,27 @@ func TestSandboxShowsTreeAtPath(t *testing.T) {
 		t.Errorf("the tree's files belong to uid %d after the step, want dorisarm's %d back", sys.Uid, os.Getuid())
 	}
 }
+
+// TestSandboxedCPUIsCounted: a step's programs run in the sandbox's PID
+// namespace, whose first process bubblewrap does not reap; their CPU time
+// still reaches the step's record (it read about 0 before).
+func TestSandboxedCPUIsCounted(t *testing.T) {
+	if _, err := sandbox(); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	var cpu time.Duration
+	var out strings.Builder
+	// About half a second of CPU in a grandchild of the namespace's first process.
+	c := Command{Step: "busy", Path: "sh", Args: []string{"-c", `sh -c 'i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done'`}, Dir: dir,
+		Stdout: &out, Stderr: &out, CPU: &cpu}
+	t0 := time.Now()
+	if err := RunProcess(context.Background(), c); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	wall := time.Since(t0)
+	if cpu < wall/4 || cpu < 100*time.Millisecond {
+		t.Errorf("the step ran %s and its CPU time reads %s", wall, cpu)
+	}
+	t.Logf("wall %s, CPU %s", wall, cpu)
+}

@@ -129,7 +129,7 @@ func probeSandbox() (*sandboxer, error) {
 		var run *sandboxRun
 		if run, err = startSandbox(cmd); err == nil {
 			err = cmd.Wait()
-			if gerr := run.waitGone(10 * time.Second); err == nil {
+			if _, gerr := run.waitGone(10 * time.Second); err == nil {
 				err = gerr
 			}
 		}
@@ -344,36 +344,69 @@ func startSandbox(cmd *exec.Cmd) (*sandboxRun, error) {
 // first process has ended too (bubblewrap reports the command's status
 // without waiting for the namespace to be torn down): the step's
 // processes are all gone then. An error when they are not within limit.
-func (run *sandboxRun) waitGone(limit time.Duration) error {
+//
+// It also returns the CPU time of the namespace's processes that
+// bubblewrap's own status leaves out: bubblewrap ends without reaping the
+// namespace's first process, which then comes to dorisarm (a child
+// subreaper, becomeSubreaper) and is reaped here with its rusage (its
+// own and its waited-for descendants': the step's programs).
+func (run *sandboxRun) waitGone(limit time.Duration) (time.Duration, error) {
 	var pid int
 	select {
 	case pid = <-run.pid:
 	case <-time.After(limit):
-		return fmt.Errorf("bubblewrap did not say which process the step's namespace started with")
+		return 0, fmt.Errorf("bubblewrap did not say which process the step's namespace started with")
 	}
 	if pid <= 0 {
-		return nil // the namespace was never made
+		return 0, nil // the namespace was never made
 	}
 	fd, err := unix.PidfdOpen(pid, 0)
 	if errors.Is(err, unix.ESRCH) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return fmt.Errorf("watching the step's namespace (process %d): %w", pid, err)
+		return 0, fmt.Errorf("watching the step's namespace (process %d): %w", pid, err)
 	}
 	defer unix.Close(fd)
 	deadline := time.Now().Add(limit)
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
-			return fmt.Errorf("the step's processes (namespace of process %d) did not end within %s", pid, limit)
+			return 0, fmt.Errorf("the step's processes (namespace of process %d) did not end within %s", pid, limit)
 		}
 		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(left/time.Millisecond)+1)
 		if err == nil && n > 0 {
-			return nil
+			return reap(pid), nil
 		}
 		if err != nil && !errors.Is(err, unix.EINTR) {
-			return fmt.Errorf("watching the step's namespace (process %d): %w", pid, err)
+			return 0, fmt.Errorf("watching the step's namespace (process %d): %w", pid, err)
 		}
 	}
+}
+
+// reap reaps pid, an ended process, when it is dorisarm's (an orphan
+// that came to the subreaper) and returns its CPU time; 0 when another
+// process reaped it.
+func reap(pid int) time.Duration {
+	var ws unix.WaitStatus
+	var ru unix.Rusage
+	for {
+		got, err := unix.Wait4(pid, &ws, unix.WNOHANG, &ru)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || got != pid {
+			return 0
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+}
+
+var subreaper sync.Once
+
+// becomeSubreaper makes dorisarm the reaper of its descendants' orphans:
+// the namespace's first process of each step comes back to it when
+// bubblewrap ends, so its CPU time is counted (waitGone).
+func becomeSubreaper() {
+	subreaper.Do(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) })
 }
