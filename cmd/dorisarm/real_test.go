@@ -156,14 +156,26 @@ func TestRealTreePackageNames(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "XSIMD has no build step: build-thirdparty.sh defines no build_xsimd") || strings.Contains(out, "thirdparty:XSIMD") {
 		t.Errorf("whole-tree plan: exit %d\n%s", code, out)
 	}
-	// Its BE compiles against the sysroot's GCC 10 libstdc++: the plan says
-	// so, and a build of it is refused before anything runs.
+	// Its BE needs GCC 11's C++ library, and the sysroot holds GCC 10's:
+	// the plan builds the sysroot's C++ runtime first and is buildable.
+	if !strings.Contains(out, "runtime:gcc-12") || strings.Contains(out, "unbuildable") || strings.Contains(out, "waive") {
+		t.Errorf("the whole-tree plan does not build against the C++ runtime:\n%s", out)
+	}
+	// A matrix whose sysroot names no runtime: the plan says why it cannot
+	// build, and a build of it is refused before anything runs.
+	mb, err := os.ReadFile(filepath.Join(repo_(t), "matrix.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noRuntime := filepath.Join(t.TempDir(), "matrix.yaml")
+	os.WriteFile(noRuntime, []byte(strings.ReplaceAll(string(mb), "    runtime: gcc-12\n", "")), 0o644)
+	out, _, _ = run(t, "plan", "--matrix", noRuntime, "--source", tree, "--target", "kunpeng920", "--pgo-profile", writeProfdata(t))
 	const why = "sysroot debian-11-arm64 holds GCC 10's"
-	if !strings.Contains(out, why) {
+	if !strings.Contains(out, why) || !strings.Contains(out, "no C++ runtime new enough") {
 		t.Errorf("the whole-tree plan does not say the BE cannot build against the sysroot:\n%s", out)
 	}
 	pub := filepath.Join(t.TempDir(), "out")
-	_, errOut, code := run(t, "build", "--source", tree, "--target", "kunpeng920", "--out", pub, "--be-targets", "src/util/CMakeFiles/Util.dir/md5.cpp.o")
+	_, errOut, code := run(t, "build", "--matrix", noRuntime, "--source", tree, "--target", "kunpeng920", "--out", pub, "--be-targets", "src/util/CMakeFiles/Util.dir/md5.cpp.o")
 	if code != 2 || !strings.Contains(errOut, why) {
 		t.Errorf("building it: exit %d\n%s", code, errOut)
 	}
