@@ -212,18 +212,21 @@ func runAs(t *testing.T, uid int, env []string, args ...string) (string, int) {
 	t.Helper()
 	name, argv := bin, args
 	if uid >= 0 {
-		self := filepath.Join(os.TempDir(), "dorisarm-hostile-bin")
-		os.MkdirAll(self, 0o755)
+		// This build's binary, where the user can run it (a copy an
+		// earlier run left at a fixed path would be another dorisarm).
+		self, err := os.MkdirTemp("", "dorisarm-hostile-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(self) })
 		os.Chmod(self, 0o755)
 		exe := filepath.Join(self, "dorisarm")
-		if _, err := os.Stat(exe); err != nil {
-			b, err := os.ReadFile(bin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(exe, b, 0o755); err != nil {
-				t.Fatal(err)
-			}
+		b, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(exe, b, 0o755); err != nil {
+			t.Fatal(err)
 		}
 		id := strconv.Itoa(uid)
 		name, argv = "setpriv", append([]string{"--reuid=" + id, "--regid=" + id, "--clear-groups", exe}, args...)
