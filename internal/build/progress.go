@@ -188,6 +188,21 @@ func (p *Progress) Warn(target, msg string) {
 	fmt.Fprintf(p.W, "warning: %s: %s\n", target, msg)
 }
 
+// Rejected finishes a target's build whose compiler its check refused:
+// not a failure of the target, which is planned again with its next
+// compiler (when the build replans; otherwise the error says so).
+func (p *Progress) Rejected(target, compiler string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.line("%s: %s rejected by its check after %.1fs; the target is planned again with its next compiler", target, compiler, time.Since(p.start[target]).Seconds())
+	if p.TTY {
+		fmt.Fprintln(p.W)
+	}
+}
+
 // End finishes a target's build.
 func (p *Progress) End(target string, ok bool) {
 	if p == nil {

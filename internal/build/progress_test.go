@@ -33,3 +33,17 @@ func TestProgressShowsWhatRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressRejectedIsNoFailure: a target whose compiler its check
+// refused is planned again, not failed: its line says so, and never
+// FAILED.
+func TestProgressRejectedIsNoFailure(t *testing.T) {
+	var b bytes.Buffer
+	p := NewProgress(&b, false)
+	p.Begin("x86_64", 9)
+	p.Rejected("x86_64", "gcc")
+	out := b.String()
+	if strings.Contains(out, "FAILED") || !strings.Contains(out, "x86_64: gcc rejected by its check after ") || !strings.Contains(out, "planned again with its next compiler") {
+		t.Errorf("progress:\n%s", out)
+	}
+}

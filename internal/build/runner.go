@@ -305,7 +305,11 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	pe := &PackagesError{Target: p.Cell.Target}
 	built, err := r.runSteps(ctx, pe)
 	if err != nil {
-		opts.Progress.End(p.Cell.Target, false)
+		if rej := (*CompilerRejected)(nil); errors.As(err, &rej) {
+			opts.Progress.Rejected(p.Cell.Target, rej.Compiler)
+		} else {
+			opts.Progress.End(p.Cell.Target, false)
+		}
 		return nil, err
 	}
 	if len(pe.Failed) > 0 {
