@@ -35,16 +35,11 @@ func (r *runner) runtimeStep(ctx context.Context, i int, s plan.Step) error {
 	if r.in.Runtime == nil || r.in.TC.Runtime == nil || in == nil {
 		return fmt.Errorf("%s: the plan has a runtime step but nothing here makes runtime %s: plan again", r.in.Plan.Cell.Target, s.ID)
 	}
-	pr := *r
-	pr.cpu, pr.changed, pr.deleted = 0, nil, nil
-	pr.tree = filepath.Join(r.work, pkgsDir, ".runtime-"+in.Name)
+	pr, err := r.inTree(".runtime-" + in.Name)
+	if err != nil {
+		return err
+	}
 	pr.layout = func() error { return pr.layOutRuntime(ctx, s) }
-	if err := os.RemoveAll(pr.tree); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(pr.tree, 0o755); err != nil {
-		return err
-	}
 	if err := pr.step(ctx, i, s); err != nil {
 		var se *StepError
 		if errors.As(err, &se) {

@@ -232,6 +232,19 @@ func (r *runner) treeStep(ctx context.Context, i int, s plan.Step) error {
 	return nil
 }
 
+// inTree is a copy of the runner whose step runs in a fresh, empty tree
+// of its own, pkgs/<name> (a package's, the C++ runtime's), with no
+// result yet.
+func (r *runner) inTree(name string) (*runner, error) {
+	pr := *r
+	pr.cpu, pr.changed, pr.deleted = 0, nil, nil
+	pr.tree = filepath.Join(r.work, pkgsDir, name)
+	if err := os.RemoveAll(pr.tree); err != nil {
+		return nil, err
+	}
+	return &pr, os.MkdirAll(pr.tree, 0o755)
+}
+
 // packageStep builds one package in its own tree, pkgs/<PACKAGE>, seen by
 // its programs at the cell tree's path: its cached result comes back into
 // that tree, or the tree is laid out with exactly what the step's key
@@ -240,17 +253,12 @@ func (r *runner) treeStep(ctx context.Context, i int, s plan.Step) error {
 // bytes is a conflict naming both.
 func (r *runner) packageStep(ctx context.Context, i int, s plan.Step, jobs int) error {
 	pkg := strings.TrimPrefix(s.ID, "thirdparty:")
-	pr := *r
+	pr, err := r.inTree(pkg)
+	if err != nil {
+		return err
+	}
 	pr.opts.Jobs = jobs
-	pr.cpu, pr.changed, pr.deleted = 0, nil, nil
-	pr.tree = filepath.Join(r.work, pkgsDir, pkg)
 	pr.layout = func() error { return r.layOut(pr.tree, s) }
-	if err := os.RemoveAll(pr.tree); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(pr.tree, 0o755); err != nil {
-		return err
-	}
 	if err := pr.step(ctx, i, s); err != nil {
 		// The tree stays for a look at what failed (the next build of the
 		// package starts it afresh).
