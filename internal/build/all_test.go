@@ -70,8 +70,9 @@ func TestRunAllSharesTargetFreeSteps(t *testing.T) {
 	fx := &fakeExec{}
 	exec := func(ctx context.Context, c Command) error {
 		if strings.HasPrefix(c.Step, "thirdparty:") {
-			// c.Dir is the cell's tree: <cache>/work/<target>-<doris>/src/...
-			rel, _ := filepath.Rel(filepath.Join(cache, "work"), c.Dir)
+			// c.Dir is where the step sees its tree; on this machine it is
+			// <cache>/work/<target>-<doris>/pkgs/<name>/src
+			rel, _ := filepath.Rel(filepath.Join(cache, "work"), c.Outside(c.Dir))
 			rv.wait(strings.SplitN(rel, string(filepath.Separator), 2)[0])
 		}
 		return fx.exec(ctx, c)

@@ -373,18 +373,24 @@ func (r *runner) prepare() error {
 // (wrappers, the CMake toolchain file, the exec shim): the toolchain
 // step's work, once the sysroot is made.
 func (r *runner) prepareToolchain() error {
-	tc := r.in.TC
+	// The toolchain as a step sees it: its flags, wrappers and CMake
+	// toolchain file name the fixed paths of the step's namespace.
+	var rtPath string
+	if rt := r.in.TC.Runtime; rt != nil {
+		rtPath = r.seen(rt.Path)
+	}
+	tc := r.in.TC.SeenAt(r.seen(r.sysrootPath()), r.seen(r.sysrootRunPath()), rtPath)
 	for phase := range r.in.Plan.Phases {
-		o := toolchain.FlagOptions{Phase: toolchain.Release, LTOCache: r.ltoCache}
+		o := toolchain.FlagOptions{Phase: toolchain.Release, LTOCache: r.seen(r.ltoCache)}
 		switch phase {
 		case plan.PhaseThirdparty, plan.PhaseSlice:
 			o.NoLTO = true
 		case plan.PhaseInstrument:
-			o = toolchain.FlagOptions{Phase: toolchain.Instrument, ProfileDir: r.profileDir}
+			o = toolchain.FlagOptions{Phase: toolchain.Instrument, ProfileDir: r.seen(r.profileDir)}
 		case plan.PhasePGO:
-			o.ProfileDir = r.profileDir
+			o.ProfileDir = r.seen(r.profileDir)
 			if tc.Compiler.Dialect == "clang" {
-				o.Profile = r.profile
+				o.Profile = r.seen(r.profile)
 			}
 		}
 		f, err := tc.Flags(o)
@@ -396,7 +402,7 @@ func (r *runner) prepareToolchain() error {
 		if err := touch(clog); err != nil {
 			return err
 		}
-		w, err := tc.WriteWrappers(home, f, clog)
+		w, err := tc.WriteWrappersSeenAt(home, r.seen(home), f, r.seen(clog))
 		if err != nil {
 			return err
 		}
@@ -406,7 +412,7 @@ func (r *runner) prepareToolchain() error {
 			cache[k] = v
 		}
 		// CMake finds headers, libraries and packages only in installed/ and the sysroot.
-		if err := os.WriteFile(filepath.Join(home, "toolchain.cmake"), []byte(tc.CMakeToolchainFile(w, cache, r.installDir())), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(home, "toolchain.cmake"), []byte(tc.CMakeToolchainFile(w, cache, r.seen(r.installDir()))), 0o644); err != nil {
 			return err
 		}
 		sh, err := tc.ExecShim(w, "")
@@ -497,7 +503,23 @@ func (r *runner) checkToolchain(ctx context.Context) (bool, error) {
 	return cached, r.prepareToolchain()
 }
 
-// expand substitutes the plan's placeholders.
+// expandSeen substitutes the plan's placeholders by the paths a step's
+// programs see (its command and environment).
+func (r *runner) expandSeen(s, phase string) string {
+	if phase == "" {
+		phase = plan.PhaseThirdparty
+	}
+	return strings.NewReplacer(
+		"$TOOLCHAIN/$PHASE", r.seen(filepath.Join(r.work, "toolchain", phase)),
+		"$TOOLCHAIN", r.seen(filepath.Join(r.work, "toolchain")),
+		"$SRC", r.seen(r.src), "$OUT", r.staging(), "$JOBS", fmt.Sprint(r.opts.Jobs),
+		"$PROFILE_DIR", r.seen(r.profileDir), "$PROFILE", r.seen(r.profile), "$LTO_CACHE", r.seen(r.ltoCache),
+		toolchain.SysrootRunPlaceholder, r.seen(r.sysrootRunPath()), toolchain.SysrootPlaceholder, r.seen(r.sysrootPath()),
+	).Replace(s)
+}
+
+// expand substitutes the plan's placeholders by this machine's paths
+// (what dorisarm itself reads and writes).
 func (r *runner) expand(s, phase string) string {
 	if phase == "" {
 		phase = plan.PhaseThirdparty
@@ -518,12 +540,18 @@ func (r *runner) expand(s, phase string) string {
 func (r *runner) placeholders(list []string) []string {
 	var pairs []string
 	// Longest first: a path inside another is replaced by its own name.
-	for _, pv := range [][2]string{
+	// Each as this machine has it and as a step sees it.
+	named := [][2]string{
 		{filepath.Join(r.work, "toolchain"), "$TOOLCHAIN"}, {r.src, "$SRC"}, {r.profile, "$PROFILE"},
 		{r.profileDir, "$PROFILE_DIR"}, {r.ltoCache, "$LTO_CACHE"},
 		{r.sysrootRunPath(), toolchain.SysrootRunPlaceholder}, {r.sysrootPath(), toolchain.SysrootPlaceholder},
-		{r.work, "$WORK"}, {r.opts.Cache, "$CACHE"},
-	} {
+	}
+	for _, pv := range named {
+		if pv[0] != "" && pv[0] != "." {
+			pairs = append(pairs, r.seen(pv[0]), pv[1])
+		}
+	}
+	for _, pv := range append(named, [][2]string{{r.work, "$WORK"}, {r.opts.Cache, "$CACHE"}}...) {
 		if pv[0] != "" && pv[0] != "." {
 			pairs = append(pairs, pv[0], pv[1])
 		}
@@ -541,16 +569,16 @@ func (r *runner) placeholders(list []string) []string {
 func (r *runner) env(s plan.Step) []string {
 	env := stepEnv(os.Environ(), slices.Sorted(maps.Keys(r.in.Recipe.HostEnv)))
 	for _, e := range r.in.Plan.Toolchain.Env {
-		env = append(env, r.expand(e, s.Phase))
+		env = append(env, r.expandSeen(e, s.Phase))
 	}
 	for _, e := range s.Env {
-		env = append(env, r.expand(e, s.Phase))
+		env = append(env, r.expandSeen(e, s.Phase))
 	}
 	if s.Kind == plan.KindThirdparty || s.Kind == plan.KindBuild {
 		// Steps that build; a training run is a target program already under qemu.
 		env = append(env, r.shim(s).Env...)
 	}
-	return append(env, "PATH="+r.expand("$TOOLCHAIN/$PHASE/bin", s.Phase)+string(os.PathListSeparator)+r.hostPath)
+	return append(env, "PATH="+r.expandSeen("$TOOLCHAIN/$PHASE/bin", s.Phase)+string(os.PathListSeparator)+r.hostPath)
 }
 
 func (r *runner) sysrootRunPath() string {
@@ -848,7 +876,7 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		}
 		return leakError(s, logPath)
 	case plan.KindTrain:
-		env := append(r.env(s), "LLVM_PROFILE_FILE="+filepath.Join(r.profileDir, "%m-%p.profraw"))
+		env := append(r.env(s), "LLVM_PROFILE_FILE="+r.seen(filepath.Join(r.profileDir, "%m-%p.profraw")))
 		err := r.command(ctx, s, s.Command, env, log)
 		if err != nil {
 			if signalOf(err) == syscall.SIGILL {
@@ -868,12 +896,15 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		if len(raws) == 0 {
 			return fmt.Errorf("the training run wrote no profile to %s", r.profileDir)
 		}
-		args := append([]string{"merge", "-o", r.profile}, raws...)
+		args := []string{"merge", "-o", r.seen(r.profile)}
+		for _, p := range raws {
+			args = append(args, r.seen(p))
+		}
 		tool := r.in.TC.Tools["profdata"]
 		if tool == "" {
 			return fmt.Errorf("%s has no llvm-profdata (tools.profdata in matrix.yaml)", r.in.TC.Compiler.Name)
 		}
-		if err := r.run(ctx, s, tool, args, r.env(s), r.src, log); err != nil {
+		if err := r.run(ctx, s, tool, args, r.env(s), r.seen(r.src), log); err != nil {
 			return err
 		}
 		d, err := source.FileDigest(r.profile)
@@ -917,13 +948,13 @@ func (r *runner) command(ctx context.Context, s plan.Step, argv []string, env []
 	}
 	args := make([]string, len(argv))
 	for i, a := range argv {
-		args[i] = r.expand(a, s.Phase)
+		args[i] = r.expandSeen(a, s.Phase)
 	}
 	if p := r.shim(s).Prefix; len(p) > 0 {
 		// Target programs the step starts run under qemu on the target's CPU model.
 		args = append(append([]string{}, p...), args...)
 	}
-	return r.run(ctx, s, args[0], args[1:], env, r.src, log)
+	return r.run(ctx, s, args[0], args[1:], env, r.seen(r.src), log)
 }
 
 // run runs one program of step through Options.Exec, logging it.

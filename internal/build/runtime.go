@@ -98,18 +98,18 @@ func (r *runner) buildRuntime(ctx context.Context, s plan.Step, log io.Writer) e
 	in := s.Inputs.Runtime
 	env := stepEnv(os.Environ(), nil)
 	env = append(env,
-		"CXXRT_SOURCE="+r.runtimeSource,
-		"CXXRT_SYSROOT="+r.runtimeSysroot,
+		"CXXRT_SOURCE="+r.seen(r.runtimeSource),
+		"CXXRT_SYSROOT="+r.seen(r.runtimeSysroot),
 		"CXXRT_HOST="+in.Triple,
 		"CXXRT_CC="+r.in.Runtime.CC,
 		"CXXRT_GLIBC="+in.Glibc,
-		"CXXRT_PREFIX="+filepath.Join(r.src, runtimeOut),
-		"CXXRT_WORK="+filepath.Join(r.src, ".cxxrt-work"),
+		"CXXRT_PREFIX="+r.seen(filepath.Join(r.src, runtimeOut)),
+		"CXXRT_WORK="+r.seen(filepath.Join(r.src, ".cxxrt-work")),
 		"JOBS="+strconv.Itoa(max(r.opts.Jobs, 1)),
 		"PATH="+r.hostPath,
 	)
 	fmt.Fprintf(log, "runtime %s (GCC %s) for %s against glibc %s, from %s (sha256 %s)\n", in.Name, in.Libstdcxx, in.Triple, in.Glibc, in.Source.URL, in.Source.SHA256)
-	return r.run(ctx, s, "/bin/bash", []string{filepath.Join(r.src, path.Base(in.Script))}, env, r.src, log)
+	return r.run(ctx, s, "/bin/bash", []string{r.seen(filepath.Join(r.src, path.Base(in.Script)))}, env, r.seen(r.src), log)
 }
 
 // downloadTimeout bounds a runtime source's download.

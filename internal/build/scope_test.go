@@ -75,7 +75,7 @@ func TestThirdpartyBuildShipsScope(t *testing.T) {
 				place(archive, filepath.Join(inst, "lib", "libcrypto.a")),
 				place(libssl, filepath.Join(inst, "lib", "libssl.so.3")))
 		case "build:be":
-			return place(cli, filepath.Join(c.Dir, "output", "be", "lib", "doris_be"))
+			return place(cli, filepath.Join(c.Outside(c.Dir), "output", "be", "lib", "doris_be"))
 		}
 		return fx.exec(context.Background(), c)
 	}

@@ -19,19 +19,23 @@ import (
 // The cache, the cell's other files (logs, other packages' trees), --out,
 // the source tree dorisarm copied and the keys are not there.
 func (r *runner) stepSandbox(s plan.Step) *Sandbox {
-	sb := &Sandbox{Writable: []Mount{{From: r.srcDir(), To: r.src}}}
+	sb := &Sandbox{Writable: []Mount{{From: r.srcDir(), To: r.seen(r.src)}}}
 	phase := s.Phase
 	if phase == "" {
 		phase = plan.PhaseThirdparty
 	}
 	if log := filepath.Join(r.logs, "compiler-"+phase+".log"); isRegular(log) {
-		sb.Writable = append(sb.Writable, Mount{From: log})
+		sb.Writable = append(sb.Writable, Mount{From: log, To: r.seen(log)})
 	}
 	switch s.Kind {
 	case plan.KindBuild, plan.KindTrain, plan.KindMerge:
-		sb.Writable = append(sb.Writable, Mount{From: filepath.Join(r.work, "pgo")}, Mount{From: r.ltoCache})
+		pgo := filepath.Join(r.work, "pgo")
+		sb.Writable = append(sb.Writable, Mount{From: pgo, To: r.seen(pgo)}, Mount{From: r.ltoCache, To: r.seen(r.ltoCache)})
 	}
 	sb.ReadOnly = readOnlyMounts(r.declaredInputs(s))
+	for i := range sb.ReadOnly {
+		sb.ReadOnly[i].To = r.seen(sb.ReadOnly[i].From)
+	}
 	return sb
 }
 

@@ -380,14 +380,16 @@ func (r *runner) relink(p, name string, log io.Writer) error {
 	if err != nil || !filepath.IsAbs(target) {
 		return nil
 	}
-	root := filepath.Clean(r.src) + string(filepath.Separator)
+	// The tree as the step saw it (its namespace shows it at a fixed path).
+	src := r.seen(r.src)
+	root := filepath.Clean(src) + string(filepath.Separator)
 	if !strings.HasPrefix(filepath.Clean(target), root) {
 		return nil
 	}
 	// The link as the step saw it: in the cell's tree.
 	seen := p
 	if rest, ok := strings.CutPrefix(p, r.srcDir()+string(filepath.Separator)); ok {
-		seen = filepath.Join(r.src, rest)
+		seen = filepath.Join(src, rest)
 	}
 	rel, err := filepath.Rel(filepath.Dir(seen), filepath.Clean(target))
 	if err != nil {

@@ -47,7 +47,8 @@ var plainTools = []string{"ld", "ar", "as", "ranlib", "nm", "strip", "objcopy", 
 
 // writeCrossEnv completes a compiler home written by WriteWrappers.
 func (tc *Toolchain) writeCrossEnv(w *Wrappers) error {
-	bin := filepath.Join(w.Home, "bin")
+	bin := filepath.Join(w.written(), "bin")
+	seenBin := filepath.Join(w.Home, "bin")
 	link := func(target, name string) error {
 		p := filepath.Join(bin, name)
 		if _, err := os.Lstat(p); err == nil {
@@ -70,11 +71,11 @@ func (tc *Toolchain) writeCrossEnv(w *Wrappers) error {
 		return writeNew(filepath.Join(bin, name), []byte("#!/bin/sh\n# Written by dorisarm for target "+tc.Cell.Target.Name+". Do not edit.\n"+body), 0o755)
 	}
 	// The host's compilers, for build-time helpers, without bin/ on PATH.
-	hostBin := filepath.Join(w.Home, "host-bin")
+	hostBin := filepath.Join(w.written(), "host-bin")
 	if err := os.MkdirAll(hostBin, 0o755); err != nil {
 		return err
 	}
-	dropBin := fmt.Sprintf(`PATH=$(printf '%%s' "$PATH" | sed "s|%s:||g")`, bin)
+	dropBin := fmt.Sprintf(`PATH=$(printf '%%s' "$PATH" | sed "s|%s:||g")`, seenBin)
 	for _, name := range []string{"cc", "c++"} {
 		real, err := lookPath(name)
 		if err != nil {
@@ -128,8 +129,8 @@ build_alias=${build_alias:-%s}
 ac_cv_host=${ac_cv_host:-%s}
 ac_cv_build=${ac_cv_build:-%s}
 `, tc.Cell.Target.Name, tc.Cell.ISA.Triple, tc.Host.Triple, tc.Cell.ISA.GNUType, tc.Host.GNUType)
-	_ = os.Remove(filepath.Join(w.Home, "config.site"))
-	return writeNew(filepath.Join(w.Home, "config.site"), []byte(site), 0o644)
+	_ = os.Remove(filepath.Join(w.written(), "config.site"))
+	return writeNew(filepath.Join(w.written(), "config.site"), []byte(site), 0o644)
 }
 
 // crossEnv is the environment of the cross environment (Env adds it).
@@ -175,7 +176,7 @@ func (tc *Toolchain) ExecShim(w *Wrappers, binfmtDir string) (Shim, error) {
 	}
 	emu[0] = qemu
 	if w != nil && w.ExecLib != "" {
-		if _, err := os.Stat(w.ExecLib); err == nil {
+		if _, err := os.Stat(w.writtenPath(w.ExecLib)); err == nil {
 			return Shim{Kind: "preload", Env: []string{
 				"LD_PRELOAD=" + w.ExecLib,
 				"DORISARM_EXEC_MACHINE=" + fmt.Sprint(tc.Cell.ISA.ELFMachine),
@@ -197,8 +198,9 @@ func (tc *Toolchain) writeExecLib(w *Wrappers) {
 	if err != nil {
 		return
 	}
-	src := filepath.Join(w.Home, "lib", "dorisarm-exec.c")
-	lib := filepath.Join(w.Home, "lib", "dorisarm-exec.so")
+	src := filepath.Join(w.written(), "lib", "dorisarm-exec.c")
+	lib := filepath.Join(w.written(), "lib", "dorisarm-exec.so")
+	seenLib := filepath.Join(w.Home, "lib", "dorisarm-exec.so")
 	if os.MkdirAll(filepath.Dir(src), 0o755) != nil || writeNew(src, execShimSource, 0o644) != nil {
 		return
 	}
@@ -207,7 +209,7 @@ func (tc *Toolchain) writeExecLib(w *Wrappers) {
 	if built, ok := execLibBuilt[cc]; ok {
 		// Compiled once per process (a build has a home per phase).
 		if writeNew(lib, built, 0o755) == nil {
-			w.ExecLib = lib
+			w.ExecLib = seenLib
 		}
 		return
 	}
@@ -215,7 +217,7 @@ func (tc *Toolchain) writeExecLib(w *Wrappers) {
 	// The host's compiler, with the host's tools: not the cross environment's PATH.
 	cmd.Env = append(os.Environ(), "LD_PRELOAD=")
 	if cmd.Run() == nil {
-		w.ExecLib = lib
+		w.ExecLib = seenLib
 		if data, err := os.ReadFile(lib); err == nil {
 			execLibBuilt[cc] = data
 		}

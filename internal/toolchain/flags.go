@@ -294,6 +294,27 @@ type Wrappers struct {
 	Tools   map[string]string
 	// ExecLib is the compiled exec shim (cross builds), "" where it could not be built.
 	ExecLib string
+	// dir is where the home was written, when it is seen elsewhere (Home).
+	dir string
+}
+
+// written is where the home's files are on this machine.
+func (w *Wrappers) written() string {
+	if w.dir == "" {
+		return w.Home
+	}
+	return w.dir
+}
+
+// writtenPath is where p, a path as the home's users see it, is on this machine.
+func (w *Wrappers) writtenPath(p string) string {
+	if w.dir == "" || w.dir == w.Home {
+		return p
+	}
+	if rest, ok := strings.CutPrefix(p, w.Home+"/"); ok {
+		return filepath.Join(w.written(), rest)
+	}
+	return p
 }
 
 // Env is the environment a Doris-style build of the cell runs with.

@@ -309,3 +309,29 @@ func firstLines(s string, n int) string {
 	}
 	return strings.Join(lines, " | ")
 }
+
+// SeenAt is tc as the programs of a build step see it when the step's
+// namespace shows the sysroot, its uncapped twin and the C++ runtime at
+// other paths than this machine's (a fixed path, so that what compilers
+// record is the same on every machine): a copy naming those paths, for
+// the flags, wrappers and CMake toolchain file the step uses. An empty
+// path keeps this machine's.
+func (tc *Toolchain) SeenAt(sysroot, sysrootRun, runtime string) *Toolchain {
+	c := *tc
+	if tc.Sysroot != nil {
+		s := *tc.Sysroot
+		if sysroot != "" {
+			s.Path = sysroot
+		}
+		if sysrootRun != "" {
+			s.RunPath = sysrootRun
+		}
+		c.Sysroot = &s
+	}
+	if tc.Runtime != nil && runtime != "" {
+		rt := *tc.Runtime
+		rt.Path = runtime
+		c.Runtime = &rt
+	}
+	return &c
+}

@@ -29,6 +29,14 @@ func writeNew(path string, data []byte, perm os.FileMode) error {
 // would on a native build (the scanner then proves what landed); link flags are
 // added only when the driver links.
 func (tc *Toolchain) WriteWrappers(dir string, f Flags, log string) (*Wrappers, error) {
+	return tc.WriteWrappersSeenAt(dir, dir, f, log)
+}
+
+// WriteWrappersSeenAt is WriteWrappers for a home written at dir and seen
+// at seen by the programs that use it (a step's namespace shows the
+// cell's compiler home at a fixed path): what the home's files and the
+// returned Wrappers name is under seen, what is written is under dir.
+func (tc *Toolchain) WriteWrappersSeenAt(dir, seen string, f Flags, log string) (*Wrappers, error) {
 	bin := filepath.Join(dir, "bin")
 	// A home is written afresh: what an earlier write left there (a link to
 	// a real tool under a name this write gives a script) must never be
@@ -42,22 +50,24 @@ func (tc *Toolchain) WriteWrappers(dir string, f Flags, log string) (*Wrappers, 
 		return nil, err
 	}
 	ccName, cxxName := tc.driverNames()
-	w := &Wrappers{Home: dir, CC: filepath.Join(bin, ccName), CXX: filepath.Join(bin, cxxName), Log: log, Tools: map[string]string{}}
+	seenBin := filepath.Join(seen, "bin")
+	w := &Wrappers{Home: seen, CC: filepath.Join(seenBin, ccName), CXX: filepath.Join(seenBin, cxxName), Log: log, Tools: map[string]string{}, dir: dir}
 	for _, d := range []struct {
-		path, real string
+		name, real string
 		cxx        bool
-	}{{w.CC, tc.CC, false}, {w.CXX, tc.CXX, true}} {
-		if err := writeNew(d.path, []byte(tc.wrapperScript(d.real, f, log, d.cxx)), 0o755); err != nil {
+	}{{ccName, tc.CC, false}, {cxxName, tc.CXX, true}} {
+		if err := writeNew(filepath.Join(bin, d.name), []byte(tc.wrapperScript(d.real, f, log, d.cxx)), 0o755); err != nil {
 			return nil, err
 		}
 	}
 	for _, role := range slices.Sorted(maps.Keys(tc.Tools)) {
-		link := filepath.Join(bin, toolName(role, tc.Compiler.Dialect))
+		name := toolName(role, tc.Compiler.Dialect)
+		link := filepath.Join(bin, name)
 		_ = os.Remove(link)
 		if err := os.Symlink(tc.Tools[role], link); err != nil {
 			return nil, err
 		}
-		w.Tools[role] = link
+		w.Tools[role] = filepath.Join(seenBin, name)
 	}
 	if err := tc.writeCrossEnv(w); err != nil {
 		return nil, err
