@@ -39,8 +39,9 @@ var execShimSource []byte
 // CrossEnvVersion changes whenever what writeCrossEnv, the wrapper scripts
 // or the CMake toolchain file say changes, so cached steps built in an
 // older cross environment are not reused (3: find root path modes ONLY,
-// installed/ a find root; wrappers add no flag a driver reports unused).
-const CrossEnvVersion = "3"
+// installed/ a find root; wrappers add no flag a driver reports unused;
+// 4: steps see the tree, homes and sysroot at fixed paths, /dorisarm/...).
+const CrossEnvVersion = "4"
 
 // plainTools are the binutils names a package may call without a prefix.
 var plainTools = []string{"ld", "ar", "as", "ranlib", "nm", "strip", "objcopy", "objdump", "readelf"}
