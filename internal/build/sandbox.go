@@ -242,7 +242,15 @@ func (sb *sandboxer) args(c Command) ([]string, error) {
 	if dir == "" {
 		dir = "/tmp"
 	}
-	a = append(a, "--chdir", dir, "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--")
+	a = append(a, "--chdir", dir, "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp")
+	// Preloads (the exec shim) name paths of the step's namespace: set
+	// in it, not in bubblewrap's own environment, where they are not.
+	for _, kv := range c.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == "LD_PRELOAD" {
+			a = append(a, "--setenv", k, v)
+		}
+	}
+	a = append(a, "--")
 	if sb.root {
 		a = append(a, sb.setpriv, "--reuid="+strconv.Itoa(sb.uid), "--regid="+strconv.Itoa(sb.gid), "--clear-groups",
 			"--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--")
@@ -269,7 +277,7 @@ func (sb *sandboxer) command(c Command) (*exec.Cmd, func(), error) {
 		return nil, func() {}, err
 	}
 	cmd := exec.Command(sb.bwrap, append([]string{"--info-fd", "3"}, args...)...)
-	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Env, c.Stdin, c.Stdout, c.Stderr
+	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = withoutPreload(c.Env), c.Stdin, c.Stdout, c.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	undo := func() {}
 	if sb.root && c.Sandbox != nil {
@@ -409,4 +417,9 @@ var subreaper sync.Once
 // bubblewrap ends, so its CPU time is counted (waitGone).
 func becomeSubreaper() {
 	subreaper.Do(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) })
+}
+
+// withoutPreload is env without LD_PRELOAD (args sets it in the namespace).
+func withoutPreload(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "LD_PRELOAD=") })
 }

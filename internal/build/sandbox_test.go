@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -167,6 +168,36 @@ func TestSandboxRefusesWhatItCannotShow(t *testing.T) {
 		if _, err := sb.args(Command{Step: "x", Path: "true", Sandbox: s}); err == nil {
 			t.Errorf("%+v: accepted", *s)
 		}
+	}
+}
+
+// TestPreloadSeenOnlyInTheStep: a step's LD_PRELOAD names a library at
+// a path of its namespace (the exec shim in its compiler home at
+// /dorisarm/toolchain): the step's programs load it, and bubblewrap,
+// which runs before that path exists, is not given it (ld.so would
+// print "cannot be preloaded" into every step's log).
+func TestPreloadSeenOnlyInTheStep(t *testing.T) {
+	// The build machine's own (not a cross sysroot's in /lib/<triple>).
+	triple := map[string]string{"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}[runtime.GOARCH]
+	libm, err := filepath.Glob("/lib/" + triple + "/libm.so.6")
+	if err != nil || len(libm) == 0 {
+		t.Skip("no libm.so.6 of this machine's to preload")
+	}
+	tree := t.TempDir()
+	data, err := os.ReadFile(libm[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(tree, "libpre.so"), data, 0o755)
+	var out bytes.Buffer
+	c := Command{Step: "preload", Path: "/bin/sh", Args: []string{"-c", `grep -c libpre.so /proc/self/maps`},
+		Env: []string{"PATH=/usr/bin:/bin", "LD_PRELOAD=/dorisarm/src/libpre.so"}, Dir: "/dorisarm/src",
+		Stdout: &out, Stderr: &out, Sandbox: &Sandbox{Writable: []Mount{{From: tree, To: "/dorisarm/src"}}}}
+	if err := RunProcess(context.Background(), c); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), "cannot be preloaded") || strings.TrimSpace(out.String()) == "0" {
+		t.Errorf("the step's preload: %q", out.String())
 	}
 }
 
