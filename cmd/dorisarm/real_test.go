@@ -324,6 +324,7 @@ func TestRealDorisPackagesCrossBuild(t *testing.T) {
 		{"kunpeng920", "-mtune=tsv110", []string{"--compiler", "clang"}},
 		{"graviton3", "-mtune=neoverse-v1", []string{"--compiler", "gcc", "--waive-sysroot", "testing the GCC cross build"}},
 	} {
+		seedRuntime(t, cache, c.target)
 		args := append([]string{"build", "--source", tree, "--mirror", mirror, "--packages", "bitshuffle",
 			"--target", c.target, "--out", out, "--cache", cache, "--allow", allow}, c.extra...)
 		stdout, errOut, code := run(t, args...)
@@ -404,6 +405,7 @@ func TestRealDorisForeignObjectFailsItsPackage(t *testing.T) {
 			"    /usr/bin/x86_64-linux-gnu-gcc -B/usr/bin/x86_64-linux-gnu- -O2 -c bzlib.c -o bzlib_host.o\n"+
 			"    /usr/bin/x86_64-linux-gnu-ar r \"${TP_INSTALL_DIR}/lib64/libbz2.a\" bzlib_host.o\n}\n\n# lzo2")
 	dir := t.TempDir()
+	seedRuntime(t, filepath.Join(dir, "cache"), "generic-armv8")
 	stdout, errOut, code := run(t, "build", "--source", bad, "--mirror", mirror, "--packages", "bzip,snappy", "--keep-going",
 		"--target", "generic-armv8", "--out", filepath.Join(dir, "out"), "--cache", filepath.Join(dir, "cache"))
 	if code != 1 {

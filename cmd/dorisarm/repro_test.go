@@ -19,11 +19,15 @@ import (
 
 // reproBuild builds target from the source args into a fresh out and a
 // cache at a path of its own (nested under name, so the two builds' paths
-// differ in length too) and returns the out directory.
-func reproBuild(t *testing.T, name string, args ...string) string {
+// differ in length too) and returns the out directory. A real-recipe build
+// names its target in seedFor: its cache starts with the C++ runtime.
+func reproBuild(t *testing.T, name, seedFor string, args ...string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name, strings.Repeat("deeper-", len(name)))
 	out, cache := filepath.Join(dir, "out"), filepath.Join(dir, "cache")
+	if seedFor != "" {
+		seedRuntime(t, cache, seedFor)
+	}
 	stdout, errOut, code := run(t, append([]string{"build", "--out", out, "--cache", cache}, args...)...)
 	if code != 0 {
 		t.Fatalf("build %v: exit %d\n%s\n%s", args, code, stdout, errOut)
@@ -143,8 +147,8 @@ func imageDigests(t *testing.T, out string) map[string]string {
 // objects record the fixed step paths, never the cache's.
 func TestReproducibleAcrossCaches(t *testing.T) {
 	slow(t, "builds the sample twice with real compilers")
-	a := reproBuild(t, "a", "--target", "graviton3")
-	b := reproBuild(t, "bb", "--target", "graviton3")
+	a := reproBuild(t, "a", "", "--target", "graviton3")
+	b := reproBuild(t, "bb", "", "--target", "graviton3")
 	sameFiles(t, a, b)
 	rec := filepath.Join("2.1.8", "graviton3", "dorisarm-build.json")
 	if ra, rb := timeless(t, filepath.Join(a, rec)), timeless(t, filepath.Join(b, rec)); ra != rb {
@@ -180,7 +184,7 @@ func TestRealPackageReproducible(t *testing.T) {
 	var outs []string
 	for _, name := range []string{"a", "bb"} {
 		src := copyCorpusTree(t, tree)
-		outs = append(outs, reproBuild(t, name, "--source", src, "--mirror", mirror, "--packages", "snappy", "--target", "kunpeng920", "--compiler", "clang"))
+		outs = append(outs, reproBuild(t, name, "kunpeng920", "--source", src, "--mirror", mirror, "--packages", "snappy", "--target", "kunpeng920", "--compiler", "clang"))
 	}
 	lib := filepath.Join("2.1.7-rc01", "kunpeng920", "thirdparty", "installed", "lib", "libsnappy.a")
 	la, err := os.ReadFile(filepath.Join(outs[0], lib))

@@ -68,6 +68,7 @@ func TestRealDorisPackagesMeetTheOSGlibc(t *testing.T) {
 	dir := t.TempDir()
 	out, cache := filepath.Join(dir, "out"), filepath.Join(dir, "cache")
 	for _, c := range []struct{ target, ceiling string }{{"kunpeng920", "2.28"}, {"graviton3", "2.34"}} {
+		seedRuntime(t, cache, c.target)
 		stdout, errOut, code := run(t, "build", "--source", tree, "--mirror", mirror, "--packages", "snappy,lz4,bzip,bitshuffle",
 			"--target", c.target, "--out", out, "--cache", cache)
 		if code != 0 {
