@@ -80,6 +80,9 @@ if [ -n "$want_build" ]; then
     protobuf-compiler thrift-compiler
     # Runs target programs a cross build starts where dorisarm's exec shim cannot be compiled.
     proot
+    # The BE's compiler launcher (Doris's env.sh uses it where installed):
+    # the compile cache that a killed or second build compiles only the rest with.
+    ccache
     # Every build step runs in a bubblewrap sandbox (as root, setpriv of
     # util-linux drops it to an unprivileged user).
     bubblewrap util-linux

@@ -62,6 +62,12 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 			if opts.PackagesAtOnce < 0 {
 				return usageErr("--packages-at-once %d: give how many packages may build at once, 1 or more (0: as many as --jobs)", opts.PackagesAtOnce)
 			}
+			if err := build.CheckCompileCacheSize(opts.CompileCacheSize); opts.CompileCacheSize != "" && err != nil {
+				return err
+			}
+			if strings.Contains(opts.CompileCache, "://") {
+				return usageErr("--be-compile-cache %s: give a directory (or off); a build step has no network, so ccache's remote storage cannot be reached from it", opts.CompileCache)
+			}
 			tree, err := o.tree.dir(g)
 			if err != nil {
 				return err
@@ -137,6 +143,8 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 	cmd.Flags().StringVar(&opts.Cache, "cache", defaultCacheDir(), "the step cache and work directories ($DORISARM_CACHE)")
 	cmd.Flags().IntVar(&opts.Jobs, "jobs", 2, "the build's CPU budget: targets build at once, up to this many, and split it for their steps' parallel jobs (make -j)")
 	cmd.Flags().IntVar(&opts.PackagesAtOnce, "packages-at-once", 0, "third-party packages built at once in a target (default: --jobs; 1 builds them one after another, as Doris's script does)")
+	cmd.Flags().StringVar(&opts.CompileCache, "be-compile-cache", "", "ccache directory the BE's compiles share (default: <cache>/compile; off for none): a build killed half-way, another work directory or another cache naming it compiles only what it had not")
+	cmd.Flags().StringVar(&opts.CompileCacheSize, "be-compile-cache-size", build.DefaultCompileCacheSize, "bound of each compile cache directory, as ccache takes it (20G, 500M)")
 	cmd.Flags().StringVar(&opts.Mirror, "mirror", "", "third-party archive mirror: DIR, file:// or http(s):// (default: the recipe's)")
 	cmd.Flags().StringVar(&allowFile, "allow", "", "reviewed scan exceptions")
 	inputFlags(cmd, false, "allow")

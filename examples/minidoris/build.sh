@@ -58,7 +58,7 @@ if [[ ${BUILD_BE} -eq 1 ]]; then
     for src in "${DORIS_HOME}"/be/src/*.cpp; do
         obj="${BE_BUILD}/$(basename "${src%.cpp}").o"
         # shellcheck disable=2086
-        "${CXX}" -std=c++17 -O2 -g -Wall -Wextra -Werror "${ARCH_FLAGS[@]}" ${EXTRA_CXX_FLAGS} \
+        ${CCACHE_LAUNCHER:+"${CCACHE_LAUNCHER}"} "${CXX}" -std=c++17 -O2 -g -Wall -Wextra -Werror "${ARCH_FLAGS[@]}" ${EXTRA_CXX_FLAGS} \
             -I "${DORIS_HOME}/gensrc/build" -I "${TP_INSTALL}/include" -c "${src}" -o "${obj}" &
         objs+=("${obj}")
         while [[ $(jobs -r | wc -l) -ge ${PARALLEL} ]]; do wait -n; done

@@ -40,3 +40,9 @@ TARGET_TRIPLE="$("${CC}" -dumpmachine)"
 TARGET_ARCH="${TARGET_TRIPLE%%-*}"
 export TARGET_ARCH
 export TARGET_MULTIARCH="${TARGET_ARCH}-linux-gnu"
+
+# As Doris's env.sh: ccache, where installed, launches the BE's compiles.
+if CCACHE_VERSION="$(ccache --version 2>/dev/null)"; then
+    echo "${CCACHE_VERSION}" | head -n 1
+    export CCACHE_LAUNCHER=ccache
+fi

@@ -535,6 +535,14 @@ func (c *Cache) Prune(maxBytes int64) (removed []Entry, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The compile cache under it (compile/<key>) is pruned with it, a
+	// directory at a time.
+	compiled, err := compileCacheEntries(filepath.Join(c.Dir, compileSubdir))
+	if err != nil {
+		return nil, err
+	}
+	entries = append(entries, compiled...)
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].LastUsed.Before(entries[j].LastUsed) })
 	var total int64
 	for _, e := range entries {
 		total += e.Bytes
@@ -544,8 +552,11 @@ func (c *Cache) Prune(maxBytes int64) (removed []Entry, err error) {
 			break
 		}
 		// Rename first so a concurrent reader never sees half an entry.
-		gone := filepath.Join(c.Dir, "steps", ".tmp-prune-"+e.Key)
-		if err := os.Rename(c.entry(e.Key), gone); err != nil {
+		from, gone := c.entry(e.Key), filepath.Join(c.Dir, "steps", ".tmp-prune-"+e.Key)
+		if key, ok := strings.CutPrefix(e.Key, compileSubdir+"/"); ok {
+			from, gone = filepath.Join(c.Dir, compileSubdir, key), filepath.Join(c.Dir, compileSubdir, ".tmp-prune-"+key)
+		}
+		if err := os.Rename(from, gone); err != nil {
 			continue
 		}
 		os.RemoveAll(gone)
@@ -669,6 +680,10 @@ func (c *Cache) PruneTo(maxBytes int64) (Pruned, error) {
 		p.RemovedBytes += e.Bytes
 	}
 	left, err := c.Entries()
-	p.EntriesLeft = int64(len(left))
+	if err != nil {
+		return p, err
+	}
+	compiled, err := compileCacheEntries(filepath.Join(c.Dir, compileSubdir))
+	p.EntriesLeft = int64(len(left) + len(compiled))
 	return p, err
 }

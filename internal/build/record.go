@@ -132,6 +132,9 @@ type StepRecord struct {
 	// Needs are the steps it needs (the plan's edges), for replaying the
 	// build's profile on other machines (dorisarm simulate).
 	Needs []string `json:"needs,omitempty"`
+	// CompileCache is what the compile cache (ccache) did for a build
+	// step that ran: the compiles it answered and the ones it ran.
+	CompileCache *CompileStats `json:"compile_cache,omitempty"`
 }
 
 // SmokeResult is one smoke run.

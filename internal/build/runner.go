@@ -41,6 +41,11 @@ type Options struct {
 	// ThirdpartyBase is the prebuilt third-party install the plan's
 	// thirdparty-base step copies (plan.CheckBase vouched for its digest).
 	ThirdpartyBase string
+	// CompileCache is where the build steps' ccache keeps what they
+	// compiled (<Cache>/compile when empty; CompileCacheOff for none);
+	// CompileCacheSize bounds each of its directories (ccache's
+	// max_size, DefaultCompileCacheSize when empty).
+	CompileCache, CompileCacheSize string
 	// KeepGoing builds every third-party package it can after one fails and
 	// reports each failure (as a *PackagesError); nothing is published then.
 	KeepGoing bool
@@ -193,6 +198,10 @@ type cellState struct {
 	// shimMu guards the runner's shims, which the toolchain step sets
 	// while fetch and unpack steps may run and read them.
 	shimMu sync.RWMutex
+	// compileDirs and compileStats are each build step's compile cache
+	// directory and what it did (under mu).
+	compileDirs  map[string]string
+	compileStats map[string]*CompileStats
 }
 
 // root is the directory the step's result is relative to: its own tree
@@ -223,6 +232,13 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 			return nil, err
 		}
 		*p = abs
+	}
+	if opts.CompileCache != "" && opts.CompileCache != CompileCacheOff {
+		abs, err := filepath.Abs(opts.CompileCache)
+		if err != nil {
+			return nil, err
+		}
+		opts.CompileCache = abs
 	}
 	if err := CheckDirs(in.Tree, opts.Out, opts.Cache); err != nil {
 		return nil, err
@@ -578,6 +594,7 @@ func (r *runner) env(s plan.Step) []string {
 		// Steps that build; a training run is a target program already under qemu.
 		env = append(env, r.shim(s).Env...)
 	}
+	env = append(env, r.compileCacheEnv(s, r.compileDir(s))...)
 	return append(env, "PATH="+r.expandSeen("$TOOLCHAIN/$PHASE/bin", s.Phase)+string(os.PathListSeparator)+r.hostPath)
 }
 
@@ -791,7 +808,7 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 			r.push(ctx, s, files)
 		}
 	}
-	r.addStep(StepRecord{ID: s.ID, Key: s.Key, Seconds: time.Since(t0).Seconds(), Needs: s.Needs, CPUSeconds: cpu}, s.Kind.Cacheable())
+	r.addStep(StepRecord{ID: s.ID, Key: s.Key, Seconds: time.Since(t0).Seconds(), Needs: s.Needs, CPUSeconds: cpu, CompileCache: r.compiled(s)}, s.Kind.Cacheable())
 	r.opts.Progress.Step(target, i, s.ID, false, time.Since(t0))
 	return nil
 }
@@ -867,7 +884,12 @@ func (r *runner) execute(ctx context.Context, s plan.Step, logPath string) error
 		if err != nil {
 			return err
 		}
+		done, err := r.startCompileCache(s, log)
+		if err != nil {
+			return err
+		}
 		err = r.buildCommand(ctx, s, log)
+		done()
 		if rerr := restore(); rerr != nil && err == nil {
 			err = fmt.Errorf("putting the tree back after the build tools (what stood at their paths): %w", rerr)
 		}

@@ -32,6 +32,12 @@ func (r *runner) stepSandbox(s plan.Step) *Sandbox {
 		pgo := filepath.Join(r.work, "pgo")
 		sb.Writable = append(sb.Writable, Mount{From: pgo, To: r.seen(pgo)}, Mount{From: r.ltoCache, To: r.seen(r.ltoCache)})
 	}
+	if dir := r.compileDir(s); dir != "" {
+		sb.Writable = append(sb.Writable, Mount{From: dir, To: seenCompileCache})
+		if log := r.statsLog(s); isRegular(log) {
+			sb.Writable = append(sb.Writable, Mount{From: log, To: r.seen(log)})
+		}
+	}
 	sb.ReadOnly = readOnlyMounts(r.declaredInputs(s))
 	for i := range sb.ReadOnly {
 		sb.ReadOnly[i].To = r.seen(sb.ReadOnly[i].From)
