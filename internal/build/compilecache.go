@@ -57,11 +57,11 @@ const CompileCacheOff = "off"
 
 // compileCacheSize checks a ccache max_size value ("20G", "500M", "0" for
 // no limit).
-var compileCacheSize = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[kKMGT]?i?$`)
+var compileCacheSize = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[kKMGT]?i?$`) })
 
 // CheckCompileCacheSize says what is wrong with a --be-compile-cache-size.
 func CheckCompileCacheSize(s string) error {
-	if !compileCacheSize.MatchString(s) {
+	if !compileCacheSize().MatchString(s) {
 		return fault.Inputf("--be-compile-cache-size %q: give a size as ccache takes it (20G, 500M; 0 for no limit)", s)
 	}
 	return nil
