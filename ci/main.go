@@ -179,9 +179,17 @@ func (m *Dorisarm) Build(
 	// +optional
 	cacheTrustUnsigned bool,
 	// an OIDC token for audience sigstore: pushCache signs each entry
-	// keyless with it
+	// keyless with it (GitHub's expire minutes after they are fetched:
+	// prefer actionsTokenUrl and actionsToken)
 	// +optional
 	cacheIdToken *dagger.Secret,
+	// GitHub Actions' ACTIONS_ID_TOKEN_REQUEST_URL and
+	// ACTIONS_ID_TOKEN_REQUEST_TOKEN (env:ACTIONS_ID_TOKEN_REQUEST_URL):
+	// a token is fetched for each certificate, however long the build
+	// +optional
+	actionsTokenUrl *dagger.Secret,
+	// +optional
+	actionsToken *dagger.Secret,
 ) (*dagger.Directory, error) {
 	ctr, err := m.container(ctx, source, target, platform, image, compiler)
 	if err != nil {
@@ -208,11 +216,14 @@ func (m *Dorisarm) Build(
 		if pushCache {
 			args = append(args, "--cache-to", cacheRepo)
 			switch {
+			case actionsTokenUrl != nil && actionsToken != nil:
+				ctr = withActionsToken(ctr, actionsTokenUrl, actionsToken)
+				args = append(args, "--cache-keyless")
 			case cacheIdToken != nil:
 				ctr = ctr.WithSecretVariable("SIGSTORE_ID_TOKEN", cacheIdToken)
 				args = append(args, "--cache-keyless")
 			case !cacheTrustUnsigned:
-				return nil, fmt.Errorf("pushCache: pass cacheIdToken (entries are signed keyless) or cacheTrustUnsigned")
+				return nil, fmt.Errorf("pushCache: pass actionsTokenUrl and actionsToken (or cacheIdToken): entries are signed keyless; or cacheTrustUnsigned")
 			}
 		}
 	}
@@ -269,8 +280,12 @@ func (m *Dorisarm) BuildAll(
 	cacheTrustUnsigned bool,
 	// +optional
 	cacheIdToken *dagger.Secret,
+	// +optional
+	actionsTokenUrl *dagger.Secret,
+	// +optional
+	actionsToken *dagger.Secret,
 ) (*dagger.Directory, error) {
-	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, platform, remoteCache{cacheRepo, pushCache, registryConfig, cacheIdentity, cacheIssuer, cacheTrustUnsigned, cacheIdToken})
+	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, platform, remoteCache{cacheRepo, pushCache, registryConfig, cacheIdentity, cacheIssuer, cacheTrustUnsigned, cacheIdToken, actionsTokenUrl, actionsToken})
 	if err != nil {
 		return nil, err
 	}
@@ -292,6 +307,14 @@ type remoteCache struct {
 	issuer        string
 	trustUnsigned bool
 	idToken       *dagger.Secret
+	actionsURL    *dagger.Secret
+	actionsToken  *dagger.Secret
+}
+
+// withActionsToken gives ctr GitHub Actions' token endpoint: dorisarm's
+// keyless signer fetches a token for each certificate from it.
+func withActionsToken(ctr *dagger.Container, url, token *dagger.Secret) *dagger.Container {
+	return ctr.WithSecretVariable("ACTIONS_ID_TOKEN_REQUEST_URL", url).WithSecretVariable("ACTIONS_ID_TOKEN_REQUEST_TOKEN", token)
 }
 
 func (m *Dorisarm) buildEach(ctx context.Context, source, dorisSource *dagger.Directory, targets []string, mirror *dagger.Directory, platform string, rc remoteCache) ([]*dagger.Directory, error) {
@@ -302,7 +325,7 @@ func (m *Dorisarm) buildEach(ctx context.Context, source, dorisSource *dagger.Di
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := m.Build(ctx, source, dorisSource, t, "", mirror, platform, "", "", nil, rc.repo, rc.push, rc.config, rc.identity, rc.issuer, rc.trustUnsigned, rc.idToken)
+			d, err := m.Build(ctx, source, dorisSource, t, "", mirror, platform, "", "", nil, rc.repo, rc.push, rc.config, rc.identity, rc.issuer, rc.trustUnsigned, rc.idToken, rc.actionsURL, rc.actionsToken)
 			if err == nil {
 				// Evaluate here so the builds really run side by side.
 				_, err = d.Sync(ctx)
@@ -392,8 +415,18 @@ func (m *Dorisarm) Release(
 	signingPassword *dagger.Secret,
 	// +optional
 	keyless bool,
+	// an OIDC token for audience sigstore (GitHub's expire minutes after
+	// they are fetched: prefer actionsTokenUrl and actionsToken)
 	// +optional
 	idToken *dagger.Secret,
+	// GitHub Actions' ACTIONS_ID_TOKEN_REQUEST_URL and
+	// ACTIONS_ID_TOKEN_REQUEST_TOKEN: with keyless, each certificate (of
+	// the images and of the cache entries pushed) gets a token fetched
+	// for it, however long the build before it took
+	// +optional
+	actionsTokenUrl *dagger.Secret,
+	// +optional
+	actionsToken *dagger.Secret,
 	// e.g. linux/arm64 (default: the engine's platform)
 	// +optional
 	platform string,
@@ -416,7 +449,7 @@ func (m *Dorisarm) Release(
 	if repo != "" && (signingKey != nil || keyless) && version == "" {
 		return "", fmt.Errorf("version is required to sign: the Doris version of the release (e.g. 2.1.8)")
 	}
-	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, platform, remoteCache{cacheRepo, pushCache, registryConfig, cacheIdentity, cacheIssuer, cacheTrustUnsigned, idToken})
+	outs, err := m.buildEach(ctx, source, dorisSource, targets, mirror, platform, remoteCache{cacheRepo, pushCache, registryConfig, cacheIdentity, cacheIssuer, cacheTrustUnsigned, idToken, actionsTokenUrl, actionsToken})
 	if err != nil {
 		return "", err
 	}
@@ -468,7 +501,10 @@ func (m *Dorisarm) Release(
 		sctr := ctr
 		if keyless {
 			sargs = append(sargs, "--keyless")
-			if idToken != nil {
+			switch {
+			case actionsTokenUrl != nil && actionsToken != nil:
+				sctr = withActionsToken(sctr, actionsTokenUrl, actionsToken)
+			case idToken != nil:
 				sctr = sctr.WithSecretVariable("SIGSTORE_ID_TOKEN", idToken)
 			}
 		} else {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode"
@@ -160,6 +161,7 @@ func TestWorkflowsCacheWritesOnlyFromMain(t *testing.T) {
 			continue // does not touch the shared step cache (a release publishes images)
 		}
 		var wf struct {
+			On          map[string]any    `yaml:"on"`
 			Permissions map[string]string `yaml:"permissions"`
 			Jobs        map[string]struct {
 				If          string            `yaml:"if"`
@@ -172,8 +174,13 @@ func TestWorkflowsCacheWritesOnlyFromMain(t *testing.T) {
 		if err := yaml.Unmarshal(data, &wf); err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
-		if wf.Permissions["packages"] == "write" {
-			t.Errorf("%s: packages: write for every job; give it only to the job that runs on pushes to main", file)
+		// A workflow only tags start (a release: it publishes images, it
+		// reads the cache and never writes it) may give every job
+		// packages: write; one that pull requests or a dispatch start may not.
+		_, pr := wf.On["pull_request"]
+		_, dispatch := wf.On["workflow_dispatch"]
+		if wf.Permissions["packages"] == "write" && (pr || dispatch) {
+			t.Errorf("%s: packages: write for every job of a workflow pull requests or dispatches start; give it only to the job that runs on pushes to main", file)
 		}
 		for name, job := range wf.Jobs {
 			mainOnly := strings.Contains(job.If, "github.event_name == 'push'") && strings.Contains(job.If, "refs/heads/main")
@@ -199,5 +206,98 @@ func TestWorkflowsCacheWritesOnlyFromMain(t *testing.T) {
 	}
 	if pushes == 0 {
 		t.Error("no workflow pushes the shared cache from main")
+	}
+}
+
+// TestWorkflowsSignWithFreshTokens: GitHub's OIDC tokens expire minutes
+// after they are fetched, so no workflow fetches one up front and hands
+// it to a long build: every keyless dagger call gets the runner's token
+// endpoint (dorisarm fetches a token per certificate).
+func TestWorkflowsSignWithFreshTokens(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(repo, ".github", "workflows", "*.yml"))
+	keyless := 0
+	for _, file := range files {
+		data, _ := os.ReadFile(file)
+		text := string(data)
+		for _, early := range []string{"getIDToken", "sigstore-token", "--id-token", "--cache-id-token", "SIGSTORE_ID_TOKEN"} {
+			if strings.Contains(text, early) {
+				t.Errorf("%s: %s: a token fetched at the start of the job expires before the build signs", file, early)
+			}
+		}
+		for _, call := range strings.Split(text, "dagger/dagger-for-github")[1:] {
+			if !strings.Contains(call, "--keyless") && !strings.Contains(call, "--push-cache=true") {
+				continue
+			}
+			keyless++
+			if !strings.Contains(call, "--actions-token-url=env:ACTIONS_ID_TOKEN_REQUEST_URL") || !strings.Contains(call, "--actions-token=env:ACTIONS_ID_TOKEN_REQUEST_TOKEN") {
+				t.Errorf("%s: a dagger call that signs keyless without the runner's token endpoint", file)
+			}
+		}
+	}
+	if keyless == 0 {
+		t.Error("no workflow signs keyless")
+	}
+	rel, _ := os.ReadFile(filepath.Join(repo, ".github", "workflows", "release.yml"))
+	if !strings.Contains(string(rel), "concurrency:") || !strings.Contains(string(rel), "--cache-repo=") {
+		t.Error("release.yml: no concurrency group, or it does not restore from the shared cache")
+	}
+}
+
+// TestIdentityRegexpsMatchReleaseTags: the certificate identity regexps
+// the docs and workflows give for release.yml's signatures match the ref
+// of a tag the release workflow runs on (doris-*), and not another's.
+func TestIdentityRegexpsMatchReleaseTags(t *testing.T) {
+	rel, err := os.ReadFile(filepath.Join(repo, ".github", "workflows", "release.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		On struct {
+			Push struct {
+				Tags []string `yaml:"tags"`
+			} `yaml:"push"`
+		} `yaml:"on"`
+	}
+	if err := yaml.Unmarshal(rel, &wf); err != nil || len(wf.On.Push.Tags) == 0 {
+		t.Fatalf("release.yml: no push tags (%v)", err)
+	}
+	var tags []string
+	for _, glob := range wf.On.Push.Tags {
+		for _, v := range []string{"2.1.8", "3.0.3", "2.1.7-rc01"} {
+			tags = append(tags, strings.Replace(glob, "*", v, 1))
+		}
+	}
+	var files []string
+	for _, g := range []string{"docs/*.md", "README.md", ".github/workflows/*.yml"} {
+		m, _ := filepath.Glob(filepath.Join(repo, g))
+		files = append(files, m...)
+	}
+	re := regexp.MustCompile(`--certificate-identity-regexp[ =]['"]([^'"]+)['"]`)
+	checked := 0
+	for _, file := range files {
+		data, _ := os.ReadFile(file)
+		for _, m := range re.FindAllStringSubmatch(string(data), -1) {
+			if !strings.Contains(m[1], "release") {
+				continue
+			}
+			pattern := strings.NewReplacer("${{ github.repository }}", "ORG/REPO").Replace(m[1])
+			r, err := regexp.Compile(pattern)
+			if err != nil {
+				t.Errorf("%s: %q: %v", file, m[1], err)
+				continue
+			}
+			checked++
+			for _, tag := range tags {
+				if id := "https://github.com/ORG/REPO/.github/workflows/release.yml@refs/tags/" + tag; !r.MatchString(id) {
+					t.Errorf("%s: %q does not match the release of tag %s (%s)", file, m[1], tag, id)
+				}
+			}
+			if r.MatchString("https://github.com/ORG/REPO/.github/workflows/release.yml@refs/heads/main") {
+				t.Errorf("%s: %q matches a branch's signature too", file, m[1])
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no identity regexp for release.yml found in the docs or workflows")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -418,6 +419,59 @@ func TestTokenSubject(t *testing.T) {
 		got, err := tokenSubject([]byte(c.claims))
 		if got != c.want || (c.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.err) {
 			t.Errorf("tokenSubject(%s) = %q, %v; want %q, error with %q", c.claims, got, err, c.want, c.err)
+		}
+	}
+}
+
+// TestKeylessFreshTokenPerCertificate: GitHub's OIDC tokens expire
+// minutes after they are fetched, long before a release's signing ends.
+// A token fetched at the start of a job and handed in (SIGSTORE_ID_TOKEN)
+// is refused once expired; with the runner's token endpoint (what the
+// workflows now pass to the module) every certificate gets a token fetched
+// for it, and signing after the first token expired still works.
+func TestKeylessFreshTokenPerCertificate(t *testing.T) {
+	f := fakeSigstore(t)
+	// Tokens live a second; certificates two minutes, so every signature
+	// needs a certificate of its own (the signer renews one with less
+	// than two minutes left) and so a token.
+	f.TokenTTL, f.CertTTL = time.Second, 2*time.Minute
+	ref := pushIndex(t)
+	ctx := context.Background()
+
+	early := f.Token(f.ActionsIdentity) // fetched when the job started
+	time.Sleep(1100 * time.Millisecond)
+	s, err := NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL, IDToken: early}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sign(ctx, ref); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("signing with a token that expired: %v, want Fulcio's refusal", err)
+	}
+
+	env := map[string]string{"ACTIONS_ID_TOKEN_REQUEST_URL": f.Actions.URL + "/token?api-version=2.0", "ACTIONS_ID_TOKEN_REQUEST_TOKEN": f.ActionsBearer}
+	s, err = NewKeylessSigner(Keyless{FulcioURL: f.Fulcio.URL, RekorURL: f.Rekor.URL}, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	digests, err := s.Sign(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := f.ActionsServed.Load()
+	if served < int64(len(digests)) {
+		t.Errorf("%d digests signed with %d tokens fetched: want one per certificate", len(digests), served)
+	}
+	time.Sleep(1100 * time.Millisecond) // every token fetched so far has expired
+	if _, err := s.Sign(ctx, ref); err != nil {
+		t.Errorf("signing after the first tokens expired: %v", err)
+	}
+	if f.ActionsServed.Load() <= served {
+		t.Error("no fresh token was fetched for the later certificates")
+	}
+	checks, _ := signatureChecksOf(ctx, ref, Trust{Identity: f.ActionsIdentity, Issuer: f.Issuer})
+	for _, c := range checks {
+		if !c.OK {
+			t.Errorf("%s: %s", c.What, c.Why)
 		}
 	}
 }

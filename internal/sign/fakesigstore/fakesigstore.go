@@ -31,6 +31,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-openapi/runtime"
@@ -54,6 +55,12 @@ type Server struct {
 	ActionsBearer string
 	// ActionsIdentity is the identity of the tokens Actions hands out.
 	ActionsIdentity string
+	// TokenTTL and CertTTL are how long the tokens it mints and the
+	// certificates Fulcio issues are valid (ten minutes when zero), as
+	// GitHub's tokens expire minutes after they are fetched.
+	TokenTTL, CertTTL time.Duration
+	// ActionsServed counts the tokens Actions handed out.
+	ActionsServed atomic.Int64
 
 	issuerKey, caKey, interKey, ctKey, rekorKey *ecdsa.PrivateKey
 	ca, inter                                   *x509.Certificate
@@ -133,7 +140,7 @@ func (s *Server) Logged() int {
 // minutes) for identity: a URI (a workflow) or an email address.
 func (s *Server) Token(identity string) string {
 	claims := map[string]any{"iss": s.Issuer, "sub": identity, "aud": "sigstore",
-		"iat": time.Now().Unix(), "exp": time.Now().Add(10 * time.Minute).Unix()}
+		"iat": time.Now().Unix(), "exp": time.Now().Add(ttl(s.TokenTTL)).Unix()}
 	if strings.Contains(identity, "@") && !strings.Contains(identity, "://") {
 		claims["email"], claims["email_verified"] = identity, true
 	}
@@ -189,6 +196,7 @@ func (s *Server) actions(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "fake actions: want audience=sigstore", http.StatusBadRequest)
 		return
 	}
+	s.ActionsServed.Add(1)
 	json.NewEncoder(w).Encode(map[string]string{"value": s.Token(s.ActionsIdentity)})
 }
 
@@ -306,7 +314,7 @@ func (s *Server) issue(pub *ecdsa.PublicKey, identity, issuer string) ([]byte, e
 	}
 	v2, _ := asn1.MarshalWithParams(issuer, "utf8")
 	now := time.Now().Truncate(time.Second)
-	t := &x509.Certificate{SerialNumber: serial, NotBefore: now, NotAfter: now.Add(10 * time.Minute),
+	t := &x509.Certificate{SerialNumber: serial, NotBefore: now, NotAfter: now.Add(ttl(s.CertTTL)),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
 		ExtraExtensions: []pkix.Extension{{Id: oidIssuerV1, Value: []byte(issuer)}, {Id: oidIssuerV2, Value: v2}}}
 	if u, err := url.Parse(identity); err == nil && u.Scheme != "" && u.Host != "" {
@@ -554,3 +562,11 @@ func (s *Server) Certificate(pub *ecdsa.PublicKey, identity string) (leaf, issue
 
 // CTKey is the CT log's public key.
 func (s *Server) CTKey() crypto.PublicKey { return s.ctKey.Public() }
+
+// ttl is d, or ten minutes when zero.
+func ttl(d time.Duration) time.Duration {
+	if d == 0 {
+		return 10 * time.Minute
+	}
+	return d
+}
