@@ -6,7 +6,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 go build -o bin/dorisarm ./cmd/dorisarm
 work=$(mktemp -d)
 trap 'rm -rf "${work}"' EXIT
-targets=$(bin/dorisarm matrix --format json | python3 -c 'import json,sys; print(",".join(sorted({c["target"] for c in json.load(sys.stdin) if c["isa"]=="aarch64"})))')
+targets=$(bin/dorisarm matrix -o json | python3 -c 'import json,sys; print(",".join(sorted({c["target"] for c in json.load(sys.stdin) if c["isa"]=="aarch64"})))')
 run() { # label, extra args...
     local label=$1
     shift

@@ -14,7 +14,7 @@ start_registry
 pub() { # label
     local t0 t1
     t0=$(date +%s.%N)
-    bin/dorisarm publish --build "${work}/out" --repo "${REGISTRY}/doris" --epoch 1700000000 --base scratch --format json >"${work}/$1.json"
+    bin/dorisarm publish --build "${work}/out" --repo "${REGISTRY}/doris" --epoch 1700000000 --base scratch -o json >"${work}/$1.json"
     t1=$(date +%s.%N)
     python3 - "$1" "$(echo "${t1} - ${t0}" | bc -l)" "${work}/$1.json" <<'PY'
 import json, sys

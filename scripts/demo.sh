@@ -60,7 +60,7 @@ sys.exit(1 if bad else 0)
 PY
 
 step "scan the kunpeng920 build (Markdown report)"
-${bin} scan --target kunpeng920 --allow recipes/minidoris-scan-allow.yaml --format markdown "${out}/${version}/kunpeng920" >"${out}/scan-kunpeng920.md"
+${bin} scan --target kunpeng920 --allow recipes/minidoris-scan-allow.yaml -o markdown "${out}/${version}/kunpeng920" >"${out}/scan-kunpeng920.md"
 echo "wrote ${out}/scan-kunpeng920.md"
 
 step "the graviton3 build (SVE) scanned for kunpeng920 must fail"

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dorisarm/dorisarm/internal/plan"
+	"github.com/spf13/cobra"
 )
 
 var bin string
@@ -197,5 +198,39 @@ func TestSourcesLockReproducesTheCommittedLock(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "minidoris.lock")); err == nil {
 		t.Error("a lock was written after a failure")
+	}
+}
+
+// TestOneOutputFlag: every command that prints in several formats takes
+// -o/--output; --format, what earlier versions took, still works but is
+// not shown, and both have the same default.
+func TestOneOutputFlag(t *testing.T) {
+	var walk func(c *cobra.Command)
+	n := 0
+	walk = func(c *cobra.Command) {
+		if o := c.Flags().Lookup("output"); o != nil && o.Shorthand == "o" {
+			n++
+			f := c.Flags().Lookup("format")
+			switch {
+			case f == nil:
+				t.Errorf("%s: no --format alias (scripts of earlier versions use it)", c.CommandPath())
+			case !f.Hidden:
+				t.Errorf("%s: --format is shown beside -o", c.CommandPath())
+			case f.DefValue != o.DefValue:
+				t.Errorf("%s: --format defaults to %q, -o to %q", c.CommandPath(), f.DefValue, o.DefValue)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRoot())
+	if n < 5 {
+		t.Errorf("only %d commands have -o", n)
+	}
+	_, _, code := run(t, "matrix", "--format", "json")
+	out, _, _ := run(t, "matrix", "--help")
+	if code != 0 || strings.Contains(out, "--format") || !strings.Contains(out, "-o, --output") {
+		t.Errorf("matrix --format json: exit %d; its help shows --format or lacks -o:\n%s", code, out)
 	}
 }

@@ -12,7 +12,7 @@ func newMatrixCmd(g *globals) *cobra.Command {
 		Use:   "matrix",
 		Short: "Validate matrix.yaml and list its cells (Doris series × target)",
 		Example: `  dorisarm matrix
-  dorisarm matrix --format json | jq '.[] | select(.target=="kunpeng920")'`,
+  dorisarm matrix -o json | jq '.[] | select(.target=="kunpeng920")'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, err := g.loadMatrix()

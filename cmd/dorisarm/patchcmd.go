@@ -54,7 +54,7 @@ func newPatchListCmd(g *globals, pg *patchGlobals) *cobra.Command {
 		Short: "List the patches, what they apply to and why",
 		Example: `  dorisarm patch list
   dorisarm patch list --doris 2.1.8 --target kunpeng920
-  dorisarm patch list --patches examples/minidoris/patches --format json`,
+  dorisarm patch list --patches examples/minidoris/patches -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, m, err := pg.load(g)

@@ -128,7 +128,7 @@ installed compiler the target lists, selects the patches that apply, reads the
 third-party packages from the tree's thirdparty/vars.sh, and prints every step
 with a content-addressed cache key. The same inputs give the same bytes.`,
 		Example: `  dorisarm plan --target kunpeng920
-  dorisarm plan --target all --format json
+  dorisarm plan --target all -o json
   dorisarm plan --source ~/src/doris --target graviton3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -230,7 +230,10 @@ func printJSON(w io.Writer, v any) error { return textfmt.JSON(w, v) }
 // allowed[0] is the default; the root checks the value before RunE runs.
 func formatFlag(cmd *cobra.Command, p *string, usage string, allowed ...string) {
 	cmd.Flags().StringVarP(p, "output", "o", allowed[0], usage)
+	// --format: what earlier versions took, kept working, not shown (-o is
+	// the one output flag, as in kubectl and cosign).
 	cmd.Flags().StringVar(p, "format", allowed[0], "the same as --output")
+	cmd.Flags().MarkHidden("format")
 	cmd.Flags().SetAnnotation("output", "formats", allowed)
 }
 

@@ -59,7 +59,7 @@ Without --target it reports what it found. Exit status: 0 clean, 1 violations,
 2 bad input or usage (nothing to judge included), 3 the machine or the network
 failed (a registry that cannot be reached, a full disk).`,
 		Example: `  dorisarm scan --target kunpeng920 out/2.1.8/kunpeng920
-  dorisarm scan --target graviton3 --format sarif apache-doris-2.1.8-bin-arm64.tar.gz > scan.sarif
+  dorisarm scan --target graviton3 -o sarif apache-doris-2.1.8-bin-arm64.tar.gz > scan.sarif
   dorisarm scan --target kunpeng920 --allow scan-allow.yaml oci:out/registry
   dorisarm scan --target kunpeng920 --ship 'thirdparty/installed/lib64/openssl-shared' out/2.1.7/kunpeng920
   dorisarm scan --target graviton3 docker://registry.example.com/doris/doris-be:2.1.8-graviton3
