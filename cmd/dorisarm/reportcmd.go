@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dorisarm/dorisarm/internal/about"
 	"github.com/dorisarm/dorisarm/internal/recipe"
 	"github.com/dorisarm/dorisarm/internal/registry"
 	"github.com/dorisarm/dorisarm/internal/report"
@@ -56,6 +59,11 @@ another build.`,
 			if err != nil {
 				return err
 			}
+			at, err := reportTime(os.Getenv)
+			if err != nil {
+				return err
+			}
+			rep.Stamp(about.ReadBuild(version).Version, at)
 			md, err := rep.Write(report.Files{Markdown: mdFile, HTML: htmlFile, StepSummary: os.Getenv("GITHUB_STEP_SUMMARY")})
 			switch {
 			case err != nil:
@@ -83,4 +91,19 @@ another build.`,
 	formatFlag(cmd, &format, "markdown or json (the report as data)", "markdown", "json")
 	tf.add(cmd)
 	return cmd
+}
+
+// reportTime is when a report says it was made: $SOURCE_DATE_EPOCH where
+// set (a report made again from the same release is the same bytes), now
+// otherwise.
+func reportTime(getenv func(string) string) (time.Time, error) {
+	v := getenv("SOURCE_DATE_EPOCH")
+	if v == "" {
+		return time.Now(), nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return time.Time{}, usageErr("SOURCE_DATE_EPOCH=%q: give seconds since 1970", v)
+	}
+	return time.Unix(n, 0), nil
 }

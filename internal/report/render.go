@@ -100,6 +100,13 @@ func (r *Report) Markdown(w io.Writer) error {
 		p(", signatures checked against %s", r.Trust)
 	}
 	p(".\n\n")
+	if m := r.Made; m != nil {
+		p("Made by dorisarm %s on %s", m.Dorisarm, m.Date)
+		if len(m.Matrix) > 0 {
+			p("; matrix %s", strings.Join(m.Matrix, ", "))
+		}
+		p(".\n\n")
+	}
 	t := r.Totals
 	p("**%d targets · %d/%d scans clean", t.Targets, t.Clean, t.Targets)
 	if r.Images != "" {

@@ -5,8 +5,10 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/dorisarm/dorisarm/internal/build"
 	"github.com/dorisarm/dorisarm/internal/plan"
@@ -29,6 +31,30 @@ type Report struct {
 	Totals Totals  `json:"totals"`
 	// Problems are what does not add up: images without builds.
 	Problems []string `json:"problems,omitempty"`
+	// Made says which dorisarm made the report, when, and from which
+	// matrix the builds were planned (Stamp).
+	Made *Made `json:"made,omitempty"`
+}
+
+// Made is a report's provenance.
+type Made struct {
+	Dorisarm string `json:"dorisarm"`
+	Date     string `json:"date"`
+	// Matrix are the digests of the matrix files the builds were planned
+	// with (each target's record); more than one is worth a look.
+	Matrix []string `json:"matrix_digests"`
+}
+
+// Stamp records the dorisarm version that made r and when (UTC).
+func (r *Report) Stamp(dorisarm string, at time.Time) {
+	m := &Made{Dorisarm: dorisarm, Date: at.UTC().Format("2006-01-02 15:04 UTC"), Matrix: []string{}}
+	for _, t := range r.Targets {
+		if t.Matrix != "" && !slices.Contains(m.Matrix, t.Matrix) {
+			m.Matrix = append(m.Matrix, t.Matrix)
+		}
+	}
+	slices.Sort(m.Matrix)
+	r.Made = m
 }
 
 // Totals sum the targets.
@@ -48,6 +74,8 @@ func (t Totals) HitRate() float64 { return percent(t.CacheHits, t.CacheSteps) }
 
 // Target is one target's build and image.
 type Target struct {
+	// Matrix is the digest of the matrix file the target was planned with.
+	Matrix      string `json:"matrix_digest,omitempty"`
 	Doris       string `json:"doris"`
 	Target      string `json:"target"`
 	Description string `json:"description,omitempty"`
@@ -166,6 +194,7 @@ const (
 // FromRecord is a target as its build record tells it.
 func FromRecord(rec *build.Record) Target {
 	t := fromCell(rec.Cell)
+	t.Matrix = rec.Matrix
 	t.SysrootWaiver = rec.Cell.SysrootWaiver
 	t.LostTuning = rec.Cell.LostTuning
 	if sr := rec.Cell.Sysroot; sr != nil {

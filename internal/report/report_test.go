@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -252,5 +253,39 @@ func TestPGONoneSaidPlainly(t *testing.T) {
 		if got := pgoLTO(c.t); got != c.want {
 			t.Errorf("pgoLTO(%+v) = %q, want %q", c.t, got, c.want)
 		}
+	}
+}
+
+// TestStamp: a report names the dorisarm that made it, the date and the
+// matrix digests of its builds, in Markdown, HTML and JSON.
+func TestStamp(t *testing.T) {
+	r := &Report{From: "out", Targets: []Target{{Target: "kunpeng920", Matrix: "sha256:bbbb"}, {Target: "graviton3", Matrix: "sha256:aaaa"}, {Target: "x86_64", Matrix: "sha256:bbbb"}}}
+	r.Stamp("v1.2.3", time.Unix(1700000000, 0))
+	if r.Made == nil || r.Made.Dorisarm != "v1.2.3" || r.Made.Date != "2023-11-14 22:13 UTC" || strings.Join(r.Made.Matrix, ",") != "sha256:aaaa,sha256:bbbb" {
+		t.Fatalf("Made = %+v", r.Made)
+	}
+	var md, html strings.Builder
+	if err := r.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "Made by dorisarm v1.2.3 on 2023-11-14 22:13 UTC; matrix sha256:aaaa, sha256:bbbb.") {
+		t.Errorf("Markdown:\n%s", md.String())
+	}
+	if err := r.HTML(&html); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html.String(), "Made by dorisarm v1.2.3 on 2023-11-14 22:13 UTC") {
+		t.Error("the HTML page does not say who made it")
+	}
+	b, _ := json.Marshal(r)
+	if !strings.Contains(string(b), `"made":{"dorisarm":"v1.2.3","date":"2023-11-14 22:13 UTC","matrix_digests":["sha256:aaaa","sha256:bbbb"]}`) {
+		t.Errorf("JSON: %s", b)
+	}
+	// Unstamped (a library caller), nothing is said.
+	r.Made = nil
+	md.Reset()
+	r.Markdown(&md)
+	if strings.Contains(md.String(), "Made by") {
+		t.Error("an unstamped report says who made it")
 	}
 }
