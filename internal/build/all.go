@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -141,8 +142,10 @@ func Share(budget, n int) (cells, jobs int) {
 func runCellReplanning(ctx context.Context, in Input, opts Options) (Outcome, bool) {
 	o, ok := runCell(ctx, in, opts)
 	var tried []string
+	var rejected []Rejection
 	for ok && o.Rejected != "" && opts.Replan != nil && ctx.Err() == nil {
 		tried = append(tried, o.Rejected)
+		rejected = append(rejected, Rejection{Compiler: o.Rejected, Why: o.Error})
 		next, err := opts.Replan(ctx, o, tried)
 		if err != nil {
 			again := Outcome{Target: o.Target, Doris: o.Doris, Dir: o.Dir, State: "failed"}
@@ -150,6 +153,7 @@ func runCellReplanning(ctx context.Context, in Input, opts Options) (Outcome, bo
 			again.Error = registry.Text(again.Err)
 			return again, true
 		}
+		next.Rejected = slices.Clone(rejected)
 		o, ok = runCell(ctx, *next, opts)
 	}
 	return o, ok

@@ -27,21 +27,24 @@ const RecordFile = "dorisarm-build.json"
 
 // Record is the build record (DESIGN.md): what was built, from what, how.
 type Record struct {
-	Schema     int                 `json:"schema"`
-	Cell       plan.CellInfo       `json:"cell"`
-	Source     plan.SourceInfo     `json:"source"`
-	Recipe     plan.RecipeInfo     `json:"recipe"`
-	Matrix     string              `json:"matrix_digest"`
-	Compiler   toolchain.Identity  `json:"compiler"`
-	Flags      map[string][]string `json:"flags"`
-	CMakeCache []string            `json:"cmake_cache,omitempty"`
-	Patches    []plan.PatchRef     `json:"patches"`
-	Packages   []Package           `json:"packages"`
-	PGOProfile string              `json:"pgo_profile,omitempty"`
-	Cache      CacheStats          `json:"cache"`
-	Steps      []StepRecord        `json:"steps"`
-	Smoke      []SmokeResult       `json:"smoke,omitempty"`
-	Scan       *scan.Summary       `json:"scan,omitempty"`
+	Schema   int                `json:"schema"`
+	Cell     plan.CellInfo      `json:"cell"`
+	Source   plan.SourceInfo    `json:"source"`
+	Recipe   plan.RecipeInfo    `json:"recipe"`
+	Matrix   string             `json:"matrix_digest"`
+	Compiler toolchain.Identity `json:"compiler"`
+	// RejectedCompilers are the target's compilers tried first whose
+	// toolchain step refused them (the build fell back to Compiler).
+	RejectedCompilers []Rejection         `json:"rejected_compilers,omitempty"`
+	Flags             map[string][]string `json:"flags"`
+	CMakeCache        []string            `json:"cmake_cache,omitempty"`
+	Patches           []plan.PatchRef     `json:"patches"`
+	Packages          []Package           `json:"packages"`
+	PGOProfile        string              `json:"pgo_profile,omitempty"`
+	Cache             CacheStats          `json:"cache"`
+	Steps             []StepRecord        `json:"steps"`
+	Smoke             []SmokeResult       `json:"smoke,omitempty"`
+	Scan              *scan.Summary       `json:"scan,omitempty"`
 	// PackageFlags is the flag read-back of what each third-party package
 	// installed (Scan.Flags has the published output's).
 	PackageFlags map[string]*scan.FlagSummary `json:"package_flags,omitempty"`
@@ -162,7 +165,7 @@ type CXXRuntime struct {
 func newRecord(in Input) *Record {
 	p := in.Plan
 	r := &Record{Schema: RecordSchema, Cell: p.Cell, Source: p.Source, Recipe: p.Recipe, Matrix: p.Matrix, Compiler: p.Toolchain.Compiler,
-		Flags: map[string][]string{}, CMakeCache: p.Toolchain.CMakeCache, Patches: p.Patches}
+		Flags: map[string][]string{}, CMakeCache: p.Toolchain.CMakeCache, Patches: p.Patches, RejectedCompilers: in.Rejected}
 	for _, pk := range p.Packages {
 		rp := Package{Entry: pk.Entry, Version: pk.Version, Archive: pk.Name, MD5: pk.MD5}
 		// A fetch restored from the cache was verified against the lock

@@ -94,6 +94,15 @@ type Input struct {
 	// Runtime is what the plan's C++ runtime step needs of this machine
 	// (plan.Planned.Runtime); nil when the plan has none.
 	Runtime *plan.RuntimeBuild
+	// Rejected are the compilers this build tried for the cell before
+	// (their toolchain step refused them): the record lists them.
+	Rejected []Rejection
+}
+
+// Rejection is a compiler a build fell back from, and why.
+type Rejection struct {
+	Compiler string `json:"compiler"`
+	Why      string `json:"why"`
 }
 
 // StepError is a failed step, with where its log is.

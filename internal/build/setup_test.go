@@ -155,6 +155,14 @@ func TestSetupSteps(t *testing.T) {
 		if len(tried) != 1 || tried[0] != "gcc" {
 			t.Errorf("Replan was told %v, want [gcc]", tried)
 		}
+		// The record of the build that fell back names what it fell back from, and why.
+		rec, err := Verify(outs[0].Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := rec.RejectedCompilers; len(r) != 1 || r[0].Compiler != "gcc" || !strings.Contains(r[0].Why, "planted") {
+			t.Errorf("the record's rejected compilers: %+v, want gcc with its reason", r)
+		}
 	})
 
 	for _, tc := range []struct {

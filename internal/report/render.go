@@ -121,7 +121,7 @@ func (r *Report) Markdown(w io.Writer) error {
 			tune = "`" + x.Tune + "`"
 		}
 		p("| %s | %s | %s | `%s` | %s | %s | %s %s | %s | %d | %s%s | %s | %s | %s |\n", x.Target, x.CPU, x.OS, x.March, x.LandedText(), tune,
-			x.Compiler, x.CompilerVersion, pgoLTO(x), len(x.Patches), glibc(x), okMark(x.GlibcOK()), scanState(x),
+			x.Compiler, x.CompilerVersion+fallback(x), pgoLTO(x), len(x.Patches), glibc(x), okMark(x.GlibcOK()), scanState(x),
 			Percent(x.HitRate()), Seconds(x.Seconds))
 	}
 	if r.Images != "" {
@@ -247,4 +247,12 @@ func barWidth(n, maxN int) float64 {
 		return 0
 	}
 	return 100 * math.Log1p(float64(n)) / math.Log1p(float64(maxN))
+}
+
+// fallback says which compilers a target's build fell back from.
+func fallback(t Target) string {
+	if len(t.Rejected) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(t.Rejected, ", ") + " rejected)"
 }

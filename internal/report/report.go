@@ -87,8 +87,10 @@ type Target struct {
 	Tune            string `json:"tune,omitempty"`
 	Compiler        string `json:"compiler"`
 	CompilerVersion string `json:"compiler_version"`
-	Flags           string `json:"flags"`
-	PGO             bool   `json:"pgo"`
+	// Rejected are the compilers the build tried first and fell back from.
+	Rejected []string `json:"rejected_compilers,omitempty"`
+	Flags    string   `json:"flags"`
+	PGO      bool     `json:"pgo"`
 	// PGONone says why a target that uses PGO was built without it.
 	PGONone string   `json:"pgo_none,omitempty"`
 	LTO     string   `json:"lto,omitempty"`
@@ -201,6 +203,9 @@ func FromRecord(rec *build.Record) Target {
 		t.Sysroot = sysrootText(sr.Name, sr.Glibc, sr.Digest)
 	}
 	t.Compiler, t.CompilerVersion = rec.Compiler.Name, rec.Compiler.Version
+	for _, r := range rec.RejectedCompilers {
+		t.Rejected = append(t.Rejected, r.Compiler)
+	}
 	t.CacheHits, t.CacheSteps = len(rec.Cache.Hits), len(rec.Cache.Hits)+len(rec.Cache.Misses)
 	t.Seconds, t.BuildID = rec.Seconds, rec.ContentDigest()
 	flags := rec.Flags[ReleasePhase(rec.Flags)]

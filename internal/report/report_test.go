@@ -289,3 +289,19 @@ func TestStamp(t *testing.T) {
 		t.Error("an unstamped report says who made it")
 	}
 }
+
+// TestFallbackShown: a target whose build fell back from a rejected
+// compiler says so beside the compiler it used.
+func TestFallbackShown(t *testing.T) {
+	rec := &build.Record{Compiler: toolchain.Identity{Name: "clang", Version: "16.0.6"}, RejectedCompilers: []build.Rejection{{Compiler: "gcc", Why: "needs glibc 2.36"}}}
+	r := &Report{From: "out", Targets: []Target{FromRecord(rec)}}
+	var md, html strings.Builder
+	r.Markdown(&md)
+	if !strings.Contains(md.String(), "clang 16.0.6 (gcc rejected)") {
+		t.Errorf("Markdown:\n%s", md.String())
+	}
+	r.HTML(&html)
+	if !strings.Contains(html.String(), "(gcc rejected)") {
+		t.Error("HTML does not say gcc was rejected")
+	}
+}
