@@ -175,3 +175,32 @@ func TestReadTimesRefusesWhatIsNotAFile(t *testing.T) {
 		t.Errorf("a times file over %d bytes was read: %v", maxTimes, got)
 	}
 }
+
+// TestStepCountsAgree: the progress line that ends a build, the record
+// and the outcome give the same step count (the plan's, the scan step
+// included) and the same cache counts.
+func TestStepCountsAgree(t *testing.T) {
+	const target = "kunpeng920"
+	in := fastInput(t, target, "")
+	var out bytes.Buffer
+	fx := &fakeExec{}
+	opts := Options{Out: t.TempDir(), Cache: t.TempDir(), Exec: fx.exec, Progress: NewProgress(&out, false)}
+	rec, err := Run(context.Background(), in, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Steps) != len(in.Plan.Steps) {
+		t.Errorf("the record lists %d steps, the plan has %d", len(rec.Steps), len(in.Plan.Steps))
+	}
+	onDisk, err := Verify(Dir(opts.Out, in.Plan.Cell.Doris, target))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(onDisk.Steps) != len(in.Plan.Steps) {
+		t.Errorf("the published record lists %d steps, the plan has %d", len(onDisk.Steps), len(in.Plan.Steps))
+	}
+	want := fmt.Sprintf("(%d steps; %d of %d cacheable steps from the cache)", len(in.Plan.Steps), len(rec.Cache.Hits), len(rec.Cache.Hits)+len(rec.Cache.Misses))
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("the progress does not end with %q:\n%s", want, out.String())
+	}
+}

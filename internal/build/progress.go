@@ -203,8 +203,10 @@ func (p *Progress) Rejected(target, compiler string) {
 	}
 }
 
-// End finishes a target's build.
-func (p *Progress) End(target string, ok bool) {
+// End finishes a target's build: its steps, and of the cacheable ones
+// how many came from the cache (the record's counts, as build's summary
+// and its JSON say them).
+func (p *Progress) End(target string, ok bool, c CacheStats) {
 	if p == nil {
 		return
 	}
@@ -214,7 +216,8 @@ func (p *Progress) End(target string, ok bool) {
 	if !ok {
 		state = "FAILED"
 	}
-	p.line("%s %s in %.1fs (%d/%d steps from the cache)", target, state, time.Since(p.start[target]).Seconds(), p.hits[target], p.total[target]-2)
+	p.line("%s %s in %.1fs (%d steps; %d of %d cacheable steps from the cache)", target, state, time.Since(p.start[target]).Seconds(),
+		p.total[target], len(c.Hits), len(c.Hits)+len(c.Misses))
 	if p.TTY {
 		fmt.Fprintln(p.W)
 	}

@@ -132,6 +132,7 @@ func (r *runner) collectInto(root *os.Root, s plan.Step, stage string, log io.Wr
 // gate smoke-runs and scans the staged build, writes its record and, when
 // both pass, publishes it by renaming the staging directory into place.
 func (r *runner) gate(ctx context.Context, log io.Writer) error {
+	gateStart := time.Now()
 	stage := r.staging()
 	target := r.in.Plan.Cell.Target
 	smoke := r.in.Recipe.Smoke
@@ -216,6 +217,13 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 	}
 	r.rec.Outputs = outs
 	r.rec.Seconds = time.Since(r.start).Seconds()
+	// The record lists every step of the plan, this one too (as far as
+	// it got: what is left is publishing).
+	for _, s := range r.in.Plan.Steps {
+		if s.Kind == plan.KindScan {
+			r.addStep(StepRecord{ID: s.ID, Key: s.Key, Seconds: time.Since(gateStart).Seconds(), Needs: s.Needs}, false)
+		}
+	}
 	if err := r.rec.write(filepath.Join(stage, RecordFile)); err != nil {
 		return err
 	}

@@ -333,7 +333,7 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 		if rej := (*CompilerRejected)(nil); errors.As(err, &rej) {
 			opts.Progress.Rejected(p.Cell.Target, rej.Compiler)
 		} else {
-			opts.Progress.End(p.Cell.Target, false)
+			opts.Progress.End(p.Cell.Target, false, r.cacheStats())
 		}
 		return nil, err
 	}
@@ -345,11 +345,11 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 		if len(p.Only) > 0 && p.Slice == nil && built > 0 {
 			pe.Partial, pe.PartialErr = r.publishPartial(ctx, pe)
 		}
-		opts.Progress.End(p.Cell.Target, false)
+		opts.Progress.End(p.Cell.Target, false, r.cacheStats())
 		return nil, pe
 	}
 	r.rec.Seconds = time.Since(start).Seconds()
-	opts.Progress.End(p.Cell.Target, true)
+	opts.Progress.End(p.Cell.Target, true, r.cacheStats())
 	return r.rec, nil
 }
 
@@ -832,6 +832,12 @@ func (r *runner) addStep(sr StepRecord, cacheable bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	rec := r.rec
+	if i := slices.IndexFunc(rec.Steps, func(x StepRecord) bool { return x.ID == sr.ID }); i >= 0 {
+		// The scan step is recorded before the record is written, and
+		// again, with its whole time, when it ends.
+		rec.Steps[i] = sr
+		return
+	}
 	rec.Steps = append(rec.Steps, sr)
 	switch {
 	case sr.Cached && cacheable:
@@ -1279,4 +1285,13 @@ func (p *Pulls) drop(key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.m, key)
+}
+
+// cacheStats is a copy of the record's cache counts so far.
+func (r *runner) cacheStats() CacheStats {
+	r.shared.mu.Lock()
+	defer r.shared.mu.Unlock()
+	c := r.rec.Cache
+	c.Hits, c.Misses = slices.Clone(c.Hits), slices.Clone(c.Misses)
+	return c
 }
