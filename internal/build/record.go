@@ -207,11 +207,12 @@ func (r *Record) addArchive(entry, name string, sum source.LockEntry) {
 // plan (every step key equal) and its files are still what the record says.
 func upToDate(p *plan.Plan, dir string) (*Record, bool) {
 	rec, err := Verify(dir)
-	// The record is written by the scan step, the plan's last, before it ends.
-	if err != nil || len(p.Steps) == 0 || len(rec.Steps) != len(p.Steps)-1 {
+	// Every step of the plan, the scan step (the last, which writes the
+	// record) included; records of dorisarm before it lack the scan step.
+	if err != nil || len(p.Steps) == 0 || len(rec.Steps) != len(p.Steps) {
 		return nil, false
 	}
-	for i, s := range p.Steps[:len(rec.Steps)] {
+	for i, s := range p.Steps {
 		if rec.Steps[i].ID != s.ID || rec.Steps[i].Key != s.Key {
 			return nil, false
 		}

@@ -187,7 +187,7 @@ func TestVerifyLinksAndDirs(t *testing.T) {
 // planted there makes the build run again, not count as current.
 func TestUpToDateSeesLinks(t *testing.T) {
 	dir, rec := publishTree(t)
-	rec.Steps = []StepRecord{{ID: "build:be", Key: "k1"}}
+	rec.Steps = []StepRecord{{ID: "build:be", Key: "k1"}, {ID: "scan"}}
 	if err := rec.write(filepath.Join(dir, RecordFile)); err != nil {
 		t.Fatal(err)
 	}
