@@ -503,29 +503,42 @@ type Entry struct {
 
 // Entries lists the cache, least recently used first.
 func (c *Cache) Entries() ([]Entry, error) {
-	dirs, err := os.ReadDir(filepath.Join(c.Dir, "steps"))
+	names, err := entryDirs(filepath.Join(c.Dir, "steps"))
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
 		return nil, err
 	}
 	var out []Entry
-	for _, d := range dirs {
-		if !d.IsDir() || strings.HasPrefix(d.Name(), ".tmp-") {
-			continue
-		}
-		e := Entry{Key: d.Name()}
-		if st, err := os.Stat(filepath.Join(c.entry(d.Name()), "meta.json")); err == nil {
+	for _, name := range names {
+		e := Entry{Key: name}
+		if st, err := os.Stat(filepath.Join(c.entry(name), "meta.json")); err == nil {
 			e.LastUsed = st.ModTime()
 		}
-		if st, err := os.Stat(filepath.Join(c.entry(d.Name()), "files.tar")); err == nil {
+		if st, err := os.Stat(filepath.Join(c.entry(name), "files.tar")); err == nil {
 			e.Bytes = st.Size()
 		}
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LastUsed.Before(out[j].LastUsed) })
 	return out, nil
+}
+
+// entryDirs are the names of the entry directories under root (none when
+// root is missing), leaving out what a prune is removing (.tmp-*).
+func entryDirs(root string) ([]string, error) {
+	dirs, err := os.ReadDir(root)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var names []string
+	for _, d := range dirs {
+		if d.IsDir() && !strings.HasPrefix(d.Name(), ".tmp-") {
+			names = append(names, d.Name())
+		}
+	}
+	return names, nil
 }
 
 // Prune removes least recently used entries until the cache holds at most

@@ -227,20 +227,14 @@ func readCompileStats(path string) (CompileStats, error) {
 // compileCacheEntries are the compile cache directories under root, as
 // prunable entries ("compile/<key>"), least recently used first.
 func compileCacheEntries(root string) ([]Entry, error) {
-	dirs, err := os.ReadDir(root)
+	names, err := entryDirs(root)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil
-		}
 		return nil, err
 	}
 	var out []Entry
-	for _, d := range dirs {
-		if !d.IsDir() || strings.HasPrefix(d.Name(), ".tmp-") {
-			continue
-		}
-		dir := filepath.Join(root, d.Name())
-		e := Entry{Key: compileSubdir + "/" + d.Name()}
+	for _, name := range names {
+		dir := filepath.Join(root, name)
+		e := Entry{Key: compileSubdir + "/" + name}
 		if st, err := os.Stat(filepath.Join(dir, usedMark)); err == nil {
 			e.LastUsed = st.ModTime()
 		}
