@@ -43,6 +43,8 @@ export TARGET_MULTIARCH="${TARGET_ARCH}-linux-gnu"
 
 # As Doris's env.sh: ccache, where installed, launches the BE's compiles.
 if CCACHE_VERSION="$(ccache --version 2>/dev/null)"; then
-    echo "${CCACHE_VERSION}" | head -n 1
+    # Its first line, with no pipe (head closing it early is SIGPIPE for
+    # echo, which set -o pipefail makes the build's failure).
+    echo "${CCACHE_VERSION%%$'\n'*}"
     export CCACHE_LAUNCHER=ccache
 fi

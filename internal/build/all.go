@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -145,7 +146,14 @@ func runCellReplanning(ctx context.Context, in Input, opts Options) (Outcome, bo
 	var rejected []Rejection
 	for ok && o.Rejected != "" && opts.Replan != nil && ctx.Err() == nil {
 		tried = append(tried, o.Rejected)
-		rejected = append(rejected, Rejection{Compiler: o.Rejected, Why: o.Error})
+		// The record says the cache by name, not this machine's path.
+		why := o.Error
+		if opts.Cache != "" {
+			if abs, err := filepath.Abs(opts.Cache); err == nil {
+				why = strings.ReplaceAll(why, abs, "$CACHE")
+			}
+		}
+		rejected = append(rejected, Rejection{Compiler: o.Rejected, Why: why})
 		next, err := opts.Replan(ctx, o, tried)
 		if err != nil {
 			again := Outcome{Target: o.Target, Doris: o.Doris, Dir: o.Dir, State: "failed"}

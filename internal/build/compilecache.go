@@ -143,7 +143,10 @@ func (r *runner) compileCacheEnv(s plan.Step, dir string) []string {
 		// the real compiler's path) is the same at the fixed paths; the
 		// directory's key names the real compiler's identity.
 		"CCACHE_COMPILERCHECK=content",
-		"CCACHE_BASEDIR=" + stepRoot,
+		// No base_dir: the paths are the same on every machine already, and
+		// base_dir would make ccache hand the compiler relative paths, so
+		// what it records (-frecord-command-line) would differ from a build
+		// without ccache.
 		// Doris's precompiled headers (ENABLE_PCH) are cacheable only so.
 		"CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime",
 		"CCACHE_TEMPDIR=/tmp",
