@@ -211,6 +211,14 @@ for p in "${upstream[@]}"; do
 done
 
 # --- assemble --------------------------------------------------------------
+# Up to date when this script, vars.sh, protoc and every input are the ones
+# the install was made from.
+stamp=$( { sha256sum <"$0"; md5sum <"$vars"; protoc --version; printf '%s\n' "${prov[@]}"; } | sha256sum | cut -c1-64)
+if [ -f "$inst/PROVENANCE" ] && [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ]; then
+  echo "$prog: $inst is up to date (inputs unchanged); see $inst/PROVENANCE"
+  exit 0
+fi
+rm -f "$out/.stamp"
 rm -rf "$stage" "$inst"
 mkdir -p "$stage/deb" "$stage/src" "$inst/include" "$inst/lib" "$inst/bin"
 for entry in "${debs[@]}"; do
@@ -294,6 +302,15 @@ subst "$d/cpp/src/parquet/parquet_version.h.in" >"$inst/include/parquet/parquet_
 ! grep -n '@[A-Z_]*@' "$inst/include/arrow/util/config.h" "$inst/include/parquet/parquet_version.h" ||
   die "arrow $av: a config template variable is left unfilled (above)"
 
+# jemalloc: Doris configures it --with-jemalloc-prefix=je (its code calls
+# jemallctl ...); Debian's is unprefixed. Give the header's public names the
+# prefix as that configure writes them (libjemalloc.a stays Debian's,
+# unprefixed: a slice links nothing).
+sed -i 's/^#  define je_\([a-z_0-9]*\) \1$/#  define je_\1 je\1/' "$inst/include/jemalloc/jemalloc.h"
+grep -q '^#  define je_mallctl jemallctl$' "$inst/include/jemalloc/jemalloc.h" ||
+  die "jemalloc/jemalloc.h: the je_ rename block is not where Debian 5.3.0-1 has it"
+prov+=("edited  include/jemalloc/jemalloc.h: Debian's, public names prefixed je (Doris's --with-jemalloc-prefix=je); lib/libjemalloc.a is Debian's unprefixed build")
+
 # Doris's layout: concurrentqueue's headers at the top (build_concurrentqueue).
 cp "$inst"/include/concurrentqueue/*.h "$inst/include/"
 # Doris's layout: snappy's headers also under include/snappy (build_snappy).
@@ -330,4 +347,5 @@ done
   printf '%s\n' "${prov[@]}" | sort -u
 } >"$inst/PROVENANCE"
 rm -rf "$stage"
+echo "$stamp" >"$out/.stamp"
 echo "$prog: $inst ($(find "$inst" -type f | wc -l) files); see $inst/PROVENANCE"
