@@ -204,7 +204,7 @@ for p in "${upstream[@]}"; do
   name=$(varof "$p" NAME); md5=$(varof "$p" MD5SUM)
   got=$(md5sum <"${arc[$p]}" | cut -c1-32)
   if [ "$got" != "$md5" ]; then
-    prov+=("upstream $name md5:${substitute_md5[$name]} SUBSTITUTE: vars.sh's ${p}_MD5SUM is $md5 (a git archive of the same tag with other bytes)")
+    prov+=("upstream $name md5:${substitute_md5[$name]} SUBSTITUTE: vars.sh's ${p}_MD5SUM is $md5 (made from a git snapshot of the same tag; how: substitute_md5 in scripts/be-slice-base.sh)")
   else
     prov+=("upstream $name md5:$md5 (= vars.sh ${p}_MD5SUM) from ${mirror:-its vars.sh URL}")
   fi
