@@ -6,7 +6,7 @@ BIN     := bin/dorisarm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build generate test test-short test-race test-ci-module vet lint fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-real-heavy bench-cache e2e e2e-runtime scan-corpus test-real-be
+.PHONY: all deps build generate test test-short test-race test-ci-module vet lint fmt demo clean fuzz bench bench-scan bench-build bench-image bench-real bench-real-heavy bench-cache e2e e2e-runtime scan-corpus test-real-be be-slice
 
 all: build
 
@@ -114,6 +114,17 @@ bench-real-heavy: deps
 test-real-be: deps
 	DORISARM_DORIS_BE_SRC=$(DORISARM_DORIS_BE_SRC) DORISARM_THIRDPARTY_BASE=$(DORISARM_THIRDPARTY_BASE) \
 		$(GO) test -count=1 -timeout 40m -run 'TestRealBE' -v ./cmd/dorisarm/
+
+# A slice of the real Doris BE (2.1 or 3.0) for ARM targets, from a base
+# scripts/be-slice-base.sh assembles (not the release path), read back at the
+# target's flags (docs/maintainers.md "A BE slice"):
+#   make be-slice DORIS_SRC=~/src/doris [TARGET=kunpeng920,graviton3] [BE_SLICE_WORK=be-slice-work] [MIRROR=...]
+DORIS_SRC ?=
+TARGET ?= kunpeng920,graviton3
+BE_SLICE_WORK ?= be-slice-work
+be-slice:
+	@test -n "$(DORIS_SRC)" || { echo "make be-slice: set DORIS_SRC to a Doris tree with its BE source and submodules" >&2; exit 2; }
+	bash scripts/be-slice.sh --doris $(DORIS_SRC) --target $(TARGET) --work $(BE_SLICE_WORK) $(if $(MIRROR),--mirror $(MIRROR)) $(if $(DORISARM_CACHE),--cache $(DORISARM_CACHE))
 
 # The registry-backed step cache: cold build with --cache-to vs a build on
 # an empty cache directory with --cache-from, per target.

@@ -1,6 +1,8 @@
 package build
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -116,6 +118,13 @@ func probeSandbox() (*sandboxer, error) {
 		}
 	}
 	sb.system, sb.systemDirs = systemMounts()
+	if sb.root {
+		ids, err := accountFiles(sb.uid, sb.gid)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errNoSandbox, err)
+		}
+		sb.system = append(sb.system, ids...)
+	}
 	probe, err := os.MkdirTemp("", "dorisarm-sandbox-probe-")
 	if err != nil {
 		return nil, err
@@ -169,6 +178,94 @@ func systemMounts() (args, dirs []string) {
 		}
 	}
 	return args, dirs
+}
+
+// sandboxUser is the account name of the sandbox's user inside a step.
+const sandboxUser = "dorisarm"
+
+// accountFiles are bubblewrap's arguments that give the sandbox's user an
+// account inside the step when the build machine's /etc/passwd and
+// /etc/group have none for its ids: copies of both with a line for it,
+// shown over the originals. Build scripts ask who runs them (Doris 3.0's
+// gen_build_version.sh runs whoami under set -e, and fails with "cannot
+// find name for user ID" without one). The copies live in a directory of
+// the machine's temporary directory named by their content, made once and
+// shared by every dorisarm that needs the same.
+func accountFiles(uid, gid int) ([]string, error) {
+	files := []struct{ path, line string }{
+		{"/etc/passwd", fmt.Sprintf("%s:x:%d:%d:dorisarm build step:/tmp:/usr/sbin/nologin", sandboxUser, uid, gid)},
+		{"/etc/group", fmt.Sprintf("%s:x:%d:", sandboxUser, gid)},
+	}
+	id := []string{strconv.Itoa(uid), strconv.Itoa(gid)}
+	var args []string
+	h := sha256.New()
+	contents := make([][]byte, len(files))
+	for i, f := range files {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return nil, err
+		}
+		has := false
+		for _, l := range strings.Split(string(b), "\n") {
+			if fs := strings.Split(l, ":"); len(fs) > 3 && fs[2] == id[i] {
+				has = true
+			}
+		}
+		if !has {
+			if len(b) > 0 && b[len(b)-1] != '\n' {
+				b = append(b, '\n')
+			}
+			b = append(b, f.line+"\n"...)
+		}
+		contents[i] = b
+		fmt.Fprintf(h, "%s\x00%d\x00%s", f.path, len(b), b)
+	}
+	dir, err := ownDir(filepath.Join(os.TempDir(), fmt.Sprintf("dorisarm-sandbox-accounts-%x", h.Sum(nil)[:8])))
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range files {
+		p := filepath.Join(dir, filepath.Base(f.path))
+		if b, err := os.ReadFile(p); err != nil || !bytes.Equal(b, contents[i]) {
+			tmp, err := os.CreateTemp(dir, ".tmp-")
+			if err != nil {
+				return nil, err
+			}
+			_, werr := tmp.Write(contents[i])
+			if cerr := tmp.Close(); werr == nil {
+				werr = cerr
+			}
+			if werr == nil {
+				werr = os.Chmod(tmp.Name(), 0o644)
+			}
+			if werr == nil {
+				werr = os.Rename(tmp.Name(), p)
+			}
+			if werr != nil {
+				os.Remove(tmp.Name())
+				return nil, werr
+			}
+		}
+		args = append(args, "--ro-bind", p, f.path)
+	}
+	return args, nil
+}
+
+// ownDir is dir when it is (or can be made as) a directory of this
+// user's that no one else may write, not a link: the shared temporary
+// directory is anyone's, and a directory planted at that name would hand
+// steps another /etc/passwd. Otherwise a fresh directory of its own.
+func ownDir(dir string) (string, error) {
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	st, err := os.Lstat(dir)
+	if err == nil && st.IsDir() && st.Mode().Perm()&0o022 == 0 {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) == os.Geteuid() {
+			return dir, nil
+		}
+	}
+	return os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+"-")
 }
 
 // under reports whether p is d or below it.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -220,5 +221,46 @@ func TestNoSandboxNoStep(t *testing.T) {
 	_, err := probeSandbox()
 	if err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") || !errors.Is(err, errNoSandbox) {
 		t.Errorf("probe without bwrap: %v", err)
+	}
+}
+
+// TestAccountFiles: the sandbox's user gets a passwd and group line (a
+// step's whoami, Doris 3.0's gen_build_version.sh, needs one), the
+// machine's lines are kept, and a second call reuses the same files.
+func TestAccountFiles(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	args, err := accountFiles(SandboxUID, SandboxUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(args) != 6 || args[0] != "--ro-bind" || args[2] != "/etc/passwd" || args[5] != "/etc/group" {
+		t.Fatalf("args %q", args)
+	}
+	passwd, err := os.ReadFile(args[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%s:x:%d:%d:", sandboxUser, SandboxUID, SandboxUID)
+	if !strings.Contains(string(passwd), "\n"+want) && !strings.HasPrefix(string(passwd), want) {
+		t.Errorf("passwd copy has no line for the sandbox's user:\n%s", passwd)
+	}
+	if host, _ := os.ReadFile("/etc/passwd"); !strings.HasPrefix(string(passwd), string(host)) {
+		t.Errorf("passwd copy does not start with the machine's /etc/passwd")
+	}
+	group, _ := os.ReadFile(args[4])
+	if !strings.Contains(string(group), fmt.Sprintf("%s:x:%d:", sandboxUser, SandboxUID)) {
+		t.Errorf("group copy has no line for the sandbox's group:\n%s", group)
+	}
+	again, err := accountFiles(SandboxUID, SandboxUID)
+	if err != nil || !slices.Equal(args, again) {
+		t.Errorf("second call: %q, %v; want %q", again, err, args)
+	}
+	// A directory someone else may write (planted at the shared name) is
+	// not used: the copies go to a fresh directory of this user's.
+	shared := filepath.Dir(args[1])
+	os.Chmod(shared, 0o777)
+	planted, err := accountFiles(SandboxUID, SandboxUID)
+	if err != nil || filepath.Dir(planted[1]) == shared {
+		t.Errorf("a world-writable directory at the shared name was used: %q, %v", planted, err)
 	}
 }
