@@ -49,13 +49,15 @@ test: deps vet lint
 test-short: vet
 	$(GO) test -count=1 -short ./...
 
-# The fast tier of the library packages under the race detector: the
-# runner starts steps, pulls and cells at once (a map the toolchain step
-# wrote while fetch steps read it ended builds). cmd/dorisarm's tests run
-# the dorisarm binary, which the detector does not see. A few minutes;
-# .ci/run runs it.
+# The fast tier of the packages that run work at once, under the race
+# detector: the runner starts steps, pulls and cells at once (a map the
+# toolchain step wrote while fetch steps read it ended builds), the
+# registry cache and client push and pull in parallel. cmd/dorisarm's
+# tests run the dorisarm binary, which the detector does not see. A few
+# minutes; .ci/run runs it.
+RACE_PKGS ?= ./internal/build/... ./internal/cacheoci/... ./internal/registry/... ./internal/image/... ./internal/promote/... ./internal/sign/...
 test-race: vet
-	$(GO) test -count=1 -race -short ./internal/...
+	$(GO) test -count=1 -race -short $(RACE_PKGS)
 
 # The Dagger module (ci/) against the real SDK at dagger.json's engineVersion,
 # from the Go module proxy (no engine needed): ci/go.mod resolved the way
