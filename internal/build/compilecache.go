@@ -88,10 +88,7 @@ func (r *runner) compileCacheDir(s plan.Step) (string, error) {
 	if root == "" {
 		root = filepath.Join(r.opts.Cache, compileSubdir)
 	}
-	phase := s.Phase
-	if phase == "" {
-		phase = plan.PhaseThirdparty
-	}
+	phase := stepPhase(s)
 	r.shared.mu.Lock()
 	flags := r.rec.Flags[phase]
 	r.shared.mu.Unlock()
@@ -194,10 +191,7 @@ type CompileStats struct {
 // stats_log: a "# <file>" line, then the counters it bumped), one per
 // phase, beside the compiler log.
 func (r *runner) statsLog(s plan.Step) string {
-	phase := s.Phase
-	if phase == "" {
-		phase = plan.PhaseThirdparty
-	}
+	phase := stepPhase(s)
 	return filepath.Join(r.logs, "ccache-"+phase+".log")
 }
 

@@ -530,31 +530,26 @@ func (r *runner) checkToolchain(ctx context.Context) (bool, error) {
 
 // expandSeen substitutes the plan's placeholders by the paths a step's
 // programs see (its command and environment).
-func (r *runner) expandSeen(s, phase string) string {
-	if phase == "" {
-		phase = plan.PhaseThirdparty
-	}
-	return strings.NewReplacer(
-		"$TOOLCHAIN/$PHASE", r.seen(filepath.Join(r.work, "toolchain", phase)),
-		"$TOOLCHAIN", r.seen(filepath.Join(r.work, "toolchain")),
-		"$SRC", r.seen(r.src), "$OUT", r.staging(), "$JOBS", fmt.Sprint(r.opts.Jobs),
-		"$PROFILE_DIR", r.seen(r.profileDir), "$PROFILE", r.seen(r.profile), "$LTO_CACHE", r.seen(r.ltoCache),
-		toolchain.SysrootRunPlaceholder, r.seen(r.sysrootRunPath()), toolchain.SysrootPlaceholder, r.seen(r.sysrootPath()),
-	).Replace(s)
-}
+func (r *runner) expandSeen(s, phase string) string { return r.expandIn(s, phase, r.seen) }
 
 // expand substitutes the plan's placeholders by this machine's paths
 // (what dorisarm itself reads and writes).
 func (r *runner) expand(s, phase string) string {
+	return r.expandIn(s, phase, func(p string) string { return p })
+}
+
+// expandIn substitutes the plan's placeholders by paths as view shows
+// this machine's ($OUT is dorisarm's own: never shown to a step).
+func (r *runner) expandIn(s, phase string, view func(string) string) string {
 	if phase == "" {
 		phase = plan.PhaseThirdparty
 	}
 	return strings.NewReplacer(
-		"$TOOLCHAIN/$PHASE", filepath.Join(r.work, "toolchain", phase),
-		"$TOOLCHAIN", filepath.Join(r.work, "toolchain"),
-		"$SRC", r.src, "$OUT", r.staging(), "$JOBS", fmt.Sprint(r.opts.Jobs),
-		"$PROFILE_DIR", r.profileDir, "$PROFILE", r.profile, "$LTO_CACHE", r.ltoCache,
-		toolchain.SysrootRunPlaceholder, r.sysrootRunPath(), toolchain.SysrootPlaceholder, r.sysrootPath(),
+		"$TOOLCHAIN/$PHASE", view(filepath.Join(r.work, "toolchain", phase)),
+		"$TOOLCHAIN", view(filepath.Join(r.work, "toolchain")),
+		"$SRC", view(r.src), "$OUT", r.staging(), "$JOBS", fmt.Sprint(r.opts.Jobs),
+		"$PROFILE_DIR", view(r.profileDir), "$PROFILE", view(r.profile), "$LTO_CACHE", view(r.ltoCache),
+		toolchain.SysrootRunPlaceholder, view(r.sysrootRunPath()), toolchain.SysrootPlaceholder, view(r.sysrootPath()),
 	).Replace(s)
 }
 
@@ -646,10 +641,7 @@ func (r *runner) sysrootPath() string {
 
 // shim is how a step runs target programs (its phase's compiler home).
 func (r *runner) shim(s plan.Step) toolchain.Shim {
-	ph := s.Phase
-	if ph == "" {
-		ph = plan.PhaseThirdparty
-	}
+	ph := stepPhase(s)
 	r.shared.shimMu.RLock()
 	defer r.shared.shimMu.RUnlock()
 	if sh, ok := r.shims[ph]; ok {

@@ -10,6 +10,15 @@ import (
 	"github.com/dorisarm/dorisarm/internal/plan"
 )
 
+// stepPhase is the phase of step s whose compiler home and logs it uses
+// (a step of no phase is a third-party package's).
+func stepPhase(s plan.Step) string {
+	if s.Phase == "" {
+		return plan.PhaseThirdparty
+	}
+	return s.Phase
+}
+
 // stepSandbox is what a step's programs see (RunProcess makes it with
 // bubblewrap): the step's tree, writable, at the cell tree's path; the
 // compiler log of its phase, the PGO and ThinLTO directories of steps
@@ -20,10 +29,7 @@ import (
 // the source tree dorisarm copied and the keys are not there.
 func (r *runner) stepSandbox(s plan.Step) *Sandbox {
 	sb := &Sandbox{Writable: []Mount{{From: r.srcDir(), To: r.seen(r.src)}}}
-	phase := s.Phase
-	if phase == "" {
-		phase = plan.PhaseThirdparty
-	}
+	phase := stepPhase(s)
 	if log := filepath.Join(r.logs, "compiler-"+phase+".log"); isRegular(log) {
 		sb.Writable = append(sb.Writable, Mount{From: log, To: r.seen(log)})
 	}
