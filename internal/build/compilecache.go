@@ -112,13 +112,28 @@ func (r *runner) compileCacheDir(s plan.Step) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("the compile cache %s: %w", root, err)
 	}
-	mark := filepath.Join(dir, usedMark)
-	if err := touch(mark); err != nil {
-		return "", err
+	if err := markUsed(dir); err != nil {
+		return "", fmt.Errorf("the compile cache %s: %w", dir, err)
 	}
-	now := time.Now()
-	os.Chtimes(mark, now, now)
 	return dir, nil
+}
+
+// markUsed touches dir's usedMark through an os.Root: steps write the
+// directory, and a link planted at that name must not make dorisarm
+// create or touch a file outside it.
+func markUsed(dir string) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(usedMark, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	now := time.Now()
+	return root.Chtimes(usedMark, now, now)
 }
 
 // compileCacheEnv is ccache's configuration for a step: its directory at

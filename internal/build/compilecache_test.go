@@ -31,6 +31,33 @@ func TestCheckCompileCacheSize(t *testing.T) {
 	}
 }
 
+// TestMarkUsedStaysInItsDirectory: a build step writes its compile cache
+// directory; a link it planted at the used mark's name, pointing out,
+// makes dorisarm neither create nor touch the file it names.
+func TestMarkUsedStaysInItsDirectory(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "planted")
+	if err := os.Symlink(target, filepath.Join(dir, usedMark)); err != nil {
+		t.Fatal(err)
+	}
+	if err := markUsed(dir); err == nil {
+		t.Error("markUsed went through a link out of the directory")
+	}
+	if _, err := os.Lstat(target); err == nil {
+		t.Errorf("markUsed created %s outside the compile cache", target)
+	}
+	// An ordinary directory is marked, and marked again.
+	ok := t.TempDir()
+	for range 2 {
+		if err := markUsed(ok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(ok, usedMark)); err != nil || time.Since(st.ModTime()) > time.Minute {
+		t.Errorf("the mark: %v %v", st, err)
+	}
+}
+
 // TestPruneTakesCompileCacheDirs: cache prune orders the compile cache's
 // directories with the step entries by last use and removes the oldest
 // until the cache fits.
