@@ -1,12 +1,20 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -184,5 +192,98 @@ func TestCXXRuntime(t *testing.T) {
 	}
 	if keys["aarch64"][0] == keys["x86_64"][0] {
 		t.Error("aarch64 and x86_64 share a runtime key")
+	}
+}
+
+// TestRuntimeStepSeesItsSource runs the runtime step for real (the
+// sandbox, the fixed paths, the pinned fetch, the install) with a script
+// that stands in for GCC's build: it takes the cross compiler's own C++
+// library where the real one would build it. The script tells a Debian
+// orig.tar.gz from a plain .tar.xz by the archive's name, so the step must
+// show the source under its own name; a step that showed it at a bare
+// fixed path failed every cold runtime build, and only the slow
+// TestCXXRuntime (make e2e-runtime) built one.
+func TestRuntimeStepSeesItsSource(t *testing.T) {
+	needBuildTools(t)
+	for _, tool := range []string{"bwrap", "aarch64-linux-gnu-g++"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (scripts/install-deps.sh)", tool)
+		}
+	}
+	dir := t.TempDir()
+	tree := filepath.Join(dir, "tree")
+	copyDir(t, filepath.Join("testdata", "cxxrt", "tree"), tree)
+	recipe, _ := filepath.Abs(filepath.Join("testdata", "cxxrt", "recipe.yaml"))
+
+	// The source: a Debian-named archive that holds what the stand-in reads.
+	var src bytes.Buffer
+	gz := gzip.NewWriter(&src)
+	tw := tar.NewWriter(gz)
+	ver := "12.2.0\n"
+	tw.WriteHeader(&tar.Header{Name: "gcc-12.2.0/gcc/BASE-VER", Mode: 0o644, Size: int64(len(ver)), Typeflag: tar.TypeReg})
+	tw.Write([]byte(ver))
+	tw.Close()
+	gz.Close()
+	sum := sha256.Sum256(src.Bytes())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(src.Bytes())
+	}))
+	defer srv.Close()
+
+	mb, err := os.ReadFile(filepath.Join(repo_(t), "matrix.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := string(mb)
+	for _, re := range []struct{ pat, repl string }{
+		{`(?m)^(      url: ).*/gcc-12_12\.2\.0\.orig\.tar\.gz$`, "${1}" + srv.URL + "/pool/gcc-12_12.2.0.orig.tar.gz"},
+		{`(?m)^(      sha256: )b8298be16aeeb96a889c6afed0a8e2241b47452e89cc81fe65ea849d5c740fcb$`, "${1}" + hex.EncodeToString(sum[:])},
+		{`(?m)^(      size: )87090343$`, "${1}" + strconv.Itoa(src.Len())},
+	} {
+		rx := regexp.MustCompile(re.pat)
+		if !rx.MatchString(m) {
+			t.Fatalf("matrix.yaml no longer matches %s", re.pat)
+		}
+		m = rx.ReplaceAllString(m, re.repl)
+	}
+	matrixFile := filepath.Join(dir, "matrix.yaml")
+	writeMode(t, matrixFile, m, 0o644)
+	writeMode(t, filepath.Join(dir, "runtimes", "gcc-cxxrt.sh"), `#!/bin/bash
+set -eu
+case $CXXRT_SOURCE in
+  *.orig.tar.gz) echo "stand-in: the source is $CXXRT_SOURCE" ;;
+  *) echo "stand-in: $CXXRT_SOURCE does not say what archive it is" >&2; exit 1 ;;
+esac
+[ "$(tar -xzOf "$CXXRT_SOURCE" gcc-12.2.0/gcc/BASE-VER)" = 12.2.0 ]
+[ -d "$CXXRT_SYSROOT/usr/include" ]
+lib=$(dirname "$("$CXXRT_CC" -print-file-name=libstdc++.a)")
+inc=$(echo | "$CXXRT_CC" -xc++ -E -v - 2>&1 | sed -n 's|^ \(/.*/include/c++/12\)$|\1|p' | head -1)
+mkdir -p "$CXXRT_PREFIX/lib" "$CXXRT_PREFIX/include/c++"
+cp -r "$inc" "$CXXRT_PREFIX/include/c++/12"
+cp "$lib/libstdc++.a" "$lib/libsupc++.a" "$lib/libgcc.a" "$lib/libgcc_eh.a" "$CXXRT_PREFIX/lib/"
+`, 0o755)
+
+	out, cache := filepath.Join(dir, "out"), filepath.Join(dir, "cache")
+	stdout, stderr, code := run(t, "build", "--matrix", matrixFile, "--source", tree, "--recipe", recipe, "--compiler", "clang",
+		"--packages", "probefmt", "--target", "graviton3", "--out", out, "--cache", cache)
+	logs, _ := filepath.Glob(filepath.Join(cache, "work", "*", "logs", "runtime_gcc-12.log"))
+	var log []byte
+	if len(logs) == 1 {
+		log, _ = os.ReadFile(logs[0])
+	}
+	if !strings.Contains(stderr, "runtime:gcc-12 ran") {
+		t.Fatalf("the runtime step did not run: exit %d\n%s\n%s\n%s", code, stdout, stderr, log)
+	}
+	if !strings.Contains(string(log), "stand-in: the source is /dorisarm/runtime-source/gcc-12_12.2.0.orig.tar.gz") {
+		t.Errorf("the runtime step did not see its source by name at the fixed path:\n%s", log)
+	}
+	if strings.Contains(string(log), dir) {
+		t.Errorf("the runtime step saw this machine's paths:\n%s", log)
+	}
+	// The stand-in is the cross compiler's own library, made for Debian
+	// 12's glibc 2.36: the compiler's check links against it and the
+	// capped sysroot, and refuses it by the symbols the OS lacks.
+	if code != 1 || !strings.Contains(stderr, "toolchain:clang failed") || !strings.Contains(stderr, "undefined symbol: __libc_single_threaded") {
+		t.Errorf("a runtime that needs glibc 2.32 was not refused by the compiler's check: exit %d\n%s", code, stderr)
 	}
 }

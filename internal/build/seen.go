@@ -23,6 +23,16 @@ var (
 	seenRuntimeSysroot = stepRoot + "/runtime-sysroot"
 )
 
+// seenSource is where a runtime step sees its source archive: under
+// seenRuntimeSource by the archive's own name, which says how it unpacks
+// (a Debian .orig.tar.gz holds its upstream .tar.xz; a .tar.xz is one).
+func seenSource(archive string) string {
+	if archive == "" {
+		return ""
+	}
+	return seenRuntimeSource + "/" + filepath.Base(archive)
+}
+
 // seen is where a step's programs see p, a path of this machine: under
 // stepRoot for the cell's work directory, the sysroots and the runtime
 // step's inputs; p itself for the rest (the build machine's system, the
@@ -54,7 +64,7 @@ func (r *runner) seenMap() [][2]string {
 	}
 	return [][2]string{
 		{sysroot, seenSysroot}, {run, seenSysrootRun},
-		{r.runtimeSource, seenRuntimeSource}, {r.runtimeSysroot, seenRuntimeSysroot},
+		{r.runtimeSource, seenSource(r.runtimeSource)}, {r.runtimeSysroot, seenRuntimeSysroot},
 		{r.work, stepRoot},
 	}
 }
