@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dorisarm/dorisarm/internal/sample"
+	"github.com/dorisarm/dorisarm/internal/patch"
 	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
 
@@ -194,6 +195,11 @@ func TestRequiredPatchMissing(t *testing.T) {
 	// A version outside the patch's Applies-To drops it too.
 	_, err = Make(Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "4.1.0", Series: base.Series, Toolchain: tc, Lock: f.Lock, SysrootWaiver: "plan unit test"})
 	if err == nil || !strings.Contains(err.Error(), `requires patch "dynamic-openssl"`) {
+		t.Fatalf("err = %v", err)
+	}
+	// A recipe with no patch directory says so, rather than "in  applies".
+	_, err = Make(Inputs{Matrix: f.Matrix, Cell: cell, Recipe: f.Recipe, Tree: f.Tree, Version: "2.1.8", Series: &patch.Series{}, Toolchain: tc, Lock: f.Lock, SysrootWaiver: "plan unit test"})
+	if err == nil || !strings.Contains(err.Error(), "no patch of that name in recipe "+f.Recipe.Name+"'s patches (it names no patch directory) applies") {
 		t.Fatalf("err = %v", err)
 	}
 }
