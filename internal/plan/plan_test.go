@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dorisarm/dorisarm/internal/sample"
 	"github.com/dorisarm/dorisarm/internal/patch"
+	"github.com/dorisarm/dorisarm/internal/sample"
 	"github.com/dorisarm/dorisarm/internal/toolchain"
 )
 
