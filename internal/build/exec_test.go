@@ -157,7 +157,9 @@ func TestSandboxedCPUIsCounted(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	wall := time.Since(t0)
-	if cpu < wall/4 || cpu < 100*time.Millisecond {
+	// The loop needs well over 100 ms of CPU however loaded the machine
+	// (a share of the wall time is not: under load it falls to a fifth).
+	if cpu < 100*time.Millisecond {
 		t.Errorf("the step ran %s and its CPU time reads %s", wall, cpu)
 	}
 	t.Logf("wall %s, CPU %s", wall, cpu)

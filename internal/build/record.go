@@ -40,11 +40,14 @@ type Record struct {
 	CMakeCache        []string            `json:"cmake_cache,omitempty"`
 	Patches           []plan.PatchRef     `json:"patches"`
 	Packages          []Package           `json:"packages"`
-	PGOProfile        string              `json:"pgo_profile,omitempty"`
-	Cache             CacheStats          `json:"cache"`
-	Steps             []StepRecord        `json:"steps"`
-	Smoke             []SmokeResult       `json:"smoke,omitempty"`
-	Scan              *scan.Summary       `json:"scan,omitempty"`
+	// NotUsed are the tree's packages the target's product does not use
+	// (the recipe's thirdparty.not_used), with why and where it shows.
+	NotUsed    []plan.NotUsedPackage `json:"not_used,omitempty"`
+	PGOProfile string                `json:"pgo_profile,omitempty"`
+	Cache      CacheStats            `json:"cache"`
+	Steps      []StepRecord          `json:"steps"`
+	Smoke      []SmokeResult         `json:"smoke,omitempty"`
+	Scan       *scan.Summary         `json:"scan,omitempty"`
 	// PackageFlags is the flag read-back of what each third-party package
 	// installed (Scan.Flags has the published output's).
 	PackageFlags map[string]*scan.FlagSummary `json:"package_flags,omitempty"`
@@ -165,7 +168,7 @@ type CXXRuntime struct {
 func newRecord(in Input) *Record {
 	p := in.Plan
 	r := &Record{Schema: RecordSchema, Cell: p.Cell, Source: p.Source, Recipe: p.Recipe, Matrix: p.Matrix, Compiler: p.Toolchain.Compiler,
-		Flags: map[string][]string{}, CMakeCache: p.Toolchain.CMakeCache, Patches: p.Patches, RejectedCompilers: in.Rejected}
+		Flags: map[string][]string{}, CMakeCache: p.Toolchain.CMakeCache, Patches: p.Patches, RejectedCompilers: in.Rejected, NotUsed: p.NotUsed}
 	for _, pk := range p.Packages {
 		rp := Package{Entry: pk.Entry, Version: pk.Version, Archive: pk.Name, MD5: pk.MD5}
 		// A fetch restored from the cache was verified against the lock

@@ -22,7 +22,7 @@ func (t *Table) Markdown(w io.Writer) error {
 	b.WriteString("\n|---|---|")
 	b.WriteString(strings.Repeat("---|", len(t.Targets)))
 	b.WriteString("\n")
-	built := map[string]int{}
+	built, notUsed := map[string]int{}, map[string]int{}
 	earlier := false
 	for _, r := range t.Rows {
 		fmt.Fprintf(&b, "| %s | %s |", r.Package, cell(r.Version))
@@ -30,6 +30,9 @@ func (t *Table) Markdown(w io.Writer) error {
 			res := r.Results[tg]
 			if res != nil && res.Status == Built {
 				built[tg]++
+			}
+			if res != nil && res.Status == NotUsed {
+				notUsed[tg]++
 			}
 			mark := ""
 			if res != nil && res.Earlier {
@@ -44,7 +47,11 @@ func (t *Table) Markdown(w io.Writer) error {
 		b.WriteString("† from the earlier table merged in (`--previous`): these builds did not try that package on that target.\n\n")
 	}
 	for _, tg := range t.Targets {
-		fmt.Fprintf(&b, "%s: %d of %d packages built. ", tg, built[tg], countTried(t, tg))
+		fmt.Fprintf(&b, "%s: %d of %d packages built", tg, built[tg], countTried(t, tg))
+		if notUsed[tg] > 0 {
+			fmt.Fprintf(&b, " (%d more not used there)", notUsed[tg])
+		}
+		b.WriteString(". ")
 	}
 	fmt.Fprintf(&b, "\n\nDoris %s, built from tree digest(s) %s.", t.Doris, strings.Join(t.Sources, ", "))
 	b.WriteString("\n\n| package | archive | md5 | sha256 |\n|---|---|---|---|\n")
@@ -55,10 +62,12 @@ func (t *Table) Markdown(w io.Writer) error {
 	return err
 }
 
+// countTried counts the packages a build of target tried (not those its
+// product does not use).
 func countTried(t *Table, target string) int {
 	n := 0
 	for _, r := range t.Rows {
-		if r.Results[target] != nil {
+		if res := r.Results[target]; res != nil && res.Status != NotUsed {
 			n++
 		}
 	}
@@ -80,6 +89,8 @@ func (r *Result) text() string {
 		return cell("not built: needs " + r.Cause)
 	case SourceOnly:
 		return fmt.Sprintf("source only (unpacked %.0f s; no build step of its own)", r.Seconds)
+	case NotUsed:
+		return cell(fmt.Sprintf("not used on %s: %s", r.Step, r.Cause))
 	}
 	parts := []string{fmt.Sprintf("built %.0f s", r.Seconds)}
 	switch {

@@ -28,6 +28,9 @@ const (
 	// SourceOnly is an entry with no build step of its own: its source is
 	// unpacked for another package's build (RAGEL for HYPERSCAN).
 	SourceOnly Status = "source-only"
+	// NotUsed is an entry the target's product does not use (the recipe's
+	// thirdparty.not_used): not built, by design; Cause says why and where.
+	NotUsed Status = "not-used"
 )
 
 // Result is one package in one target's build.
@@ -151,6 +154,17 @@ func Load(dirs []string, opt Options) (*Table, error) {
 				row.Results[target] = r
 			}
 		}
+		for _, nu := range rec.NotUsed {
+			row := rows[nu.Entry]
+			if row == nil {
+				row = &Row{Package: nu.Entry, Version: nu.Version, Archive: nu.Archive, MD5: nu.MD5, Results: map[string]*Result{}}
+				rows[nu.Entry] = row
+			}
+			r := &Result{Status: NotUsed, Cause: fmt.Sprintf("%s (%s)", nu.Why, nu.Where), Step: rec.Cell.ISA}
+			if better(r, row.Results[target]) {
+				row.Results[target] = r
+			}
+		}
 	}
 	for _, r := range rows {
 		t.Rows = append(t.Rows, r)
@@ -172,7 +186,7 @@ func better(r, old *Result) bool {
 			return 4
 		case r.Status == Failed:
 			return 3
-		case r.Status == SourceOnly:
+		case r.Status == SourceOnly, r.Status == NotUsed:
 			return 2
 		}
 		return 1

@@ -295,3 +295,46 @@ func TestLoadRefusesPlantedLink(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestNotUsed: a package the target's product does not use is a row of its
+// own, saying why and where, not counted as tried; built on another target
+// (or named by --packages there), it shows as built.
+func TestNotUsed(t *testing.T) {
+	hdfs3 := plan.NotUsedPackage{Entry: "HDFS3", Version: "2.3.9", Archive: "libhdfs3.tar.gz", MD5: "ee",
+		Why: "the BE links libhdfs", Where: "be/CMakeLists.txt:494"}
+	k := record("kunpeng920", "aarch64", "sha256:one")
+	k.NotUsed = []plan.NotUsedPackage{hdfs3}
+	g := record("graviton3", "aarch64", "sha256:one")
+	g.Packages = append(g.Packages, build.Package{Entry: "HDFS3", Version: "2.3.9", Archive: "libhdfs3.tar.gz", MD5: "ee"})
+	g.Steps = []build.StepRecord{{ID: "thirdparty:HDFS3", Seconds: 30}}
+	g.NotUsed = []plan.NotUsedPackage{hdfs3}
+	tab, err := Load([]string{publish(t, k), publish(t, g)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row *Row
+	for _, r := range tab.Rows {
+		if r.Package == "HDFS3" {
+			row = r
+		}
+	}
+	if row == nil {
+		t.Fatal("no HDFS3 row")
+	}
+	if res := row.Results["kunpeng920"]; res == nil || res.Status != NotUsed ||
+		res.text() != "not used on aarch64: the BE links libhdfs (be/CMakeLists.txt:494)" {
+		t.Errorf("kunpeng920: %+v", res)
+	}
+	if res := row.Results["graviton3"]; res == nil || res.Status != Built {
+		t.Errorf("graviton3, where it was built: %+v", res)
+	}
+	var md bytes.Buffer
+	if err := tab.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kunpeng920: 0 of 3 packages built (1 more not used there).", "graviton3: 1 of 4 packages built."} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("the table does not say %q:\n%s", want, md.String())
+		}
+	}
+}

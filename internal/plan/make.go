@@ -129,6 +129,9 @@ type maker struct {
 	pkgs     []source.Package
 	only     map[string]bool
 	pkgsOnly bool
+	// skip are the packages a plan of the whole tree does not build: its
+	// product does not use them on this machine (notUsed).
+	skip map[string]bool
 	// byComponent are the selected patches of each component.
 	byComponent map[string][]*patch.Patch
 	pgo         bool
@@ -225,6 +228,10 @@ func (m *maker) packages() error {
 		// The base holds the third-party install: build only what --packages names.
 		m.only, p.Packages = map[string]bool{}, nil
 	}
+	if err := m.notUsed(); err != nil {
+		return err
+	}
+	m.skipNotUsed()
 	for _, pk := range pkgs {
 		if pk.NoBuild != "" && !recipeMarked(r, pk.Entry) && m.builds(pk.Entry) {
 			m.warn("%s has no build step: %s (its archive is still fetched and unpacked)", pk.Entry, pk.NoBuild)
@@ -234,7 +241,9 @@ func (m *maker) packages() error {
 }
 
 // builds says whether the plan builds package entry.
-func (m *maker) builds(entry string) bool { return m.only == nil || m.only[entry] }
+func (m *maker) builds(entry string) bool {
+	return (m.only == nil || m.only[entry]) && !m.skip[entry]
+}
 
 // patches selects the series' patches for the cell: the tree is component
 // "doris", each package answers to its names. A patch for none of the

@@ -40,6 +40,9 @@ type Plan struct {
 	// Only lists the third-party packages built when the plan is for some
 	// packages alone (--packages): no BE, no FE.
 	Only []string `json:"only,omitempty"`
+	// NotUsed are the tree's packages the cell's product does not use
+	// (the recipe's thirdparty.not_used), built only when asked for.
+	NotUsed []NotUsedPackage `json:"not_used,omitempty"`
 	// Slice says the plan builds the BE part way, and how.
 	Slice *SliceInfo `json:"slice,omitempty"`
 	// Unbuildable says why building this plan would fail for certain (a

@@ -70,6 +70,13 @@ func (p *Plan) WriteTable(w io.Writer) {
 	for _, pt := range p.Patches {
 		fmt.Fprintf(w, "  patch     %s  %s\n", pt.ID, pt.Why)
 	}
+	for _, nu := range p.NotUsed {
+		built := ""
+		if nu.Built {
+			built = " (built all the same)"
+		}
+		fmt.Fprintf(w, "  not used  %s %s%s: %s (%s)\n", nu.Entry, nu.Version, built, nu.Why, nu.Where)
+	}
 	for _, wn := range p.Warnings {
 		fmt.Fprintf(w, "  warning   %s\n", wn)
 	}

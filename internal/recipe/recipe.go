@@ -156,8 +156,11 @@ type Thirdparty struct {
 	// version when its build system does not in the usual places
 	// (CMakeLists.txt project(), configure.ac AC_INIT, configure, meson.build).
 	VersionFiles map[string]*VersionFile `yaml:"version_files" shape:"is keyed by package (a vars.sh entry): OPENSSL: {file: include/openssl/opensslv.h, match: 'OpenSSL (\\S+)'}"`
-	Pos          datafile.Pos
-	Keys         datafile.Keys
+	// NotUsed are packages the tree declares that its product does not
+	// use on some machines (Doris's HDFS3 on Linux x86_64 and aarch64).
+	NotUsed map[string]*NotUsed `yaml:"not_used" shape:"is keyed by package (a vars.sh entry): HDFS3: {isas: [aarch64], why: ..., shown_by: {file: be/CMakeLists.txt, line: 'ARCH_AARCH64'}}"`
+	Pos     datafile.Pos
+	Keys    datafile.Keys
 }
 
 // VersionFile is a file of an unpacked package and a regexp whose first
@@ -167,6 +170,32 @@ type VersionFile struct {
 	Match string `yaml:"match"`
 	Pos   datafile.Pos
 	Keys  datafile.Keys
+}
+
+// NotUsed is a package the tree's product does not use on some machines:
+// a plan for them does not build it unless --packages names it, and says
+// why, with the line of the tree's build that shows it.
+type NotUsed struct {
+	// ISAs are the instruction sets (matrix isas) it is not used on; none
+	// means on any.
+	ISAs []string `yaml:"isas"`
+	Why  string   `yaml:"why"`
+	// ShownBy is where the tree's build says so; a tree where it no longer
+	// does (Doris changed) builds the package, with a warning.
+	ShownBy ShownBy `yaml:"shown_by"`
+	Pos     datafile.Pos
+	Keys    datafile.Keys
+}
+
+// ShownBy is a file of the tree and either a line it has (Line, a
+// regexp: the plan names the file and line number) or a pattern it lacks
+// (Absent: nothing in the file names the package).
+type ShownBy struct {
+	File   string `yaml:"file"`
+	Line   string `yaml:"line"`
+	Absent string `yaml:"absent"`
+	Pos    datafile.Pos
+	Keys   datafile.Keys
 }
 
 // Slice is how a recipe builds its BE part way: the step configures
@@ -325,190 +354,266 @@ func (r *Recipe) StepNames() []string {
 	return out
 }
 
+// problems collects a data file's errors, each at its place.
+type problems struct{ list datafile.List }
+
+func (e *problems) fail(p datafile.Pos, f string, a ...any) {
+	e.list = append(e.list, datafile.Errorf(p, f, a...))
+}
+
 func (r *Recipe) validate() error {
-	var errs datafile.List
-	fail := func(p datafile.Pos, f string, a ...any) { errs = append(errs, datafile.Errorf(p, f, a...)) }
+	var e problems
 	if r.Name == "" {
-		fail(r.Pos, "recipe: name is required")
+		e.fail(r.Pos, "recipe: name is required")
 	}
+	for _, check := range []func(*problems){
+		r.checkVersion, r.checkThirdparty, r.checkSteps, r.checkImages, r.checkSlice,
+		r.checkBuildTools, r.checkVersionFiles, r.checkNotUsed, r.checkHostEnv, r.checkOutputs,
+	} {
+		check(&e)
+	}
+	return e.list.Err()
+}
+
+// checkVersion checks the version section: the file and the regexps that read the tree's version.
+func (r *Recipe) checkVersion(e *problems) {
 	v := r.Version
 	if v.File == "" {
-		fail(r.Keys.At("version", r.Pos), "recipe %s: version.file is required (the file the tree declares its version in)", r.Name)
+		e.fail(r.Keys.At("version", r.Pos), "recipe %s: version.file is required (the file the tree declares its version in)", r.Name)
 	}
 	for _, kv := range []struct{ key, re string }{{"major", v.Major}, {"minor", v.Minor}, {"patch", v.Patch}, {"rc", v.RC}} {
 		if kv.re == "" {
 			if kv.key != "rc" {
-				fail(v.Keys.At(kv.key, v.Pos), "recipe %s: version.%s is required (a regular expression with one group)", r.Name, kv.key)
+				e.fail(v.Keys.At(kv.key, v.Pos), "recipe %s: version.%s is required (a regular expression with one group)", r.Name, kv.key)
 			}
 			continue
 		}
 		re, err := regexp.Compile(kv.re)
 		if err != nil {
-			fail(v.Keys.At(kv.key, v.Pos), "recipe %s: version.%s: bad regular expression: %v", r.Name, kv.key, err)
+			e.fail(v.Keys.At(kv.key, v.Pos), "recipe %s: version.%s: bad regular expression: %v", r.Name, kv.key, err)
 		} else if re.NumSubexp() != 1 {
-			fail(v.Keys.At(kv.key, v.Pos), "recipe %s: version.%s must have exactly one group, has %d", r.Name, kv.key, re.NumSubexp())
+			e.fail(v.Keys.At(kv.key, v.Pos), "recipe %s: version.%s must have exactly one group, has %d", r.Name, kv.key, re.NumSubexp())
 		}
 	}
+}
+
+// checkThirdparty checks the thirdparty section: what is required, the install directories, the dependencies and the environment.
+func (r *Recipe) checkThirdparty(e *problems) {
 	tp := r.Thirdparty
 	for _, kv := range []struct {
 		key string
 		ok  bool
 	}{{"vars", tp.Vars != ""}, {"list", tp.List != ""}, {"unpack or patches_from", len(tp.Unpack) > 0 || tp.PatchesFrom != ""}, {"build", len(tp.Build) > 0}, {"source_dir", tp.SrcDir != ""}, {"install_dir", tp.Install != ""}} {
 		if !kv.ok {
-			fail(r.Keys.At("thirdparty", r.Pos), "recipe %s: thirdparty.%s is required", r.Name, kv.key)
+			e.fail(r.Keys.At("thirdparty", r.Pos), "recipe %s: thirdparty.%s is required", r.Name, kv.key)
 		}
 	}
 	for _, d := range tp.InstallDirs {
 		if d == "" || path.IsAbs(d) || path.Clean(d) != d || d == "." || d == ".." || strings.HasPrefix(d, "../") {
-			fail(tp.Keys.At("install_dirs", tp.Pos), "recipe %s: thirdparty.install_dirs: %q is not a clean relative path under install_dir (as include)", r.Name, d)
+			e.fail(tp.Keys.At("install_dirs", tp.Pos), "recipe %s: thirdparty.install_dirs: %q is not a clean relative path under install_dir (as include)", r.Name, d)
 		}
 	}
 	if len(tp.Unpack) > 0 && tp.PatchesFrom != "" {
-		fail(tp.Keys.At("patches_from", tp.Pos), "recipe %s: thirdparty has both unpack and patches_from: keep one (patches_from: dorisarm unpacks and applies the tree's own patches; unpack: a command does both)", r.Name)
+		e.fail(tp.Keys.At("patches_from", tp.Pos), "recipe %s: thirdparty has both unpack and patches_from: keep one (patches_from: dorisarm unpacks and applies the tree's own patches; unpack: a command does both)", r.Name)
 	}
 	for pkg, deps := range tp.Deps {
 		for _, d := range deps {
 			if d == pkg {
-				fail(tp.Keys.At("deps", tp.Pos), "recipe %s: thirdparty.deps: %s depends on itself", r.Name, pkg)
+				e.fail(tp.Keys.At("deps", tp.Pos), "recipe %s: thirdparty.deps: %s depends on itself", r.Name, pkg)
 			}
 		}
 	}
 	if cyc := depCycle(tp.Deps); cyc != "" {
-		fail(tp.Keys.At("deps", tp.Pos), "recipe %s: thirdparty.deps has a cycle: %s", r.Name, cyc)
+		e.fail(tp.Keys.At("deps", tp.Pos), "recipe %s: thirdparty.deps has a cycle: %s", r.Name, cyc)
 	}
 	for pkg, env := range tp.Env {
 		for k, val := range env {
 			if _, err := parseTemplate(val); err != nil {
-				fail(tp.Keys.At("env", tp.Pos), "recipe %s: thirdparty.env.%s.%s: %v", r.Name, pkg, k, err)
+				e.fail(tp.Keys.At("env", tp.Pos), "recipe %s: thirdparty.env.%s.%s: %v", r.Name, pkg, k, err)
 			}
 		}
 	}
+}
+
+// checkSteps checks the build steps: each has a command, needs known steps, and parses.
+func (r *Recipe) checkSteps(e *problems) {
 	if len(r.Steps) == 0 {
-		fail(r.Keys.At("steps", r.Pos), "recipe %s: steps: at least one build step (e.g. be) is required", r.Name)
+		e.fail(r.Keys.At("steps", r.Pos), "recipe %s: steps: at least one build step (e.g. be) is required", r.Name)
 	}
 	for name, s := range r.Steps {
 		if len(s.Command) == 0 {
-			fail(s.Pos, "recipe %s: step %s: command is required", r.Name, name)
+			e.fail(s.Pos, "recipe %s: step %s: command is required", r.Name, name)
 		}
 		for _, d := range s.Needs {
 			if _, ok := r.Steps[d]; !ok && d != "thirdparty" {
-				fail(s.Keys.At("needs", s.Pos), "recipe %s: step %s needs unknown step %q (a step name or \"thirdparty\")", r.Name, name, d)
+				e.fail(s.Keys.At("needs", s.Pos), "recipe %s: step %s needs unknown step %q (a step name or \"thirdparty\")", r.Name, name, d)
 			}
 		}
 		for _, word := range append(append([]string{}, s.Command...), mapValues(s.Env)...) {
 			if _, err := parseTemplate(word); err != nil {
-				fail(s.Pos, "recipe %s: step %s: %v", r.Name, name, err)
+				e.fail(s.Pos, "recipe %s: step %s: %v", r.Name, name, err)
 			}
 		}
 	}
+}
+
+// checkImages checks the images: each from an output directory, at an absolute path, with well-formed ports and environment.
+func (r *Recipe) checkImages(e *problems) {
 	for _, name := range slices.Sorted(maps.Keys(r.Images)) {
 		im := r.Images[name]
 		if im == nil || im.From == "" || strings.Contains(im.From, "..") || strings.HasPrefix(im.From, "/") {
-			fail(r.Keys.At("images", r.Pos), "recipe %s: image %s: from must name an output directory (be, fe)", r.Name, name)
+			e.fail(r.Keys.At("images", r.Pos), "recipe %s: image %s: from must name an output directory (be, fe)", r.Name, name)
 			continue
 		}
 		if !strings.HasPrefix(im.Path, "/") {
-			fail(im.Keys.At("path", im.Pos), "recipe %s: image %s: path must be absolute (e.g. /opt/apache-doris/be)", r.Name, name)
+			e.fail(im.Keys.At("path", im.Pos), "recipe %s: image %s: path must be absolute (e.g. /opt/apache-doris/be)", r.Name, name)
 		}
 		for _, p := range im.Ports {
 			if !portRE().MatchString(p) {
-				fail(im.Keys.At("ports", im.Pos), "recipe %s: image %s: port %q must look like 8030/tcp", r.Name, name, p)
+				e.fail(im.Keys.At("ports", im.Pos), "recipe %s: image %s: port %q must look like 8030/tcp", r.Name, name, p)
 			}
 		}
-		for _, e := range im.Env {
-			if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
-				fail(im.Keys.At("env", im.Pos), "recipe %s: image %s: env %q must be NAME=value", r.Name, name, e)
+		for _, kv := range im.Env {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				e.fail(im.Keys.At("env", im.Pos), "recipe %s: image %s: env %q must be NAME=value", r.Name, name, kv)
 			}
 		}
 	}
+}
+
+// checkSlice checks the slice section: a step of the recipe, a build directory inside the tree.
+func (r *Recipe) checkSlice(e *problems) {
 	if r.Slice.Step != "" {
 		if _, ok := r.Steps[r.Slice.Step]; !ok {
-			fail(r.Slice.Keys.At("step", r.Slice.Pos), "recipe %s: slice.step %q is not a step", r.Name, r.Slice.Step)
+			e.fail(r.Slice.Keys.At("step", r.Slice.Pos), "recipe %s: slice.step %q is not a step", r.Name, r.Slice.Step)
 		}
 		if r.Slice.Dir == "" || len(r.Slice.Build) == 0 {
-			fail(r.Slice.Pos, "recipe %s: slice needs dir (CMake's build directory, relative to the tree) and build (the command that builds targets there)", r.Name)
+			e.fail(r.Slice.Pos, "recipe %s: slice needs dir (CMake's build directory, relative to the tree) and build (the command that builds targets there)", r.Name)
 		}
 		if d := r.Slice.Dir; filepath.IsAbs(d) || strings.HasPrefix(filepath.Clean(d), "..") {
-			fail(r.Slice.Keys.At("dir", r.Slice.Pos), "recipe %s: slice.dir %q must be a path inside the tree", r.Name, d)
+			e.fail(r.Slice.Keys.At("dir", r.Slice.Pos), "recipe %s: slice.dir %q must be a path inside the tree", r.Name, d)
 		}
 	}
+}
+
+// checkBuildTools checks the build tools: a path inside the tree, a program name, a version regexp with its group.
+func (r *Recipe) checkBuildTools(e *problems) {
 	for _, name := range slices.Sorted(maps.Keys(r.BuildTools)) {
 		bt := r.BuildTools[name]
 		if bt == nil {
-			fail(r.Keys.At("build_tools", r.Pos), "recipe %s: build_tools.%s is empty: give path (where the tree runs it), version and match", r.Name, name)
+			e.fail(r.Keys.At("build_tools", r.Pos), "recipe %s: build_tools.%s is empty: give path (where the tree runs it), version and match", r.Name, name)
 			continue
 		}
 		if p := bt.Path; p == "" || filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
-			fail(bt.Keys.At("path", bt.Pos), "recipe %s: build_tools.%s.path %q must be a path inside the tree (where its build runs %s)", r.Name, name, p, name)
+			e.fail(bt.Keys.At("path", bt.Pos), "recipe %s: build_tools.%s.path %q must be a path inside the tree (where its build runs %s)", r.Name, name, p, name)
 		}
 		if strings.ContainsAny(name, "/ ") || name == "" {
-			fail(bt.Pos, "recipe %s: build_tools key %q must be a program name, as found on PATH", r.Name, name)
+			e.fail(bt.Pos, "recipe %s: build_tools key %q must be a program name, as found on PATH", r.Name, name)
 		}
 		if bt.Match != "" {
 			re, err := regexp.Compile(bt.Match)
 			switch {
 			case err != nil:
-				fail(bt.Keys.At("match", bt.Pos), "recipe %s: build_tools.%s.match: %v", r.Name, name, err)
+				e.fail(bt.Keys.At("match", bt.Pos), "recipe %s: build_tools.%s.match: %v", r.Name, name, err)
 			case re.NumSubexp() < 1:
-				fail(bt.Keys.At("match", bt.Pos), "recipe %s: build_tools.%s.match %q has no group: its first group must capture the version", r.Name, name, bt.Match)
+				e.fail(bt.Keys.At("match", bt.Pos), "recipe %s: build_tools.%s.match %q has no group: its first group must capture the version", r.Name, name, bt.Match)
 			}
 			if bt.Version == "" || bt.Package == "" {
-				fail(bt.Keys.At("match", bt.Pos), "recipe %s: build_tools.%s.match needs version (the argument that prints it) and package (the vars.sh entry to compare with)", r.Name, name)
+				e.fail(bt.Keys.At("match", bt.Pos), "recipe %s: build_tools.%s.match needs version (the argument that prints it) and package (the vars.sh entry to compare with)", r.Name, name)
 			}
 		}
 	}
+}
+
+// checkVersionFiles checks thirdparty.version_files: a file in the unpacked source and a regexp with groups.
+func (r *Recipe) checkVersionFiles(e *problems) {
 	for _, name := range slices.Sorted(maps.Keys(r.Thirdparty.VersionFiles)) {
 		vf := r.Thirdparty.VersionFiles[name]
 		if vf == nil || vf.File == "" || vf.Match == "" {
-			fail(r.Thirdparty.Keys.At("version_files", r.Thirdparty.Pos), "recipe %s: thirdparty.version_files.%s needs file (a path in the unpacked source) and match (a regexp whose groups, joined with dots, are the version)", r.Name, name)
+			e.fail(r.Thirdparty.Keys.At("version_files", r.Thirdparty.Pos), "recipe %s: thirdparty.version_files.%s needs file (a path in the unpacked source) and match (a regexp whose groups, joined with dots, are the version)", r.Name, name)
 			continue
 		}
 		if filepath.IsAbs(vf.File) || strings.HasPrefix(filepath.Clean(vf.File), "..") {
-			fail(vf.Keys.At("file", vf.Pos), "recipe %s: thirdparty.version_files.%s.file %q must be a path inside the unpacked source", r.Name, name, vf.File)
+			e.fail(vf.Keys.At("file", vf.Pos), "recipe %s: thirdparty.version_files.%s.file %q must be a path inside the unpacked source", r.Name, name, vf.File)
 		}
 		if re, err := regexp.Compile(vf.Match); err != nil || re.NumSubexp() < 1 {
-			fail(vf.Keys.At("match", vf.Pos), "recipe %s: thirdparty.version_files.%s.match %q must be a regexp whose groups, joined with dots, are the version", r.Name, name, vf.Match)
+			e.fail(vf.Keys.At("match", vf.Pos), "recipe %s: thirdparty.version_files.%s.match %q must be a regexp whose groups, joined with dots, are the version", r.Name, name, vf.Match)
 		}
 	}
+}
+
+// checkNotUsed checks thirdparty.not_used: each says why, and shows it
+// by a file of the tree with a line it has or a pattern it lacks.
+func (r *Recipe) checkNotUsed(e *problems) {
+	for _, name := range slices.Sorted(maps.Keys(r.Thirdparty.NotUsed)) {
+		nu := r.Thirdparty.NotUsed[name]
+		if nu == nil || strings.TrimSpace(nu.Why) == "" {
+			e.fail(r.Thirdparty.Keys.At("not_used", r.Thirdparty.Pos), "recipe %s: thirdparty.not_used.%s needs why (what the tree's build does instead) and shown_by (the file of the tree that shows it)", r.Name, name)
+			continue
+		}
+		sb := nu.ShownBy
+		if f := sb.File; f == "" || filepath.IsAbs(f) || strings.HasPrefix(filepath.Clean(f), "..") {
+			e.fail(nu.Keys.At("shown_by", nu.Pos), "recipe %s: thirdparty.not_used.%s.shown_by.file %q must be a file of the tree (e.g. be/CMakeLists.txt)", r.Name, name, sb.File)
+		}
+		if (sb.Line == "") == (sb.Absent == "") {
+			e.fail(nu.Keys.At("shown_by", nu.Pos), "recipe %s: thirdparty.not_used.%s.shown_by needs one of line (a regexp of the line that shows it) and absent (a regexp the file has no match of)", r.Name, name)
+			continue
+		}
+		for _, kv := range [][2]string{{"line", sb.Line}, {"absent", sb.Absent}} {
+			if kv[1] == "" {
+				continue
+			}
+			if _, err := regexp.Compile(kv[1]); err != nil {
+				e.fail(sb.Keys.At(kv[0], sb.Pos), "recipe %s: thirdparty.not_used.%s.shown_by.%s: %v", r.Name, name, kv[0], err)
+			}
+		}
+	}
+}
+
+// checkHostEnv checks host_env: the paths under each variable the build reads.
+func (r *Recipe) checkHostEnv(e *problems) {
 	for _, name := range slices.Sorted(maps.Keys(r.HostEnv)) {
 		he := r.HostEnv[name]
 		if he == nil || len(he.Read) == 0 {
-			fail(r.Keys.At("host_env", r.Pos), "recipe %s: host_env.%s needs read (the paths in $%s the build reads, e.g. include)", r.Name, name, name)
+			e.fail(r.Keys.At("host_env", r.Pos), "recipe %s: host_env.%s needs read (the paths in $%s the build reads, e.g. include)", r.Name, name, name)
 			continue
 		}
 		for _, p := range he.Read {
 			if p == "" || filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
-				fail(he.Keys.At("read", he.Pos), "recipe %s: host_env.%s.read %q must be a path inside $%s", r.Name, name, p, name)
+				e.fail(he.Keys.At("read", he.Pos), "recipe %s: host_env.%s.read %q must be a path inside $%s", r.Name, name, p, name)
 			}
 		}
 	}
+}
+
+// checkOutputs checks the pgo step, the CMake cache pins, the collect rules, what ships and the outputs.
+func (r *Recipe) checkOutputs(e *problems) {
 	if r.PGO.Step != "" {
 		if _, ok := r.Steps[r.PGO.Step]; !ok {
-			fail(r.PGO.Keys.At("step", r.PGO.Pos), "recipe %s: pgo.step %q is not a step", r.Name, r.PGO.Step)
+			e.fail(r.PGO.Keys.At("step", r.PGO.Pos), "recipe %s: pgo.step %q is not a step", r.Name, r.PGO.Step)
 		}
 	}
 	for k, v := range r.CMakeCache {
 		if _, err := parseTemplate(v); err != nil {
-			fail(r.Keys.At("cmake_cache", r.Pos), "recipe %s: cmake_cache.%s: %v", r.Name, k, err)
+			e.fail(r.Keys.At("cmake_cache", r.Pos), "recipe %s: cmake_cache.%s: %v", r.Name, k, err)
 		}
 	}
 	for i, c := range r.Collect {
 		if c.From == "" || c.To == "" {
-			fail(c.Pos, "recipe %s: collect[%d]: from and to are required", r.Name, i)
+			e.fail(c.Pos, "recipe %s: collect[%d]: from and to are required", r.Name, i)
 		}
 		if _, err := parseTemplate(c.When); err != nil {
-			fail(c.Keys.At("when", c.Pos), "recipe %s: collect[%d].when: %v", r.Name, i, err)
+			e.fail(c.Keys.At("when", c.Pos), "recipe %s: collect[%d].when: %v", r.Name, i, err)
 		}
 	}
 	for i, g := range r.Ships.Thirdparty {
 		if _, err := path.Match(g, ""); err != nil || g == "" || path.IsAbs(g) || g != path.Clean(g) {
-			fail(r.Ships.Keys.At("thirdparty", r.Ships.Pos), "recipe %s: ships.thirdparty[%d] %q must be a glob of paths in a third-party build's output, as its scan names them (e.g. thirdparty/installed/lib64/openssl-shared)", r.Name, i, g)
+			e.fail(r.Ships.Keys.At("thirdparty", r.Ships.Pos), "recipe %s: ships.thirdparty[%d] %q must be a glob of paths in a third-party build's output, as its scan names them (e.g. thirdparty/installed/lib64/openssl-shared)", r.Name, i, g)
 		}
 	}
 	if len(r.Outputs) == 0 {
-		fail(r.Keys.At("outputs", r.Pos), "recipe %s: outputs: list what a build hands over (e.g. output/be/lib/doris_be)", r.Name)
+		e.fail(r.Keys.At("outputs", r.Pos), "recipe %s: outputs: list what a build hands over (e.g. output/be/lib/doris_be)", r.Name)
 	}
-	return errs.Err()
 }
 
 func mapValues(m map[string]string) []string {
