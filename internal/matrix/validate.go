@@ -120,6 +120,27 @@ func (m *Matrix) validate() error {
 			c.fail(m.Keys.At(sec.key, m.Pos), "section %s: is missing or empty", sec.key)
 		}
 	}
+	for _, check := range []func(*checker){m.checkISA, m.checkLevels} {
+		check(c)
+	}
+	for _, n := range slices.Sorted(maps.Keys(m.Compilers)) {
+		m.checkCompiler(c, m.Compilers[n])
+	}
+	for _, n := range slices.Sorted(maps.Keys(m.CPUs)) {
+		m.checkCPU(c, m.CPUs[n])
+	}
+	m.checkOSes(c)
+	m.checkSysroots(c)
+	c.runtimes()
+	m.checkDoris(c)
+	for _, n := range slices.Sorted(maps.Keys(m.Targets)) {
+		m.checkTarget(c, m.Targets[n])
+	}
+	return c.errs.Err()
+}
+
+// checkISA checks the isas: triple, GNU type, ELF identity, LLVM names, OCI platform and index target.
+func (m *Matrix) checkISA(c *checker) {
 	for _, n := range slices.Sorted(maps.Keys(m.ISAs)) {
 		isa := m.ISAs[n]
 		if isa.Triple == "" {
@@ -154,6 +175,10 @@ func (m *Matrix) validate() error {
 			}
 		}
 	}
+}
+
+// checkLevels checks the extensions, arch levels and qemu models: known ISAs and extensions, levels that extend their own ISA's.
+func (m *Matrix) checkLevels(c *checker) {
 	for _, n := range slices.Sorted(maps.Keys(m.Extensions)) {
 		e := m.Extensions[n]
 		m.knownISA(c, e.Keys.At("isa", e.Pos), "extension "+n, e.ISA)
@@ -182,12 +207,10 @@ func (m *Matrix) validate() error {
 		m.knownISA(c, q.Keys.At("isa", q.Pos), "qemu model "+n, q.ISA)
 		c.extList(q.Keys.At("extensions", q.Pos), "qemu model "+n, q.ISA, q.Extensions)
 	}
-	for _, n := range slices.Sorted(maps.Keys(m.Compilers)) {
-		m.checkCompiler(c, m.Compilers[n])
-	}
-	for _, n := range slices.Sorted(maps.Keys(m.CPUs)) {
-		m.checkCPU(c, m.CPUs[n])
-	}
+}
+
+// checkOSes checks the target OSes: a name, a glibc version, a page size, sysroots for known ISAs.
+func (m *Matrix) checkOSes(c *checker) {
 	for _, n := range slices.Sorted(maps.Keys(m.OSes)) {
 		o := m.OSes[n]
 		if o.Name == "" {
@@ -212,6 +235,10 @@ func (m *Matrix) validate() error {
 			}
 		}
 	}
+}
+
+// checkSysroots checks the sysroots: one source (Debian packages or an image by digest), a triple, a libstdc++ release.
+func (m *Matrix) checkSysroots(c *checker) {
 	for _, n := range slices.Sorted(maps.Keys(m.Sysroots)) {
 		sr := m.Sysroots[n]
 		if (sr.Debian == nil) == (sr.Image == "") {
@@ -235,7 +262,10 @@ func (m *Matrix) validate() error {
 			}
 		}
 	}
-	c.runtimes()
+}
+
+// checkDoris checks the Doris series: each range includes the series itself.
+func (m *Matrix) checkDoris(c *checker) {
 	for _, n := range slices.Sorted(maps.Keys(m.Doris)) {
 		d := m.Doris[n]
 		cs := c.constraint(d.Keys.At("versions", d.Pos), "doris "+n+": versions", d.Versions)
@@ -245,10 +275,6 @@ func (m *Matrix) validate() error {
 			}
 		}
 	}
-	for _, n := range slices.Sorted(maps.Keys(m.Targets)) {
-		m.checkTarget(c, m.Targets[n])
-	}
-	return c.errs.Err()
 }
 
 func (m *Matrix) checkCompiler(c *checker, cc *Compiler) {
