@@ -120,9 +120,8 @@ func (m *Matrix) validate() error {
 			c.fail(m.Keys.At(sec.key, m.Pos), "section %s: is missing or empty", sec.key)
 		}
 	}
-	for _, check := range []func(*checker){m.checkISA, m.checkLevels} {
-		check(c)
-	}
+	m.checkISA(c)
+	m.checkLevels(c)
 	for _, n := range slices.Sorted(maps.Keys(m.Compilers)) {
 		m.checkCompiler(c, m.Compilers[n])
 	}
