@@ -174,11 +174,40 @@ func Parse(path string, data []byte) (*Patch, error) {
 	sum := sha256.Sum256(data)
 	p := &Patch{Path: path, Component: filepath.Base(filepath.Dir(path)), Name: m[2], SHA256: hex.EncodeToString(sum[:]), Fields: map[string]datafile.Pos{}}
 	fmt.Sscanf(m[1], "%d", &p.Number)
-	var errs datafile.List
-	fail := func(line int, f string, a ...any) {
-		errs = append(errs, datafile.Errorf(datafile.Pos{File: path, Line: line, Col: 1}, f, a...))
+	ps := &headerParser{p: p, values: map[string]*strings.Builder{}}
+	last := ps.readHeader(data)
+	ps.fields(last)
+	ps.appliesTo()
+	ps.lists()
+	ps.body()
+	if len(ps.errs) > 0 {
+		return nil, ps.errs
 	}
-	values := map[string]*strings.Builder{}
+	return p, nil
+}
+
+// headerParser reads one patch's DEP-3 header into its Patch.
+type headerParser struct {
+	p      *Patch
+	values map[string]*strings.Builder
+	errs   datafile.List
+}
+
+func (ps *headerParser) fail(line int, f string, a ...any) {
+	ps.errs = append(ps.errs, datafile.Errorf(datafile.Pos{File: ps.p.Path, Line: line, Col: 1}, f, a...))
+}
+
+func (ps *headerParser) get(k string) string {
+	if b, ok := ps.values[k]; ok {
+		return b.String()
+	}
+	return ""
+}
+
+// readHeader reads the fields up to the diff (which becomes the Body) and
+// returns the last line read.
+func (ps *headerParser) readHeader(data []byte) int {
+	p := ps.p
 	var cur string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
@@ -195,103 +224,127 @@ func Parse(path string, data []byte) (*Patch, error) {
 		case text == "" || text == "---":
 			cur = ""
 		case (text[0] == ' ' || text[0] == '\t') && cur != "":
-			values[cur].WriteString("\n" + strings.TrimSpace(text))
+			ps.values[cur].WriteString("\n" + strings.TrimSpace(text))
 		default:
-			fm := fieldRE().FindStringSubmatch(text)
-			if fm == nil {
-				// DEP-3 allows free text after the fields; it is part of nothing.
-				cur = ""
-				continue
-			}
-			if !knownFields[fm[1]] {
-				fail(line, "unknown header field %q (known: Description, Author, Origin, Forwarded, Last-Update, Applies-To, Targets, Needs-Path, Steps, Evidence)", fm[1])
-				continue
-			}
-			if _, dup := values[fm[1]]; dup {
-				fail(line, "header field %s appears twice", fm[1])
-				continue
-			}
-			cur = fm[1]
-			values[cur] = &strings.Builder{}
-			values[cur].WriteString(strings.TrimSpace(fm[2]))
-			p.Fields[cur] = datafile.Pos{File: path, Line: line, Col: 1}
+			cur = ps.field(line, text)
 		}
 	}
-	get := func(k string) string {
-		if b, ok := values[k]; ok {
-			return b.String()
-		}
+	return line
+}
+
+// field reads a header line that starts a field, and returns the field
+// its continuation lines extend ("" for none).
+func (ps *headerParser) field(line int, text string) string {
+	fm := fieldRE().FindStringSubmatch(text)
+	if fm == nil {
+		// DEP-3 allows free text after the fields; it is part of nothing.
 		return ""
 	}
-	p.Description = firstNonEmpty(get("Description"), get("Subject"))
-	p.Author = firstNonEmpty(get("Author"), get("From"))
-	p.Origin, p.Forwarded, p.LastUpdate, p.Evidence = get("Origin"), get("Forwarded"), get("Last-Update"), get("Evidence")
-	p.AppliesTo = get("Applies-To")
+	if !knownFields[fm[1]] {
+		ps.fail(line, "unknown header field %q (known: Description, Author, Origin, Forwarded, Last-Update, Applies-To, Targets, Needs-Path, Steps, Evidence)", fm[1])
+		return ""
+	}
+	if _, dup := ps.values[fm[1]]; dup {
+		ps.fail(line, "header field %s appears twice", fm[1])
+		return ""
+	}
+	ps.values[fm[1]] = &strings.Builder{}
+	ps.values[fm[1]].WriteString(strings.TrimSpace(fm[2]))
+	ps.p.Fields[fm[1]] = datafile.Pos{File: ps.p.Path, Line: line, Col: 1}
+	return fm[1]
+}
+
+// fields sets the patch's plain fields and checks the required ones.
+func (ps *headerParser) fields(last int) {
+	p := ps.p
+	p.Description = firstNonEmpty(ps.get("Description"), ps.get("Subject"))
+	p.Author = firstNonEmpty(ps.get("Author"), ps.get("From"))
+	p.Origin, p.Forwarded, p.LastUpdate, p.Evidence = ps.get("Origin"), ps.get("Forwarded"), ps.get("Last-Update"), ps.get("Evidence")
+	p.AppliesTo = ps.get("Applies-To")
 	for _, f := range required {
 		alt := map[string]string{"Description": "Subject", "Author": "From"}[f]
-		if values[f] == nil && (alt == "" || values[alt] == nil) {
-			fail(1, "header field %s is required", f)
+		if ps.values[f] == nil && (alt == "" || ps.values[alt] == nil) {
+			ps.fail(1, "header field %s is required", f)
 		}
 	}
 	if p.Body == nil {
-		fail(line, "no diff found (a patch needs a line starting with \"--- \" after its header)")
+		ps.fail(last, "no diff found (a patch needs a line starting with \"--- \" after its header)")
 	}
-	if p.AppliesTo != "" {
-		am := appliesRE().FindStringSubmatch(p.AppliesTo)
-		at := p.Fields["Applies-To"]
-		switch {
-		case am == nil:
-			fail(at.Line, "Applies-To %q must be \"<component> <version constraint>\", e.g. \"bitshuffle = 0.5.1\"", p.AppliesTo)
-		case am[1] != p.Component:
-			fail(at.Line, "Applies-To names component %q but the patch lives under %s/; move it or fix the field", am[1], p.Component)
-		default:
-			c := strings.TrimSpace(am[2])
-			if c == "" {
-				c = ">= 0"
-			}
-			cs, err := version.NewConstraint(c)
-			if err != nil {
-				fail(at.Line, "Applies-To: bad version constraint %q: %v", c, err)
-			}
-			p.constraint, p.AppliesTo = cs, c
+}
+
+// appliesTo reads Applies-To: the patch's own component and a version
+// constraint (none: any version).
+func (ps *headerParser) appliesTo() {
+	p := ps.p
+	if p.AppliesTo == "" {
+		return
+	}
+	am := appliesRE().FindStringSubmatch(p.AppliesTo)
+	at := p.Fields["Applies-To"]
+	switch {
+	case am == nil:
+		ps.fail(at.Line, "Applies-To %q must be \"<component> <version constraint>\", e.g. \"bitshuffle = 0.5.1\"", p.AppliesTo)
+	case am[1] != p.Component:
+		ps.fail(at.Line, "Applies-To names component %q but the patch lives under %s/; move it or fix the field", am[1], p.Component)
+	default:
+		c := strings.TrimSpace(am[2])
+		if c == "" {
+			c = ">= 0"
 		}
+		cs, err := version.NewConstraint(c)
+		if err != nil {
+			ps.fail(at.Line, "Applies-To: bad version constraint %q: %v", c, err)
+		}
+		p.constraint, p.AppliesTo = cs, c
 	}
-	p.Targets = append(p.Targets, strings.FieldsFunc(get("Targets"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })...)
-	for _, np := range strings.FieldsFunc(get("Needs-Path"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+}
+
+// lists reads the list fields: Targets, Needs-Path (paths inside the
+// component's source) and Steps (step names).
+func (ps *headerParser) lists() {
+	p := ps.p
+	split := func(k string) []string {
+		return strings.FieldsFunc(ps.get(k), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })
+	}
+	p.Targets = append(p.Targets, split("Targets")...)
+	for _, np := range split("Needs-Path") {
 		if c := filepath.Clean(np); filepath.IsAbs(np) || c == ".." || strings.HasPrefix(c, "../") {
-			fail(p.Fields["Needs-Path"].Line, "Needs-Path %q must be a path inside the component's source", np)
+			ps.fail(p.Fields["Needs-Path"].Line, "Needs-Path %q must be a path inside the component's source", np)
 			continue
 		}
 		p.NeedsPath = append(p.NeedsPath, np)
 	}
-	for _, st := range strings.FieldsFunc(get("Steps"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+	for _, st := range split("Steps") {
 		if !stepNameRE().MatchString(st) {
-			fail(p.Fields["Steps"].Line, "Steps %q is not a step name (the recipe's steps, e.g. be, fe, thirdparty)", st)
+			ps.fail(p.Fields["Steps"].Line, "Steps %q is not a step name (the recipe's steps, e.g. be, fe, thirdparty)", st)
 			continue
 		}
 		p.Steps = append(p.Steps, st)
 	}
-	if p.Body != nil {
-		fds, err := ParseDiff(path, p.Body, p.BodyLine)
-		var l datafile.List
-		switch {
-		case errors.As(err, &l):
-			errs = append(errs, l...)
-		case err != nil: // not one ParseDiff makes today; never dropped
-			errs = append(errs, datafile.Errorf(datafile.Pos{File: path, Line: p.BodyLine, Col: 1}, "%v", err))
-		default:
-			for _, fd := range fds {
-				if _, terr := fd.Target(1); terr != nil {
-					errs = append(errs, datafile.Errorf(datafile.Pos{File: path, Line: fd.Line, Col: 1}, "%v", terr))
-				}
+}
+
+// body parses the diff and checks every file it changes is one a patch
+// may change.
+func (ps *headerParser) body() {
+	p := ps.p
+	if p.Body == nil {
+		return
+	}
+	fds, err := ParseDiff(p.Path, p.Body, p.BodyLine)
+	var l datafile.List
+	switch {
+	case errors.As(err, &l):
+		ps.errs = append(ps.errs, l...)
+	case err != nil: // not one ParseDiff makes today; never dropped
+		ps.errs = append(ps.errs, datafile.Errorf(datafile.Pos{File: p.Path, Line: p.BodyLine, Col: 1}, "%v", err))
+	default:
+		for _, fd := range fds {
+			if _, terr := fd.Target(1); terr != nil {
+				ps.errs = append(ps.errs, datafile.Errorf(datafile.Pos{File: p.Path, Line: fd.Line, Col: 1}, "%v", terr))
 			}
-			p.files = fds
 		}
+		p.files = fds
 	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return p, nil
 }
 
 func firstNonEmpty(a ...string) string {
