@@ -244,54 +244,14 @@ func (t *Tree) member(m member) error {
 	if err := t.count(); err != nil {
 		return err
 	}
-	if t.opt.Links == Confine && path.IsAbs(m.name) {
-		return fmt.Errorf("%w: an absolute name is a path outside the tree", ErrUnsafePath)
-	}
-	p, err := cleanName(m.name)
-	if err != nil {
-		return err
-	}
-	if p == "" {
-		return nil
-	}
-	pdir, base := path.Dir(p), path.Base(p)
-	if t.opt.Whiteouts && strings.HasPrefix(base, ".wh.") {
-		return t.whiteout(pdir, base)
-	}
-	if m.typ == 0 {
-		if t.opt.Links == Confine {
-			return fmt.Errorf("%s is not a file, directory or link", m.kind)
-		}
-		return nil // devices, FIFOs in a layer: nothing a compiler reads
-	}
-	if !t.kept(p) {
-		return nil
-	}
-	rdir, err := t.parentOf(pdir)
-	if err != nil {
+	rdir, base, ok, err := t.place(m)
+	if err != nil || !ok {
 		return err
 	}
 	real := join(rdir, base)
-	if !t.kept(real) {
-		return nil
-	}
-	top, _, _ := strings.Cut(real, "/")
-	t.tops[top] = true
-	var old string // a hard link's target
-	if m.typ == tar.TypeLink {
-		if old, err = t.hardlinkTarget(m.linkname, real); err != nil || old == "" {
-			return err
-		}
-	}
-	if m.typ == tar.TypeSymlink {
-		if m.linkname == "" || strings.ContainsRune(m.linkname, 0) {
-			return fmt.Errorf("symlink with an empty or invalid target")
-		}
-		if t.opt.Links == Confine {
-			if err := linkres.Check(t.root, real, m.linkname); err != nil {
-				return fmt.Errorf("%w: %v", ErrUnsafePath, err)
-			}
-		}
+	old, ok, err := t.checkLink(m, real)
+	if err != nil || !ok {
+		return err
 	}
 	if err := t.mkdirAll(rdir); err != nil {
 		return err
@@ -300,24 +260,105 @@ func (t *Tree) member(m member) error {
 	if err != nil {
 		return err
 	}
-	fi, err := pr.Lstat(base)
-	exists := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	exists, err := t.clear(pr, base, real, m.typ == tar.TypeDir)
+	if err != nil {
 		return err
 	}
-	if exists && !(fi.IsDir() && m.typ == tar.TypeDir) {
-		// Replace what is there (a directory with everything in it),
-		// except that a directory over a directory merges.
-		if fi.IsDir() {
-			if err := pr.RemoveAll(base); err != nil {
-				return err
-			}
-			t.removedDir(real)
-		} else if err := pr.Remove(base); err != nil {
-			return err
-		}
-		exists = false
+	if err := t.write(pr, rdir, base, real, old, exists, m); err != nil {
+		return err
 	}
+	t.markWritten(real)
+	return nil
+}
+
+// place is where in the tree member m goes (its real parent directory,
+// links in the path resolved, and its base name); ok is false for a
+// member not kept (Options.Keep), a device or FIFO outside Confine, or a
+// whiteout (applied here).
+func (t *Tree) place(m member) (rdir, base string, ok bool, err error) {
+	if t.opt.Links == Confine && path.IsAbs(m.name) {
+		return "", "", false, fmt.Errorf("%w: an absolute name is a path outside the tree", ErrUnsafePath)
+	}
+	p, err := cleanName(m.name)
+	if err != nil || p == "" {
+		return "", "", false, err
+	}
+	pdir, base := path.Dir(p), path.Base(p)
+	if t.opt.Whiteouts && strings.HasPrefix(base, ".wh.") {
+		return "", "", false, t.whiteout(pdir, base)
+	}
+	if m.typ == 0 {
+		if t.opt.Links == Confine {
+			return "", "", false, fmt.Errorf("%s is not a file, directory or link", m.kind)
+		}
+		return "", "", false, nil // devices, FIFOs in a layer: nothing a compiler reads
+	}
+	if !t.kept(p) {
+		return "", "", false, nil
+	}
+	if rdir, err = t.parentOf(pdir); err != nil {
+		return "", "", false, err
+	}
+	real := join(rdir, base)
+	if !t.kept(real) {
+		return "", "", false, nil
+	}
+	top, _, _ := strings.Cut(real, "/")
+	t.tops[top] = true
+	return rdir, base, true, nil
+}
+
+// checkLink checks a link member: a hard link's target (old, in the
+// tree; ok is false when there is nothing to link), a symlink's target
+// (inside the tree under Confine).
+func (t *Tree) checkLink(m member, real string) (old string, ok bool, err error) {
+	switch m.typ {
+	case tar.TypeLink:
+		if old, err = t.hardlinkTarget(m.linkname, real); err != nil || old == "" {
+			return "", false, err
+		}
+	case tar.TypeSymlink:
+		if m.linkname == "" || strings.ContainsRune(m.linkname, 0) {
+			return "", false, fmt.Errorf("symlink with an empty or invalid target")
+		}
+		if t.opt.Links == Confine {
+			if err := linkres.Check(t.root, real, m.linkname); err != nil {
+				return "", false, fmt.Errorf("%w: %v", ErrUnsafePath, err)
+			}
+		}
+	}
+	return old, true, nil
+}
+
+// clear removes what is at base in pr for a new member (a directory with
+// everything in it), except that a directory over a directory merges:
+// exists says one is kept.
+func (t *Tree) clear(pr *os.Root, base, real string, dir bool) (exists bool, err error) {
+	fi, err := pr.Lstat(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case fi.IsDir() && dir:
+		return true, nil
+	case fi.IsDir():
+		if err := pr.RemoveAll(base); err != nil {
+			return false, err
+		}
+		t.removedDir(real)
+	default:
+		if err := pr.Remove(base); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// write makes member m at base in pr (real in the tree).
+func (t *Tree) write(pr *os.Root, rdir, base, real, old string, exists bool, m member) error {
 	switch m.typ {
 	case tar.TypeDir:
 		if !exists {
@@ -337,9 +378,7 @@ func (t *Tree) member(m member) error {
 			t.times = append(t.times, dirTime{real, m.mtime})
 		}
 	case tar.TypeReg:
-		if err := t.file(pr, base, real, m); err != nil {
-			return err
-		}
+		return t.file(pr, base, real, m)
 	case tar.TypeSymlink:
 		target := m.linkname
 		if t.opt.Links == Rebase {
@@ -347,15 +386,10 @@ func (t *Tree) member(m member) error {
 		} else {
 			t.links = append(t.links, real)
 		}
-		if err := pr.Symlink(target, base); err != nil {
-			return err
-		}
+		return pr.Symlink(target, base)
 	case tar.TypeLink:
-		if err := t.root.Link(old, real); err != nil {
-			return err
-		}
+		return t.root.Link(old, real)
 	}
-	t.markWritten(real)
 	return nil
 }
 
