@@ -244,23 +244,53 @@ func limitGlibc(ctx context.Context, root, ceiling string, tools Tools) (glibcLi
 	if first := libc.firstGlibc(); first != nil && compareVersions(cv, first) < 0 {
 		return res, fmt.Errorf("glibc ceiling %s is older than this architecture's first glibc version %s (%s)", ceiling, joinVersion(first), libcPath)
 	}
-	// The tree's crt1.o calls the default __libc_start_main. When that is
-	// above the ceiling (GLIBC_2.34, where start-up moved into libc and
-	// crt1.o stopped passing the program's init function), the older
-	// version a program would bind to does not run the program's
-	// constructors: refuse rather than make programs that start wrong.
+	if err := checkStartMain(libc, cv, ceiling); err != nil {
+		return res, err
+	}
+	files := glibcLibraryFiles(r)
+	work, err := os.MkdirTemp("", "glibc-stub-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(work)
+	if m, c, err := tools.target(ctx, work); err != nil {
+		return res, err
+	} else if m != libc.machine || c != libc.class {
+		return res, fmt.Errorf("%s makes %v %v objects, and %s is %v %v: the triple does not match the sysroot's architecture", tools.As, c, m, libcPath, libc.class, libc.machine)
+	}
+	for i, p := range files {
+		if err := stubLibrary(ctx, r, p, libc, cv, ceiling, tools, filepath.Join(work, fmt.Sprint(i)), &res); err != nil {
+			return res, err
+		}
+	}
+	if len(res.Stubbed) == 0 {
+		return res, fmt.Errorf("no glibc shared library found to limit to %s", ceiling)
+	}
+	return res, nil
+}
+
+// checkStartMain refuses a tree whose crt1.o calls a default
+// __libc_start_main above the ceiling (GLIBC_2.34, where start-up moved
+// into libc and crt1.o stopped passing the program's init function): the
+// older version a program would bind to does not run its constructors,
+// so it would make programs that start wrong.
+func checkStartMain(libc *lib, cv []int, ceiling string) error {
 	for _, sym := range libc.syms {
 		if sym.Name != "__libc_start_main" || sym.Section == elf.SHN_UNDEF || !sym.HasVersion || sym.VersionIndex.IsHidden() {
 			continue
 		}
 		if v, ok := glibcNum(sym.Version); ok && compareVersions(v, cv) > 0 {
-			return res, fmt.Errorf("the tree's crt1.o is made for __libc_start_main@@%s, above the glibc ceiling %s: programs linked with it would not start right on glibc %s; use a tree of an older glibc (below %s, e.g. Debian bullseye's 2.31)",
+			return fmt.Errorf("the tree's crt1.o is made for __libc_start_main@@%s, above the glibc ceiling %s: programs linked with it would not start right on glibc %s; use a tree of an older glibc (below %s, e.g. Debian bullseye's 2.31)",
 				sym.Version, ceiling, ceiling, strings.TrimPrefix(sym.Version, "GLIBC_"))
 		}
 	}
+	return nil
+}
 
-	// The libraries: every matching name in the library directories, each
-	// resolved inside the root to the file it names.
+// glibcLibraryFiles are the regular files of the library directories
+// whose names a glibc library may have, each resolved inside the root to
+// the file it names, once, in name order.
+func glibcLibraryFiles(r *os.Root) []string {
 	seen := map[string]bool{}
 	var files []string
 	for _, d := range libDirs(r) {
@@ -283,53 +313,43 @@ func limitGlibc(ctx context.Context, root, ceiling string, tools Tools) (glibcLi
 		}
 	}
 	sort.Strings(files)
+	return files
+}
 
-	work, err := os.MkdirTemp("", "glibc-stub-")
+// stubLibrary replaces the library at p, when it is glibc's for libc's
+// machine, with a stub that defines only its symbols at or below the
+// ceiling, or, for a library glibc added after the ceiling (libmvec,
+// 2.22), with an empty one (the OS has none; linker scripts such as
+// libm.so still name it, AS_NEEDED). work is its own scratch directory.
+func stubLibrary(ctx context.Context, r *os.Root, p string, libc *lib, cv []int, ceiling string, tools Tools, work string, res *glibcLimit) error {
+	l, err := readLib(r, p)
+	if err != nil || !l.isGlibc() || l.machine != libc.machine || l.class != libc.class {
+		return nil // not ELF, not glibc's, or for another machine
+	}
+	st, err := makeStub(l, cv, ceiling, res.Release)
+	if errors.Is(err, errNewerLibrary) {
+		out, err := emptyLibrary(ctx, tools, l.soname, work)
+		if err != nil {
+			return fmt.Errorf("empty stub of %s: %w", p, err)
+		}
+		if err := replaceFile(r, p, out, l.mode); err != nil {
+			return fmt.Errorf("replacing %s: %w", p, err)
+		}
+		res.Removed = append(res.Removed, p)
+		return nil
+	}
 	if err != nil {
-		return res, err
+		return fmt.Errorf("%s: %w", p, err)
 	}
-	defer os.RemoveAll(work)
-	if m, c, err := tools.target(ctx, work); err != nil {
-		return res, err
-	} else if m != libc.machine || c != libc.class {
-		return res, fmt.Errorf("%s makes %v %v objects, and %s is %v %v: the triple does not match the sysroot's architecture", tools.As, c, m, libcPath, libc.class, libc.machine)
+	out, err := st.build(ctx, tools, work)
+	if err != nil {
+		return fmt.Errorf("stub of %s: %w", p, err)
 	}
-	for i, p := range files {
-		lib, err := readLib(r, p)
-		if err != nil || !lib.isGlibc() || lib.machine != libc.machine || lib.class != libc.class {
-			continue // not ELF, not glibc's, or for another machine
-		}
-		st, err := makeStub(lib, cv, ceiling, release)
-		if errors.Is(err, errNewerLibrary) {
-			// A library glibc added after the ceiling (libmvec, 2.22): the
-			// OS has none, so it becomes an empty library that defines
-			// nothing (linker scripts such as libm.so still name it, AS_NEEDED).
-			out, err := emptyLibrary(ctx, tools, lib.soname, filepath.Join(work, fmt.Sprint(i)))
-			if err != nil {
-				return res, fmt.Errorf("empty stub of %s: %w", p, err)
-			}
-			if err := replaceFile(r, p, out, lib.mode); err != nil {
-				return res, fmt.Errorf("replacing %s: %w", p, err)
-			}
-			res.Removed = append(res.Removed, p)
-			continue
-		}
-		if err != nil {
-			return res, fmt.Errorf("%s: %w", p, err)
-		}
-		out, err := st.build(ctx, tools, filepath.Join(work, fmt.Sprint(i)))
-		if err != nil {
-			return res, fmt.Errorf("stub of %s: %w", p, err)
-		}
-		if err := replaceFile(r, p, out, lib.mode); err != nil {
-			return res, fmt.Errorf("replacing %s: %w", p, err)
-		}
-		res.Stubbed = append(res.Stubbed, p)
+	if err := replaceFile(r, p, out, l.mode); err != nil {
+		return fmt.Errorf("replacing %s: %w", p, err)
 	}
-	if len(res.Stubbed) == 0 {
-		return res, fmt.Errorf("no glibc shared library found to limit to %s", ceiling)
-	}
-	return res, nil
+	res.Stubbed = append(res.Stubbed, p)
+	return nil
 }
 
 // readDirIn resolves dir inside the root and lists it; ok is false when it
@@ -518,26 +538,62 @@ const (
 
 // makeStub works out the stub of l for the ceiling cv.
 func makeStub(l *lib, cv []int, ceiling, release string) (*stub, error) {
-	st := &stub{soname: l.soname, machine: l.machine, class: l.class, want: map[string]bool{}}
-	kept := map[string]bool{}
-	isVersion := map[string]bool{}
-	vers := append([]elf.DynamicVersion(nil), l.versions...)
+	sm := &stubMaker{l: l, cv: cv, st: &stub{soname: l.soname, machine: l.machine, class: l.class, want: map[string]bool{}},
+		kept: map[string]bool{}, isVersion: map[string]bool{}, groups: map[stubKey]*stubGroup{}, droppedDefault: map[string]bool{}}
+	sm.versions()
+	if len(sm.st.versions) == 0 {
+		return nil, fmt.Errorf("%w (no GLIBC_ version at or below %s)", errNewerLibrary, ceiling)
+	}
+	if err := sm.symbols(); err != nil {
+		return nil, err
+	}
+	sm.restoreDefaults()
+	sm.st.asm = sm.assembly(ceiling, release)
+	return sm.st, nil
+}
+
+// stubKey is a place a stub defines symbols at: of a kind (function,
+// data, TLS), at a section and value of the library.
+type stubKey struct {
+	kind    int
+	section elf.SectionIndex
+	value   uint64
+}
+
+// stubMaker makes one library's stub.
+type stubMaker struct {
+	l  *lib
+	cv []int
+	st *stub
+	// kept are the versions at or below the ceiling; isVersion every version name.
+	kept, isVersion map[string]bool
+	groups          map[stubKey]*stubGroup
+	order           []stubKey
+	// droppedDefault are the names whose default version is above the ceiling.
+	droppedDefault map[string]bool
+}
+
+// versions keeps the library's GLIBC_ versions at or below the ceiling,
+// each with the kept versions it inherits from, as a version script.
+func (sm *stubMaker) versions() {
+	st := sm.st
+	vers := append([]elf.DynamicVersion(nil), sm.l.versions...)
 	sort.SliceStable(vers, func(i, j int) bool { return vers[i].Index < vers[j].Index })
 	var script strings.Builder
 	for _, v := range vers {
-		isVersion[v.Name] = true
+		sm.isVersion[v.Name] = true
 		if v.Flags&elf.VER_FLG_BASE != 0 {
 			continue
 		}
 		n, ok := glibcNum(v.Name)
-		if !ok || compareVersions(n, cv) > 0 {
+		if !ok || compareVersions(n, sm.cv) > 0 {
 			continue // GLIBC_PRIVATE, GLIBC_ABI_DT_RELR, or above the ceiling
 		}
-		kept[v.Name] = true
+		sm.kept[v.Name] = true
 		st.versions = append(st.versions, v.Name)
 		var parents []string
 		for _, d := range v.Deps {
-			if kept[d] {
+			if sm.kept[d] {
 				parents = append(parents, d)
 			}
 		}
@@ -547,41 +603,32 @@ func makeStub(l *lib, cv []int, ceiling, release string) (*stub, error) {
 		}
 		script.WriteString(";\n")
 	}
-	if len(st.versions) == 0 {
-		return nil, fmt.Errorf("%w (no GLIBC_ version at or below %s)", errNewerLibrary, ceiling)
-	}
 	st.script = script.String()
+}
 
-	// The symbols at kept versions, and the names whose default version was
-	// dropped.
-	type key struct {
-		kind    int
-		section elf.SectionIndex
-		value   uint64
-	}
-	groups := map[key]*stubGroup{}
-	droppedDefault := map[string]bool{}
-	byName := map[string][]*stubSym{}
-	var order []key
+// symbols groups the symbols at kept versions by where they are, and
+// notes the names whose default version was dropped.
+func (sm *stubMaker) symbols() error {
+	l := sm.l
 	for _, s := range l.syms {
 		bind := elf.ST_BIND(s.Info)
 		if s.Section == elf.SHN_UNDEF || (bind != elf.STB_GLOBAL && bind != elf.STB_WEAK && bind != stbGNUUnique) {
 			continue
 		}
-		if s.Section == elf.SHN_ABS && isVersion[s.Name] {
+		if s.Section == elf.SHN_ABS && sm.isVersion[s.Name] {
 			continue // the symbol old linkers made for each version
 		}
 		hidden := s.HasVersion && s.VersionIndex.IsHidden()
 		switch {
 		case s.HasVersion && s.VersionIndex.Index() == 0:
 			continue // local
-		case s.Version != "" && !kept[s.Version]:
+		case s.Version != "" && !sm.kept[s.Version]:
 			if _, ok := glibcNum(s.Version); ok && !hidden {
-				droppedDefault[s.Name] = true
+				sm.droppedDefault[s.Name] = true
 			}
 			continue
 		}
-		var k key
+		var k stubKey
 		var typ string
 		switch elf.ST_TYPE(s.Info) {
 		case elf.STT_FUNC, elf.STT_GNU_IFUNC:
@@ -593,33 +640,38 @@ func makeStub(l *lib, cv []int, ceiling, release string) (*stub, error) {
 		case elf.STT_TLS:
 			k.kind, typ = kindTLS, "%tls_object"
 		default:
-			return nil, fmt.Errorf("symbol %s@%s is of type %v, which stubs do not make", s.Name, s.Version, elf.ST_TYPE(s.Info))
+			return fmt.Errorf("symbol %s@%s is of type %v, which stubs do not make", s.Name, s.Version, elf.ST_TYPE(s.Info))
 		}
 		if bind == stbGNUUnique {
 			typ = "%gnu_unique_object"
 		}
 		k.section, k.value = s.Section, s.Value
-		g := groups[k]
+		g := sm.groups[k]
 		if g == nil {
 			g = &stubGroup{kind: k.kind, typ: typ, section: s.Section, value: s.Value, align: l.align(s.Section, s.Value, k.kind)}
-			groups[k] = g
-			order = append(order, k)
+			sm.groups[k] = g
+			sm.order = append(sm.order, k)
 		}
 		g.size = max(g.size, s.Size)
 		g.syms = append(g.syms, stubSym{name: s.Name, version: s.Version, def: s.Version != "" && !hidden,
 			weak: bind == elf.STB_WEAK, unique: bind == stbGNUUnique, size: s.Size})
 	}
+	return nil
+}
+
+// restoreDefaults gives a name whose default version is above the
+// ceiling its highest remaining version as default, as in the older glibc.
+func (sm *stubMaker) restoreDefaults() {
 	// Pointers into the groups' slices are stable only now.
-	for _, k := range order {
-		g := groups[k]
+	byName := map[string][]*stubSym{}
+	for _, k := range sm.order {
+		g := sm.groups[k]
 		for i := range g.syms {
 			byName[g.syms[i].name] = append(byName[g.syms[i].name], &g.syms[i])
 		}
 	}
-	// A name whose default version is above the ceiling gets its highest
-	// remaining version as default, as in the older glibc.
 	for name, ss := range byName {
-		if !droppedDefault[name] {
+		if !sm.droppedDefault[name] {
 			continue
 		}
 		var best *stubSym
@@ -637,7 +689,12 @@ func makeStub(l *lib, cv []int, ceiling, release string) (*stub, error) {
 			best.def = true
 		}
 	}
+}
 
+// assembly is the stub's source: each group's symbols at one label, in
+// order of kind, section and value; functions trap.
+func (sm *stubMaker) assembly(ceiling, release string) string {
+	l, order := sm.l, sm.order
 	sort.Slice(order, func(i, j int) bool {
 		a, b := order[i], order[j]
 		if a.kind != b.kind {
@@ -651,76 +708,80 @@ func makeStub(l *lib, cv []int, ceiling, release string) (*stub, error) {
 	var asm strings.Builder
 	fmt.Fprintf(&asm, "// Stub of %s (glibc %s) limited to the ABI of glibc %s: for linking only.\n", l.soname, release, ceiling)
 	asm.WriteString("\t.section .note.GNU-stack,\"\",%progbits\n")
-	trap := trapInstruction(l.machine)
-	n := 0
 	sections := map[int]string{
 		kindFunc: "\t.text\n",
 		kindData: "\t.bss\n",
 		kindTLS:  "\t.section .tbss,\"awT\",%nobits\n",
 	}
-	cur := -1
+	cur, n := -1, 0
 	for _, k := range order {
-		g := groups[k]
-		sort.Slice(g.syms, func(i, j int) bool {
-			if g.syms[i].name != g.syms[j].name {
-				return g.syms[i].name < g.syms[j].name
-			}
-			return g.syms[i].version < g.syms[j].version
-		})
+		g := sm.groups[k]
 		if g.kind != cur {
 			asm.WriteString(sections[g.kind])
 			cur = g.kind
 		}
-		fmt.Fprintf(&asm, "\t.balign %d\n", g.align)
-		var labels []string
-		for _, s := range g.syms {
-			n++
-			label := fmt.Sprintf("__glibc_stub_%d", n)
-			if s.version == "" {
-				label = s.name
-			}
-			labels = append(labels, label)
-			if s.weak {
-				fmt.Fprintf(&asm, "\t.weak %s\n", label)
-			} else {
-				fmt.Fprintf(&asm, "\t.globl %s\n", label)
-			}
-			if g.typ != "" {
-				fmt.Fprintf(&asm, "\t.type %s, %s\n", label, g.typ)
-			}
-			if g.kind != kindFunc {
-				fmt.Fprintf(&asm, "\t.size %s, %d\n", label, s.size)
-			}
-			switch {
-			case s.version == "":
-				st.want[s.name] = true
-			case s.def:
-				fmt.Fprintf(&asm, "\t.symver %s, %s@@%s, remove\n", label, s.name, s.version)
-				st.want[s.name+"@@"+s.version] = true
-			default:
-				fmt.Fprintf(&asm, "\t.symver %s, %s@%s, remove\n", label, s.name, s.version)
-				st.want[s.name+"@"+s.version] = true
-			}
-		}
-		for _, label := range labels {
-			fmt.Fprintf(&asm, "%s:\n", label)
-		}
-		if g.kind == kindFunc {
-			asm.WriteString(trap)
-			for _, label := range labels {
-				fmt.Fprintf(&asm, "\t.size %s, .-%s\n", label, label)
-			}
-		} else if g.size > 0 {
-			fmt.Fprintf(&asm, "\t.zero %d\n", g.size)
-		}
+		n = sm.group(&asm, g, n)
 	}
 	if l.banner {
 		// GlibcVersion reads "release version X.Y" from libc.so.6's .rodata.
 		asm.WriteString("\t.section .rodata\n")
 		fmt.Fprintf(&asm, "\t.asciz \"GNU C Library stub, release version %s: the ABI of glibc %s, made from glibc %s for linking only.\\n\"\n", ceiling, ceiling, release)
 	}
-	st.asm = asm.String()
-	return st, nil
+	return asm.String()
+}
+
+// group writes one group's symbols (labels numbered from n+1; it returns
+// the last number used) and what they label: a trap, or zeros.
+func (sm *stubMaker) group(asm *strings.Builder, g *stubGroup, n int) int {
+	sort.Slice(g.syms, func(i, j int) bool {
+		if g.syms[i].name != g.syms[j].name {
+			return g.syms[i].name < g.syms[j].name
+		}
+		return g.syms[i].version < g.syms[j].version
+	})
+	fmt.Fprintf(asm, "\t.balign %d\n", g.align)
+	var labels []string
+	for _, s := range g.syms {
+		n++
+		label := fmt.Sprintf("__glibc_stub_%d", n)
+		if s.version == "" {
+			label = s.name
+		}
+		labels = append(labels, label)
+		if s.weak {
+			fmt.Fprintf(asm, "\t.weak %s\n", label)
+		} else {
+			fmt.Fprintf(asm, "\t.globl %s\n", label)
+		}
+		if g.typ != "" {
+			fmt.Fprintf(asm, "\t.type %s, %s\n", label, g.typ)
+		}
+		if g.kind != kindFunc {
+			fmt.Fprintf(asm, "\t.size %s, %d\n", label, s.size)
+		}
+		switch {
+		case s.version == "":
+			sm.st.want[s.name] = true
+		case s.def:
+			fmt.Fprintf(asm, "\t.symver %s, %s@@%s, remove\n", label, s.name, s.version)
+			sm.st.want[s.name+"@@"+s.version] = true
+		default:
+			fmt.Fprintf(asm, "\t.symver %s, %s@%s, remove\n", label, s.name, s.version)
+			sm.st.want[s.name+"@"+s.version] = true
+		}
+	}
+	for _, label := range labels {
+		fmt.Fprintf(asm, "%s:\n", label)
+	}
+	if g.kind == kindFunc {
+		asm.WriteString(trapInstruction(sm.l.machine))
+		for _, label := range labels {
+			fmt.Fprintf(asm, "\t.size %s, .-%s\n", label, label)
+		}
+	} else if g.size > 0 {
+		fmt.Fprintf(asm, "\t.zero %d\n", g.size)
+	}
+	return n
 }
 
 // align is the alignment of a stub of the symbol at value in section: the
