@@ -269,26 +269,168 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 		hitAddrs[i] = h.Addr
 	}
 	funcs.prepare(hitAddrs) // one pass over the symbols for all hits
-	dispatched := ifuncTargets(f, data, []*symtab{syms, dyn}, funcs, regions, ld)
-	// Stripped objects name few functions: a hit no symbol covers belongs to
-	// the nearest preceding ifunc variant, when one starts before it with no
-	// named function in between.
-	var variants []uint64
-	for a := range dispatched {
-		variants = append(variants, a)
+	j := &hitJudge{f: f, tbl: tbl, soname: soname, funcs: funcs, names: names, byName: map[nameFeat]string{},
+		dispatched: ifuncTargets(f, data, []*symtab{syms, dyn}, funcs, regions, ld),
+		shapes:     &shapeGuards{regions: regions, idx: map[int]*guardIndex{}, dynamic: dyn, dataPointers: dataPointers(f, data, ld)}}
+	for v := range j.dispatched {
+		j.variants = append(j.variants, v)
 	}
-	sort.Slice(variants, func(i, j int) bool { return variants[i] < variants[j] })
-	variantOf := func(addr uint64) uint64 {
-		i := sort.Search(len(variants), func(i int) bool { return variants[i] > addr }) - 1
-		if i < 0 {
-			return 0
-		}
-		v := variants[i]
-		if funcs.startsIn(v, addr) {
-			return 0 // a named function starts in between
-		}
-		return v
+	sort.Slice(j.variants, func(x, y int) bool { return j.variants[x] < j.variants[y] })
+	if len(res.Hits) > 0 && syms.len() == 0 {
+		j.starts = a.ehTable(f, data) // function starts of the unwind table, for stripped objects
 	}
+	a.findISA(res, j.judge(res.Hits), tbl, pol)
+}
+
+// hitJudge says, for each instruction the CPU may lack, which function it
+// is in and whether something guards it: the function's name (the
+// matrix's guard tables), an ifunc resolver choosing it, the code around
+// it testing the CPU, or every caller doing so.
+type hitJudge struct {
+	f      *elf.File
+	tbl    *isa.Table
+	soname string
+	funcs  *funcTable
+	names  sectionNames
+	// dispatched are the functions ifunc resolvers choose between, and
+	// variants their starts in order.
+	dispatched map[uint64]bool
+	variants   []uint64
+	starts     *ehTable
+	shapes     *shapeGuards
+	// byName remembers the guard tables' answer per function and feature
+	// (they match names with globs).
+	byName map[nameFeat]string
+}
+
+type nameFeat struct {
+	fn   string
+	feat uint8
+}
+
+// judged is one hit's function (and its start) and what guards it ("" for nothing).
+type judged struct {
+	fn    string
+	start uint64
+	why   string
+}
+
+// variantOf is the ifunc variant a hit no symbol covers belongs to:
+// stripped objects name few functions, so the nearest preceding variant,
+// when one starts before it with no named function in between; 0 for none.
+func (j *hitJudge) variantOf(addr uint64) uint64 {
+	i := sort.Search(len(j.variants), func(i int) bool { return j.variants[i] > addr }) - 1
+	if i < 0 {
+		return 0
+	}
+	v := j.variants[i]
+	if j.funcs.startsIn(v, addr) {
+		return 0 // a named function starts in between
+	}
+	return v
+}
+
+func (j *hitJudge) guardIn(fn string, feat uint8) string {
+	k := nameFeat{fn, feat}
+	why, ok := j.byName[k]
+	if !ok {
+		why = j.tbl.GuardIn(j.soname, fn, j.tbl.Features[feat])
+		j.byName[k] = why
+	}
+	return why
+}
+
+// judge judges every hit: first by what names, tables and the code around
+// it say; then, for the functions still unexplained, by their callers (one
+// pass for all).
+func (j *hitJudge) judge(hits []isa.Hit) []judged {
+	js := make([]judged, len(hits))
+	var unnamed []uint64 // starts of functions whose name guards nothing
+	for i, h := range hits {
+		fn, start := j.function(h.Addr)
+		why := j.guardIn(fn, h.Feature)
+		if why == "" {
+			unnamed = append(unnamed, start)
+		}
+		js[i] = judged{fn, start, why}
+	}
+	j.funcs.prepareAliases(unnamed) // one pass for all
+	var ask []uint64
+	for i, h := range hits {
+		if start := j.byShape(&js[i], h); start != 0 {
+			ask = append(ask, start)
+		}
+	}
+	if len(ask) == 0 {
+		return js
+	}
+	byCallers := j.shapes.calledOnlyGuarded(ask)
+	for i := range js {
+		if js[i].why == "" && js[i].start != 0 {
+			js[i].why = byCallers[js[i].start]
+		}
+	}
+	return js
+}
+
+// function names the function at addr and where it starts: a symbol's,
+// an ifunc variant's, the unwind table's, or (none of them) its section's.
+func (j *hitJudge) function(addr uint64) (string, uint64) {
+	fn, start := j.funcs.lookup(addr)
+	if fn != "" {
+		return fn, start
+	}
+	if v := j.variantOf(addr); v != 0 {
+		return fmt.Sprintf("ifunc variant at 0x%x", v), v
+	}
+	if s, ok := j.starts.lastAtOrBefore(addr); ok {
+		// No symbol covers it, but the unwind table says where its function starts.
+		return fmt.Sprintf("(no symbol) function at 0x%x", s), s
+	}
+	// No symbol covers it: one finding per section, with the first address.
+	return j.names.at(addr), start
+}
+
+// byShape judges a hit its name did not explain by its function's other
+// names, an ifunc resolver choosing it, and the code around it; it
+// returns the function's start when its callers are still to be asked.
+func (j *hitJudge) byShape(jd *judged, h isa.Hit) uint64 {
+	if jd.why != "" {
+		return 0
+	}
+	// Another name of the same function (glibc's malloc is also
+	// __libc_malloc) may be the one the guard table knows.
+	for _, al := range j.funcs.aliases(jd.start) {
+		if n := j.funcs.name(al); n != jd.fn {
+			if jd.why = j.guardIn(n, h.Feature); jd.why != "" {
+				jd.fn = n
+				break
+			}
+		}
+	}
+	if jd.why == "" && j.dispatched[jd.start] && jd.start != 0 {
+		jd.why = "runtime-dispatched: an ifunc resolver selects it by CPU"
+	}
+	if j.f.Type == elf.ET_REL {
+		// Before linking, branches and loads of globals are unresolved
+		// (relocations): the code's shape says nothing about a CPU
+		// check. Names and the guard tables still do; the linked
+		// binary is judged by its code.
+		return 0
+	}
+	if jd.why == "" {
+		jd.why = j.shapes.local(h.Addr)
+	}
+	if jd.why == "" && jd.start != 0 {
+		return jd.start
+	}
+	return 0
+}
+
+// findISA counts the instructions by extension and reports them by
+// function and feature: an error for those the target's CPU lacks, info
+// for those something guards.
+func (a *analyzed) findISA(res *isa.Result, js []judged, tbl *isa.Table, pol *Policy) {
 	type key struct {
 		feat    uint8
 		fn      string
@@ -300,106 +442,17 @@ func (a *analyzed) scanISA(f *elf.File, data []byte, syms, dyn *symtab, pol *Pol
 		guarded string
 	}
 	byFn := map[key]*agg{}
-	a.file.Features, a.file.Guarded, a.file.Hints = map[string]int{}, map[string]int{}, map[string]int{}
-	shapes := &shapeGuards{regions: regions, idx: map[int]*guardIndex{}, dynamic: dyn, dataPointers: dataPointers(f, data, ld)}
-	var starts *ehTable // function starts of the unwind table, for stripped objects
-	if len(res.Hits) > 0 && syms.len() == 0 {
-		starts = a.ehTable(f, data)
-	}
-	// First what names, tables and the code around each hit say; then, for
-	// the functions still unexplained, their callers (one pass for all).
-	type judged struct {
-		fn    string
-		start uint64
-		why   string
-	}
-	js := make([]judged, len(res.Hits))
-	// The guard tables match names with globs: ask once per function and feature.
-	type nameFeat struct {
-		fn   string
-		feat uint8
-	}
-	byName := map[nameFeat]string{}
-	guardIn := func(fn string, feat uint8) string {
-		k := nameFeat{fn, feat}
-		why, ok := byName[k]
-		if !ok {
-			why = tbl.GuardIn(soname, fn, tbl.Features[feat])
-			byName[k] = why
-		}
-		return why
-	}
-	var unnamed []uint64 // starts of functions whose name guards nothing
 	for i, h := range res.Hits {
-		fn, start := funcs.lookup(h.Addr)
-		if fn == "" {
-			if v := variantOf(h.Addr); v != 0 {
-				fn, start = fmt.Sprintf("ifunc variant at 0x%x", v), v
-			} else if s, ok := starts.lastAtOrBefore(h.Addr); ok {
-				// No symbol covers it, but the unwind table says where its function starts.
-				fn, start = fmt.Sprintf("(no symbol) function at 0x%x", s), s
-			} else {
-				// No symbol covers it: one finding per section, with the first address.
-				fn = names.at(h.Addr)
-			}
-		}
-		why := guardIn(fn, h.Feature)
-		if why == "" {
-			unnamed = append(unnamed, start)
-		}
-		js[i] = judged{fn, start, why}
-	}
-	funcs.prepareAliases(unnamed) // one pass for all
-	var ask []uint64
-	for i, h := range res.Hits {
-		j := &js[i]
-		if j.why != "" {
-			continue
-		}
-		// Another name of the same function (glibc's malloc is also
-		// __libc_malloc) may be the one the guard table knows.
-		for _, al := range funcs.aliases(j.start) {
-			if n := funcs.name(al); n != j.fn {
-				if j.why = guardIn(n, h.Feature); j.why != "" {
-					j.fn = n
-					break
-				}
-			}
-		}
-		if j.why == "" && dispatched[j.start] && j.start != 0 {
-			j.why = "runtime-dispatched: an ifunc resolver selects it by CPU"
-		}
-		if f.Type == elf.ET_REL {
-			// Before linking, branches and loads of globals are unresolved
-			// (relocations): the code's shape says nothing about a CPU
-			// check. Names and the guard tables still do; the linked
-			// binary is judged by its code.
-			continue
-		}
-		if j.why == "" {
-			j.why = shapes.local(h.Addr)
-		}
-		if j.why == "" && j.start != 0 {
-			ask = append(ask, j.start)
-		}
-	}
-	var byCallers map[uint64]string
-	if len(ask) > 0 {
-		byCallers = shapes.calledOnlyGuarded(ask)
-	}
-	for i, h := range res.Hits {
-		j := js[i]
-		if j.why == "" && j.start != 0 {
-			j.why = byCallers[j.start]
-		}
-		k := key{h.Feature, j.fn, j.why != ""}
+		jd := js[i]
+		k := key{h.Feature, jd.fn, jd.why != ""}
 		g := byFn[k]
 		if g == nil {
-			g = &agg{first: h.Addr, guarded: j.why}
+			g = &agg{first: h.Addr, guarded: jd.why}
 			byFn[k] = g
 		}
 		g.count++
 	}
+	a.file.Features, a.file.Guarded, a.file.Hints = map[string]int{}, map[string]int{}, map[string]int{}
 	for id, n := range res.Counts {
 		if id > 0 && n > 0 {
 			a.file.Features[tbl.Features[id]] = int(n)
