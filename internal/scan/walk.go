@@ -5,6 +5,7 @@ import (
 	"archive/zip"
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/bzip2"
 	"compress/gzip"
 	"context"
@@ -20,6 +21,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -1070,24 +1072,28 @@ func sparse(h *tar.Header) bool {
 	return false
 }
 
+// compareFindings orders findings by path, kind, function and feature,
+// then address (as a number) and detail: a total order, so a report is
+// the same bytes however its files' parts were found (some come from map
+// iterations, such as a section's data spans).
+func compareFindings(a, b Finding) int {
+	return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(a.Kind, b.Kind), strings.Compare(a.Function, b.Function),
+		strings.Compare(a.Feature, b.Feature), cmp.Compare(findingAddr(a.Address), findingAddr(b.Address)),
+		strings.Compare(a.Address, b.Address), strings.Compare(a.Detail, b.Detail))
+}
+
+// findingAddr is a finding's address ("0x1f0") as a number; 0 for none.
+func findingAddr(s string) uint64 {
+	v, _ := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+	return v
+}
+
 // finish sorts the report and fills in the summary.
 func (w *walker) finish() {
 	r := w.rep
 	applyAllow(r, w.opts.Allow)
 	sort.Slice(r.Files, func(i, j int) bool { return r.Files[i].Path < r.Files[j].Path })
-	sort.SliceStable(r.Findings, func(i, j int) bool {
-		a, b := r.Findings[i], r.Findings[j]
-		if a.Path != b.Path {
-			return a.Path < b.Path
-		}
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		if a.Function != b.Function {
-			return a.Function < b.Function
-		}
-		return a.Feature < b.Feature
-	})
+	slices.SortStableFunc(r.Findings, compareFindings)
 	s := &r.Summary
 	s.ByKind, s.Machines, s.Features = map[string]int{}, map[string]int{}, map[string]int{}
 	s.Guarded, s.Waived, s.AllowedByKind = map[string]int{}, map[string]int{}, map[string]int{}
