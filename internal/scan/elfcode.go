@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
 	"sort"
@@ -40,14 +41,67 @@ const maxSections = 1 << 16
 // is not believed: its bytes are classified and the lie is reported.
 // Relocatable objects (.o) have no segments: their executable sections.
 func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld loaderDyn) ([]isa.Code, sectionNames) {
-	n := uint64(len(data))
-	// Distinct allocated sections, by address (copies of one header count once).
-	type sec struct {
-		idx            int
-		s              *elf.Section
-		addr, end, off uint64
+	secs := a.allocSections(f)
+	var names sectionNames
+	for _, s := range secs {
+		names.spans = append(names.spans, namedSpan{s.addr, s.end, s.s.Name})
 	}
-	var secs []sec
+	marks := dataMarks(f, syms)
+	segs, wrapped := execSegments(f, uint64(len(data)))
+	if wrapped > 0 {
+		a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("%d executable segment(s) whose addresses wrap past the end of the address space; no loader maps them, and their bytes were not scanned", wrapped)))
+	}
+	if len(segs) == 0 {
+		return a.relocatableRegions(f, data, marks), names
+	}
+
+	// Functions the loader or unwinder can reach: data does not hold them.
+	var roots []uint64 // the entry point, DT_INIT, DT_FINI
+	if f.Entry != 0 {
+		roots = append(roots, f.Entry)
+	}
+	for _, t := range []elf.DynTag{elf.DT_INIT, elf.DT_FINI} {
+		if v, ok := ld.one(t); ok && v != 0 {
+			roots = append(roots, v)
+		}
+	}
+	roots = append(roots, initArrays(f, data, ld)...)
+	eh := a.ehTable(f, data)
+	// Data the file and program headers and PT_DYNAMIC locate.
+	hdrs := headerData(f, data, ld, dyn, eh)
+	roots = append(roots, pltStart(f, data, ld)...)
+
+	claims, absurd, code := segmentClaims(segs, secs, hdrs, marks)
+	if len(claims) > 0 {
+		firstRoots(claims, roots, eh, dyn)
+		overCode(claims, code)
+	}
+	a.reportAbsurd(absurd)
+	describe := func(addr uint64) string {
+		if addr == f.Entry {
+			return "the entry point"
+		}
+		for _, s := range dyn.all() { // the first dynamic symbol there names it (rare: only for a lie)
+			if isFunc(s) && s.value == addr && dyn.nameByte(s) != 0 {
+				return "dynamic symbol " + dyn.name(s)
+			}
+		}
+		return fmt.Sprintf("the function at 0x%x (unwind table, DT_INIT/DT_FINI, an init/fini array or the PLT)", addr)
+	}
+	return a.segmentRegions(data, segs, claims, describe), names
+}
+
+// allocSec is an allocated section of a linked image, by address.
+type allocSec struct {
+	idx            int
+	s              *elf.Section
+	addr, end, off uint64
+}
+
+// allocSections are the distinct allocated sections, by address (copies
+// of one header count once; at most maxSections).
+func (a *analyzed) allocSections(f *elf.File) []allocSec {
+	var secs []allocSec
 	seen := map[[3]uint64]bool{}
 	for i, s := range f.Sections {
 		if s.Flags&elf.SHF_ALLOC == 0 || s.Size == 0 || s.Addr+s.Size < s.Addr {
@@ -63,96 +117,55 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 				Detail: fmt.Sprintf("more than %d distinct section headers; the rest are not used for detail (the code is judged from the program headers)", maxSections)})
 			break
 		}
-		secs = append(secs, sec{i, s, s.Addr, s.Addr + s.Size, s.Offset})
+		secs = append(secs, allocSec{i, s, s.Addr, s.Addr + s.Size, s.Offset})
 	}
 	sort.Slice(secs, func(i, j int) bool { return secs[i].addr < secs[j].addr })
-	var names sectionNames
-	for _, s := range secs {
-		names.spans = append(names.spans, namedSpan{s.addr, s.end, s.s.Name})
-	}
-	marks := dataMarks(f, syms)
+	return secs
+}
 
-	segs, wrapped := execSegments(f, n)
-	if wrapped > 0 {
-		a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("%d executable segment(s) whose addresses wrap past the end of the address space; no loader maps them, and their bytes were not scanned", wrapped)))
-	}
-	if len(segs) == 0 {
-		// A relocatable object: executable sections, each byte range once.
-		var regions []isa.Code
-		var taken []span
-		for i, s := range f.Sections {
-			if s.Flags&elf.SHF_EXECINSTR == 0 || s.Type != elf.SHT_PROGBITS {
-				continue
-			}
-			b := sectionBytes(data, s)
-			if b == nil {
-				a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("section %s lies outside the file (truncated?)", s.Name)))
-				continue
-			}
-			if s.Addr+uint64(len(b)) < s.Addr {
-				a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("section %s: its addresses wrap past the end of the address space; not scanned", s.Name)))
-				continue
-			}
-			sp := span{s.Offset, s.Offset + s.Size}
-			dup := false
-			for _, t := range taken {
-				if sp.lo >= t.lo && sp.hi <= t.hi {
-					dup = true
-					break
-				}
-			}
-			if dup {
-				continue
-			}
-			if len(taken) >= maxSections {
-				a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("more than %d executable sections; the rest were not scanned", maxSections)))
-				break
-			}
-			taken = append(taken, sp)
-			r := isa.Code{Data: b, Addr: s.Addr, Read: reader(b), Release: release(b)}
-			for _, m := range marks[i] {
-				r.Skip = append(r.Skip, [2]uint64{m.lo, m.hi})
-			}
-			r.Skip = mergeSkip(r.Skip)
-			regions = append(regions, r)
+// relocatableRegions are a relocatable object's code: its executable
+// sections, each byte range once, less their $d ranges.
+func (a *analyzed) relocatableRegions(f *elf.File, data []byte, marks map[int][]span) []isa.Code {
+	var regions []isa.Code
+	var taken []span
+	for i, s := range f.Sections {
+		if s.Flags&elf.SHF_EXECINSTR == 0 || s.Type != elf.SHT_PROGBITS {
+			continue
 		}
-		return regions, names
+		b := sectionBytes(data, s)
+		if b == nil {
+			a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("section %s lies outside the file (truncated?)", s.Name)))
+			continue
+		}
+		if s.Addr+uint64(len(b)) < s.Addr {
+			a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("section %s: its addresses wrap past the end of the address space; not scanned", s.Name)))
+			continue
+		}
+		sp := span{s.Offset, s.Offset + s.Size}
+		if slices.ContainsFunc(taken, func(t span) bool { return sp.lo >= t.lo && sp.hi <= t.hi }) {
+			continue
+		}
+		if len(taken) >= maxSections {
+			a.findings = append(a.findings, unreadable(a.file.Path, fmt.Sprintf("more than %d executable sections; the rest were not scanned", maxSections)))
+			break
+		}
+		taken = append(taken, sp)
+		r := isa.Code{Data: b, Addr: s.Addr, Read: reader(b), Release: release(b)}
+		for _, m := range marks[i] {
+			r.Skip = append(r.Skip, [2]uint64{m.lo, m.hi})
+		}
+		r.Skip = mergeSkip(r.Skip)
+		regions = append(regions, r)
 	}
+	return regions
+}
 
-	// Functions the loader or unwinder can reach: data does not hold them.
-	var roots []uint64 // the entry point, DT_INIT, DT_FINI
-	if f.Entry != 0 {
-		roots = append(roots, f.Entry)
-	}
-	for _, t := range []elf.DynTag{elf.DT_INIT, elf.DT_FINI} {
-		if v, ok := ld.one(t); ok && v != 0 {
-			roots = append(roots, v)
-		}
-	}
-	roots = append(roots, initArrays(f, data, ld)...)
-	eh := a.ehTable(f, data)
-	describe := func(addr uint64) string {
-		if addr == f.Entry {
-			return "the entry point"
-		}
-		for _, s := range dyn.all() { // the first dynamic symbol there names it (rare: only for a lie)
-			if isFunc(s) && s.value == addr && dyn.nameByte(s) != 0 {
-				return "dynamic symbol " + dyn.name(s)
-			}
-		}
-		return fmt.Sprintf("the function at 0x%x (unwind table, DT_INIT/DT_FINI, an init/fini array or the PLT)", addr)
-	}
-
-	// Data the file and program headers and PT_DYNAMIC locate.
-	hdrs := headerData(f, data, ld, dyn, eh)
-	roots = append(roots, pltStart(f, data, ld)...)
-
-	// What the headers, PT_DYNAMIC, the section headers and $d mapping
-	// symbols claim is data, per segment, in order; each claim is believed
-	// unless a reachable function starts in it.
-	var claims []claimed
-	var absurd []headerRange // header ranges not believed: they overrun their segment
-	var code []codeSpan      // executable sections that describe a segment's bytes
+// segmentClaims are what the headers, PT_DYNAMIC, the section headers and
+// $d mapping symbols (in section order) claim is data, per segment, in
+// order (each is believed unless a reachable function starts in it); the
+// header ranges not believed because they overrun their segment; and the
+// executable sections that describe a segment's bytes.
+func segmentClaims(segs []segment, secs []allocSec, hdrs []headerRange, marks map[int][]span) (claims []claimed, absurd []headerRange, code []codeSpan) {
 	for k, sg := range segs {
 		for _, s := range secs {
 			if s.s.Flags&elf.SHF_EXECINSTR != 0 && s.s.Type == elf.SHT_PROGBITS && s.addr >= sg.vaddr && s.off == s.addr-sg.vaddr+sg.off {
@@ -185,16 +198,19 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 			}
 			claim(s.addr, s.end, "section "+s.s.Name, false)
 		}
-		for _, ms := range marks {
-			for _, m := range ms {
+		// In section order: which claims are reported (the first eight
+		// lies) must not depend on a map's iteration order.
+		for _, si := range slices.Sorted(maps.Keys(marks)) {
+			for _, m := range marks[si] {
 				claim(m.lo, m.hi, "a $d mapping symbol", false)
 			}
 		}
 	}
-	if len(claims) > 0 {
-		firstRoots(claims, roots, eh, dyn)
-		overCode(claims, code)
-	}
+	return claims, absurd, code
+}
+
+// reportAbsurd reports the header ranges not believed (the first eight).
+func (a *analyzed) reportAbsurd(absurd []headerRange) {
 	for i, h := range absurd {
 		if i == 8 {
 			a.findings = append(a.findings, Finding{Kind: KindHeaders, Severity: SevInfo, Path: a.file.Path,
@@ -204,7 +220,12 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 		a.findings = append(a.findings, Finding{Kind: KindHeaders, Severity: SevInfo, Path: a.file.Path,
 			Detail: fmt.Sprintf("%s says %d bytes of data start at file offset 0x%x, past the end of the segment that maps them (or of the file); not believed, so the executable bytes it covers are judged as code", h.what, h.size, h.off)})
 	}
+}
 
+// segmentRegions are the executable segments, less the data claims
+// believed; the claims not believed (a reachable function or code in
+// them) are reported, the first eight by name.
+func (a *analyzed) segmentRegions(data []byte, segs []segment, claims []claimed, describe func(uint64) string) []isa.Code {
 	var regions []isa.Code
 	lies := 0
 	for k, sg := range segs {
@@ -234,7 +255,7 @@ func (a *analyzed) codeRegions(f *elf.File, data []byte, syms, dyn *symtab, ld l
 		a.findings = append(a.findings, Finding{Kind: KindHeaders, Severity: SevInfo, Path: a.file.Path,
 			Detail: fmt.Sprintf("%d more data claims of the headers or mapping symbols hold reachable functions or code; judged as code", lies-8)})
 	}
-	return regions, names
+	return regions
 }
 
 // claimed is a range of a segment that the headers, PT_DYNAMIC, the
