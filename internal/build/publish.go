@@ -134,7 +134,6 @@ func (r *runner) collectInto(root *os.Root, s plan.Step, stage string, log io.Wr
 func (r *runner) gate(ctx context.Context, log io.Writer) error {
 	gateStart := time.Now()
 	stage := r.staging()
-	target := r.in.Plan.Cell.Target
 	smoke := r.in.Recipe.Smoke
 	if len(r.in.Plan.Only) > 0 || r.in.Plan.Slice != nil {
 		smoke = nil // third-party packages alone or a BE slice: nothing to run
@@ -152,64 +151,8 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 	r.rec.Slice = r.in.Plan.Slice
 	if r.opts.NoScan {
 		r.rec.ScanSkip = "--no-scan"
-	} else {
-		allow := append([]scan.Exception{}, r.opts.Allow...)
-		allow = append(allow, WaiverExceptions(r.in.Plan.Cell)...)
-		if r.in.Recipe.ScanAllow != "" {
-			exc, err := scan.LoadAllow(r.in.Recipe.Path(r.in.Recipe.ScanAllow))
-			if err != nil {
-				return err
-			}
-			allow = append(allow, exc...)
-		}
-		pol := r.in.Policy
-		if st := r.in.Plan.Step("scan"); st != nil && st.Inputs.Scan != nil && pol != nil {
-			// A third-party-only build: the deployment checks judge what it ships.
-			var err error
-			if pol, err = pol.WithShips(st.Inputs.Scan.Ships); err != nil {
-				return fmt.Errorf("the plan's scan step: %w", err)
-			}
-		}
-		// Each record is the tree's own build's or a package's: lost
-		// tuning in the tree's own objects fails the gate unless accepted.
-		origins, unknown := r.origins()
-		opts := scan.Options{Allow: allow, RequireTargetFlags: r.opts.RequireTargetFlags, Origins: origins}
-		rep, err := scan.Scan(ctx, []string{stage}, pol, opts)
-		if err != nil {
-			return err
-		}
-		if len(unknown) > 0 && len(treeLost(rep)) > 0 {
-			// Some third-party objects' records were not kept: the
-			// install tells whether these are theirs.
-			read, n, err := r.installOrigins(ctx, origins, unknown, pol)
-			if err != nil {
-				return err
-			}
-			if read {
-				unknown = nil
-			}
-			if n > 0 {
-				fmt.Fprintf(log, "the flag records of %d third-party object(s) were not kept: read them from the third-party install, scanning again\n", n)
-				if rep, err = scan.Scan(ctx, []string{stage}, pol, opts); err != nil {
-					return err
-				}
-			}
-		}
-		scan.Write(log, rep, "table")
-		r.rec.Scan = &rep.Summary
-		if !rep.Summary.Clean {
-			var b strings.Builder
-			scan.Write(&b, rep, "table")
-			os.RemoveAll(stage)
-			why := ""
-			if lost := treeLost(rep); len(lost) > 0 {
-				why = r.lostTuningError(rep, lost, unknown) + "\n"
-			}
-			return fmt.Errorf("%w: %s: %sthe scan found %d violation(s); nothing was published:\n%s", ErrGate, target, why, rep.Summary.Violations, b.String())
-		}
-		if fl := rep.Summary.Flags; origins != nil && origins.Accepted != "" && fl != nil && fl.LostBy[scan.OriginTree] > 0 {
-			r.warn(fmt.Sprintf("%d object(s) compiled by the tree's own build are below the target's -march=%s: lost tuning accepted (%s)", fl.LostBy[scan.OriginTree], fl.Requested, origins.Accepted))
-		}
+	} else if err := r.scanStage(ctx, stage, log); err != nil {
+		return err
 	}
 	outs, err := DigestTree(stage)
 	if err != nil {
@@ -227,6 +170,79 @@ func (r *runner) gate(ctx context.Context, log io.Writer) error {
 	if err := r.rec.write(filepath.Join(stage, RecordFile)); err != nil {
 		return err
 	}
+	return r.publish(ctx, stage)
+}
+
+// scanStage scans the staged build for the target (with the user's, the
+// waivers' and the recipe's exceptions); a scan that is not clean removes
+// the stage and fails the gate.
+func (r *runner) scanStage(ctx context.Context, stage string, log io.Writer) error {
+	target := r.in.Plan.Cell.Target
+	allow := append([]scan.Exception{}, r.opts.Allow...)
+	allow = append(allow, WaiverExceptions(r.in.Plan.Cell)...)
+	if r.in.Recipe.ScanAllow != "" {
+		exc, err := scan.LoadAllow(r.in.Recipe.Path(r.in.Recipe.ScanAllow))
+		if err != nil {
+			return err
+		}
+		allow = append(allow, exc...)
+	}
+	pol := r.in.Policy
+	if st := r.in.Plan.Step("scan"); st != nil && st.Inputs.Scan != nil && pol != nil {
+		// A third-party-only build: the deployment checks judge what it ships.
+		var err error
+		if pol, err = pol.WithShips(st.Inputs.Scan.Ships); err != nil {
+			return fmt.Errorf("the plan's scan step: %w", err)
+		}
+	}
+	// Each record is the tree's own build's or a package's: lost
+	// tuning in the tree's own objects fails the gate unless accepted.
+	origins, unknown := r.origins()
+	opts := scan.Options{Allow: allow, RequireTargetFlags: r.opts.RequireTargetFlags, Origins: origins}
+	rep, err := scan.Scan(ctx, []string{stage}, pol, opts)
+	if err != nil {
+		return err
+	}
+	if len(unknown) > 0 && len(treeLost(rep)) > 0 {
+		// Some third-party objects' records were not kept: the
+		// install tells whether these are theirs.
+		read, n, err := r.installOrigins(ctx, origins, unknown, pol)
+		if err != nil {
+			return err
+		}
+		if read {
+			unknown = nil
+		}
+		if n > 0 {
+			fmt.Fprintf(log, "the flag records of %d third-party object(s) were not kept: read them from the third-party install, scanning again\n", n)
+			if rep, err = scan.Scan(ctx, []string{stage}, pol, opts); err != nil {
+				return err
+			}
+		}
+	}
+	scan.Write(log, rep, "table")
+	r.rec.Scan = &rep.Summary
+	if !rep.Summary.Clean {
+		var b strings.Builder
+		scan.Write(&b, rep, "table")
+		os.RemoveAll(stage)
+		why := ""
+		if lost := treeLost(rep); len(lost) > 0 {
+			why = r.lostTuningError(rep, lost, unknown) + "\n"
+		}
+		return fmt.Errorf("%w: %s: %sthe scan found %d violation(s); nothing was published:\n%s", ErrGate, target, why, rep.Summary.Violations, b.String())
+	}
+	if fl := rep.Summary.Flags; origins != nil && origins.Accepted != "" && fl != nil && fl.LostBy[scan.OriginTree] > 0 {
+		r.warn(fmt.Sprintf("%d object(s) compiled by the tree's own build are below the target's -march=%s: lost tuning accepted (%s)", fl.LostBy[scan.OriginTree], fl.Requested, origins.Accepted))
+	}
+	return nil
+}
+
+// publish renames the staging directory into place: the build before it,
+// if any, is kept aside until the new one is there, and put back if the
+// rename fails.
+func (r *runner) publish(ctx context.Context, stage string) error {
+	target := r.in.Plan.Cell.Target
 	if err := os.MkdirAll(r.opts.Out, 0o755); err != nil {
 		return err
 	}

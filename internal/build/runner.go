@@ -226,8 +226,10 @@ func (r *runner) root() string {
 // step's command sees it at r.src).
 func (r *runner) srcDir() string { return filepath.Join(r.root(), "src") }
 
-// Run builds one cell and publishes it to Out; it returns the build record.
-func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
+// checkInput makes the paths a build is given absolute (steps run in other
+// directories), checks the directories do not overlap, and refuses a plan
+// known to fail or with a malformed step.
+func checkInput(in *Input, opts *Options) error {
 	if opts.Jobs <= 0 {
 		opts.Jobs = 2
 	}
@@ -238,27 +240,35 @@ func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
 	for _, p := range []*string{&opts.Cache, &opts.Out, &in.Tree} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		*p = abs
 	}
 	if opts.CompileCache != "" && opts.CompileCache != CompileCacheOff {
 		abs, err := filepath.Abs(opts.CompileCache)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		opts.CompileCache = abs
 	}
 	if err := CheckDirs(in.Tree, opts.Out, opts.Cache); err != nil {
-		return nil, err
+		return err
 	}
 	if why := in.Plan.Unbuildable; why != "" {
-		return nil, fault.Inputf("%s: %s", in.Plan.Cell.Target, why)
+		return fault.Inputf("%s: %s", in.Plan.Cell.Target, why)
 	}
 	for i := range in.Plan.Steps {
 		if err := in.Plan.Steps[i].Validate(); err != nil {
-			return nil, fmt.Errorf("%s: %w", in.Plan.Cell.Target, err)
+			return fmt.Errorf("%s: %w", in.Plan.Cell.Target, err)
 		}
+	}
+	return nil
+}
+
+// Run builds one cell and publishes it to Out; it returns the build record.
+func Run(ctx context.Context, in Input, opts Options) (*Record, error) {
+	if err := checkInput(&in, &opts); err != nil {
+		return nil, err
 	}
 	c := &Cache{Dir: opts.Cache}
 	if err := c.Init(); err != nil {
@@ -654,8 +664,7 @@ func (r *runner) shim(s plan.Step) toolchain.Shim {
 func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 	t0 := time.Now()
 	target := r.in.Plan.Cell.Target
-	cacheable := s.Kind.Cacheable()
-	if cacheable {
+	if s.Kind.Cacheable() {
 		// One build at a time makes a key's result (cells of one build run
 		// at once and share their target-free steps; other processes may
 		// use the cache too): the others wait, then restore it.
@@ -667,94 +676,128 @@ func (r *runner) step(ctx context.Context, i int, s plan.Step) error {
 			return err
 		}
 		defer unlock()
-		m, ok := r.cache.Get(s.Key)
-		var pulled *RemoteEntry
-		if made := r.opts.Pulls.madeHere(s.Key); ok && made != "" && made != m.TarSHA256 {
-			// A step of this build stored the entry with other files:
-			// something changed the cache under the build.
-			r.warn(fmt.Sprintf("%s: its cache entry holds files %s, not the %s this build stored; discarded it and running the step again", s.ID, plan.ShortDigest(m.TarSHA256), plan.ShortDigest(made)))
-			if derr := r.cache.Discard(s.Key); derr != nil {
-				return fmt.Errorf("%s: discarding the cache entry of %s: %w", target, s.ID, derr)
-			}
-			ok = false
+		m, pulled, err := r.cacheEntry(ctx, s)
+		if err != nil {
+			return err
 		}
-		if ok {
-			pulled = r.opts.Pulls.get(s.Key, m.TarSHA256)
-		} else {
-			// Pulled earlier in this build but gone from the local cache
-			// since (pruned by another process): pulled again below, or
-			// run here; either way the old pull no longer says where
-			// the bytes came from.
-			r.opts.Pulls.drop(s.Key)
-		}
-		if !ok && r.opts.CacheFrom != nil {
-			got, files, err := r.opts.Pulls.pull(s.Key, r.cache, func() (*RemoteEntry, error) { return r.opts.CacheFrom.Pull(ctx, r.cache, s.Key) })
-			switch {
-			case ctx.Err() != nil:
-				return fmt.Errorf("%s: %s interrupted: %w", target, s.ID, ctx.Err())
-			case err != nil:
-				r.warn(fmt.Sprintf("%s: the remote cache: %v; running the step", s.ID, err))
-			default:
-				// Read again even when the pull brought nothing: another
-				// build may have stored the entry meanwhile (the pull then
-				// says so by bringing nothing), and it is as good a hit.
-				if m, ok = r.cache.Get(s.Key); ok && got != nil && files == m.TarSHA256 {
-					pulled = got
-				}
-			}
-			if !ok {
-				r.opts.Pulls.drop(s.Key) // it runs here: its entry will be this build's
-			}
-		}
-		if sr := r.sysrootDigest(s); ok && m.Sysroot != "" && sr != "" && m.Sysroot != sr {
-			r.warn(fmt.Sprintf("%s: its cache entry was built against sysroot %s, this build's %s is %s (the same spec made from other packages: another machine, or the suite moved; pin the packages or set the sysroot's digest in matrix.yaml); running the step again",
-				s.ID, plan.ShortDigest(m.Sysroot), r.in.TC.Sysroot.Name, plan.ShortDigest(sr)))
-			if derr := r.cache.Discard(s.Key); derr != nil {
-				return fmt.Errorf("%s: discarding the cache entry of %s: %w", target, s.ID, derr)
-			}
-			r.opts.Pulls.drop(s.Key)
-			ok, pulled = false, nil
-		}
-		if ok {
-			var err error
-			r.changed, err = r.cache.RestoreFiles(s.Key, r.root(), m)
-			r.deleted = m.Deleted
-			var ce *CorruptError
-			switch {
-			case errors.As(err, &ce):
-				// Found before the tree changed: drop the entry and run the step.
-				r.warn(fmt.Sprintf("%s: %v; discarded it and running the step again", s.ID, err))
-				if derr := r.cache.Discard(s.Key); derr != nil {
-					return fmt.Errorf("%s: discarding the corrupt cache entry of %s: %w", target, s.ID, derr)
-				}
-				r.opts.Pulls.drop(s.Key)
-			case err != nil:
-				return fmt.Errorf("%s: restoring %s from the cache: %w", target, s.ID, err)
-			default:
-				if s.Kind == plan.KindMerge {
-					if r.rec.PGOProfile, err = r.profileDigest(s); err != nil {
-						return fmt.Errorf("%s: the PGO profile %s restored from the cache: %w", target, s.ID, err)
-					}
-				}
-				// A local hit is never offered to --cache-to: an entry
-				// pulled is the registry's already, one a step of this
-				// build stored was offered when it was stored, and one an
-				// earlier process left is not this build's to vouch for.
-				r.shared.mu.Lock()
-				switch {
-				case pulled != nil:
-					r.rec.Cache.Pulled = append(r.rec.Cache.Pulled, PulledStep{Step: s.ID, RemoteEntry: *pulled})
-				case r.opts.CacheTo != nil && r.opts.Pulls.madeHere(s.Key) == "":
-					r.rec.Cache.NotPushed = append(r.rec.Cache.NotPushed, s.ID)
-				}
-				r.shared.mu.Unlock()
-				r.addStep(StepRecord{ID: s.ID, Key: s.Key, Cached: true, Seconds: time.Since(t0).Seconds(), Needs: s.Needs,
-					RanSeconds: m.Seconds, RanCPUSeconds: m.CPUSeconds}, s.Kind.Cacheable())
-				r.opts.Progress.Step(target, i, s.ID, true, time.Since(t0))
-				return nil
+		if m != nil {
+			restored, err := r.restore(i, s, m, pulled, t0)
+			if err != nil || restored {
+				return err
 			}
 		}
 	}
+	return r.runAndStore(ctx, i, s, t0)
+}
+
+// cacheEntry is the step's entry in the local cache, or pulled from
+// --cache-from into it, with where it was pulled from; nil when there is
+// none to use (an entry this build stored with other files, or one built
+// against another sysroot, is discarded).
+func (r *runner) cacheEntry(ctx context.Context, s plan.Step) (*Meta, *RemoteEntry, error) {
+	target := r.in.Plan.Cell.Target
+	m, ok := r.cache.Get(s.Key)
+	var pulled *RemoteEntry
+	if made := r.opts.Pulls.madeHere(s.Key); ok && made != "" && made != m.TarSHA256 {
+		// A step of this build stored the entry with other files:
+		// something changed the cache under the build.
+		r.warn(fmt.Sprintf("%s: its cache entry holds files %s, not the %s this build stored; discarded it and running the step again", s.ID, plan.ShortDigest(m.TarSHA256), plan.ShortDigest(made)))
+		if derr := r.cache.Discard(s.Key); derr != nil {
+			return nil, nil, fmt.Errorf("%s: discarding the cache entry of %s: %w", target, s.ID, derr)
+		}
+		ok = false
+	}
+	if ok {
+		pulled = r.opts.Pulls.get(s.Key, m.TarSHA256)
+	} else {
+		// Pulled earlier in this build but gone from the local cache
+		// since (pruned by another process): pulled again below, or
+		// run here; either way the old pull no longer says where
+		// the bytes came from.
+		r.opts.Pulls.drop(s.Key)
+	}
+	if !ok && r.opts.CacheFrom != nil {
+		got, files, err := r.opts.Pulls.pull(s.Key, r.cache, func() (*RemoteEntry, error) { return r.opts.CacheFrom.Pull(ctx, r.cache, s.Key) })
+		switch {
+		case ctx.Err() != nil:
+			return nil, nil, fmt.Errorf("%s: %s interrupted: %w", target, s.ID, ctx.Err())
+		case err != nil:
+			r.warn(fmt.Sprintf("%s: the remote cache: %v; running the step", s.ID, err))
+		default:
+			// Read again even when the pull brought nothing: another
+			// build may have stored the entry meanwhile (the pull then
+			// says so by bringing nothing), and it is as good a hit.
+			if m, ok = r.cache.Get(s.Key); ok && got != nil && files == m.TarSHA256 {
+				pulled = got
+			}
+		}
+		if !ok {
+			r.opts.Pulls.drop(s.Key) // it runs here: its entry will be this build's
+		}
+	}
+	if sr := r.sysrootDigest(s); ok && m.Sysroot != "" && sr != "" && m.Sysroot != sr {
+		r.warn(fmt.Sprintf("%s: its cache entry was built against sysroot %s, this build's %s is %s (the same spec made from other packages: another machine, or the suite moved; pin the packages or set the sysroot's digest in matrix.yaml); running the step again",
+			s.ID, plan.ShortDigest(m.Sysroot), r.in.TC.Sysroot.Name, plan.ShortDigest(sr)))
+		if derr := r.cache.Discard(s.Key); derr != nil {
+			return nil, nil, fmt.Errorf("%s: discarding the cache entry of %s: %w", target, s.ID, derr)
+		}
+		r.opts.Pulls.drop(s.Key)
+		return nil, nil, nil
+	}
+	if !ok {
+		return nil, nil, nil
+	}
+	return m, pulled, nil
+}
+
+// restore puts the step's cache entry m into the tree and records the
+// hit; restored is false when the entry turned out corrupt (discarded:
+// the step runs).
+func (r *runner) restore(i int, s plan.Step, m *Meta, pulled *RemoteEntry, t0 time.Time) (restored bool, err error) {
+	target := r.in.Plan.Cell.Target
+	r.changed, err = r.cache.RestoreFiles(s.Key, r.root(), m)
+	r.deleted = m.Deleted
+	var ce *CorruptError
+	switch {
+	case errors.As(err, &ce):
+		// Found before the tree changed: drop the entry and run the step.
+		r.warn(fmt.Sprintf("%s: %v; discarded it and running the step again", s.ID, err))
+		if derr := r.cache.Discard(s.Key); derr != nil {
+			return false, fmt.Errorf("%s: discarding the corrupt cache entry of %s: %w", target, s.ID, derr)
+		}
+		r.opts.Pulls.drop(s.Key)
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("%s: restoring %s from the cache: %w", target, s.ID, err)
+	}
+	if s.Kind == plan.KindMerge {
+		if r.rec.PGOProfile, err = r.profileDigest(s); err != nil {
+			return false, fmt.Errorf("%s: the PGO profile %s restored from the cache: %w", target, s.ID, err)
+		}
+	}
+	// A local hit is never offered to --cache-to: an entry pulled is the
+	// registry's already, one a step of this build stored was offered when
+	// it was stored, and one an earlier process left is not this build's
+	// to vouch for.
+	r.shared.mu.Lock()
+	switch {
+	case pulled != nil:
+		r.rec.Cache.Pulled = append(r.rec.Cache.Pulled, PulledStep{Step: s.ID, RemoteEntry: *pulled})
+	case r.opts.CacheTo != nil && r.opts.Pulls.madeHere(s.Key) == "":
+		r.rec.Cache.NotPushed = append(r.rec.Cache.NotPushed, s.ID)
+	}
+	r.shared.mu.Unlock()
+	r.addStep(StepRecord{ID: s.ID, Key: s.Key, Cached: true, Seconds: time.Since(t0).Seconds(), Needs: s.Needs,
+		RanSeconds: m.Seconds, RanCPUSeconds: m.CPUSeconds}, s.Kind.Cacheable())
+	r.opts.Progress.Step(target, i, s.ID, true, time.Since(t0))
+	return true, nil
+}
+
+// runAndStore runs the step in its sandbox and, for a cacheable one,
+// stores what it changed in the tree.
+func (r *runner) runAndStore(ctx context.Context, i int, s plan.Step, t0 time.Time) error {
+	target := r.in.Plan.Cell.Target
+	cacheable := s.Kind.Cacheable()
 	r.opts.Progress.Start(target, i, s.ID)
 	if r.layout != nil {
 		if err := r.layout(); err != nil {

@@ -39,181 +39,240 @@ const (
 // steps after the packages (BE, FE, collect, scan) once every step before
 // them is. It returns how many package builds succeeded.
 func (r *runner) runSteps(parent context.Context, pe *PackagesError) (built int, err error) {
-	p := r.in.Plan
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	type result struct {
-		i   int
-		err error
-	}
-	results := make(chan result)
-	state := make([]int, len(p.Steps))
-	index := r.shared.index
-	blocked := map[string]string{} // step → the failed package it waits for
-	var first error
-	nRunning, nPackages, treeBusy, setupBusy := 0, 0, false, false
-	atOnce := r.opts.Jobs
+	sc := &scheduler{r: r, p: r.in.Plan, ctx: ctx, parent: parent, cancel: cancel, pe: pe,
+		results: make(chan stepResult), state: make([]int, len(r.in.Plan.Steps)), index: r.shared.index,
+		blocked: map[string]string{}, atOnce: r.opts.Jobs, model: r.etaModel()}
 	if r.opts.PackagesAtOnce > 0 {
-		atOnce = r.opts.PackagesAtOnce
+		sc.atOnce = r.opts.PackagesAtOnce
 	}
-	needsDone := func(s plan.Step) bool {
-		for _, n := range s.Needs {
-			if j, ok := index[n]; ok && state[j] != finished {
-				return false
-			}
-		}
-		return true
-	}
-	model := r.etaModel()
-	prio := model.priorities(p)
+	sc.prio = sc.model.priorities(sc.p)
 	defer r.saveTimes()
-	start := func() {
-		allBefore := true // no earlier step is still to come
-		lateOrder := true // no earlier step after the packages is
-		var ready []int   // package steps that can start
-		var early []int   // fetch, unpack and patch steps that can start
-		for i, s := range p.Steps {
-			if state[i] == running {
-				allBefore = false
-			}
-			if state[i] != pending {
-				continue
-			}
-			if why := blockedBy(s, blocked); why != "" {
-				blocked[s.ID] = why
-				state[i] = dropped
-				if s.Kind == plan.KindThirdparty {
-					pe.Skipped = append(pe.Skipped, strings.TrimPrefix(s.ID, "thirdparty:")+" (needs "+why+")")
-				}
-				continue
-			}
-			switch s.Kind {
-			case plan.KindSysroot, plan.KindToolchain:
-				// Outside the tree: beside fetch, unpack and patch steps.
-				if !setupBusy && needsDone(s) {
-					state[i] = running
-					nRunning++
-					setupBusy = true
-					go func() { results <- result{i, r.setupStep(ctx, i, s)} }()
-				}
-			case plan.KindRuntime:
-				// In a tree of its own, beside everything else: the
-				// toolchain step (and so every compile) waits for it.
-				if needsDone(s) {
-					state[i] = running
-					nRunning++
-					go func() { results <- result{i, r.runtimeStep(ctx, i, s)} }()
-				}
-			case plan.KindThirdparty:
-				if needsDone(s) {
-					ready = append(ready, i)
-				}
-			case plan.KindFetch, plan.KindUnpack, plan.KindPatch, plan.KindPatchTree, plan.KindBase:
-				// Each touches its own part of the tree: any order that
-				// keeps their needs will do.
-				if needsDone(s) {
-					early = append(early, i)
-				}
-			default:
-				// BE, FE, PGO, collect, scan: in the plan's order, once
-				// every step before them is done.
-				if lateOrder && allBefore && !treeBusy && needsDone(s) {
-					state[i] = running
-					nRunning++
-					treeBusy = true
-					go func() { results <- result{i, r.treeStep(ctx, i, s)} }()
-				}
-				lateOrder = false
-			}
-			allBefore = false
-		}
-		if !treeBusy && len(early) > 0 {
-			// The one whose package is on the longest chain first.
-			i := slices.MaxFunc(early, func(a, b int) int { return cmp.Or(cmp.Compare(prio[a], prio[b]), cmp.Compare(b, a)) })
-			s := p.Steps[i]
-			state[i] = running
-			nRunning++
-			treeBusy = true
-			go func() { results <- result{i, r.treeStep(ctx, i, s)} }()
-		}
-		// The packages on the longest chain first: a package others wait
-		// for starts before one nothing waits for.
-		slices.SortStableFunc(ready, func(a, b int) int { return cmp.Compare(prio[b], prio[a]) })
-		for _, i := range ready {
-			if nPackages >= atOnce {
-				break
-			}
-			s := p.Steps[i]
-			state[i] = running
-			nRunning++
-			nPackages++
-			// Each package may use the whole budget (make -j): while one
-			// configures or links on one core, another compiles.
-			go func() { results <- result{i, r.packageStep(ctx, i, s, r.opts.Jobs)} }()
-		}
-	}
 	for {
-		if first == nil && ctx.Err() == nil {
-			start()
+		if sc.first == nil && ctx.Err() == nil {
+			sc.start()
 		}
-		if nRunning == 0 {
+		if sc.nRunning == 0 {
 			break
 		}
-		res := <-results
-		nRunning--
-		s := p.Steps[res.i]
-		switch s.Kind {
-		case plan.KindThirdparty:
-			nPackages--
-		case plan.KindSysroot, plan.KindToolchain:
-			setupBusy = false
-		case plan.KindRuntime:
-		default:
-			treeBusy = false
-		}
-		switch {
-		case res.err == nil:
-			state[res.i] = finished
-			if s.Kind == plan.KindThirdparty {
-				built++
-			}
-		case r.opts.KeepGoing && parent.Err() == nil && isPackageStep(s):
-			pkg := s.ID[strings.Index(s.ID, ":")+1:]
-			pe.Failed = append(pe.Failed, PackageFailure{Package: pkg, Step: s.ID, Err: res.err})
-			blocked[s.ID] = pkg
-			state[res.i] = dropped
-		default:
-			state[res.i] = dropped
-			if first == nil {
-				first = res.err
-				cancel() // the steps running now stop; their errors are not the cause
-			}
-		}
-		secs, unknown, borrowed := model.eta(func(id string) bool {
-			j, ok := index[id]
-			return ok && (state[j] == finished || state[j] == dropped)
-		})
-		r.opts.Progress.ETA(p.Cell.Target, secs, unknown, borrowed)
+		sc.ended(<-sc.results)
 	}
-	if first != nil {
-		return built, first
+	if sc.first != nil {
+		return sc.built, sc.first
 	}
 	if err := parent.Err(); err != nil {
-		return built, err
+		return sc.built, err
 	}
-	for i, st := range state {
-		if st == pending {
-			var waits []string
-			for _, n := range p.Steps[i].Needs {
-				if j, ok := index[n]; ok && state[j] != finished {
-					waits = append(waits, n)
-				}
-			}
-			return built, fmt.Errorf("%s: step %s could not start: it waits for %v, which did not finish (a bug in the plan's order: report it)", p.Cell.Target, p.Steps[i].ID, waits)
+	if err := sc.stuck(); err != nil {
+		return sc.built, err
+	}
+	slices.SortStableFunc(pe.Failed, func(a, b PackageFailure) int { return sc.index[a.Step] - sc.index[b.Step] })
+	return sc.built, nil
+}
+
+// stepResult is how step i ended.
+type stepResult struct {
+	i   int
+	err error
+}
+
+// scheduler is one cell's run of its plan: each step's state and what
+// runs now.
+type scheduler struct {
+	r           *runner
+	p           *plan.Plan
+	ctx, parent context.Context
+	cancel      context.CancelFunc
+	pe          *PackagesError
+	results     chan stepResult
+	state       []int
+	index       map[string]int
+	blocked     map[string]string // step → the failed package it waits for
+	first       error
+	// nRunning steps run now, nPackages of them package builds (at most
+	// atOnce); treeBusy: a step holds the cell's tree; setupBusy: a
+	// sysroot or toolchain step runs.
+	nRunning, nPackages, atOnce int
+	treeBusy, setupBusy         bool
+	model                       *etaModel
+	prio                        []float64
+	built                       int
+}
+
+func (sc *scheduler) needsDone(s plan.Step) bool {
+	for _, n := range s.Needs {
+		if j, ok := sc.index[n]; ok && sc.state[j] != finished {
+			return false
 		}
 	}
-	slices.SortStableFunc(pe.Failed, func(a, b PackageFailure) int { return index[a.Step] - index[b.Step] })
-	return built, nil
+	return true
+}
+
+// launch starts step i.
+func (sc *scheduler) launch(i int, run func(context.Context, int, plan.Step) error) {
+	s := sc.p.Steps[i]
+	sc.state[i] = running
+	sc.nRunning++
+	go func() { sc.results <- stepResult{i, run(sc.ctx, i, s)} }()
+}
+
+// start starts every step that can: setup and runtime steps beside the
+// rest, fetch, unpack and patch steps one at a time in the tree, package
+// builds up to the budget, the steps after the packages in the plan's
+// order once every step before them is done.
+func (sc *scheduler) start() {
+	allBefore := true // no earlier step is still to come
+	lateOrder := true // no earlier step after the packages is
+	var ready []int   // package steps that can start
+	var early []int   // fetch, unpack and patch steps that can start
+	for i, s := range sc.p.Steps {
+		if sc.state[i] == running {
+			allBefore = false
+		}
+		if sc.state[i] != pending {
+			continue
+		}
+		if sc.drop(i, s) {
+			continue
+		}
+		switch s.Kind {
+		case plan.KindSysroot, plan.KindToolchain:
+			// Outside the tree: beside fetch, unpack and patch steps.
+			if !sc.setupBusy && sc.needsDone(s) {
+				sc.setupBusy = true
+				sc.launch(i, sc.r.setupStep)
+			}
+		case plan.KindRuntime:
+			// In a tree of its own, beside everything else: the
+			// toolchain step (and so every compile) waits for it.
+			if sc.needsDone(s) {
+				sc.launch(i, sc.r.runtimeStep)
+			}
+		case plan.KindThirdparty:
+			if sc.needsDone(s) {
+				ready = append(ready, i)
+			}
+		case plan.KindFetch, plan.KindUnpack, plan.KindPatch, plan.KindPatchTree, plan.KindBase:
+			// Each touches its own part of the tree: any order that
+			// keeps their needs will do.
+			if sc.needsDone(s) {
+				early = append(early, i)
+			}
+		default:
+			// BE, FE, PGO, collect, scan: in the plan's order, once
+			// every step before them is done.
+			if lateOrder && allBefore && !sc.treeBusy && sc.needsDone(s) {
+				sc.treeBusy = true
+				sc.launch(i, sc.r.treeStep)
+			}
+			lateOrder = false
+		}
+		allBefore = false
+	}
+	sc.startEarly(early)
+	sc.startPackages(ready)
+}
+
+// drop drops a step that waits for a failed package (--keep-going).
+func (sc *scheduler) drop(i int, s plan.Step) bool {
+	why := blockedBy(s, sc.blocked)
+	if why == "" {
+		return false
+	}
+	sc.blocked[s.ID] = why
+	sc.state[i] = dropped
+	if s.Kind == plan.KindThirdparty {
+		sc.pe.Skipped = append(sc.pe.Skipped, strings.TrimPrefix(s.ID, "thirdparty:")+" (needs "+why+")")
+	}
+	return true
+}
+
+// startEarly starts, when the tree is free, the fetch, unpack or patch
+// step whose package is on the longest chain.
+func (sc *scheduler) startEarly(early []int) {
+	if sc.treeBusy || len(early) == 0 {
+		return
+	}
+	i := slices.MaxFunc(early, func(a, b int) int { return cmp.Or(cmp.Compare(sc.prio[a], sc.prio[b]), cmp.Compare(b, a)) })
+	sc.treeBusy = true
+	sc.launch(i, sc.r.treeStep)
+}
+
+// startPackages starts package builds up to the budget, those on the
+// longest chain first: a package others wait for starts before one
+// nothing waits for.
+func (sc *scheduler) startPackages(ready []int) {
+	slices.SortStableFunc(ready, func(a, b int) int { return cmp.Compare(sc.prio[b], sc.prio[a]) })
+	for _, i := range ready {
+		if sc.nPackages >= sc.atOnce {
+			break
+		}
+		sc.nPackages++
+		// Each package may use the whole budget (make -j): while one
+		// configures or links on one core, another compiles.
+		sc.launch(i, func(ctx context.Context, i int, s plan.Step) error {
+			return sc.r.packageStep(ctx, i, s, sc.r.opts.Jobs)
+		})
+	}
+}
+
+// ended takes a step's end: finished, a package failed under
+// --keep-going (what needs it is dropped), or the cell's first error
+// (the steps running now stop).
+func (sc *scheduler) ended(res stepResult) {
+	sc.nRunning--
+	s := sc.p.Steps[res.i]
+	switch s.Kind {
+	case plan.KindThirdparty:
+		sc.nPackages--
+	case plan.KindSysroot, plan.KindToolchain:
+		sc.setupBusy = false
+	case plan.KindRuntime:
+	default:
+		sc.treeBusy = false
+	}
+	switch {
+	case res.err == nil:
+		sc.state[res.i] = finished
+		if s.Kind == plan.KindThirdparty {
+			sc.built++
+		}
+	case sc.r.opts.KeepGoing && sc.parent.Err() == nil && isPackageStep(s):
+		pkg := s.ID[strings.Index(s.ID, ":")+1:]
+		sc.pe.Failed = append(sc.pe.Failed, PackageFailure{Package: pkg, Step: s.ID, Err: res.err})
+		sc.blocked[s.ID] = pkg
+		sc.state[res.i] = dropped
+	default:
+		sc.state[res.i] = dropped
+		if sc.first == nil {
+			sc.first = res.err
+			sc.cancel() // the steps running now stop; their errors are not the cause
+		}
+	}
+	secs, unknown, borrowed := sc.model.eta(func(id string) bool {
+		j, ok := sc.index[id]
+		return ok && (sc.state[j] == finished || sc.state[j] == dropped)
+	})
+	sc.r.opts.Progress.ETA(sc.p.Cell.Target, secs, unknown, borrowed)
+}
+
+// stuck says which step never started, and what it waited for: a bug
+// in the plan's order.
+func (sc *scheduler) stuck() error {
+	for i, st := range sc.state {
+		if st != pending {
+			continue
+		}
+		var waits []string
+		for _, n := range sc.p.Steps[i].Needs {
+			if j, ok := sc.index[n]; ok && sc.state[j] != finished {
+				waits = append(waits, n)
+			}
+		}
+		return fmt.Errorf("%s: step %s could not start: it waits for %v, which did not finish (a bug in the plan's order: report it)", sc.p.Cell.Target, sc.p.Steps[i].ID, waits)
+	}
+	return nil
 }
 
 // treeStep runs a step in the cell's tree, holding it, and keeps the
@@ -500,168 +559,216 @@ func (e *ConflictError) Error() string {
 //     in the cell's tree (never a link another package made, or a file);
 //   - a link must stay in the tree.
 func (r *runner) merge(s plan.Step, tree string, changed, deleted []string) error {
-	pkg := strings.TrimPrefix(s.ID, "thirdparty:")
 	tp := r.in.Recipe.Thirdparty
-	install := "src/" + tp.Install
-	under := func(rel, dir string) bool { return rel == dir || strings.HasPrefix(rel, dir+"/") }
 	r.shared.treeMu.Lock()
 	defer r.shared.treeMu.Unlock()
 	r.shared.mu.Lock()
 	defer r.shared.mu.Unlock()
-	owner := r.shared.owner
+	m := &merger{r: r, pkg: strings.TrimPrefix(s.ID, "thirdparty:"), tree: tree, install: "src/" + tp.Install, owner: r.shared.owner}
+	if err := m.inside(changed, deleted); err != nil {
+		return err
+	}
+	if err := m.check(changed, deleted); err != nil {
+		return err
+	}
+	if err := m.move(changed, deleted); err != nil {
+		return err
+	}
+	r.shared.files[s.ID] = changed
+	return nil
+}
+
+// merger moves one package's result into the cell's tree.
+type merger struct {
+	r         *runner
+	pkg, tree string
+	install   string
+	// owner says which package installed each path of the install tree.
+	owner map[string]string
+}
+
+// inside refuses a result that changed the tree outside the source
+// directory, the install tree and the package's flag read-back.
+func (m *merger) inside(changed, deleted []string) error {
+	tp := m.r.in.Recipe.Thirdparty
 	var outside []string
 	for _, rel := range slices.Concat(changed, deleted) {
-		if !under(rel, "src/"+tp.SrcDir) && !under(rel, install) && !under(rel, flagsDir) {
+		if !under(rel, "src/"+tp.SrcDir) && !under(rel, m.install) && !under(rel, flagsDir) {
 			outside = append(outside, strings.TrimPrefix(rel, "src/"))
 		}
 	}
-	if len(outside) > 0 {
-		sort.Strings(outside)
-		if len(outside) > 10 {
-			outside = append(outside[:10], fmt.Sprintf("… and %d more", len(outside)-10))
-		}
-		return fmt.Errorf("%s: package %s changed files outside %s and %s, which every package's tree is made from (and no key covers what a package leaves there):\n  %s",
-			r.in.Plan.Cell.Target, pkg, tp.SrcDir, tp.Install, strings.Join(outside, "\n  "))
-	}
-	conflict := func(rel, other string) error {
-		if other == "" {
-			other = "(the tree itself)"
-		}
-		return &ConflictError{Target: r.in.Plan.Cell.Target, Path: strings.TrimPrefix(rel, "src/"), Packages: [2]string{other, pkg}}
-	}
-	// ownedUnder is a path at or below rel that another package installed.
-	ownedUnder := func(rel string) (string, bool) {
-		for p, o := range owner {
-			if o != pkg && under(p, rel) {
-				return p, true
-			}
-		}
-		return "", false
-	}
-	// realParents checks that every directory above rel in the cell's tree
-	// is a directory or not there yet.
-	realParents := func(rel string) error {
-		parts := strings.Split(rel, "/")
-		for n := 1; n < len(parts); n++ {
-			p := strings.Join(parts[:n], "/")
-			st, err := os.Lstat(filepath.Join(r.work, filepath.FromSlash(p)))
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if !st.IsDir() {
-				return conflict(p, owner[p])
-			}
-		}
+	if len(outside) == 0 {
 		return nil
 	}
-	for _, d := range deleted {
-		if err := realParents(d); err != nil {
+	sort.Strings(outside)
+	if len(outside) > 10 {
+		outside = append(outside[:10], fmt.Sprintf("… and %d more", len(outside)-10))
+	}
+	return fmt.Errorf("%s: package %s changed files outside %s and %s, which every package's tree is made from (and no key covers what a package leaves there):\n  %s",
+		m.r.in.Plan.Cell.Target, m.pkg, tp.SrcDir, tp.Install, strings.Join(outside, "\n  "))
+}
+
+func (m *merger) conflict(rel, other string) error {
+	if other == "" {
+		other = "(the tree itself)"
+	}
+	return &ConflictError{Target: m.r.in.Plan.Cell.Target, Path: strings.TrimPrefix(rel, "src/"), Packages: [2]string{other, m.pkg}}
+}
+
+// ownedUnder is a path at or below rel that another package installed.
+func (m *merger) ownedUnder(rel string) (string, bool) {
+	for p, o := range m.owner {
+		if o != m.pkg && under(p, rel) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// realParents checks that every directory above rel in the cell's tree is
+// a directory or not there yet.
+func (m *merger) realParents(rel string) error {
+	parts := strings.Split(rel, "/")
+	for n := 1; n < len(parts); n++ {
+		p := strings.Join(parts[:n], "/")
+		st, err := os.Lstat(filepath.Join(m.r.work, filepath.FromSlash(p)))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
-		if p, ok := ownedUnder(d); ok {
-			return conflict(p, owner[p])
+		if !st.IsDir() {
+			return m.conflict(p, m.owner[p])
+		}
+	}
+	return nil
+}
+
+// check checks the whole result before anything moves: real parent
+// directories, links that stay in the tree, and no conflict with what
+// another package installed.
+func (m *merger) check(changed, deleted []string) error {
+	for _, d := range deleted {
+		if err := m.realParents(d); err != nil {
+			return err
+		}
+		if p, ok := m.ownedUnder(d); ok {
+			return m.conflict(p, m.owner[p])
 		}
 	}
 	for _, rel := range changed {
-		if err := realParents(rel); err != nil {
+		if err := m.checkChanged(rel); err != nil {
 			return err
-		}
-		src := filepath.Join(tree, filepath.FromSlash(rel))
-		dst := filepath.Join(r.work, filepath.FromSlash(rel))
-		st, err := os.Lstat(src)
-		if err != nil {
-			return err
-		}
-		if st.Mode()&fs.ModeSymlink != 0 {
-			target, err := os.Readlink(src)
-			if err != nil {
-				return err
-			}
-			if err := checkLink(rel, target); err != nil {
-				return fmt.Errorf("%s: package %s installed the link %s -> %s, which %v", r.in.Plan.Cell.Target, pkg, strings.TrimPrefix(rel, "src/"), target, err)
-			}
-		}
-		dt, err := os.Lstat(dst)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if o, ok := owner[rel]; ok && o != pkg {
-			same, err := sameEntry(src, dst)
-			if err != nil {
-				return err
-			}
-			if !same {
-				return conflict(rel, o)
-			}
-		}
-		if dt.IsDir() && !st.IsDir() {
-			// The result replaces a directory: not one with another's files.
-			if p, ok := ownedUnder(rel); ok {
-				return conflict(p, owner[p])
-			}
 		}
 	}
+	return nil
+}
+
+func (m *merger) checkChanged(rel string) error {
+	if err := m.realParents(rel); err != nil {
+		return err
+	}
+	src := filepath.Join(m.tree, filepath.FromSlash(rel))
+	dst := filepath.Join(m.r.work, filepath.FromSlash(rel))
+	st, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		target, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		if err := checkLink(rel, target); err != nil {
+			return fmt.Errorf("%s: package %s installed the link %s -> %s, which %v", m.r.in.Plan.Cell.Target, m.pkg, strings.TrimPrefix(rel, "src/"), target, err)
+		}
+	}
+	dt, err := os.Lstat(dst)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if o, ok := m.owner[rel]; ok && o != m.pkg {
+		same, err := sameEntry(src, dst)
+		if err != nil {
+			return err
+		}
+		if !same {
+			return m.conflict(rel, o)
+		}
+	}
+	if dt.IsDir() && !st.IsDir() {
+		// The result replaces a directory: not one with another's files.
+		if p, ok := m.ownedUnder(rel); ok {
+			return m.conflict(p, m.owner[p])
+		}
+	}
+	return nil
+}
+
+// move deletes what the package deleted and moves what it changed, in
+// path order, each installed path owned by the first package to install
+// it; directory times last (moving files into them changed them).
+func (m *merger) move(changed, deleted []string) error {
 	for _, d := range deleted {
-		if err := os.RemoveAll(filepath.Join(r.work, filepath.FromSlash(d))); err != nil {
+		if err := os.RemoveAll(filepath.Join(m.r.work, filepath.FromSlash(d))); err != nil {
 			return err
 		}
 	}
 	sorted := slices.Clone(changed)
 	sort.Strings(sorted)
 	for _, rel := range sorted {
-		src := filepath.Join(tree, filepath.FromSlash(rel))
-		dst := filepath.Join(r.work, filepath.FromSlash(rel))
-		st, err := os.Lstat(src)
-		if err != nil {
+		if err := m.moveOne(rel); err != nil {
 			return err
 		}
-		dt, dstErr := os.Lstat(dst)
-		if st.IsDir() {
-			if dstErr == nil && !dt.IsDir() {
-				if err := os.Remove(dst); err != nil {
-					return err
-				}
-			}
-			if err := os.MkdirAll(dst, st.Mode().Perm()|0o700); err != nil {
-				return err
-			}
-			if err := os.Chmod(dst, st.Mode().Perm()); err != nil {
-				return err
-			}
-		} else {
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return err
-			}
-			if dstErr == nil && dt.IsDir() {
-				if err := os.RemoveAll(dst); err != nil {
-					return err
-				}
-			}
-			if err := os.Rename(src, dst); err != nil {
-				return err
-			}
-		}
-		if under(rel, install) {
-			if _, ok := owner[rel]; !ok {
-				owner[rel] = pkg
+		if under(rel, m.install) {
+			if _, ok := m.owner[rel]; !ok {
+				m.owner[rel] = m.pkg
 			}
 		}
 	}
-	// Directory times last: moving files into them changed them.
 	for i := len(sorted) - 1; i >= 0; i-- {
 		rel := sorted[i]
-		if st, err := os.Lstat(filepath.Join(tree, filepath.FromSlash(rel))); err == nil && st.IsDir() {
-			os.Chtimes(filepath.Join(r.work, filepath.FromSlash(rel)), st.ModTime(), st.ModTime())
+		if st, err := os.Lstat(filepath.Join(m.tree, filepath.FromSlash(rel))); err == nil && st.IsDir() {
+			os.Chtimes(filepath.Join(m.r.work, filepath.FromSlash(rel)), st.ModTime(), st.ModTime())
 		}
 	}
-	r.shared.files[s.ID] = changed
 	return nil
+}
+
+// moveOne moves one changed path: a directory is made (over a file), a
+// file or link renamed into place (over a directory).
+func (m *merger) moveOne(rel string) error {
+	src := filepath.Join(m.tree, filepath.FromSlash(rel))
+	dst := filepath.Join(m.r.work, filepath.FromSlash(rel))
+	st, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	dt, dstErr := os.Lstat(dst)
+	if st.IsDir() {
+		if dstErr == nil && !dt.IsDir() {
+			if err := os.Remove(dst); err != nil {
+				return err
+			}
+		}
+		if err := os.MkdirAll(dst, st.Mode().Perm()|0o700); err != nil {
+			return err
+		}
+		return os.Chmod(dst, st.Mode().Perm())
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if dstErr == nil && dt.IsDir() {
+		if err := os.RemoveAll(dst); err != nil {
+			return err
+		}
+	}
+	return os.Rename(src, dst)
 }
 
 // sameEntry reports whether two paths hold the same file: the same bytes,
