@@ -464,13 +464,33 @@ func (m *Dorisarm) Release(
 	if repo == "" {
 		return report.String(), nil
 	}
+	ctr, pub, err := m.publishImages(ctx, source, dorisSource, outs, platform, registryConfig, repo, epoch, revision, base)
+	if err != nil {
+		return "", err
+	}
+	report.WriteString("\n```\n" + pub + "```\n")
+	if signingKey == nil && !keyless {
+		return report.String(), nil
+	}
+	signed, err := signImages(ctx, ctr, repo+"/", version, keyless, signingKey, signingPassword, idToken, actionsTokenUrl, actionsToken)
+	if err != nil {
+		return "", err
+	}
+	report.WriteString(signed)
+	return report.String(), nil
+}
+
+// publishImages publishes the builds' images to repo with dorisarm
+// publish, in the module's toolbox; it returns the container (the builds
+// and credentials in it, for signing) and what publish printed.
+func (m *Dorisarm) publishImages(ctx context.Context, source, dorisSource *dagger.Directory, outs []*dagger.Directory, platform string, registryConfig *dagger.Secret, repo, epoch, revision, base string) (*dagger.Container, string, error) {
 	merged := dag.Directory()
 	for _, d := range outs {
 		merged = merged.WithDirectory(".", d)
 	}
 	ctr, _, err := m.toolbox(ctx, source, platform, "")
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	ctr = ctr.WithDirectory(work, source).WithWorkdir(work).WithDirectory(outDir, merged)
 	if registryConfig != nil {
@@ -490,12 +510,16 @@ func (m *Dorisarm) Release(
 	ctr = ctr.WithExec(args)
 	pub, err := ctr.Stdout(ctx)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	report.WriteString("\n```\n" + pub + "```\n")
-	if signingKey == nil && !keyless {
-		return report.String(), nil
-	}
+	return ctr, pub, nil
+}
+
+// signImages signs and attests the release's images in ctr (where they
+// were published): keyless with a fresh GitHub Actions token per
+// certificate (or a given OIDC token), or with a key.
+func signImages(ctx context.Context, ctr *dagger.Container, repo, version string, keyless bool, signingKey, signingPassword, idToken, actionsTokenUrl, actionsToken *dagger.Secret) (string, error) {
+	var report strings.Builder
 	for _, image := range []string{"doris-be", "doris-fe"} {
 		sargs := []string{"dorisarm", "sign", "--build", outDir}
 		sctr := ctr
@@ -516,7 +540,7 @@ func (m *Dorisarm) Release(
 			}
 			sargs = append(sargs, "--key", "/run/secrets/cosign.key")
 		}
-		signed, err := sctr.WithExec(append(sargs, repo+"/"+image+":"+version)).Stdout(ctx)
+		signed, err := sctr.WithExec(append(sargs, repo+image+":"+version)).Stdout(ctx)
 		if err != nil {
 			return "", err
 		}
