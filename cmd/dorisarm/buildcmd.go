@@ -68,6 +68,7 @@ changed runs no compiler; changing one patch reruns only the steps after it.`,
 	cmd.Flags().IntVar(&b.opts.Jobs, "jobs", 2, "the build's CPU budget: targets build at once, up to this many, and split it for their steps' parallel jobs (make -j)")
 	cmd.Flags().IntVar(&b.opts.PackagesAtOnce, "packages-at-once", 0, "third-party packages built at once in a target (default: --jobs; 1 builds them one after another, as Doris's script does)")
 	cmd.Flags().StringVar(&b.opts.CompileCache, "be-compile-cache", "", "ccache directory the BE's compiles share (default: <cache>/compile; off for none): a build killed half-way, another work directory or another cache naming it compiles only what it had not")
+	cmd.Flags().StringVar(&b.opts.SharedCompileCache, "be-compile-cache-shared", "", "a directory runners share (NFS, a shared volume): the BE's ccache reads what another runner compiled there and adds what it compiles (ccache's remote storage, laid out as <dir>/compile/<key>; bound it with cache prune --dir DIR)")
 	cmd.Flags().StringVar(&b.opts.CompileCacheSize, "be-compile-cache-size", build.DefaultCompileCacheSize, "bound of each compile cache directory, as ccache takes it (20G, 500M)")
 	cmd.Flags().StringVar(&b.opts.Mirror, "mirror", "", "third-party archive mirror: DIR, file:// or http(s):// (default: the recipe's)")
 	cmd.Flags().StringVar(&b.allowFile, "allow", "", "reviewed scan exceptions")
@@ -99,8 +100,11 @@ func (b *buildCommand) check() error {
 	if err := build.CheckCompileCacheSize(b.opts.CompileCacheSize); b.opts.CompileCacheSize != "" && err != nil {
 		return err
 	}
+	if b.opts.SharedCompileCache != "" && b.opts.CompileCache == build.CompileCacheOff {
+		return usageErr("--be-compile-cache-shared with --be-compile-cache off: the shared cache is ccache's remote storage, which needs the compile cache on")
+	}
 	if strings.Contains(b.opts.CompileCache, "://") {
-		return usageErr("--be-compile-cache %s: give a directory (or off); a build step has no network, so ccache's remote storage cannot be reached from it", b.opts.CompileCache)
+		return usageErr("--be-compile-cache %s: give a directory (or off); a build step has no network, so ccache's HTTP or Redis storage cannot be reached from it: share a directory among runners (NFS) with --be-compile-cache-shared DIR", b.opts.CompileCache)
 	}
 	return nil
 }

@@ -174,3 +174,92 @@ func readBytes(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// TestSharedCompileCache: two runners, each with a cache of its own (its
+// own work directory and local compile cache), share a directory (as a
+// fleet shares an NFS mount). The second compiles nothing: every BE unit
+// comes from what the first added there, through ccache's remote storage
+// in the step's sandbox, and its doris_be is the first's. cache prune
+// bounds the shared directory as any cache; a URL is refused with the way
+// to share, and a shared cache with the compile cache off is refused.
+func TestSharedCompileCache(t *testing.T) {
+	slow(t, "builds the sample twice with ccache and a shared compile cache")
+	needBuildTools(t)
+	needTool(t, "ccache")
+	dir := t.TempDir()
+	shared := filepath.Join(dir, "shared")
+	recipe := filepath.Join(repo_(t), "recipes", "minidoris.yaml")
+	args := func(runner string, extra ...string) []string {
+		return append([]string{"build", "--recipe", recipe, "--target", "graviton2", "--compiler", "clang",
+			"--cache", filepath.Join(dir, runner), "--out", filepath.Join(dir, "out-"+runner), "--be-compile-cache-shared", shared}, extra...)
+	}
+	type stats struct{ Hits, Misses, SharedHits int64 }
+	read := func(runner string) (map[string]stats, []byte) {
+		pub := filepath.Join(dir, "out-"+runner, "2.1.8", "graviton2")
+		b := readBytes(t, filepath.Join(pub, "dorisarm-build.json"))
+		var rec struct {
+			Steps []struct {
+				ID           string
+				CompileCache *struct {
+					Hits, Misses int64
+					SharedHits   int64 `json:"shared_hits"`
+				} `json:"compile_cache"`
+			}
+		}
+		if err := json.Unmarshal(b, &rec); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]stats{}
+		for _, s := range rec.Steps {
+			if c := s.CompileCache; c != nil && strings.HasPrefix(s.ID, "build:be") {
+				out[s.ID] = stats{c.Hits, c.Misses, c.SharedHits}
+			}
+		}
+		return out, readBytes(t, filepath.Join(pub, "be", "lib", "doris_be"))
+	}
+	if _, errOut, code := run(t, args("r1")...); code != 0 {
+		t.Fatalf("runner 1: exit %d\n%s", code, errOut)
+	}
+	first, beA := read("r1")
+	if len(first) == 0 {
+		t.Fatal("runner 1: no BE step compiled through ccache")
+	}
+	for id, st := range first {
+		if st.Misses == 0 || st.SharedHits != 0 {
+			t.Errorf("runner 1, %s: %+v; want every unit compiled, none from the shared cache", id, st)
+		}
+	}
+	if keys, _ := filepath.Glob(filepath.Join(shared, "compile", "*", "*", "*")); len(keys) == 0 {
+		t.Fatal("runner 1 added nothing to the shared compile cache")
+	}
+	if _, errOut, code := run(t, args("r2")...); code != 0 {
+		t.Fatalf("runner 2: exit %d\n%s", code, errOut)
+	}
+	second, beB := read("r2")
+	for id, st := range second {
+		want := first[id].Hits + first[id].Misses
+		if st.Misses != 0 || st.Hits != want || st.SharedHits != want {
+			t.Errorf("runner 2, %s: %+v; want all %d units from the shared cache", id, st, want)
+		}
+	}
+	if !bytes.Equal(beA, beB) {
+		t.Error("runner 2's doris_be, from the shared compile cache, differs from runner 1's")
+	}
+	if _, errOut, code := run(t, "cache", "prune", "--cache", shared, "--max-size", "0"); code != 0 {
+		t.Fatalf("cache prune of the shared directory: exit %d\n%s", code, errOut)
+	}
+	if left, _ := filepath.Glob(filepath.Join(shared, "compile", "*")); len(left) != 0 {
+		t.Errorf("cache prune --max-size 0 left %v in the shared compile cache", left)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{args("r3", "--be-compile-cache", "http://cache.example:8080/ccache"), "--be-compile-cache-shared DIR"},
+		{args("r3", "--be-compile-cache", "off"), "needs the compile cache on"},
+	} {
+		if _, errOut, code := run(t, c.args...); code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, want 2 and %q:\n%s", c.args[len(c.args)-2:], code, c.want, errOut)
+		}
+	}
+}

@@ -37,13 +37,26 @@ import (
 // Options.CompileCacheSize; cache prune removes whole directories least
 // recently used first, as it does step entries.
 //
+// A fleet of runners shares what they compiled through a directory they
+// all mount (NFS, a shared volume: Options.SharedCompileCache), laid out
+// like a cache directory (<shared>/compile/<key>): each BE step sees its
+// key's directory at a fixed path as ccache's remote storage (its file
+// backend), reads what another runner compiled and adds what it compiles.
+// A step has no network, so ccache's HTTP and Redis backends cannot be
+// reached from it; the shared directory is the remote storage that keeps
+// the sandbox whole. cache prune --dir <shared> bounds it as any cache.
+//
 // The step writes it: a tree the build runs can plant a result under a
 // key a later build of another tree looks up. Build untrusted trees with
 // --be-compile-cache off (or a directory of their own); the scan gate and
 // the flag read-back check what such a build publishes as any other.
 
-// seenCompileCache is where a step sees its compile cache.
-const seenCompileCache = stepRoot + "/ccache"
+// seenCompileCache is where a step sees its compile cache, and
+// seenSharedCompileCache the shared one (ccache's remote storage).
+const (
+	seenCompileCache       = stepRoot + "/ccache"
+	seenSharedCompileCache = stepRoot + "/ccache-shared"
+)
 
 // compileSubdir is the default compile cache under the cache directory.
 const compileSubdir = "compile"
@@ -108,7 +121,8 @@ func (r *runner) compileCacheDir(s plan.Step) (string, error) {
 		return "", err
 	}
 	sum := sha256.Sum256(b)
-	dir := filepath.Join(root, hex.EncodeToString(sum[:]))
+	key := hex.EncodeToString(sum[:])
+	dir := filepath.Join(root, key)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("the compile cache %s: %w", root, err)
 	}
@@ -116,6 +130,23 @@ func (r *runner) compileCacheDir(s plan.Step) (string, error) {
 		return "", fmt.Errorf("the compile cache %s: %w", dir, err)
 	}
 	return dir, nil
+}
+
+// sharedCompileDir is the shared compile cache's directory for the same
+// key as dir (this machine's compile cache directory of a step), made if
+// missing; "" when no shared compile cache is given.
+func (r *runner) sharedCompileDir(dir string) (string, error) {
+	if r.opts.SharedCompileCache == "" || dir == "" {
+		return "", nil
+	}
+	shared := filepath.Join(r.opts.SharedCompileCache, compileSubdir, filepath.Base(dir))
+	if err := os.MkdirAll(shared, 0o755); err != nil {
+		return "", fmt.Errorf("the shared compile cache %s: %w", r.opts.SharedCompileCache, err)
+	}
+	if err := markUsed(shared); err != nil {
+		return "", fmt.Errorf("the shared compile cache %s: %w", shared, err)
+	}
+	return shared, nil
 }
 
 // markUsed touches dir's usedMark through an os.Root: steps write the
@@ -138,7 +169,7 @@ func markUsed(dir string) error {
 
 // compileCacheEnv is ccache's configuration for a step: its directory at
 // the fixed path and how it hashes, or disabled.
-func (r *runner) compileCacheEnv(s plan.Step, dir string) []string {
+func (r *runner) compileCacheEnv(s plan.Step, dir, shared string) []string {
 	if dir == "" {
 		// ccache, where Doris's env.sh or a package picks it up, only runs
 		// the compiler: nothing of a build is kept where no step asked.
@@ -148,7 +179,7 @@ func (r *runner) compileCacheEnv(s plan.Step, dir string) []string {
 	if size == "" {
 		size = DefaultCompileCacheSize
 	}
-	return []string{
+	env := []string{
 		"CCACHE_DIR=" + seenCompileCache,
 		"CCACHE_MAXSIZE=" + size,
 		// The compiler is the phase's wrapper: its content (the flags and
@@ -164,6 +195,10 @@ func (r *runner) compileCacheEnv(s plan.Step, dir string) []string {
 		"CCACHE_TEMPDIR=/tmp",
 		"CCACHE_STATSLOG=" + r.seen(r.statsLog(s)),
 	}
+	if shared != "" {
+		env = append(env, "CCACHE_REMOTE_STORAGE=file:"+seenSharedCompileCache)
+	}
+	return env
 }
 
 // DefaultCompileCacheSize bounds each compile cache directory.
@@ -200,6 +235,9 @@ type CompileStats struct {
 	// and the ones it ran (and stored).
 	Hits   int64 `json:"hits"`
 	Misses int64 `json:"misses"`
+	// SharedHits are the hits found in the shared compile cache (not in
+	// this machine's).
+	SharedHits int64 `json:"shared_hits,omitempty"`
 }
 
 // statsLog is where a step's ccache writes what each compile did (its
@@ -231,6 +269,8 @@ func readCompileStats(path string) (CompileStats, error) {
 			st.Hits++
 		case "cache_miss":
 			st.Misses++
+		case "remote_storage_hit":
+			st.SharedHits++
 		}
 	}
 	return st, nil
@@ -274,20 +314,27 @@ func (r *runner) startCompileCache(s plan.Step, log io.Writer) (done func(), err
 	if err := os.WriteFile(stats, nil, 0o644); err != nil {
 		return nil, err
 	}
+	shared, err := r.sharedCompileDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	r.shared.mu.Lock()
 	if r.shared.compileDirs == nil {
-		r.shared.compileDirs = map[string]string{}
+		r.shared.compileDirs = map[string][2]string{}
 	}
-	r.shared.compileDirs[s.ID] = dir
+	r.shared.compileDirs[s.ID] = [2]string{dir, shared}
 	r.shared.mu.Unlock()
 	fmt.Fprintf(log, "compile cache: %s (%s), at %s in the step\n", dir, ccacheVersion(), seenCompileCache)
+	if shared != "" {
+		fmt.Fprintf(log, "shared compile cache: %s, at %s in the step (ccache's remote storage)\n", shared, seenSharedCompileCache)
+	}
 	return func() {
 		st, err := readCompileStats(stats)
 		if err != nil {
 			fmt.Fprintf(log, "compile cache: no stats: %v\n", err)
 			return
 		}
-		fmt.Fprintf(log, "compile cache: %d hits, %d misses\n", st.Hits, st.Misses)
+		fmt.Fprintf(log, "compile cache: %d hits (%d from the shared cache), %d misses\n", st.Hits, st.SharedHits, st.Misses)
 		r.shared.mu.Lock()
 		if r.shared.compileStats == nil {
 			r.shared.compileStats = map[string]*CompileStats{}
@@ -297,11 +344,13 @@ func (r *runner) startCompileCache(s plan.Step, log io.Writer) (done func(), err
 	}, nil
 }
 
-// compileDir is build step s's compile cache directory, "" for none.
-func (r *runner) compileDir(s plan.Step) string {
+// compileDirs are build step s's compile cache directory and its shared
+// one, "" for none.
+func (r *runner) compileDirs(s plan.Step) (dir, shared string) {
 	r.shared.mu.Lock()
 	defer r.shared.mu.Unlock()
-	return r.shared.compileDirs[s.ID]
+	d := r.shared.compileDirs[s.ID]
+	return d[0], d[1]
 }
 
 // compiled is what the compile cache did for step s, nil for nothing.

@@ -11,10 +11,12 @@ import (
 // compile: a hit in either mode, a miss, and nothing else.
 func TestReadCompileStats(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "ccache.log")
-	os.WriteFile(p, []byte("# a.cpp\ncache_miss\ndirect_cache_miss\nlocal_storage_write\n# b.cpp\ndirect_cache_hit\nlocal_storage_hit\n# c.cpp\npreprocessed_cache_hit\n# d.cpp\ncompile_failed\n"), 0o644)
+	// As ccache 4.7 writes it; e.cpp came from the shared (remote) storage.
+	os.WriteFile(p, []byte("# a.cpp\ncache_miss\ndirect_cache_miss\nlocal_storage_write\n# b.cpp\ndirect_cache_hit\nlocal_storage_hit\n# c.cpp\npreprocessed_cache_hit\n# d.cpp\ncompile_failed\n"+
+		"# e.cpp\ndirect_cache_hit\nlocal_storage_miss\nlocal_storage_read_miss\nlocal_storage_write\nremote_storage_hit\nremote_storage_read_hit\n"), 0o644)
 	st, err := readCompileStats(p)
-	if err != nil || st.Hits != 2 || st.Misses != 1 {
-		t.Errorf("readCompileStats = %+v, %v; want 2 hits, 1 miss", st, err)
+	if err != nil || st.Hits != 3 || st.Misses != 1 || st.SharedHits != 1 {
+		t.Errorf("readCompileStats = %+v, %v; want 3 hits (1 shared), 1 miss", st, err)
 	}
 }
 

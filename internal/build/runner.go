@@ -46,6 +46,10 @@ type Options struct {
 	// CompileCacheSize bounds each of its directories (ccache's
 	// max_size, DefaultCompileCacheSize when empty).
 	CompileCache, CompileCacheSize string
+	// SharedCompileCache is a directory runners share (a network file
+	// system): each BE step's ccache reads and adds to its key's
+	// directory there as remote storage; "" for none.
+	SharedCompileCache string
 	// KeepGoing builds every third-party package it can after one fails and
 	// reports each failure (as a *PackagesError); nothing is published then.
 	KeepGoing bool
@@ -209,7 +213,7 @@ type cellState struct {
 	shimMu sync.RWMutex
 	// compileDirs and compileStats are each build step's compile cache
 	// directory and what it did (under mu).
-	compileDirs  map[string]string
+	compileDirs  map[string][2]string
 	compileStats map[string]*CompileStats
 }
 
@@ -250,6 +254,16 @@ func checkInput(in *Input, opts *Options) error {
 			return err
 		}
 		opts.CompileCache = abs
+	}
+	if opts.SharedCompileCache != "" {
+		if opts.CompileCache == CompileCacheOff {
+			return fault.Inputf("--be-compile-cache-shared %s with --be-compile-cache off: the shared cache is ccache's remote storage, which needs the compile cache on", opts.SharedCompileCache)
+		}
+		abs, err := filepath.Abs(opts.SharedCompileCache)
+		if err != nil {
+			return err
+		}
+		opts.SharedCompileCache = abs
 	}
 	if err := CheckDirs(in.Tree, opts.Out, opts.Cache); err != nil {
 		return err
@@ -608,7 +622,8 @@ func (r *runner) env(s plan.Step) []string {
 		// Steps that build; a training run is a target program already under qemu.
 		env = append(env, r.shim(s).Env...)
 	}
-	env = append(env, r.compileCacheEnv(s, r.compileDir(s))...)
+	dir, shared := r.compileDirs(s)
+	env = append(env, r.compileCacheEnv(s, dir, shared)...)
 	return append(env, "PATH="+r.expandSeen("$TOOLCHAIN/$PHASE/bin", s.Phase)+string(os.PathListSeparator)+r.hostPath)
 }
 

@@ -38,8 +38,11 @@ func (r *runner) stepSandbox(s plan.Step) *Sandbox {
 		pgo := filepath.Join(r.work, "pgo")
 		sb.Writable = append(sb.Writable, Mount{From: pgo, To: r.seen(pgo)}, Mount{From: r.ltoCache, To: r.seen(r.ltoCache)})
 	}
-	if dir := r.compileDir(s); dir != "" {
+	if dir, shared := r.compileDirs(s); dir != "" {
 		sb.Writable = append(sb.Writable, Mount{From: dir, To: seenCompileCache})
+		if shared != "" {
+			sb.Writable = append(sb.Writable, Mount{From: shared, To: seenSharedCompileCache})
+		}
 		if log := r.statsLog(s); isRegular(log) {
 			sb.Writable = append(sb.Writable, Mount{From: log, To: r.seen(log)})
 		}
