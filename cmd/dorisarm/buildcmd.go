@@ -154,6 +154,7 @@ func (b *buildCommand) run(cmd *cobra.Command, g *globals) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	b.opts.Progress = build.NewProgress(g.stderr, isTerminal(os.Stderr))
+	b.opts.Progress.Width = func() int { return textfmt.TerminalWidth(os.Stderr, os.Getenv) }
 	forced := o.req.Compiler
 	report := func(o build.Outcome) {
 		switch {

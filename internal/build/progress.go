@@ -7,13 +7,19 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dorisarm/dorisarm/internal/textfmt"
 )
 
 // Progress reports a build: one updating line on a terminal, timestamped
 // lines otherwise (CI logs). A nil Progress reports nothing.
 type Progress struct {
-	W     io.Writer
-	TTY   bool
+	W   io.Writer
+	TTY bool
+	// Width, when set, is the terminal's width in columns, asked at each
+	// update (a resize takes effect at the next): the updating line is cut
+	// to fit, since one that wraps leaves a copy in the scrollback.
+	Width func() int
 	mu    sync.Mutex
 	total map[string]int
 	hits  map[string]int
@@ -31,7 +37,11 @@ func NewProgress(w io.Writer, tty bool) *Progress {
 
 func (p *Progress) line(format string, a ...any) {
 	if p.TTY {
-		fmt.Fprintf(p.W, "\r\033[K"+format, a...)
+		s := fmt.Sprintf(format, a...)
+		if p.Width != nil {
+			s = textfmt.Fit(s, p.Width())
+		}
+		fmt.Fprint(p.W, "\r\033[K"+s)
 		return
 	}
 	fmt.Fprintf(p.W, "%s "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, a...)...)

@@ -47,3 +47,35 @@ func TestProgressRejectedIsNoFailure(t *testing.T) {
 		t.Errorf("progress:\n%s", out)
 	}
 }
+
+// TestProgressFitsTheTerminal: on a terminal of 80 columns the updating
+// line never fills a row (one that wraps left a copy of itself in the
+// scrollback at every update: 113 lines for one build); the width is
+// asked at each update, so a resize takes effect at the next.
+func TestProgressFitsTheTerminal(t *testing.T) {
+	var b bytes.Buffer
+	cols := 80
+	p := NewProgress(&b, true)
+	p.Width = func() int { return cols }
+	p.Begin("kunpeng920", 40)
+	for i, id := range []string{"thirdparty:JEMALLOC_DORIS", "thirdparty:CROARINGBITMAP", "thirdparty:HYPERSCAN", "build:be:instrument"} {
+		p.Start("kunpeng920", i, id)
+		p.ETA("kunpeng920", 1800, 3, 2)
+	}
+	cols = 40
+	p.Step("kunpeng920", 0, "thirdparty:JEMALLOC_DORIS", false, time.Minute)
+	updates := strings.Split(b.String(), "\r\033[K")[1:]
+	if len(updates) < 5 {
+		t.Fatalf("%d updates:\n%q", len(updates), b.String())
+	}
+	for i, u := range updates {
+		w := len([]rune(u))
+		limit := 80
+		if i == len(updates)-1 {
+			limit = 40
+		}
+		if w >= limit || strings.Contains(u, "\n") {
+			t.Errorf("update %d takes %d columns of %d: %q", i, w, limit, u)
+		}
+	}
+}

@@ -8,8 +8,11 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/term"
 )
 
 // Table writes rows as columns aligned two spaces apart, with no trailing
@@ -56,6 +59,54 @@ func width(s string) int {
 		n++
 	}
 	return n
+}
+
+// Fit cuts s to fewer than cols columns (an ellipsis ends what was cut),
+// for a line a terminal rewrites in place: one that fills the row, or
+// wraps, leaves a copy of itself in the scrollback at every update.
+// Colour escapes count no columns and are kept; cols under 2 leaves s.
+func Fit(s string, cols int) string {
+	if cols < 2 || width(s) < cols {
+		return s
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(s); {
+		if strings.HasPrefix(s[i:], "\033[") {
+			j := i + 2
+			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+				j++
+			}
+			end := min(j+1, len(s))
+			b.WriteString(s[i:end])
+			i = end
+			continue
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		if n == cols-2 {
+			b.WriteString("…")
+			if strings.Contains(s, "\033[") {
+				b.WriteString("\033[0m")
+			}
+			return b.String()
+		}
+		b.WriteString(s[i : i+size])
+		i += size
+		n++
+	}
+	return b.String()
+}
+
+// TerminalWidth is how many columns the terminal f shows: its size as
+// the kernel says (TIOCGWINSZ), else $COLUMNS, else 80.
+func TerminalWidth(f *os.File, getenv func(string) string) int {
+	if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+		return w
+	}
+	if c, err := strconv.Atoi(getenv("COLUMNS")); err == nil && c > 0 {
+		return c
+	}
+	return 80
 }
 
 // JSON writes v indented: what --output json prints. Every list and map in

@@ -109,3 +109,27 @@ func TestJSONWritesNoNull(t *testing.T) {
 		t.Errorf("an unexported field was filled: %#v", v.private)
 	}
 }
+
+func TestFit(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		cols int
+		want string
+	}{
+		{"short", 80, "short"},
+		{"exactly9!", 10, "exactly9!"},
+		{"exactly10!", 10, "exactly1…"},
+		{"kunpeng920 [3/9] thirdparty:BRPC started", 20, "kunpeng920 [3/9] t…"},
+		{"日本語のテキスト", 5, "日本語…"},
+		{"\033[32mbuilt\033[0m kunpeng920 in 3s", 12, "\033[32mbuilt\033[0m kunp…\033[0m"},
+		{"anything", 1, "anything"},
+	} {
+		got := Fit(c.in, c.cols)
+		if got != c.want {
+			t.Errorf("Fit(%q, %d) = %q, want %q", c.in, c.cols, got, c.want)
+		}
+		if c.cols >= 2 && width(got) >= c.cols {
+			t.Errorf("Fit(%q, %d) takes %d columns", c.in, c.cols, width(got))
+		}
+	}
+}
