@@ -92,3 +92,52 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		t.Logf("screenshot: %s", p)
 	}
 }
+
+// TestHTMLFitsAt1400 renders a report of seven targets (as a release has),
+// with the long cells a real one has (a rejected compiler, every flag of
+// a PGO+ThinLTO build), in a window 1400 px wide: neither the page nor
+// the targets table scrolls sideways.
+func TestHTMLFitsAt1400(t *testing.T) {
+	r := sampleReport()
+	base := r.Targets
+	r.Targets = nil
+	for i, name := range []string{"generic-armv8", "kunpeng920", "graviton2", "graviton3", "graviton4", "ampere-altra", "x86_64"} {
+		tg := base[i%len(base)]
+		tg.Target = name
+		tg.Rejected = []string{"gcc"}
+		if tg.Image != nil {
+			im := *tg.Image
+			im.Ref = "registry.example.com/apache/doris-be:2.1.8-" + name
+			tg.Image = &im
+		}
+		r.Targets = append(r.Targets, tg)
+	}
+	r.Total()
+	page := filepath.Join(t.TempDir(), "report.html")
+	var b bytes.Buffer
+	if err := r.HTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := testproc.Chromium(t)
+	w.Resize(1400, 1000)
+	w.Open("file://" + page)
+	var got struct {
+		Inner, Page, Table, Box float64
+	}
+	w.Eval(`const t = document.querySelector('#targets'), box = t.parentElement;
+		return {inner: window.innerWidth, page: document.documentElement.scrollWidth, table: t.scrollWidth, box: box.clientWidth};`, &got)
+	if got.Inner < 1300 || got.Inner > 1400 {
+		t.Fatalf("the window is %v px wide inside, not about 1400", got.Inner)
+	}
+	if got.Page > got.Inner {
+		t.Errorf("the page is %v px wide in a %v px window: it scrolls sideways", got.Page, got.Inner)
+	}
+	if got.Table > got.Box {
+		var cols []string
+		w.Eval(`return [...document.querySelectorAll('#targets th')].map(h => h.textContent + ' ' + Math.round(h.getBoundingClientRect().width));`, &cols)
+		t.Errorf("the targets table is %v px wide in its %v px box: it scrolls sideways (columns: %s)", got.Table, got.Box, strings.Join(cols, ", "))
+	}
+}

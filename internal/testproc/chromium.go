@@ -139,3 +139,18 @@ func (b *Browser) Screenshot() []byte {
 	}
 	return raw
 }
+
+// Resize sets the window's size in CSS pixels.
+func (b *Browser) Resize(width, height int) {
+	b.t.Helper()
+	b.call("POST", "/window/rect", map[string]int{"width": width, "height": height})
+}
+
+// Eval runs a script in the page (its body: return what is wanted) and
+// decodes what it returns into out.
+func (b *Browser) Eval(script string, out any) {
+	b.t.Helper()
+	if err := json.Unmarshal(b.call("POST", "/execute/sync", map[string]any{"script": script, "args": []any{}}), out); err != nil {
+		b.t.Fatalf("eval: %v", err)
+	}
+}
