@@ -21,6 +21,24 @@ import (
 	goversion "github.com/hashicorp/go-version"
 )
 
+// probeTree skips the test without the build tools or any of tools, and
+// copies the C++20 probe tree into a directory of the test's: that
+// directory, the tree and the probe's recipe.
+func probeTree(t *testing.T, tools ...string) (dir, tree, recipe string) {
+	t.Helper()
+	needBuildTools(t)
+	for _, tool := range append([]string{"bwrap"}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (scripts/install-deps.sh)", tool)
+		}
+	}
+	dir = t.TempDir()
+	tree = filepath.Join(dir, "tree")
+	copyDir(t, filepath.Join("testdata", "cxxrt", "tree"), tree)
+	recipe, _ = filepath.Abs(filepath.Join("testdata", "cxxrt", "recipe.yaml"))
+	return dir, tree, recipe
+}
+
 // TestCXXRuntime is issue 48's proof in the small: a C++20 program (and a
 // shared library it catches exceptions from) that needs GCC 12's C++
 // library, built by the pipeline for four targets whose OSes have glibc
@@ -33,16 +51,7 @@ import (
 // minutes each), so make e2e runs it.
 func TestCXXRuntime(t *testing.T) {
 	e2eOnly(t, "builds GCC 12's C++ runtime for aarch64 and x86_64 from source")
-	needBuildTools(t)
-	for _, tool := range []string{"bwrap", "aarch64-linux-gnu-readelf", "readelf", "xz"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (scripts/install-deps.sh)", tool)
-		}
-	}
-	dir := t.TempDir()
-	tree := filepath.Join(dir, "tree")
-	copyDir(t, filepath.Join("testdata", "cxxrt", "tree"), tree)
-	recipe, _ := filepath.Abs(filepath.Join("testdata", "cxxrt", "recipe.yaml"))
+	dir, tree, recipe := probeTree(t, "aarch64-linux-gnu-readelf", "readelf", "xz")
 	// The repository's matrix, without kunpeng920's required patches (they
 	// patch Doris's bitshuffle and OpenSSL, which the probe has not), and
 	// its runtime script beside it.
@@ -204,16 +213,7 @@ func TestCXXRuntime(t *testing.T) {
 // fixed path failed every cold runtime build, and only the slow
 // TestCXXRuntime (make e2e-runtime) built one.
 func TestRuntimeStepSeesItsSource(t *testing.T) {
-	needBuildTools(t)
-	for _, tool := range []string{"bwrap", "aarch64-linux-gnu-g++"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (scripts/install-deps.sh)", tool)
-		}
-	}
-	dir := t.TempDir()
-	tree := filepath.Join(dir, "tree")
-	copyDir(t, filepath.Join("testdata", "cxxrt", "tree"), tree)
-	recipe, _ := filepath.Abs(filepath.Join("testdata", "cxxrt", "recipe.yaml"))
+	dir, tree, recipe := probeTree(t, "aarch64-linux-gnu-g++")
 
 	// The source: a Debian-named archive that holds what the stand-in reads.
 	var src bytes.Buffer

@@ -12,11 +12,9 @@ import (
 	"github.com/dorisarm/dorisarm/internal/testproc"
 )
 
-// TestHTMLRendersInChromium opens the HTML report in headless Chromium and
-// reads back what it renders: the totals, a target's row, the red row of
-// an extension the CPU lacks, and the bars.
-func TestHTMLRendersInChromium(t *testing.T) {
-	r := sampleReport()
+// writePage writes r's HTML report to a file of its own.
+func writePage(t *testing.T, r *Report) string {
+	t.Helper()
 	page := filepath.Join(t.TempDir(), "report.html")
 	var b bytes.Buffer
 	if err := r.HTML(&b); err != nil {
@@ -25,6 +23,15 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return page
+}
+
+// TestHTMLRendersInChromium opens the HTML report in headless Chromium and
+// reads back what it renders: the totals, a target's row, the red row of
+// an extension the CPU lacks, and the bars.
+func TestHTMLRendersInChromium(t *testing.T) {
+	r := sampleReport()
+	page := writePage(t, r)
 	w := testproc.Chromium(t)
 	w.Open("file://" + page)
 
@@ -113,14 +120,7 @@ func TestHTMLFitsAt1400(t *testing.T) {
 		r.Targets = append(r.Targets, tg)
 	}
 	r.Total()
-	page := filepath.Join(t.TempDir(), "report.html")
-	var b bytes.Buffer
-	if err := r.HTML(&b); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	page := writePage(t, r)
 	w := testproc.Chromium(t)
 	w.Resize(1400, 1000)
 	w.Open("file://" + page)

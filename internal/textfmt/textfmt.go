@@ -45,13 +45,8 @@ func Table(w io.Writer, rows [][]string) {
 func width(s string) int {
 	n := 0
 	for i := 0; i < len(s); {
-		if strings.HasPrefix(s[i:], "\033[") {
-			// A CSI sequence: parameters, then one final byte in @..~.
-			j := i + 2
-			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
-				j++
-			}
-			i = j + 1
+		if end := csiEnd(s, i); end > i {
+			i = end
 			continue
 		}
 		_, size := utf8.DecodeRuneInString(s[i:])
@@ -72,12 +67,7 @@ func Fit(s string, cols int) string {
 	var b strings.Builder
 	n := 0
 	for i := 0; i < len(s); {
-		if strings.HasPrefix(s[i:], "\033[") {
-			j := i + 2
-			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
-				j++
-			}
-			end := min(j+1, len(s))
+		if end := csiEnd(s, i); end > i {
 			b.WriteString(s[i:end])
 			i = end
 			continue
@@ -107,6 +97,19 @@ func TerminalWidth(f *os.File, getenv func(string) string) int {
 		return c
 	}
 	return 80
+}
+
+// csiEnd is where the CSI escape sequence at s[i] ends (its parameters,
+// then one final byte in @..~), or i when none starts there.
+func csiEnd(s string, i int) int {
+	if !strings.HasPrefix(s[i:], "\033[") {
+		return i
+	}
+	j := i + 2
+	for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+		j++
+	}
+	return min(j+1, len(s))
 }
 
 // JSON writes v indented: what --output json prints. Every list and map in
