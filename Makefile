@@ -30,9 +30,11 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "run gofmt -w"; exit 1; }
 
-# staticcheck (pinned, installed by deps into .cache/bin) must print nothing.
+# staticcheck and gocyclo -over 40 (pinned, installed by deps into
+# .cache/bin) must print nothing; TestFunctionLength bounds lengths.
 lint: deps
 	.cache/bin/staticcheck ./...
+	@out=$$(.cache/bin/gocyclo -over 40 -ignore '_test\.go$$|/testdata/|^\.cache/' .); test -z "$$out" || { echo "$$out"; echo "split these functions: gocyclo -over 40"; exit 1; }
 
 # The C++ runtime (eight minutes cold) is built once into this cache by the
 # first test that needs it, and copied into each test's own cache from there

@@ -123,6 +123,10 @@ if [ -n "$want_test" ]; then
   fi
   # make test runs it (make lint); 2026.2.2 knows Go 1.26. A different
   # version installed earlier is replaced.
+  # make lint: no function of the project's own code branches more than 40 ways.
+  if [ ! -x "${tools_bin}/gocyclo" ]; then
+    GOBIN="${tools_bin}" go install github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0
+  fi
   staticcheck_version=v0.8.2
   if ! "${tools_bin}/staticcheck" -version 2>/dev/null | grep -qF "(${staticcheck_version#v})"; then
     GOBIN="${tools_bin}" go install "honnef.co/go/tools/cmd/staticcheck@${staticcheck_version}"
