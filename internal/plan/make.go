@@ -129,6 +129,9 @@ type maker struct {
 	pkgs     []source.Package
 	only     map[string]bool
 	pkgsOnly bool
+	// srcOnly are packages the plan does not build whose sources a package
+	// it builds reads (the recipe's thirdparty.source_reads).
+	srcOnly map[string]bool
 	// byComponent are the selected patches of each component.
 	byComponent map[string][]*patch.Patch
 	pgo         bool
@@ -211,9 +214,10 @@ func (m *maker) packages() error {
 		if m.only, err = SelectPackages(pkgs, r, in.Packages); err != nil {
 			return err
 		}
-		p.Packages = nil // the plan, and so the build record, lists what it builds
+		m.srcOnly = SourcesRead(r, m.only)
+		p.Packages = nil // the plan, and so the build record, lists what it builds (or reads the sources of)
 		for _, pk := range pkgs {
-			if m.only[pk.Entry] {
+			if m.only[pk.Entry] || m.srcOnly[pk.Entry] {
 				p.Only = append(p.Only, pk.Entry)
 				p.Packages = append(p.Packages, pk)
 			}
@@ -471,7 +475,7 @@ func (m *maker) treeSetupSteps() error {
 // build it; then order them so each comes after what it needs.
 func (m *maker) packageSteps() error {
 	for _, pk := range m.pkgs {
-		if !m.builds(pk.Entry) {
+		if !m.builds(pk.Entry) && !m.srcOnly[pk.Entry] {
 			continue
 		}
 		if err := m.packageStepsOf(pk); err != nil {
@@ -529,7 +533,7 @@ func (m *maker) packageStepsOf(pk source.Package) error {
 			last = "patch:" + comp
 		}
 	}
-	if pk.Build == "" {
+	if pk.Build == "" || m.srcOnly[pk.Entry] {
 		return nil
 	}
 	bcmd, err := expandWords(r.Thirdparty.Build, pctx)
@@ -548,6 +552,11 @@ func (m *maker) packageStepsOf(pk source.Package) error {
 			// Sources another package's build reads (RAGEL for HYPERSCAN),
 			// patched: its last step, once all are made (needPatchedSources).
 			needs = append(needs, "unpack:"+d)
+		}
+	}
+	for _, d := range r.Thirdparty.SourceReads[pk.Entry] {
+		if _, ok := findPackage(m.pkgs, d); ok {
+			needs = append(needs, "unpack:"+d) // its sources alone, patched
 		}
 	}
 	p.Steps = append(p.Steps, Step{ID: "thirdparty:" + pk.Entry, Kind: KindThirdparty, Phase: PhaseThirdparty,
