@@ -150,6 +150,9 @@ func unpackInputs(pk source.Package, r *recipe.Recipe) *UnpackInputs {
 	in := &UnpackInputs{Unpacker: "dorisarm/1", Archive: pk.Name, Source: pk.Source,
 		TreePatches: append([]source.DorisPatch(nil), pk.Patches...), Unsupported: append([]string(nil), pk.Unsupported...),
 		Package: pk.Entry, Version: pk.Version}
+	if len(in.Unsupported) > 0 {
+		in.InArchive = append([]string(nil), r.Thirdparty.InArchive[pk.Entry]...)
+	}
 	if vf := r.Thirdparty.VersionFiles[pk.Entry]; vf != nil {
 		in.VersionFrom = &source.VersionFrom{File: vf.File, Match: vf.Match}
 	}
