@@ -188,7 +188,7 @@ func (r *runner) hostInstallDir() string {
 // with GNU patch as its download script does, and its patched_mark.
 func (r *runner) unpack(ctx context.Context, s plan.Step, log io.Writer) error {
 	in := s.Inputs.Unpack
-	if len(in.Unsupported) > 0 {
+	if len(in.Unsupported) > 0 && len(in.InArchive) == 0 {
 		return fmt.Errorf("%s's download script also runs, for this package:\n  %s\ndorisarm runs only its patch commands and never the network; put what these fetch into the mirror and add a patch or recipe step instead",
 			r.in.Recipe.Thirdparty.PatchesFrom, strings.Join(in.Unsupported, "\n  "))
 	}
@@ -217,6 +217,15 @@ func (r *runner) unpack(ctx context.Context, s plan.Step, log io.Writer) error {
 	fmt.Fprintf(log, "unpacked %s: %s\n", in.Archive, strings.Join(tops, " "))
 	if st, err := os.Stat(dest); err != nil || !st.IsDir() {
 		return fmt.Errorf("%s unpacked to %s, not to %s as vars.sh says", in.Archive, strings.Join(tops, ", "), source)
+	}
+	if len(in.Unsupported) > 0 {
+		// The recipe says the archive holds what the download script fetches.
+		for _, p := range in.InArchive {
+			if _, err := os.Stat(filepath.Join(dest, filepath.FromSlash(p))); err != nil {
+				return fmt.Errorf("%s: the recipe's thirdparty.in_archive says %s holds what %s fetches for it, and it has no %s", in.Archive, source, r.in.Recipe.Thirdparty.PatchesFrom, p)
+			}
+		}
+		fmt.Fprintf(log, "not run (the archive holds %s): %s\n", strings.Join(in.InArchive, ", "), strings.Join(in.Unsupported, "; "))
 	}
 	for _, tp := range in.TreePatches {
 		args := strings.Fields(tp.Args)

@@ -132,6 +132,9 @@ type maker struct {
 	// skip are the packages a plan of the whole tree does not build: its
 	// product does not use them on this machine (notUsed).
 	skip map[string]bool
+	// srcOnly are packages the plan does not build whose sources a package
+	// it builds reads (the recipe's thirdparty.source_reads).
+	srcOnly map[string]bool
 	// byComponent are the selected patches of each component.
 	byComponent map[string][]*patch.Patch
 	pgo         bool
@@ -214,9 +217,10 @@ func (m *maker) packages() error {
 		if m.only, err = SelectPackages(pkgs, r, in.Packages); err != nil {
 			return err
 		}
-		p.Packages = nil // the plan, and so the build record, lists what it builds
+		m.srcOnly = SourcesRead(r, m.only)
+		p.Packages = nil // the plan, and so the build record, lists what it builds (or reads the sources of)
 		for _, pk := range pkgs {
-			if m.only[pk.Entry] {
+			if m.only[pk.Entry] || m.srcOnly[pk.Entry] {
 				p.Only = append(p.Only, pk.Entry)
 				p.Packages = append(p.Packages, pk)
 			}
@@ -480,7 +484,7 @@ func (m *maker) treeSetupSteps() error {
 // build it; then order them so each comes after what it needs.
 func (m *maker) packageSteps() error {
 	for _, pk := range m.pkgs {
-		if !m.builds(pk.Entry) {
+		if !m.builds(pk.Entry) && !m.srcOnly[pk.Entry] {
 			continue
 		}
 		if err := m.packageStepsOf(pk); err != nil {
@@ -538,7 +542,7 @@ func (m *maker) packageStepsOf(pk source.Package) error {
 			last = "patch:" + comp
 		}
 	}
-	if pk.Build == "" {
+	if pk.Build == "" || m.srcOnly[pk.Entry] {
 		return nil
 	}
 	bcmd, err := expandWords(r.Thirdparty.Build, pctx)
@@ -557,6 +561,11 @@ func (m *maker) packageStepsOf(pk source.Package) error {
 			// Sources another package's build reads (RAGEL for HYPERSCAN),
 			// patched: its last step, once all are made (needPatchedSources).
 			needs = append(needs, "unpack:"+d)
+		}
+	}
+	for _, d := range r.Thirdparty.SourceReads[pk.Entry] {
+		if _, ok := findPackage(m.pkgs, d); ok {
+			needs = append(needs, "unpack:"+d) // its sources alone, patched
 		}
 	}
 	p.Steps = append(p.Steps, Step{ID: "thirdparty:" + pk.Entry, Kind: KindThirdparty, Phase: PhaseThirdparty,

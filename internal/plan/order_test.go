@@ -144,3 +144,24 @@ func TestSourceDepsNeedTheirPatches(t *testing.T) {
 		t.Errorf("thirdparty:LZ4 needs %v: want patch:bitshuffle, not unpack:BITSHUFFLE", needs)
 	}
 }
+
+// TestMySQLReadsBoostSources: build_mysql checks for and copies
+// BOOST_SOURCE (boost's headers) and links no boost library, so --packages
+// mysql unpacks boost (thirdparty.source_reads) without building it, and
+// MySQL's build step waits for the unpacked source, which its tree holds.
+func TestMySQLReadsBoostSources(t *testing.T) {
+	p := corpusPlan(t, "mysql")
+	if got, want := builtPackages(t, "mysql"), []string{"OPENSSL", "ZLIB", "MYSQL"}; !slices.Equal(got, want) {
+		t.Errorf("--packages mysql builds %v, want %v", got, want)
+	}
+	if p.Step("unpack:BOOST") == nil {
+		t.Fatal("--packages mysql does not unpack BOOST")
+	}
+	my := p.Step("thirdparty:MYSQL")
+	if my == nil || !slices.Contains(my.Needs, "unpack:BOOST") {
+		t.Errorf("thirdparty:MYSQL needs %v, want unpack:BOOST among them", my.Needs)
+	}
+	if !slices.ContainsFunc(p.Packages, func(pk source.Package) bool { return pk.Entry == "BOOST" }) {
+		t.Error("the plan's packages (the build record's) do not list BOOST, whose archive it reads")
+	}
+}

@@ -128,6 +128,21 @@ func SelectPackages(pkgs []source.Package, r *recipe.Recipe, names []string) (ma
 	return sel, nil
 }
 
+// SourcesRead are the packages whose sources the selected packages' builds
+// read (the recipe's thirdparty.source_reads) that the selection does not
+// build: only their sources are made.
+func SourcesRead(r *recipe.Recipe, sel map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for entry := range sel {
+		for _, d := range r.Thirdparty.SourceReads[entry] {
+			if !sel[d] {
+				out[d] = true
+			}
+		}
+	}
+	return out
+}
+
 // unpackInputs are what dorisarm's own unpack of a package reads: the
 // archive (through its fetch step's key), where it unpacks to and the
 // tree's patches for it, by content.
@@ -135,6 +150,9 @@ func unpackInputs(pk source.Package, r *recipe.Recipe) *UnpackInputs {
 	in := &UnpackInputs{Unpacker: "dorisarm/1", Archive: pk.Name, Source: pk.Source,
 		TreePatches: append([]source.DorisPatch(nil), pk.Patches...), Unsupported: append([]string(nil), pk.Unsupported...),
 		Package: pk.Entry, Version: pk.Version}
+	if len(in.Unsupported) > 0 {
+		in.InArchive = append([]string(nil), r.Thirdparty.InArchive[pk.Entry]...)
+	}
 	if vf := r.Thirdparty.VersionFiles[pk.Entry]; vf != nil {
 		in.VersionFrom = &source.VersionFrom{File: vf.File, Match: vf.Match}
 	}

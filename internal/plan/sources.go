@@ -47,9 +47,10 @@ func TreePackages(m *matrix.Matrix, tree string, r *recipe.Recipe, only []string
 	if err != nil {
 		return nil, fault.Input(err)
 	}
+	reads := SourcesRead(r, sel)
 	var keep []source.Package
 	for _, p := range pkgs {
-		if sel[p.Entry] {
+		if sel[p.Entry] || reads[p.Entry] {
 			keep = append(keep, p)
 		}
 	}

@@ -100,6 +100,10 @@ type UnpackInputs struct {
 	// Unsupported are commands the tree's download script runs for the
 	// package that dorisarm does not (the unpack then fails, saying so).
 	Unsupported []string `json:"unsupported,omitempty"`
+	// InArchive are paths under Source that hold what those commands would
+	// fetch (the recipe's thirdparty.in_archive): with them the unpack
+	// checks they are there instead of failing.
+	InArchive []string `json:"in_archive,omitempty"`
 	// Scripts is the digest of the tree's third-party scripts.
 	Scripts string `json:"scripts,omitempty"`
 	// Package and Version are the entry and the version the tree (or the

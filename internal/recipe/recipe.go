@@ -148,8 +148,18 @@ type Thirdparty struct {
 	// starts with, as Doris's script has them by the time it builds the
 	// package: some packages copy into installed/include without making it
 	// (libdivide, xxhash), relying on a package built before them.
-	InstallDirs []string                     `yaml:"install_dirs"`
-	Deps        map[string][]string          `yaml:"deps" shape:"is keyed by package (a vars.sh entry), each the list of packages it links against: GLOG: [GFLAGS]"`
+	InstallDirs []string            `yaml:"install_dirs"`
+	Deps        map[string][]string `yaml:"deps" shape:"is keyed by package (a vars.sh entry), each the list of packages it links against: GLOG: [GFLAGS]"`
+	// InArchive are, for a package whose download script fetches more than
+	// its archive (aws-sdk-cpp's block downloads aws-crt-cpp), the paths in
+	// its unpacked source that hold what it fetches: the mirror's archive
+	// carries them, and the unpack checks they are there.
+	InArchive map[string][]string `yaml:"in_archive" shape:"is keyed by package (a vars.sh entry), each the list of paths under its source directory the archive holds for what its download script fetches: AWS_SDK: [crt/aws-crt-cpp]"`
+	// SourceReads are packages whose unpacked, patched sources a package's
+	// build reads although they have a build of their own (build_mysql
+	// copies BOOST_SOURCE): their sources are in its tree, their install
+	// is not, and --packages does not build them for it.
+	SourceReads map[string][]string          `yaml:"source_reads" shape:"is keyed by package (a vars.sh entry), each the list of packages whose sources its build reads: MYSQL: [BOOST]"`
 	Env         map[string]map[string]string `yaml:"env" shape:"is keyed by package (a vars.sh entry), then by variable: GLOG: {CFLAGS: -O2}"`
 	Versions    map[string]string            `yaml:"versions" shape:"is keyed by package (a vars.sh entry), each the version it is: OPENSSL: 1.1.1s"`
 	// VersionFiles say where a package's unpacked source declares its
@@ -420,6 +430,20 @@ func (r *Recipe) checkThirdparty(e *problems) {
 		for _, d := range deps {
 			if d == pkg {
 				e.fail(tp.Keys.At("deps", tp.Pos), "recipe %s: thirdparty.deps: %s depends on itself", r.Name, pkg)
+			}
+		}
+	}
+	for pkg, paths := range tp.InArchive {
+		for _, d := range paths {
+			if d == "" || path.IsAbs(d) || path.Clean(d) != d || d == "." || d == ".." || strings.HasPrefix(d, "../") {
+				e.fail(tp.Keys.At("in_archive", tp.Pos), "recipe %s: thirdparty.in_archive.%s: %q is not a clean relative path under its source directory", r.Name, pkg, d)
+			}
+		}
+	}
+	for pkg, reads := range tp.SourceReads {
+		for _, d := range reads {
+			if d == pkg {
+				e.fail(tp.Keys.At("source_reads", tp.Pos), "recipe %s: thirdparty.source_reads: %s reads its own sources", r.Name, pkg)
 			}
 		}
 	}
