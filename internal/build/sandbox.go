@@ -35,7 +35,14 @@ type Sandbox struct {
 
 // Mount shows the path From of this machine at To in the step's mount
 // namespace (at From itself when To is empty).
-type Mount struct{ From, To string }
+type Mount struct {
+	From, To string
+	// Shared marks a file steps running at once all write (the phase's
+	// compiler log): as root it is given to the sandbox's user for good,
+	// since one step's end taking it back would leave the others unable
+	// to write it.
+	Shared bool
+}
 
 func (m Mount) dest() string {
 	if m.To == "" {
@@ -380,6 +387,12 @@ func (sb *sandboxer) command(c Command) (*exec.Cmd, func(), error) {
 	if sb.root && c.Sandbox != nil {
 		var paths []string
 		for _, m := range c.Sandbox.Writable {
+			if m.Shared {
+				if err := os.Lchown(m.From, sb.uid, sb.gid); err != nil {
+					return nil, undo, fmt.Errorf("step %s: giving %s to the sandbox's user %d: %w", c.Step, m.From, sb.uid, err)
+				}
+				continue
+			}
 			paths = append(paths, m.From)
 		}
 		if err := chownTrees(paths, sb.uid, sb.gid); err != nil {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -263,4 +264,54 @@ func TestAccountFiles(t *testing.T) {
 	if err != nil || filepath.Dir(planted[1]) == shared {
 		t.Errorf("a world-writable directory at the shared name was used: %q, %v", planted, err)
 	}
+}
+
+// TestSharedLogStaysWritable: package steps run at once and write one
+// compiler log. As root, each step's writable paths are the sandbox
+// user's while it runs and taken back when it ends; the log was too, so
+// the first step to end took it back from the others ("cannot create
+// /dorisarm/logs/compiler-thirdparty.log: Permission denied" in their
+// logs). A shared mount stays the sandbox user's; the rest go back.
+func TestSharedLogStaysWritable(t *testing.T) {
+	sb, err := sandbox()
+	if err != nil {
+		t.Skip(err)
+	}
+	if !sb.root {
+		t.Skip("not root: the sandbox runs as this user, nothing is chowned")
+	}
+	dir := t.TempDir()
+	log := filepath.Join(dir, "compiler-thirdparty.log")
+	os.WriteFile(log, nil, 0o644)
+	treeA, treeB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	os.Mkdir(treeA, 0o755)
+	os.Mkdir(treeB, 0o755)
+	step := func(tree string) func() {
+		_, undo, err := sb.command(Command{Step: "thirdparty:" + filepath.Base(tree), Path: "true", Dir: tree,
+			Sandbox: &Sandbox{Writable: []Mount{{From: tree}, {From: log, Shared: true}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return undo
+	}
+	owner := func(p string) int {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(st.Sys().(*syscall.Stat_t).Uid)
+	}
+	undoA := step(treeA)
+	undoB := step(treeB)
+	undoA() // A ends while B runs
+	if got := owner(log); got != sb.uid {
+		t.Errorf("the shared log belongs to uid %d after one step ended, want the sandbox's %d (the running step must still write it)", got, sb.uid)
+	}
+	if got := owner(treeA); got != os.Getuid() {
+		t.Errorf("the ended step's tree belongs to uid %d, want %d back", got, os.Getuid())
+	}
+	if got := owner(treeB); got != sb.uid {
+		t.Errorf("the running step's tree belongs to uid %d", got)
+	}
+	undoB()
 }

@@ -31,7 +31,7 @@ func (r *runner) stepSandbox(s plan.Step) *Sandbox {
 	sb := &Sandbox{Writable: []Mount{{From: r.srcDir(), To: r.seen(r.src)}}}
 	phase := stepPhase(s)
 	if log := filepath.Join(r.logs, "compiler-"+phase+".log"); isRegular(log) {
-		sb.Writable = append(sb.Writable, Mount{From: log, To: r.seen(log)})
+		sb.Writable = append(sb.Writable, Mount{From: log, To: r.seen(log), Shared: true})
 	}
 	switch s.Kind {
 	case plan.KindBuild, plan.KindTrain, plan.KindMerge:
