@@ -74,6 +74,9 @@ if [ -n "$want_build" ]; then
     # What Apache Doris's own thirdparty scripts need (build-thirdparty.sh
     # checks cmake, byacc, flex, automake and libtool; packages use the rest).
     byacc flex bison automake autoconf libtool pkg-config ninja-build
+    # build_lzma runs autopoint (gettext's); packages that autoreconf with
+    # LT_INIT([dlopen]) need libltdl's macros (libltdl-dev).
+    autopoint libltdl-dev
     xz-utils bzip2 zip python-is-python3
     # The build machine's code generators a cross build's BE steps run
     # (recipes/doris.yaml build_tools: Doris's gensrc runs protoc and thrift).
