@@ -10,29 +10,27 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dorisarm/dorisarm/internal/build"
 )
 
-// compileStats are the compile cache's hits and misses of each build step
-// of a published build's record.
-func compileStats(t *testing.T, pub string) map[string][2]int64 {
+// compileStats is what the compile cache did for each build step of a
+// published build's record.
+func compileStats(t *testing.T, pub string) map[string]build.CompileStats {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(pub, "dorisarm-build.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rec struct {
 		Steps []struct {
 			ID           string
-			CompileCache *struct{ Hits, Misses int64 } `json:"compile_cache"`
+			CompileCache *build.CompileStats `json:"compile_cache"`
 		}
 	}
-	if err := json.Unmarshal(b, &rec); err != nil {
+	if err := json.Unmarshal(readBytes(t, filepath.Join(pub, "dorisarm-build.json")), &rec); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][2]int64{}
+	out := map[string]build.CompileStats{}
 	for _, s := range rec.Steps {
 		if s.CompileCache != nil {
-			out[s.ID] = [2]int64{s.CompileCache.Hits, s.CompileCache.Misses}
+			out[s.ID] = *s.CompileCache
 		}
 	}
 	return out
@@ -105,8 +103,8 @@ wait:
 	first := compileStats(t, pubA)
 	units := int64(0)
 	for id, st := range first {
-		if st[0]+st[1] > 0 && strings.HasPrefix(id, "build:be") {
-			units = st[0] + st[1]
+		if st.Hits+st.Misses > 0 && strings.HasPrefix(id, "build:be") {
+			units = st.Hits + st.Misses
 		}
 	}
 	if units < 2 {
@@ -118,8 +116,8 @@ wait:
 	if phase != "release" {
 		killedStep = "build:be:" + phase
 	}
-	if st := first[killedStep]; st[0] < 1 || st[0]+st[1] != units {
-		t.Errorf("%s after the kill: %d hits, %d misses; want the unit compiled before the kill to hit (of %d)", killedStep, st[0], st[1], units)
+	if st := first[killedStep]; st.Hits < 1 || st.Hits+st.Misses != units {
+		t.Errorf("%s after the kill: %d hits, %d misses; want the unit compiled before the kill to hit (of %d)", killedStep, st.Hits, st.Misses, units)
 	}
 
 	// Another work directory and cache, the same compile cache.
@@ -129,8 +127,8 @@ wait:
 	}
 	pubB := filepath.Join(dir, "out-b", "2.1.8", "graviton2")
 	for id, st := range compileStats(t, pubB) {
-		if strings.HasPrefix(id, "build:be") && (st[1] != 0 || st[0] != units) {
-			t.Errorf("%s with the shared compile cache: %d hits, %d misses; want %d hits", id, st[0], st[1], units)
+		if strings.HasPrefix(id, "build:be") && (st.Misses != 0 || st.Hits != units) {
+			t.Errorf("%s with the shared compile cache: %d hits, %d misses; want %d hits", id, st.Hits, st.Misses, units)
 		}
 	}
 	be := filepath.Join("be", "lib", "doris_be")
@@ -193,29 +191,16 @@ func TestSharedCompileCache(t *testing.T) {
 		return append([]string{"build", "--recipe", recipe, "--target", "graviton2", "--compiler", "clang",
 			"--cache", filepath.Join(dir, runner), "--out", filepath.Join(dir, "out-"+runner), "--be-compile-cache-shared", shared}, extra...)
 	}
-	type stats struct{ Hits, Misses, SharedHits int64 }
-	read := func(runner string) (map[string]stats, []byte) {
+	// What the BE steps' compile caches did, and the doris_be published.
+	read := func(runner string) (map[string]build.CompileStats, []byte) {
 		pub := filepath.Join(dir, "out-"+runner, "2.1.8", "graviton2")
-		b := readBytes(t, filepath.Join(pub, "dorisarm-build.json"))
-		var rec struct {
-			Steps []struct {
-				ID           string
-				CompileCache *struct {
-					Hits, Misses int64
-					SharedHits   int64 `json:"shared_hits"`
-				} `json:"compile_cache"`
+		be := map[string]build.CompileStats{}
+		for id, st := range compileStats(t, pub) {
+			if strings.HasPrefix(id, "build:be") {
+				be[id] = st
 			}
 		}
-		if err := json.Unmarshal(b, &rec); err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]stats{}
-		for _, s := range rec.Steps {
-			if c := s.CompileCache; c != nil && strings.HasPrefix(s.ID, "build:be") {
-				out[s.ID] = stats{c.Hits, c.Misses, c.SharedHits}
-			}
-		}
-		return out, readBytes(t, filepath.Join(pub, "be", "lib", "doris_be"))
+		return be, readBytes(t, filepath.Join(pub, "be", "lib", "doris_be"))
 	}
 	if _, errOut, code := run(t, args("r1")...); code != 0 {
 		t.Fatalf("runner 1: exit %d\n%s", code, errOut)
