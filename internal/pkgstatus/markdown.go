@@ -90,7 +90,7 @@ func (r *Result) text() string {
 	case SourceOnly:
 		return fmt.Sprintf("source only (unpacked %.0f s; no build step of its own)", r.Seconds)
 	case NotUsed:
-		return cell(fmt.Sprintf("not used on %s: %s", r.Step, r.Cause))
+		return cell(fmt.Sprintf("not used on %s: %s", r.ISA, r.Cause))
 	}
 	parts := []string{fmt.Sprintf("built %.0f s", r.Seconds)}
 	switch {

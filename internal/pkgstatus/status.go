@@ -66,6 +66,8 @@ type Result struct {
 	// it waited for.
 	Cause string `json:"cause,omitempty"`
 	Step  string `json:"step,omitempty"`
+	// ISA is the instruction set a package is not used on (NotUsed).
+	ISA string `json:"isa,omitempty"`
 	// Earlier says the result comes from an earlier table (Merge), not from
 	// a build directory read this time.
 	Earlier bool `json:"earlier,omitempty"`
@@ -160,7 +162,7 @@ func Load(dirs []string, opt Options) (*Table, error) {
 				row = &Row{Package: nu.Entry, Version: nu.Version, Archive: nu.Archive, MD5: nu.MD5, Results: map[string]*Result{}}
 				rows[nu.Entry] = row
 			}
-			r := &Result{Status: NotUsed, Cause: fmt.Sprintf("%s (%s)", nu.Why, nu.Where), Step: rec.Cell.ISA}
+			r := &Result{Status: NotUsed, Cause: fmt.Sprintf("%s (%s)", nu.Why, nu.Where), ISA: rec.Cell.ISA}
 			if better(r, row.Results[target]) {
 				row.Results[target] = r
 			}
