@@ -121,13 +121,22 @@ func (r *runner) compileCacheDir(s plan.Step) (string, error) {
 		return "", err
 	}
 	sum := sha256.Sum256(b)
-	key := hex.EncodeToString(sum[:])
-	dir := filepath.Join(root, key)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := keyDir(root, hex.EncodeToString(sum[:]))
+	if err != nil {
 		return "", fmt.Errorf("the compile cache %s: %w", root, err)
 	}
+	return dir, nil
+}
+
+// keyDir is root/key, made if missing and marked used (what cache prune
+// orders by).
+func keyDir(root, key string) (string, error) {
+	dir := filepath.Join(root, key)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	if err := markUsed(dir); err != nil {
-		return "", fmt.Errorf("the compile cache %s: %w", dir, err)
+		return "", err
 	}
 	return dir, nil
 }
@@ -139,12 +148,9 @@ func (r *runner) sharedCompileDir(dir string) (string, error) {
 	if r.opts.SharedCompileCache == "" || dir == "" {
 		return "", nil
 	}
-	shared := filepath.Join(r.opts.SharedCompileCache, compileSubdir, filepath.Base(dir))
-	if err := os.MkdirAll(shared, 0o755); err != nil {
+	shared, err := keyDir(filepath.Join(r.opts.SharedCompileCache, compileSubdir), filepath.Base(dir))
+	if err != nil {
 		return "", fmt.Errorf("the shared compile cache %s: %w", r.opts.SharedCompileCache, err)
-	}
-	if err := markUsed(shared); err != nil {
-		return "", fmt.Errorf("the shared compile cache %s: %w", shared, err)
 	}
 	return shared, nil
 }
